@@ -1,0 +1,279 @@
+"""The one Settings object: environment (MEDASR_*), `.env`, and an optional TOML file.
+
+Precedence, highest first: explicit keyword arguments, environment, `.env`, the TOML
+file named by MEDASR_CONFIG, defaults. Every field is reachable as
+MEDASR_<SECTION>__<FIELD>; the operator-facing flat names below (MEDASR_TOKEN,
+MEDASR_CONCURRENCY, ...) are aliases that win over the nested spelling.
+Build it once per run with `load_settings()`; nothing else reads os.environ.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from dotenv import dotenv_values
+from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from config.errors import ConfigError
+
+ENV_PREFIX = "MEDASR_"
+
+# Documented flat variables -> (section, field). Operators put these in cron jobs
+# and Prefect deployments; the names are a contract and never change.
+FLAT_VARIABLES: dict[str, tuple[str, str]] = {
+    "MEDASR_ENV": ("service", "env"),
+    "MEDASR_BASE_URL": ("service", "base_url"),
+    "MEDASR_TOKEN": ("service", "token"),
+    "MEDASR_REQUEST_TIMEOUT_S": ("service", "request_timeout_s"),
+    "MEDASR_MAX_ATTEMPTS": ("service", "max_attempts"),
+    "MEDASR_MAX_UPLOAD_BYTES": ("service", "max_upload_bytes"),
+    "MEDASR_ALLOW_INSECURE_HTTP": ("service", "allow_insecure_http"),
+    "MEDASR_CA_BUNDLE": ("service", "ca_bundle"),
+    "MEDASR_ENCRYPT": ("encryption", "enabled"),
+    "MEDASR_JWE_KEY": ("encryption", "jwe_key"),
+    "MEDASR_JWE_KID": ("encryption", "jwe_kid"),
+    "MEDASR_DATABASE_URL": ("storage", "database_url"),
+    "MEDASR_CONCURRENCY": ("pipeline", "concurrency"),
+    "MEDASR_REQUESTS_PER_S": ("pipeline", "requests_per_s"),
+    "MEDASR_BATCH_SIZE": ("pipeline", "batch_size"),
+    "MEDASR_LOG_LEVEL": ("pipeline", "log_level"),
+}
+
+
+class ServiceSettings(BaseModel):
+    """Where the transcription service is and how we talk to it."""
+
+    env: Literal["prod", "dev"] = Field("prod", description="Which service environment to use.")
+    base_url: str | None = Field(
+        None, description="Explicit base URL; overrides the environment's URL when set."
+    )
+    prod_base_url: str = Field(
+        "https://api.eka.care", description="Base URL of the production environment."
+    )
+    dev_base_url: str = Field(
+        "https://api.dev.eka.care", description="Base URL of the development environment."
+    )
+    token: SecretStr | None = Field(None, description="Bearer token (a JWT) for the service.")
+    request_timeout_s: float = Field(
+        120.0, gt=0, le=3600, description="Timeout of one HTTP request, seconds."
+    )
+    max_attempts: int = Field(
+        5,
+        ge=1,
+        le=50,
+        description=(
+            "Attempts budget: tries of one request inside a run, and runs of one item "
+            "before rerun-failures stops re-queuing it."
+        ),
+    )
+    retry_max_total_s: float = Field(
+        300.0, gt=0, le=86_400, description="Upper bound on the time spent retrying one request."
+    )
+    retry_initial_backoff_s: float = Field(
+        0.5, gt=0, le=60, description="Base of the exponential backoff, seconds."
+    )
+    retry_max_backoff_s: float = Field(
+        30.0, gt=0, le=3600, description="Largest single backoff wait, seconds."
+    )
+    max_upload_bytes: int = Field(
+        5_000_000,
+        ge=64_000,
+        le=100_000_000,
+        description="Largest request body we send; the service refuses more than 5 MB.",
+    )
+    allow_insecure_http: bool = Field(
+        False, description="Allow http:// to a non-loopback host (patient audio in clear text)."
+    )
+    ca_bundle: Path | None = Field(None, description="Custom CA bundle (PEM) for TLS checks.")
+
+    @property
+    def effective_base_url(self) -> str:
+        """The base URL to call, without a trailing slash."""
+        url = self.base_url or (self.prod_base_url if self.env == "prod" else self.dev_base_url)
+        return url.rstrip("/")
+
+
+class EncryptionSettings(BaseModel):
+    """The opt-in JWE envelope (dir + A128CBC-HS256)."""
+
+    enabled: bool = Field(False, description="Encrypt requests as JWE (X-Encryption: JWE).")
+    jwe_key: SecretStr | None = Field(
+        None, description="Shared key string (16 characters; doubled into the 32-byte key)."
+    )
+    jwe_kid: str | None = Field(None, max_length=256, description="Identifier of the shared key.")
+
+    @model_validator(mode="after")
+    def _key_when_enabled(self) -> EncryptionSettings:
+        if self.enabled and self.jwe_key is None:
+            raise ValueError("encryption is on but no key is set (MEDASR_JWE_KEY)")
+        return self
+
+
+class StorageSettings(BaseModel):
+    """The SQL store."""
+
+    database_url: str = Field(
+        "sqlite:///./medasr.db", description="SQLAlchemy URL: SQLite file or PostgreSQL."
+    )
+    lease_s: float = Field(
+        900.0, ge=5, le=86_400, description="How long a claimed item stays ours, seconds."
+    )
+    busy_timeout_ms: int = Field(
+        30_000, ge=0, le=600_000, description="SQLite wait for a locked database, ms."
+    )
+
+
+class PipelineSettings(BaseModel):
+    """How a run moves through a backlog."""
+
+    concurrency: int = Field(8, ge=1, le=256, description="Requests in flight at once.")
+    requests_per_s: float | None = Field(
+        None, gt=0, le=10_000, description="Optional cap on requests started per second."
+    )
+    batch_size: int = Field(
+        50, ge=1, le=10_000, description="Files per Prefect task run (a claim batch)."
+    )
+    decode_workers: int = Field(
+        max(1, os.cpu_count() or 1),
+        ge=1,
+        le=64,
+        description="Files decoded at once (ffmpeg processes).",
+    )
+    retry_delay_s: float = Field(
+        600.0, ge=0, le=7 * 86_400, description="Wait before a failed item may be retried."
+    )
+    min_pause_ms: int = Field(250, ge=20, le=5_000, description="Shortest pause to cut in, ms.")
+    ffmpeg_timeout_s: float = Field(
+        3600.0, gt=0, le=86_400, description="Longest one ffmpeg decode may run, seconds."
+    )
+    settle_s: float = Field(
+        2.0, ge=0, le=86_400, description="Files modified more recently than this are skipped."
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "INFO", description="Log level of medasr's own loggers."
+    )
+
+
+class Settings(BaseSettings):
+    """Everything medasr can be told, grouped by concern."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        env_file=".env",
+        extra="ignore",
+    )
+
+    service: ServiceSettings = Field(default_factory=ServiceSettings)  # type: ignore[arg-type]
+    encryption: EncryptionSettings = Field(default_factory=EncryptionSettings)  # type: ignore[arg-type]
+    storage: StorageSettings = Field(default_factory=StorageSettings)  # type: ignore[arg-type]
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)  # type: ignore[arg-type]
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            _FlatSource(settings_cls, from_dotenv=False),
+            env_settings,
+            _FlatSource(settings_cls, from_dotenv=True),
+            dotenv_settings,
+            _TomlSource(settings_cls),
+        )
+
+
+class _FlatSource(PydanticBaseSettingsSource):
+    """Reads the documented flat MEDASR_* names from the environment or `.env`."""
+
+    def __init__(self, settings_cls: type[BaseSettings], *, from_dotenv: bool) -> None:
+        super().__init__(settings_cls)
+        self._from_dotenv = from_dotenv
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        values = _dotenv_values() if self._from_dotenv else dict(os.environ)
+        nested: dict[str, dict[str, Any]] = {}
+        for name, (section, field) in FLAT_VARIABLES.items():
+            raw = values.get(name)
+            if raw is not None and raw != "":
+                nested.setdefault(section, {})[field] = raw
+        return nested
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """Reads the TOML file named by MEDASR_CONFIG (sections match the nested models)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = os.environ.get("MEDASR_CONFIG") or _dotenv_values().get("MEDASR_CONFIG")
+        if not path:
+            return {}
+        try:
+            with open(path, "rb") as handle:
+                return tomllib.load(handle)
+        except OSError as exc:
+            raise ConfigError(f"MEDASR_CONFIG: cannot read {path}: {exc.strerror}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"MEDASR_CONFIG: {path} is not valid TOML: {exc}") from exc
+
+
+def _dotenv_values() -> dict[str, str]:
+    if not Path(".env").is_file():
+        return {}
+    return {k: v for k, v in dotenv_values(".env").items() if v is not None}
+
+
+def variable_name(loc: tuple[int | str, ...]) -> str:
+    """The environment variable an operator sets for a validation error location."""
+    parts = tuple(str(p) for p in loc[:2])
+    for name, target in FLAT_VARIABLES.items():
+        if target == parts:
+            return name
+    if len(parts) == 1:
+        return f"{ENV_PREFIX}{parts[0].upper()}"
+    return f"{ENV_PREFIX}{parts[0].upper()}__{parts[1].upper()}"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build the Settings once; raises ConfigError with one line naming the variable."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+
+
+# Values of these are never echoed back: they are secrets or may hold a password.
+_SECRET_VARIABLES = frozenset({"MEDASR_TOKEN", "MEDASR_JWE_KEY", "MEDASR_DATABASE_URL"})
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors(include_url=False):
+        message = error["msg"].removeprefix("Value error, ")
+        if ENV_PREFIX in message:  # a cross-field check that already names its variable
+            lines.append(message)
+            continue
+        name = variable_name(tuple(error["loc"]))
+        got = error.get("input")
+        if name not in _SECRET_VARIABLES and isinstance(got, str | int | float) and got != "":
+            message = f"{message} (got {str(got)[:40]!r})"
+        lines.append(f"{name}: {message}")
+    return "; ".join(lines)
