@@ -1,0 +1,50 @@
+"""The `medasr` command: one Typer app; each wing's commands live in their own module.
+
+Exit codes everywhere: 0 all done, 1 some items failed, 2 usage or configuration
+error, 3 credentials rejected.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from config.errors import ConfigError, MedasrError
+from flows.cli_audio import split_command
+from flows.cli_devserver import devserver_command
+from flows.cli_store import db_app, export_command, status_command
+
+EXIT_OK = 0
+EXIT_SOME_FAILED = 1
+EXIT_USAGE = 2
+EXIT_CREDENTIALS = 3
+
+app = typer.Typer(
+    name="medasr",
+    help="Batch transcription of medical dictation archives.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("split")(split_command)
+app.command("devserver")(devserver_command)
+app.command("status")(status_command)
+app.command("export")(export_command)
+app.add_typer(db_app, name="db")
+
+
+def main() -> None:
+    """Console entry point: run the app, turn known errors into one line and an exit code."""
+    try:
+        app(standalone_mode=True)
+    except ConfigError as exc:
+        typer.echo(f"medasr: configuration error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    except MedasrError as exc:
+        typer.echo(f"medasr: {exc}", err=True)
+        sys.exit(EXIT_SOME_FAILED)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Devserver fixtures (filled in by the service work)."""

@@ -1,0 +1,1 @@
+"""PostgreSQL and S3 fixtures (filled in by the storage work)."""
