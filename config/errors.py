@@ -50,3 +50,9 @@ class ConfigError(TerminalError):
     """A setting is missing or invalid; the message names the variable to fix."""
 
     kind = "config"
+
+
+class InternalError(TerminalError):
+    """A bug in medasr caught at a file boundary so that the rest of the batch goes on."""
+
+    kind = "internal_error"

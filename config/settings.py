@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -252,8 +254,28 @@ def variable_name(loc: tuple[int | str, ...]) -> str:
     return f"{ENV_PREFIX}{parts[0].upper()}__{parts[1].upper()}"
 
 
+_pinned: Settings | None = None
+
+
+@contextmanager
+def pinned_settings(settings: Settings) -> Iterator[Settings]:
+    """Make `load_settings()` return `settings` in this process (demo and tests).
+
+    Flows build their own settings (secrets never travel as Prefect parameters), so a
+    caller that already holds a Settings object pins it here instead.
+    """
+    global _pinned  # noqa: PLW0603 - process-wide on purpose; see docstring
+    previous, _pinned = _pinned, settings
+    try:
+        yield settings
+    finally:
+        _pinned = previous
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Build the Settings once; raises ConfigError with one line naming the variable."""
+    if _pinned is not None and not overrides:
+        return _pinned
     try:
         return Settings(**overrides)
     except ValidationError as exc:
