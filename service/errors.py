@@ -1,4 +1,4 @@
-"""Errors of talking to the transcription service; translated from httpx once, in client.py.
+"""Errors of talking to the service; translated from httpx once (client.py via status.py).
 
     MedasrError (config/errors.py)
     ├── TransientError

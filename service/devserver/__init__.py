@@ -1,0 +1,27 @@
+"""Local stand-in of the transcription service (DESIGN.md §8): run it, read its ledger."""
+
+from service.devserver.app import DevServerState, build_state, create_app
+from service.devserver.config import DevServerConfig
+from service.devserver.engines import Engine, make_engine
+from service.devserver.ledger import Ledger, LedgerEntry
+from service.devserver.server import (
+    DevServerError,
+    RunningDevServer,
+    serve_devserver,
+    start_devserver,
+)
+
+__all__ = [
+    "DevServerConfig",
+    "DevServerError",
+    "DevServerState",
+    "Engine",
+    "Ledger",
+    "LedgerEntry",
+    "RunningDevServer",
+    "build_state",
+    "create_app",
+    "make_engine",
+    "serve_devserver",
+    "start_devserver",
+]

@@ -1,0 +1,224 @@
+"""The devserver's ASGI app: the service contract (DESIGN.md §3, §8) with injected faults."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from service import jwe
+from service.contract import (
+    MESSAGE_FORBIDDEN,
+    MESSAGE_NO_FILE,
+    MESSAGE_TOO_LARGE,
+    MESSAGE_UNAUTHORIZED,
+    TRANSCRIBE_PATH,
+    is_supported_language,
+)
+from service.devserver.config import DevServerConfig
+from service.devserver.engines import Engine, UnreadableAudio, make_engine, read_wav
+from service.devserver.faults import FaultInjector
+from service.devserver.ledger import Ledger, LedgerEntry
+from service.devserver.responses import (
+    DroppedResponse,
+    SlowResponse,
+    retry_after_value,
+    tamper_envelope,
+)
+from service.devserver.tokens import TokenAuthority, TokenCheck
+from service.devserver.uploads import Refusal, audio_from_envelope, audio_from_multipart
+
+
+@dataclass
+class DevServerState:
+    """Everything one running devserver remembers."""
+
+    config: DevServerConfig
+    ledger: Ledger
+    tokens: TokenAuthority
+    faults: FaultInjector
+    engine: Engine
+    key: jwe.JweKey | None
+    txn_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+
+def build_state(config: DevServerConfig) -> DevServerState:
+    """Fresh state for `config`; raises ConfigError or EncryptionError for bad options."""
+    key = None
+    if config.jwe_key is not None:
+        key = jwe.derive_key(config.jwe_key, kid=config.jwe_kid)
+    return DevServerState(
+        config=config,
+        ledger=Ledger(config.ledger_path),
+        tokens=TokenAuthority(static_token=config.token, ttl_s=config.token_ttl_s),
+        faults=FaultInjector(config),
+        engine=make_engine(config.engine),
+        key=key,
+    )
+
+
+@dataclass
+class _Trace:
+    """The ledger fields of one request, filled in as it is handled."""
+
+    time: float
+    language: str | None
+    sha256: str | None = None
+    audio_bytes: int = 0
+    body_bytes: int = 0
+    encrypted: bool = False
+    filename: str | None = None
+    retry_after_s: float | None = None
+    fault: str | None = None
+    txn_id: str | None = None
+
+    def entry(self, *, status: int) -> LedgerEntry:
+        return LedgerEntry(
+            time=self.time,
+            status=status,
+            language=self.language,
+            sha256=self.sha256,
+            bytes=self.audio_bytes,
+            body_bytes=self.body_bytes,
+            encrypted=self.encrypted,
+            filename=self.filename,
+            retry_after_s=self.retry_after_s,
+            fault=self.fault,
+            txn_id=self.txn_id,
+        )
+
+
+def _message(status: int, message: str, *, headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse({"message": message}, status_code=status, headers=headers)
+
+
+async def _transcribe_endpoint(request: Request) -> Response:
+    state: DevServerState = request.app.state.devserver
+    trace = _Trace(time=time.time(), language=request.query_params.get("language"))
+    try:
+        response = await _answer(request, state, trace)
+    except Refusal as refusal:
+        response = _message(refusal.status, refusal.message)
+    status = 0 if isinstance(response, DroppedResponse) else response.status_code
+    state.ledger.record(trace.entry(status=status))
+    return response
+
+
+async def _answer(request: Request, state: DevServerState, trace: _Trace) -> Response:
+    config = state.config
+    if config.latency_ms > 0:
+        await asyncio.sleep(config.latency_ms / 1000)
+    _authenticate(request, state)
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > config.max_bytes:
+        raise Refusal(413, MESSAGE_TOO_LARGE)
+    fault = state.faults.draw()
+    trace.fault = None if fault == "ok" else fault
+    if fault not in ("ok", "slow"):
+        return _fault_response(fault, config=config, trace=trace)
+    language = _check_language(trace.language)
+    body = await _read_body(request, max_bytes=config.max_bytes)
+    trace.body_bytes = len(body)
+    if request.headers.get("x-encryption", "").strip().upper() == "JWE":
+        trace.encrypted = True
+        audio = audio_from_envelope(body, key=state.key)
+    else:
+        audio, trace.filename = await audio_from_multipart(request.headers, body)
+    payload = await _transcribe_audio(audio, language=language, state=state, trace=trace)
+    content = _encode_payload(payload, state=state, encrypted=trace.encrypted)
+    if fault == "slow":
+        return SlowResponse(content, slow_s=config.slow_s)
+    return Response(content, media_type="application/json")
+
+
+def _authenticate(request: Request, state: DevServerState) -> None:
+    check = state.tokens.check(request.headers.get("authorization"))
+    if check is TokenCheck.MISSING:
+        raise Refusal(401, MESSAGE_UNAUTHORIZED)
+    if check is TokenCheck.FORBIDDEN or not state.faults.admit_authenticated():
+        raise Refusal(403, MESSAGE_FORBIDDEN)
+
+
+def _fault_response(fault: str, *, config: DevServerConfig, trace: _Trace) -> Response:
+    if fault == "429":
+        trace.retry_after_s = float(config.retry_after_s)
+        value = retry_after_value(config.retry_after_s, http_date=config.retry_after_http_date)
+        return _message(429, "Too Many Requests", headers={"Retry-After": value})
+    if fault == "500":
+        return _message(500, MESSAGE_NO_FILE)
+    if fault == "503":
+        return _message(503, "Service Unavailable")
+    return DroppedResponse()
+
+
+def _check_language(code: str | None) -> str:
+    if not code:
+        raise Refusal(400, "the language query parameter is required")
+    if not is_supported_language(code):
+        raise Refusal(400, f"unsupported language {code[:16]!r}")
+    return code
+
+
+async def _read_body(request: Request, *, max_bytes: int) -> bytes:
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_bytes:
+            raise Refusal(413, MESSAGE_TOO_LARGE)
+    return bytes(body)
+
+
+async def _transcribe_audio(
+    audio: bytes, *, language: str, state: DevServerState, trace: _Trace
+) -> dict[str, Any]:
+    trace.sha256 = hashlib.sha256(audio).hexdigest()
+    trace.audio_bytes = len(audio)
+    try:
+        text, duration_s = await run_in_threadpool(_run_engine, state.engine, audio, language)
+    except UnreadableAudio as exc:
+        raise Refusal(400, str(exc)) from exc
+    trace.txn_id = f"dev-{next(state.txn_numbers):06d}-{trace.sha256[:8]}"
+    return {"text": text, "txn_id": trace.txn_id, "audio_duration": round(duration_s, 3)}
+
+
+def _run_engine(engine: Engine, audio: bytes, language: str) -> tuple[str, float]:
+    samples, sample_rate_hz = read_wav(audio)
+    return engine.transcribe(audio, language=language), len(samples) / sample_rate_hz
+
+
+def _encode_payload(payload: dict[str, Any], *, state: DevServerState, encrypted: bool) -> bytes:
+    plain = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    if not encrypted or state.key is None:
+        return plain
+    legacy = state.config.legacy_response_tag
+    envelope = jwe.encrypt_response(plain, key=state.key, legacy_tag=legacy)
+    if state.config.tamper_responses:
+        envelope = tamper_envelope(envelope)
+    return json.dumps(envelope, separators=(",", ":")).encode("ascii")
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, HTTPException):
+        return _message(exc.status_code, str(exc.detail))
+    return _message(500, MESSAGE_NO_FILE)
+
+
+def create_app(config: DevServerConfig, *, state: DevServerState | None = None) -> Starlette:
+    """The Starlette app serving POST /voice/get-asr; raises ConfigError for bad options."""
+    app = Starlette(
+        routes=[Route(TRANSCRIBE_PATH, _transcribe_endpoint, methods=["POST"])],
+        exception_handlers={HTTPException: _http_error},
+    )
+    app.state.devserver = state if state is not None else build_state(config)
+    return app

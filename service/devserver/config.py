@@ -1,0 +1,91 @@
+"""Every option of the devserver, as one frozen value with the defaults of `medasr devserver`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from config.errors import ConfigError
+from service.contract import SERVICE_MAX_UPLOAD_BYTES
+
+# Names a fault script may use; "ok" lets a request through untouched.
+FAULT_NAMES: Final = ("ok", "429", "500", "503", "reset", "slow")
+ENGINE_NAMES: Final = ("default", "tone", "hash")
+
+
+@dataclass(frozen=True)
+class DevServerConfig:
+    """Options of the local stand-in service; raises ConfigError when one is out of range."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    # Static accepted token (None -> mint a signed dev token); secrets stay out of reprs.
+    token: str | None = field(default=None, repr=False)
+    token_ttl_s: float = 86_400.0
+    jwe_key: str | None = field(default=None, repr=False)
+    jwe_kid: str | None = None
+    max_bytes: int = SERVICE_MAX_UPLOAD_BYTES
+    latency_ms: float = 0.0
+    rate_429: float = 0.0
+    retry_after_s: int = 1
+    retry_after_http_date: bool = False
+    rate_500: float = 0.0
+    rate_503: float = 0.0
+    rate_reset: float = 0.0
+    rate_slow: float = 0.0
+    slow_s: float = 2.0
+    fault_script: tuple[str, ...] = ()  # faults for the first requests, in order, before rates
+    auth_fail_after: int | None = None
+    ledger_path: Path | None = None
+    seed: int = 0
+    engine: str = "default"
+    legacy_response_tag: bool = False
+    tamper_responses: bool = False
+
+    def __post_init__(self) -> None:
+        problems = _range_problems(self) + _choice_problems(self)
+        if problems:
+            raise ConfigError("devserver: " + "; ".join(problems))
+
+    @property
+    def fault_rates(self) -> dict[str, float]:
+        """Probability of each injected fault per request, in draw order."""
+        return {
+            "429": self.rate_429,
+            "500": self.rate_500,
+            "503": self.rate_503,
+            "reset": self.rate_reset,
+            "slow": self.rate_slow,
+        }
+
+
+def _range_problems(config: DevServerConfig) -> list[str]:
+    problems = []
+    for name, rate in config.fault_rates.items():
+        if not 0.0 <= rate <= 1.0:
+            problems.append(f"--rate-{name} must be between 0 and 1 (got {rate})")
+    if sum(config.fault_rates.values()) > 1.0 + 1e-9:
+        problems.append("the fault rates add up to more than 1")
+    if not 0 <= config.port <= 65_535:
+        problems.append(f"--port must be between 0 and 65535 (got {config.port})")
+    checks = {
+        "--max-bytes must be positive": config.max_bytes < 1,
+        "--latency-ms must not be negative": config.latency_ms < 0,
+        "--retry-after-s must not be negative": config.retry_after_s < 0,
+        "--slow-s must not be negative": config.slow_s < 0,
+        "--token-ttl-s must not be negative": config.token_ttl_s < 0,
+        "--auth-fail-after must not be negative": (config.auth_fail_after or 0) < 0,
+        "--token must not be empty": config.token == "",
+    }
+    return problems + [message for message, failed in checks.items() if failed]
+
+
+def _choice_problems(config: DevServerConfig) -> list[str]:
+    problems = []
+    unknown = [name for name in config.fault_script if name not in FAULT_NAMES]
+    if unknown:
+        problems.append(f"--fault-script names unknown faults {unknown} (use {FAULT_NAMES})")
+    if config.engine not in ENGINE_NAMES:
+        problems.append(f"--engine must be one of {ENGINE_NAMES} (got {config.engine!r})")
+    return problems

@@ -1,0 +1,59 @@
+"""Responses that misbehave on purpose: dropped connections, slow bodies, altered envelopes."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import email.utils
+import math
+import time
+
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+_SLOW_PIECES = 4
+
+
+class DroppedResponse(Response):
+    """Sends headers promising a body, then returns: uvicorn closes the connection mid-reply."""
+
+    def __init__(self) -> None:
+        super().__init__(b"", status_code=200, media_type="application/json")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"64")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+
+
+class SlowResponse(Response):
+    """A JSON body sent in pieces spread over `slow_s` seconds (the first one late too)."""
+
+    def __init__(self, content: bytes, *, slow_s: float) -> None:
+        super().__init__(content, media_type="application/json")
+        self._slow_s = slow_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        body = bytes(self.body)
+        size = max(1, math.ceil(len(body) / _SLOW_PIECES))
+        pieces = [body[i : i + size] for i in range(0, len(body), size)] or [b""]
+        for index, piece in enumerate(pieces):
+            await asyncio.sleep(self._slow_s / len(pieces))
+            more = index < len(pieces) - 1
+            await send({"type": "http.response.body", "body": piece, "more_body": more})
+
+
+def retry_after_value(retry_after_s: int, *, http_date: bool) -> str:
+    """A Retry-After header value: delay seconds, or an HTTP-date no earlier than that."""
+    if not http_date:
+        return str(retry_after_s)
+    return email.utils.formatdate(math.ceil(time.time() + retry_after_s), usegmt=True)
+
+
+def tamper_envelope(envelope: dict[str, str]) -> dict[str, str]:
+    """The same envelope with one bit of the ciphertext flipped (tests expect a tag failure)."""
+    text = envelope["ciphertext"]
+    data = bytearray(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+    data[0] ^= 0x01
+    flipped = base64.urlsafe_b64encode(bytes(data)).rstrip(b"=").decode("ascii")
+    return {**envelope, "ciphertext": flipped}

@@ -1,0 +1,153 @@
+"""Running the devserver: uvicorn on a socket we bind first (port 0 allowed), in a thread."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+
+from config.errors import ConfigError, TerminalError
+from service.devserver.app import DevServerState, build_state, create_app
+from service.devserver.config import DevServerConfig
+from service.devserver.ledger import Ledger
+
+_START_TIMEOUT_S = 10.0
+
+
+class DevServerError(TerminalError):
+    """The devserver could not be started or stopped."""
+
+    kind = "devserver"
+
+
+def bind_socket(*, host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (0 = any free port); raises ConfigError."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ConfigError(f"devserver: cannot resolve --host {host!r} ({exc})") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or str(exc)
+        raise ConfigError(f"devserver: cannot listen on {host}:{port} ({reason})") from exc
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    """http://host:port of a bound socket (IPv6 hosts in brackets)."""
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def _uvicorn_server(state: DevServerState) -> uvicorn.Server:
+    app = create_app(state.config, state=state)
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        http="h11",
+        loop="asyncio",
+        timeout_graceful_shutdown=1,
+    )
+    return uvicorn.Server(config)
+
+
+class RunningDevServer:
+    """A devserver serving in a background thread; a context manager that stops it."""
+
+    def __init__(self, *, state: DevServerState, sock: socket.socket) -> None:
+        self._state = state
+        self._sock = sock
+        self.url = url_of(sock)
+        self._server = _uvicorn_server(state)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, name="medasr-devserver"
+        )
+        self._thread.daemon = True
+
+    @property
+    def config(self) -> DevServerConfig:
+        """The options it runs with."""
+        return self._state.config
+
+    @property
+    def ledger(self) -> Ledger:
+        """Every request it has seen."""
+        return self._state.ledger
+
+    @property
+    def token(self) -> str:
+        """The token it accepts (static, or minted at start)."""
+        return self._state.tokens.token
+
+    @property
+    def state(self) -> DevServerState:
+        """Its state (ledger, token authority, fault injector, engine)."""
+        return self._state
+
+    def start(self) -> None:
+        """Start serving; raises DevServerError when uvicorn does not come up in 10 s."""
+        self._thread.start()
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise DevServerError(f"the devserver at {self.url} did not start")
+            time.sleep(0.005)
+
+    def stop(self, *, timeout_s: float = 5.0) -> None:
+        """Stop serving and wait for the thread (forcing it after timeout_s)."""
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            self._server.force_exit = True
+            self._thread.join(timeout_s)
+        self._sock.close()
+
+    def __enter__(self) -> RunningDevServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def start_devserver(config: DevServerConfig | None = None, **overrides: Any) -> RunningDevServer:
+    """Start a devserver in a thread (overrides replace config fields); raises ConfigError."""
+    config = dataclasses.replace(config or DevServerConfig(), **overrides)
+    state = build_state(config)
+    server = RunningDevServer(state=state, sock=bind_socket(host=config.host, port=config.port))
+    server.start()
+    return server
+
+
+def serve_devserver(
+    config: DevServerConfig, *, on_ready: Callable[[str, DevServerState], None]
+) -> None:
+    """Serve in the foreground until interrupted; on_ready(url, state) runs once it listens."""
+    state = build_state(config)
+    sock = bind_socket(host=config.host, port=config.port)
+    try:
+        on_ready(url_of(sock), state)
+        _uvicorn_server(state).run(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,128 @@
+"""`medasr devserver` as a process, and curl as a client independent of ours."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from config.errors import ConfigError
+from flows.cli_devserver import devserver_command
+from tests.servers import DEVSERVER_TOKEN, make_tone_wav_bytes
+
+# The command as registered in flows/cli.py, run on its own so this test does not
+# depend on every other command importing cleanly.
+_RUN_COMMAND = (
+    "import typer; from flows.cli_devserver import devserver_command; typer.run(devserver_command)"
+)
+_READY = re.compile(r"^medasr devserver listening on (http://\S+) \((.*)\)$")
+
+
+@contextmanager
+def devserver_process(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
+    """Start the command, yield (url, detail) from its one line, then stop it with Ctrl-C."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _RUN_COMMAND, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        match = _READY.match(line)
+        assert match, (line, process.stderr.read() if process.poll() is not None else "")
+        yield match.group(1), match.group(2)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def curl(url: str, *args: str) -> tuple[int, str]:
+    """(HTTP status, body) of a curl call."""
+    result = subprocess.run(
+        ["curl", "-sS", "-w", "\n%{http_code}", *args, url],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    body, _, status = result.stdout.rpartition("\n")
+    return int(status), body
+
+
+@pytest.fixture
+def wav_file(tmp_path: Path) -> Path:
+    path = tmp_path / "x.wav"
+    path.write_bytes(make_tone_wav_bytes("no acute distress"))
+    return path
+
+
+def test_curl_transcribes_and_gets_401_without_a_header(devserver, wav_file: Path) -> None:
+    url = f"{devserver.url}/voice/get-asr?language=en-IN"
+    auth = f"Authorization: Bearer {DEVSERVER_TOKEN}"
+    status, body = curl(url, "-F", f"file=@{wav_file}", "-H", auth)
+    assert status == 200
+    assert '"text":"no acute distress"' in body
+    status, body = curl(url, "-F", f"file=@{wav_file}")
+    assert (status, body) == (401, '{"message":"Unauthorized"}')
+
+
+def test_command_prints_url_and_minted_token(tmp_path: Path, wav_file: Path) -> None:
+    ledger = tmp_path / "ledger.jsonl"
+    with devserver_process("--port", "0", "--ledger", str(ledger)) as (url, detail):
+        assert url.startswith("http://127.0.0.1:")
+        token = detail.removeprefix("MEDASR_TOKEN=")
+        assert token != detail
+        assert token.count(".") == 2
+        status, body = curl(
+            f"{url}/voice/get-asr?language=kn",
+            "-F",
+            f"file=@{wav_file}",
+            "-H",
+            f"Authorization: Bearer {token}",
+        )
+        assert status == 200
+        assert "no acute distress" in body
+    assert '"status":200' in ledger.read_text()
+
+
+def test_command_reads_env_and_never_prints_a_static_token(wav_file: Path) -> None:
+    env = {
+        "MEDASR_DEVSERVER_PORT": "0",
+        "MEDASR_DEVSERVER_TOKEN": "static-secret-token",
+        "MEDASR_DEVSERVER_RATE_429": "1",
+        "MEDASR_DEVSERVER_RETRY_AFTER_S": "9",
+    }
+    with devserver_process(env=env) as (url, detail):
+        assert "static-secret-token" not in detail
+        status, _body = curl(
+            f"{url}/voice/get-asr?language=en-IN",
+            "-F",
+            f"file=@{wav_file}",
+            "-H",
+            "Authorization: Bearer static-secret-token",
+        )
+        assert status == 429
+
+
+def test_command_refuses_bad_options_before_listening() -> None:
+    # flows/cli.py main() turns this ConfigError into one line and exit code 2.
+    with pytest.raises(ConfigError, match="--rate-500 must be between 0 and 1"):
+        devserver_command(port=0, rate_500=2.0)
