@@ -1,23 +1,182 @@
-"""`medasr status`, `medasr export`, `medasr db upgrade` (placeholders until storage lands)."""
+"""`medasr status`, `medasr export`, `medasr db upgrade`: the store seen from the command line.
+
+Configuration problems exit 2 with one line; an unreachable or locked database exits 1.
+Transcripts are never printed by `status` (only counts and error messages).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from config.errors import ConfigError, MedasrError
+from config.settings import StorageSettings, load_settings
+from storage.database import Store, database_exists, redact_database_url, upgrade_database
+from storage.export import write_csv, write_jsonl, write_txt_tree
+from storage.models import ITEM_STATUSES
+from storage.records import ExportRow, ItemRecord, StatusCount
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
 
-
-def status_command() -> None:
-    """Show counts by status and language."""
-    raise SystemExit("medasr status: not built yet")
+_MS_PER_HOUR = 3_600_000
 
 
-def export_command() -> None:
-    """Export results."""
-    raise SystemExit("medasr export: not built yet")
+class ExportFormat(StrEnum):
+    """What `medasr export` writes."""
+
+    jsonl = "jsonl"
+    csv = "csv"
+    txt = "txt"
+
+
+@contextmanager
+def _command_errors() -> Iterator[None]:
+    """One line and an exit code instead of a traceback: 2 configuration, 1 other."""
+    try:
+        yield
+    except ConfigError as exc:
+        typer.echo(f"medasr: configuration error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except MedasrError as exc:
+        typer.echo(f"medasr: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
+    """Print counts by status and language, audio hours done and the latest failures.
+
+    Rich tables on a terminal, tab-separated lines otherwise. Raises StoreError kinds.
+    """
+    if not database_exists(storage.database_url):
+        where = redact_database_url(storage.database_url)
+        typer.echo(f"nothing recorded yet (no database at {where})")
+        return
+    store = Store.open(storage)
+    try:
+        with store.repository(read_only=True) as repo:
+            counts = repo.status_counts()
+            latest = repo.list_failures(limit=failures) if failures else []
+    finally:
+        store.dispose()
+    console = Console()
+    if console.is_terminal:
+        _print_rich(console, counts, latest)
+    else:
+        _print_plain(counts, latest)
+
+
+def status_command(
+    failures: Annotated[
+        int, typer.Option("--failures", min=0, help="How many latest failures to list.")
+    ] = 10,
+) -> None:
+    """Show items by status and language, audio hours done, and the latest failures."""
+    with _command_errors():
+        print_status(load_settings().storage, failures=failures)
+
+
+def _audio_hours(counts: list[StatusCount], status: str) -> float:
+    return sum(c.audio_ms for c in counts if c.status == status) / _MS_PER_HOUR
+
+
+def _print_rich(console: Console, counts: list[StatusCount], latest: list[ItemRecord]) -> None:
+    table = Table(title="Items")
+    for name, justify in (("Language", "left"), ("Status", "left"), ("Items", "right"),
+                          ("Audio h", "right")):  # fmt: skip
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for c in counts:
+        table.add_row(c.language, c.status, str(c.items), f"{c.audio_ms / _MS_PER_HOUR:.2f}")
+    console.print(table)
+    console.print(f"Audio done: {_audio_hours(counts, 'done'):.2f} h")
+    if latest:
+        failures = Table(title="Latest failures")
+        for name in ("Source", "Language", "Kind", "Attempts", "Retry", "Message"):
+            failures.add_column(name, overflow="fold")
+        for item in latest:
+            retry = "yes" if item.retryable else "no"
+            failures.add_row(item.source_uri, item.language, item.error_kind or "",
+                             str(item.attempts), retry, item.error_message or "")  # fmt: skip
+        console.print(failures)
+
+
+def _print_plain(counts: list[StatusCount], latest: list[ItemRecord]) -> None:
+    typer.echo("language\tstatus\titems\taudio_hours")
+    for c in counts:
+        typer.echo(f"{c.language}\t{c.status}\t{c.items}\t{c.audio_ms / _MS_PER_HOUR:.2f}")
+    typer.echo(f"audio hours done: {_audio_hours(counts, 'done'):.2f}")
+    if latest:
+        typer.echo("latest failures:")
+    for item in latest:
+        message = (item.error_message or "").replace("\n", " ")
+        source = item.source_uri.replace("\n", "\\n")
+        retry = "retryable" if item.retryable else "permanent"
+        typer.echo(
+            f"{source}\t{item.language}\t{item.error_kind}\t{item.attempts}\t{retry}\t{message}"
+        )
+
+
+def export_command(
+    export_format: Annotated[ExportFormat, typer.Option("--format", help="jsonl, csv or txt.")],
+    out: Annotated[Path, typer.Option("--out", help="Output file (jsonl, csv) or folder (txt).")],
+    status: Annotated[
+        str | None, typer.Option("--status", help="Only items with this status.")
+    ] = None,
+) -> None:
+    """Export items: jsonl or csv rows, or one .txt transcript per source in a tree."""
+    with _command_errors():
+        if status is not None and status not in ITEM_STATUSES:
+            raise ConfigError(
+                f"--status must be one of {', '.join(ITEM_STATUSES)} (got {status!r})"
+            )
+        storage = load_settings().storage
+        if not database_exists(storage.database_url):
+            where = redact_database_url(storage.database_url)
+            raise ConfigError(f"no database at {where}: nothing to export")
+        store = Store.open(storage)
+        try:
+            written = _export(store, export_format, out, status)
+        except OSError as exc:
+            raise ConfigError(f"cannot write {out}: {exc.strerror or exc}") from exc
+        finally:
+            store.dispose()
+    typer.echo(f"exported {written} item(s) to {out}", err=True)
+
+
+def _export(store: Store, export_format: ExportFormat, out: Path, status: str | None) -> int:
+    if export_format is ExportFormat.txt:
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"--out {out} must be a folder for --format txt")
+
+        def rows() -> Iterator[ExportRow]:
+            with store.repository(read_only=True) as repo:
+                yield from repo.export_rows(status=status)
+
+        return write_txt_tree(rows, out)
+    if out.is_dir():
+        raise ConfigError(
+            f"--out {out} is a folder; give a file name for --format {export_format.value}"
+        )
+    with store.repository(read_only=True) as repo:
+        rows_iter = repo.export_rows(status=status)
+        if export_format is ExportFormat.jsonl:
+            return write_jsonl(rows_iter, out)
+        return write_csv(rows_iter, out)
 
 
 @db_app.command("upgrade")
 def db_upgrade_command() -> None:
     """Upgrade the database schema to the newest revision."""
-    raise SystemExit("medasr db upgrade: not built yet")
+    with _command_errors():
+        settings = load_settings()
+        revision = upgrade_database(
+            settings.storage.database_url, busy_timeout_ms=settings.storage.busy_timeout_ms
+        )
+        where = redact_database_url(settings.storage.database_url)
+    typer.echo(f"database {where} is at revision {revision}")

@@ -1,0 +1,204 @@
+"""Claiming items under a lease, exactly once across processes, and giving them back.
+
+PostgreSQL: the claimable rows are locked with `FOR UPDATE SKIP LOCKED`, so concurrent
+claimers split the work. SQLite: the write session began with BEGIN IMMEDIATE, so only
+one claimer runs at a time (SQLite renders no FOR UPDATE). An item whose lease expired
+is claimable again, and work reported by a worker that lost its lease raises LeaseLost.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, case, func, or_, select, update
+
+from storage.models import Item
+from storage.queries import IN_BATCH, Queries, batches, utc_now
+from storage.records import ItemRecord
+
+_SCAN_PAGE = 1000
+
+
+def new_lease_owner() -> str:
+    """A lease owner name unique to this process and call: host:pid:random."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _claimable(
+    now: datetime, *, language: str | None, source_prefix: str | None
+) -> list[ColumnElement[bool]]:
+    """Expired leases, then pending items: two conditions, so that each query walks the
+    (status, language, id) index in id order and stops at the limit instead of sorting
+    every pending row."""
+    narrowing = []
+    if language is not None:
+        narrowing.append(Item.language == language)
+    if source_prefix is not None:
+        narrowing.append(_under(source_prefix))
+    expired = and_(Item.status == "processing", Item.lease_expires_at < now, *narrowing)
+    return [expired, and_(Item.status == "pending", *narrowing)]
+
+
+def _under(source_prefix: str) -> ColumnElement[bool]:
+    """The source itself or anything below it (a folder boundary, not a name prefix)."""
+    itself = source_prefix.rstrip("/") or source_prefix
+    folder = source_prefix.rstrip("/") + "/"
+    # substr, not LIKE: LIKE ignores ASCII case on SQLite and treats % and _ specially.
+    below = func.substr(Item.source_uri, 1, len(folder)) == folder
+    return or_(Item.source_uri == itself, below)
+
+
+def held_by(owner: str) -> ColumnElement[bool]:
+    """The item is being processed under `owner`'s lease."""
+    return and_(Item.status == "processing", Item.lease_owner == owner)
+
+
+def cleared_lease() -> dict[str, Any]:
+    """Column values of an item no one holds."""
+    return {"lease_owner": None, "lease_expires_at": None}
+
+
+class Claims(Queries):
+    """Claim, renew, release and re-queue items."""
+
+    def claim_batch(
+        self,
+        *,
+        owner: str,
+        language: str | None,
+        limit: int,
+        lease_s: float,
+        now: datetime | None = None,
+        uris: Sequence[str] | None = None,
+        source_prefix: str | None = None,
+    ) -> list[ItemRecord]:
+        """Claim up to `limit` pending (or lease-expired) items, oldest first; attempts += 1.
+
+        `uris` restricts the claim to those sources; `source_prefix` to sources under a
+        normalized folder or bucket prefix (see storage.sources.normalize_source).
+        """
+        now = now or utc_now()
+        if limit <= 0:
+            return []
+        ids: list[int] = []
+        for claimable in _claimable(now, language=language, source_prefix=source_prefix):
+            ids += self._lock_claimable(claimable, limit=limit - len(ids), uris=uris)
+            if len(ids) >= limit:
+                break
+        if not ids:
+            return []
+        self._session.execute(
+            update(Item)
+            .where(Item.id.in_(ids))
+            .values(
+                status="processing",
+                lease_owner=owner,
+                lease_expires_at=now + timedelta(seconds=lease_s),
+                attempts=Item.attempts + 1,
+                updated_at=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        return self._items_where(Item.id.in_(ids))
+
+    def _lock_claimable(
+        self, claimable: ColumnElement[bool], *, limit: int, uris: Sequence[str] | None
+    ) -> list[int]:
+        query = select(Item.id).where(claimable).order_by(Item.id)
+        if uris is None:
+            return self._locked_ids(query.limit(limit))
+        wanted = list(dict.fromkeys(uris))
+        if len(wanted) <= IN_BATCH:
+            return self._locked_ids(query.where(self._uri_in(wanted)).limit(limit))
+        return self._scan_claimable(set(wanted), claimable, limit=limit)
+
+    def _scan_claimable(
+        self, wanted: set[str], claimable: ColumnElement[bool], *, limit: int
+    ) -> list[int]:
+        """Claimable ids among many URIs: page through claimable rows, lock the wanted ones."""
+        chosen: list[int] = []
+        after = 0
+        while len(chosen) < limit:
+            page = self._session.execute(
+                select(Item.id, Item.source_uri)
+                .where(claimable, Item.id > after)
+                .order_by(Item.id)
+                .limit(_SCAN_PAGE)
+            ).all()
+            if not page:
+                break
+            after = page[-1].id
+            candidates = [r.id for r in page if r.source_uri in wanted][: limit - len(chosen)]
+            if candidates:
+                chosen += self._locked_ids(
+                    select(Item.id).where(Item.id.in_(candidates), claimable).order_by(Item.id)
+                )
+        return chosen
+
+    def _locked_ids(self, query: Any) -> list[int]:
+        # SKIP LOCKED: rows another claimer is taking are left to it (PostgreSQL only;
+        # SQLite renders no FOR UPDATE, its BEGIN IMMEDIATE already excludes claimers).
+        return list(self._session.scalars(query.with_for_update(skip_locked=True)))
+
+    def renew_lease(self, item_ids: Sequence[int], *, owner: str, lease_s: float) -> frozenset[int]:
+        """Extend our leases by `lease_s` from now; returns the ids we no longer hold."""
+        expires = utc_now() + timedelta(seconds=lease_s)
+        renewed: set[int] = set()
+        for batch in batches(list(item_ids)):
+            renewed.update(
+                self._session.scalars(
+                    update(Item)
+                    .where(Item.id.in_(batch), held_by(owner))
+                    .values(lease_expires_at=expires)
+                    .returning(Item.id)
+                    .execution_options(synchronize_session=False)
+                )
+            )
+        return frozenset(item_ids) - renewed
+
+    def release_items(self, item_ids: Sequence[int], *, owner: str) -> None:
+        """Give our items back (pending, attempts - 1): the stop was not the item's fault."""
+        for batch in batches(list(item_ids)):
+            self._session.execute(
+                update(Item)
+                .where(Item.id.in_(batch), held_by(owner))
+                .values(
+                    status="pending",
+                    attempts=case((Item.attempts > 0, Item.attempts - 1), else_=0),
+                    updated_at=utc_now(),
+                    **cleared_lease(),
+                )
+                .execution_options(synchronize_session=False)
+            )
+
+    def requeue_failures(
+        self,
+        *,
+        language: str | None,
+        max_attempts: int,
+        include_permanent: bool,
+        now: datetime | None = None,
+    ) -> int:
+        """Send due failures under `max_attempts` back to pending; returns how many."""
+        now = now or utc_now()
+        conditions = [
+            Item.status == "failed",
+            Item.attempts < max_attempts,
+            or_(Item.next_attempt_at.is_(None), Item.next_attempt_at <= now),
+        ]
+        if not include_permanent:
+            conditions.append(Item.retryable.is_(True))
+        if language is not None:
+            conditions.append(Item.language == language)
+        result = self._session.execute(
+            update(Item)
+            .where(*conditions)
+            .values(status="pending", next_attempt_at=None, updated_at=now, **cleared_lease())
+            .execution_options(synchronize_session=False)
+        )
+        return int(result.rowcount)  # type: ignore[attr-defined]

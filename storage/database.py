@@ -1,0 +1,280 @@
+"""The SQL store's engine and sessions: SQLite (WAL, immediate transactions) or PostgreSQL.
+
+SQLite: the file is created with mode 0600 and upgraded to the newest schema when the
+store opens; every write session starts with BEGIN IMMEDIATE (the documented pysqlite
+event-hook recipe), so there is one writer at a time and a claim never races. Readers
+(`read_only=True`) start a plain BEGIN and, thanks to WAL, do not block writers.
+PostgreSQL through psycopg 3: `postgres://` and `postgresql://` are rewritten to
+`postgresql+psycopg://`; the schema is upgraded by `medasr db upgrade`, not on open.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    NoSuchModuleError,
+    OperationalError,
+    SQLAlchemyError,
+)
+from sqlalchemy.orm import sessionmaker
+from sqlalchemy.pool import StaticPool
+
+from config.settings import StorageSettings
+from storage.errors import (
+    DatabaseUrlInvalid,
+    SchemaOutdated,
+    StoreFailed,
+    StoreUnavailable,
+)
+from storage.repository import Repository
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+_READ_ONLY = "medasr_read_only"
+_MIGRATION_LOCK_ID = 0x6D656461  # any constant; PostgreSQL migrations take it in turn
+
+
+class Store:
+    """An opened database: hands out repositories, one session (transaction) each."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._writer = sessionmaker(engine, expire_on_commit=False)
+        self._reader = sessionmaker(
+            engine.execution_options(**{_READ_ONLY: True}), expire_on_commit=False
+        )
+
+    @classmethod
+    def open(cls, storage: StorageSettings, *, upgrade: bool = False) -> Store:
+        """Open the database; SQLite (or `upgrade=True`) is migrated to the newest schema.
+
+        Raises DatabaseUrlInvalid, StoreUnavailable, or SchemaOutdated (PostgreSQL behind).
+        """
+        engine = create_store_engine(storage.database_url, busy_timeout_ms=storage.busy_timeout_ms)
+        try:
+            with translate_store_errors():
+                if upgrade or engine.dialect.name == "sqlite":
+                    _upgrade_engine(engine)
+                else:
+                    _require_newest_schema(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        return cls(engine)
+
+    @contextmanager
+    def repository(self, *, read_only: bool = False) -> Iterator[Repository]:
+        """A repository on a fresh session; commits on normal exit, rolls back on error.
+
+        Keep the block short: on SQLite a write block holds the one write lock from its
+        first statement to its end. Raises StoreUnavailable or StoreFailed.
+        """
+        session = (self._reader if read_only else self._writer)()
+        try:
+            with translate_store_errors():
+                try:
+                    yield Repository(session)
+                    session.commit()
+                except BaseException:
+                    session.rollback()
+                    raise
+        finally:
+            session.close()
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+
+def normalize_database_url(database_url: str) -> URL:
+    """Parse a database URL; PostgreSQL URLs are pointed at psycopg 3. Raises DatabaseUrlInvalid."""
+    try:
+        url = make_url(database_url)
+    except ArgumentError as exc:
+        raise DatabaseUrlInvalid("MEDASR_DATABASE_URL is not a valid database URL") from exc
+    if url.drivername in ("postgres", "postgresql"):
+        url = url.set(drivername="postgresql+psycopg")
+    backend = url.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise DatabaseUrlInvalid(
+            f"MEDASR_DATABASE_URL: unsupported database {backend!r} (use sqlite or postgresql)"
+        )
+    return url
+
+
+def redact_database_url(database_url: str) -> str:
+    """The URL as it may be shown to a person: the password masked."""
+    try:
+        return make_url(database_url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparsable database URL>"
+
+
+def database_exists(database_url: str) -> bool:
+    """False only for an SQLite file that is not there yet (a server database may exist)."""
+    url = normalize_database_url(database_url)
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return True
+    return Path(url.database).exists()
+
+
+def create_store_engine(database_url: str, *, busy_timeout_ms: int = 30_000) -> Engine:
+    """An engine with medasr's connection setup (SQLite file 0600, WAL, busy timeout, hooks)."""
+    url = normalize_database_url(database_url)
+    try:
+        if url.get_backend_name() == "sqlite":
+            return _create_sqlite_engine(url, busy_timeout_ms=busy_timeout_ms)
+        return create_engine(url, pool_pre_ping=True)
+    except (NoSuchModuleError, ImportError) as exc:
+        raise DatabaseUrlInvalid(
+            f"MEDASR_DATABASE_URL: driver {url.drivername!r} is not installed"
+        ) from exc
+
+
+def _create_sqlite_engine(url: URL, *, busy_timeout_ms: int) -> Engine:
+    database = url.database or ""
+    in_memory = database in ("", ":memory:") or database.startswith("file:")
+    if in_memory:
+        engine = create_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
+    else:
+        _create_private_file(Path(database))
+        engine = create_engine(url, connect_args={"timeout": busy_timeout_ms / 1000})
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        # Take BEGIN away from pysqlite so that the "begin" hook below decides its kind.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        if not in_memory:
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Any) -> None:
+        read_only = connection.get_execution_options().get(_READ_ONLY, False)
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _create_private_file(path: Path) -> None:
+    """Create the SQLite file with mode 0600 if missing (WAL and shm files inherit it)."""
+    if path.exists():
+        return
+    if not path.parent.is_dir():
+        raise DatabaseUrlInvalid(f"MEDASR_DATABASE_URL: folder {path.parent} does not exist")
+    try:
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return  # another process created it first
+    except OSError as exc:
+        raise DatabaseUrlInvalid(
+            f"MEDASR_DATABASE_URL: cannot create {path}: {exc.strerror}"
+        ) from exc
+    os.close(descriptor)
+
+
+# --- migrations ------------------------------------------------------------------------
+
+
+def _alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+def head_revision() -> str:
+    """The newest schema revision this program knows."""
+    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The schema revision the database is at (None for an empty database)."""
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def _upgrade_engine(engine: Engine, revision: str = "head") -> None:
+    if revision == "head" and current_revision(engine) == head_revision():
+        return
+    _run_alembic(engine, lambda config: command.upgrade(config, revision))
+
+
+def _run_alembic(engine: Engine, action: Any) -> None:
+    config = _alembic_config()
+    # One transaction around the whole migration: atomic, and serialized across processes.
+    with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_ID})")
+        config.attributes["connection"] = connection
+        action(config)
+
+
+def _require_newest_schema(engine: Engine) -> None:
+    current, head = current_revision(engine), head_revision()
+    if current != head:
+        raise SchemaOutdated(
+            f"the database schema is at revision {current or 'none'}, this medasr needs {head}: "
+            "run `medasr db upgrade`"
+        )
+
+
+def upgrade_database(
+    database_url: str, *, revision: str = "head", busy_timeout_ms: int = 30_000
+) -> str:
+    """Upgrade the schema to `revision`; returns the revision reached. Raises StoreError kinds."""
+    engine = create_store_engine(database_url, busy_timeout_ms=busy_timeout_ms)
+    try:
+        with translate_store_errors():
+            _upgrade_engine(engine, revision)
+            return current_revision(engine) or "base"
+    finally:
+        engine.dispose()
+
+
+def downgrade_database(database_url: str, *, revision: str = "base") -> str:
+    """Downgrade the schema to `revision` (for tests and rollbacks); returns where it is."""
+    engine = create_store_engine(database_url)
+    try:
+        with translate_store_errors():
+            _run_alembic(engine, lambda config: command.downgrade(config, revision))
+            return current_revision(engine) or "base"
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def translate_store_errors() -> Iterator[None]:
+    """Turn SQLAlchemy errors into StoreUnavailable (transient) or StoreFailed, once."""
+    try:
+        yield
+    except OperationalError as exc:
+        raise StoreUnavailable(f"database unavailable: {_describe(exc)}") from exc
+    except DBAPIError as exc:
+        raise StoreFailed(f"database refused a statement: {_describe(exc)}") from exc
+    except SQLAlchemyError as exc:
+        raise StoreFailed(f"database error: {type(exc).__name__}") from exc
+
+
+def _describe(exc: DBAPIError) -> str:
+    # Only the driver's first line: the full text carries the statement and its
+    # parameters, which may hold transcript text.
+    original = exc.orig
+    first_line = str(original).strip().splitlines()[0] if str(original).strip() else ""
+    return f"{type(original).__name__}: {first_line[:300]}"

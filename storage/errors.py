@@ -1,0 +1,90 @@
+"""Errors of sources (folders, buckets) and of the SQL store; translated once, at the boundary.
+
+    MedasrError (config/errors.py)
+    ├── TransientError
+    │   ├── SourceUnavailable          network, throttling, I/O hiccup: try again later
+    │   ├── StoreUnavailable           database locked past the busy timeout, server down
+    │   └── LeaseLost                  another worker took the item over (our lease expired)
+    └── TerminalError
+        ├── SourceNotFound             the folder, bucket or object does not exist
+        ├── SourceUnreadable           no permission, no credentials, not a regular file
+        ├── StoreFailed                the database refused a statement (a bug or a constraint)
+        └── ConfigError
+            ├── UnsupportedSource      unknown scheme, or its fsspec extra is not installed
+            ├── DatabaseUrlInvalid     MEDASR_DATABASE_URL unusable (dialect, driver, path)
+            └── SchemaOutdated         the database is not at the newest revision
+
+`SourceError` and `StoreError` are mixins, so `except SourceError` catches every
+source failure whatever its `transient`. Messages name paths and URIs but never a
+password of a database URL, a credential, or transcript text.
+"""
+
+from __future__ import annotations
+
+from config.errors import ConfigError, MedasrError, TerminalError, TransientError
+
+
+class SourceError(MedasrError):
+    """Mixin of every failure to list, read or fetch a source."""
+
+    kind = "source_error"
+
+
+class SourceUnavailable(SourceError, TransientError):
+    """The source could not answer now (network, throttling, I/O error); retry later."""
+
+    kind = "source_unavailable"
+
+
+class SourceNotFound(SourceError, TerminalError):
+    """The folder, bucket or object does not exist (any more)."""
+
+    kind = "source_not_found"
+
+
+class SourceUnreadable(SourceError, TerminalError):
+    """The source exists but cannot be read: permission, credentials, not a regular file."""
+
+    kind = "source_unreadable"
+
+
+class UnsupportedSource(SourceError, ConfigError):
+    """The source URL's scheme is unknown or its fsspec extra (gcsfs, adlfs) is missing."""
+
+    kind = "unsupported_source"
+
+
+class StoreError(MedasrError):
+    """Mixin of every failure of the SQL store."""
+
+    kind = "store_error"
+
+
+class StoreUnavailable(StoreError, TransientError):
+    """The database is locked past the busy timeout, or its server cannot be reached."""
+
+    kind = "store_unavailable"
+
+
+class LeaseLost(StoreError, TransientError):
+    """The item is no longer ours: our lease expired and another worker claimed it."""
+
+    kind = "lease_lost"
+
+
+class StoreFailed(StoreError, TerminalError):
+    """The database refused a statement (a constraint or a bug); repeating will not help."""
+
+    kind = "store_failed"
+
+
+class DatabaseUrlInvalid(StoreError, ConfigError):
+    """MEDASR_DATABASE_URL cannot be used: bad syntax, dialect, driver or missing folder."""
+
+    kind = "database_url_invalid"
+
+
+class SchemaOutdated(StoreError, ConfigError):
+    """The database schema is older than this program; run `medasr db upgrade`."""
+
+    kind = "schema_outdated"

@@ -1,0 +1,152 @@
+"""SQLAlchemy 2.0 typed models: items (one per source URI and language), chunks, runs.
+
+The migrations under storage/migrations own the schema; these classes describe it for
+queries. Timestamps are timezone-aware UTC in Python; SQLite keeps them naive, so
+`UTCDateTime` converts on the way in and out.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+ITEM_STATUSES = ("pending", "processing", "done", "failed", "skipped")
+CHUNK_STATUSES = ("done", "failed", "silent")
+
+# Stable constraint names, so migrations can drop and alter them on every dialect.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp stored as UTC; naive values read back (SQLite) are UTC by definition."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store; use timezone-aware UTC")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base with the naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _in(values: tuple[str, ...]) -> str:
+    return ", ".join(f"'{v}'" for v in values)
+
+
+class Item(Base):
+    """One source file in one language: fingerprint, status, lease, transcript."""
+
+    __tablename__ = "items"
+    __table_args__ = (
+        UniqueConstraint("source_uri", "language"),
+        CheckConstraint(f"status IN ({_in(ITEM_STATUSES)})", name="status"),
+        Index("ix_items_status_language", "status", "language", "id"),
+        Index("ix_items_sha256_language", "sha256", "language"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source_uri: Mapped[str] = mapped_column(Text)
+    language: Mapped[str] = mapped_column(String(16))
+    source_version: Mapped[str] = mapped_column(String(255))
+    sha256: Mapped[str | None] = mapped_column(String(64))
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    duration_ms: Mapped[int | None] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(16))
+    error_kind: Mapped[str | None] = mapped_column(String(64))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    retryable: Mapped[bool] = mapped_column(Boolean, default=False)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    lease_owner: Mapped[str | None] = mapped_column(String(255))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    text: Mapped[str | None] = mapped_column(Text)
+    extras: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    chunk_count: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    done_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Chunk(Base):
+    """One piece of an item's audio as sent (or found silent), committed at once."""
+
+    __tablename__ = "chunks"
+    __table_args__ = (CheckConstraint(f"status IN ({_in(CHUNK_STATUSES)})", name="status"),)
+
+    item_id: Mapped[int] = mapped_column(
+        ForeignKey("items.id", ondelete="CASCADE"), primary_key=True
+    )
+    index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    start_ms: Mapped[int] = mapped_column(BigInteger)
+    end_ms: Mapped[int] = mapped_column(BigInteger)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(16))
+    text: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    txn_id: Mapped[str | None] = mapped_column(String(255))
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class Run(Base):
+    """One pass of a flow over a source, with its counts."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    source: Mapped[str] = mapped_column(Text)
+    language: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(32))
+    files: Mapped[int] = mapped_column(Integer, default=0)
+    done: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)
+    skipped: Mapped[int] = mapped_column(Integer, default=0)
+    requests: Mapped[int] = mapped_column(Integer, default=0)
+    retries: Mapped[int] = mapped_column(Integer, default=0)
+    other_counts: Mapped[dict[str, int] | None] = mapped_column(JSON)
+
+
+RUN_COUNT_COLUMNS = ("files", "done", "failed", "skipped", "requests", "retries")

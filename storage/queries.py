@@ -1,0 +1,176 @@
+"""Reading the store: items, chunks, counts, exports and runs as plain records.
+
+`Queries` is the base of the Repository: it holds the session and the helpers shared by
+the claiming and the writing parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from sqlalchemy import ColumnElement, Row, Table, Text, and_, func, literal, select
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import Session
+
+from storage.models import RUN_COUNT_COLUMNS, Chunk, Item, Run
+from storage.records import ChunkRecord, ExportRow, ItemRecord, RunRecord, StatusCount
+
+# Parameters per IN list: far under SQLite's 32,766 and psycopg's 65,535 limits.
+IN_BATCH = 500
+# PostgreSQL gets URIs as one array parameter, so its batches can be larger.
+ARRAY_BATCH = 5000
+ITEMS = cast(Table, Item.__table__)
+CHUNKS = cast(Table, Chunk.__table__)
+_FINISHED_CHUNK_STATUSES = ("done", "silent")
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def batches(values: Sequence[Any], size: int = IN_BATCH) -> Iterator[Sequence[Any]]:
+    """Consecutive slices of at most `size` values (for IN lists)."""
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+class Queries:
+    """Read-only queries on one session, and the helpers the writing parts share."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def commit(self) -> None:
+        """Commit now (e.g. after each chunk); the next statement starts a new transaction."""
+        self._session.commit()
+
+    def _uri_batch_size(self) -> int:
+        # PostgreSQL gets the URIs as one array parameter, so its batches can be larger.
+        is_postgres = self._session.get_bind().dialect.name == "postgresql"
+        return ARRAY_BATCH if is_postgres else IN_BATCH
+
+    def _uri_in(self, uris: Sequence[str]) -> ColumnElement[bool]:
+        """`source_uri IN (...)`; on PostgreSQL a semi-join on an array, so a planner with
+        stale statistics (right after a bulk insert) hashes it instead of comparing
+        every row with every URI."""
+        if self._session.get_bind().dialect.name != "postgresql":
+            return Item.source_uri.in_(uris)
+        return Item.source_uri.in_(select(func.unnest(literal(list(uris), ARRAY(Text)))))
+
+    def get_item(self, item_id: int) -> ItemRecord | None:
+        """One item by id."""
+        found = self._items_where(Item.id == item_id)
+        return found[0] if found else None
+
+    def find_item(self, *, source_uri: str, language: str) -> ItemRecord | None:
+        """One item by its source URI and language."""
+        found = self._items_where(and_(Item.source_uri == source_uri, Item.language == language))
+        return found[0] if found else None
+
+    def find_done_with_sha(self, *, sha256: str, language: str) -> ItemRecord | None:
+        """The latest done item with this content and language, if any."""
+        found = self._items_where(
+            and_(Item.sha256 == sha256, Item.language == language, Item.status == "done"),
+            order_by=(Item.done_at.desc(), Item.id.desc()),
+            limit=1,
+        )
+        return found[0] if found else None
+
+    def done_chunks(self, item_id: int) -> dict[int, ChunkRecord]:
+        """Finished chunks of an item (done or silent), by index: never send these again."""
+        rows = self._session.execute(
+            select(CHUNKS).where(
+                Chunk.item_id == item_id, Chunk.status.in_(_FINISHED_CHUNK_STATUSES)
+            )
+        )
+        records = (ChunkRecord(**row._asdict()) for row in rows)
+        return {record.index: record for record in records}
+
+    def status_counts(self) -> list[StatusCount]:
+        """Items and known audio (ms) by status and language."""
+        rows = self._session.execute(
+            select(
+                Item.status,
+                Item.language,
+                func.count(),
+                func.coalesce(func.sum(Item.duration_ms), 0),
+            )
+            .group_by(Item.status, Item.language)
+            .order_by(Item.language, Item.status)
+        )
+        return [StatusCount(s, lang, int(n), int(ms or 0)) for s, lang, n, ms in rows]
+
+    def pending_count(self, *, language: str | None) -> int:
+        """How many items wait to be claimed."""
+        query = select(func.count()).select_from(Item).where(Item.status == "pending")
+        if language is not None:
+            query = query.where(Item.language == language)
+        return int(self._session.scalar(query) or 0)
+
+    def list_failures(self, *, limit: int = 20) -> list[ItemRecord]:
+        """The latest failed items, newest first."""
+        return self._items_where(
+            Item.status == "failed", order_by=(Item.updated_at.desc(), Item.id.desc()), limit=limit
+        )
+
+    def export_rows(self, *, status: str | None = None) -> Iterator[ExportRow]:
+        """Every item (or those with `status`) sorted by source, streamed."""
+        query = select(ITEMS).order_by(Item.source_uri, Item.language)
+        if status is not None:
+            query = query.where(Item.status == status)
+        for row in self._session.execute(query.execution_options(yield_per=1000)):
+            yield _export_row(row)
+
+    def latest_runs(self, *, limit: int = 5) -> list[RunRecord]:
+        """The latest runs, newest first."""
+        rows = self._session.execute(
+            select(Run.__table__).order_by(Run.id.desc()).limit(limit)
+        ).all()
+        return [_run_record(row) for row in rows]
+
+    def _items_where(
+        self, condition: ColumnElement[bool], *, order_by: Sequence[Any] = (), limit: int = 0
+    ) -> list[ItemRecord]:
+        query = select(ITEMS).where(condition).order_by(*(order_by or (Item.id,)))
+        if limit:
+            query = query.limit(limit)
+        return [_item_record(row) for row in self._session.execute(query)]
+
+
+def _item_record(row: Row[Any]) -> ItemRecord:
+    values = row._asdict()
+    values["extras"] = values["extras"] or {}
+    return ItemRecord(**values)
+
+
+def _export_row(row: Row[Any]) -> ExportRow:
+    return ExportRow(
+        source=row.source_uri,
+        language=row.language,
+        status=row.status,
+        text=row.text,
+        error_kind=row.error_kind,
+        error_message=row.error_message,
+        duration_ms=row.duration_ms,
+        chunks=row.chunk_count,
+        attempts=row.attempts,
+        sha256=row.sha256,
+        updated_at=row.updated_at,
+    )
+
+
+def _run_record(row: Row[Any]) -> RunRecord:
+    counts = {name: getattr(row, name) for name in RUN_COUNT_COLUMNS}
+    counts.update(row.other_counts or {})
+    return RunRecord(
+        id=row.id,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        source=row.source,
+        language=row.language,
+        status=row.status,
+        counts=counts,
+    )

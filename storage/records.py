@@ -1,0 +1,130 @@
+"""Plain frozen records: what sources list and what the repository returns (no SQLAlchemy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    """One source file in one language, as stored."""
+
+    id: int
+    source_uri: str
+    language: str
+    source_version: str
+    sha256: str | None
+    size_bytes: int
+    duration_ms: int | None
+    status: str
+    error_kind: str | None
+    error_message: str | None
+    retryable: bool
+    attempts: int
+    next_attempt_at: datetime | None
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    text: str | None
+    extras: dict[str, Any]
+    chunk_count: int | None
+    created_at: datetime
+    updated_at: datetime
+    done_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One finished (or failed, or silent) chunk of an item."""
+
+    item_id: int
+    index: int
+    start_ms: int
+    end_ms: int
+    size_bytes: int
+    status: str
+    text: str | None
+    attempts: int
+    txn_id: str | None
+    latency_ms: float | None
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class RegisterResult:
+    """What registering a listing did: new items, changed ones sent back, unchanged ones."""
+
+    new: int
+    changed: int
+    unchanged: int
+
+    @property
+    def total(self) -> int:
+        """All files registered."""
+        return self.new + self.changed + self.unchanged
+
+
+@dataclass(frozen=True)
+class StatusCount:
+    """Items and their known audio duration (ms) for one status and language."""
+
+    status: str
+    language: str
+    items: int
+    audio_ms: int
+
+
+@dataclass(frozen=True)
+class ExportRow:
+    """One item as exported (jsonl, csv, txt)."""
+
+    source: str
+    language: str
+    status: str
+    text: str | None
+    error_kind: str | None
+    error_message: str | None
+    duration_ms: int | None
+    chunks: int | None
+    attempts: int
+    sha256: str | None
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run of a flow over a source."""
+
+    id: int
+    started_at: datetime
+    finished_at: datetime | None
+    source: str
+    language: str
+    status: str
+    counts: dict[str, int]
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One listed audio file; `version` (mtime_ns or ETag) changes when content may change."""
+
+    uri: str
+    size_bytes: int
+    version: str
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file or folder left out of a listing, with the reason in words."""
+
+    uri: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a source holds now: files to process (sorted by URI) and what was skipped."""
+
+    files: list[SourceFile]
+    skipped: list[SkippedFile]

@@ -1,0 +1,272 @@
+"""Everything the pipeline asks of the SQL store: register, claim under a lease, record, query.
+
+A Repository wraps one session (one transaction); `Store.repository()` commits it.
+Claiming lives in storage/claims.py, reading in storage/queries.py; this module writes:
+registering listings, fingerprints, chunk results, an item's end, runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from storage.claims import Claims, cleared_lease, held_by, new_lease_owner
+from storage.errors import LeaseLost
+from storage.models import RUN_COUNT_COLUMNS, Chunk, Item, Run
+from storage.queries import ITEMS, batches, utc_now
+from storage.records import (
+    ChunkRecord,
+    ExportRow,
+    ItemRecord,
+    RegisterResult,
+    RunRecord,
+    SourceFile,
+    StatusCount,
+)
+
+__all__ = [
+    "ChunkRecord",
+    "ExportRow",
+    "ItemRecord",
+    "RegisterResult",
+    "Repository",
+    "RunRecord",
+    "StatusCount",
+    "new_lease_owner",
+    "utc_now",
+]
+
+_MESSAGE_MAX_CHARS = 4000
+
+
+class Repository(Claims):
+    """Queries and updates of items, chunks and runs inside one session."""
+
+    def register_items(self, files: Sequence[SourceFile], *, language: str) -> RegisterResult:
+        """Upsert listed files: new -> pending; a changed version sends the item back to pending.
+
+        An item being processed keeps its old version, so the next listing sees the change
+        again once that worker is done. The old sha256 and chunks stay until re-fingerprinted.
+        """
+        by_uri = {f.uri: f for f in files}
+        new = changed = unchanged = 0
+        now = utc_now()
+        for batch in batches(list(by_uri), self._uri_batch_size()):
+            known = {
+                row.source_uri: row
+                for row in self._session.execute(
+                    select(Item.id, Item.source_uri, Item.source_version, Item.status).where(
+                        Item.language == language, self._uri_in(batch)
+                    )
+                )
+            }
+            inserts, updates = [], []
+            for uri in batch:
+                listed, row = by_uri[uri], known.get(uri)
+                if row is None:
+                    inserts.append(_new_item(listed, language=language, now=now))
+                elif row.source_version == listed.version:
+                    unchanged += 1
+                else:
+                    changed += 1
+                    if row.status != "processing":
+                        updates.append(_back_to_pending(row.id, listed, now=now))
+            new += len(inserts)
+            if inserts:
+                self._session.execute(insert(ITEMS), inserts)
+            if updates:
+                self._session.execute(update(Item), updates)
+        return RegisterResult(new=new, changed=changed, unchanged=unchanged)
+
+    def set_fingerprint(self, item_id: int, *, sha256: str, size_bytes: int, owner: str) -> None:
+        """Record the content fingerprint; different content drops the old chunks. LeaseLost."""
+        row = self._session.execute(
+            select(Item.sha256, Item.status, Item.lease_owner)
+            .where(Item.id == item_id)
+            .with_for_update()
+        ).one_or_none()
+        if row is None or row.status != "processing" or row.lease_owner != owner:
+            raise LeaseLost(f"item {item_id} is no longer held by this worker")
+        if row.sha256 is not None and row.sha256 != sha256:
+            self.reset_chunks(item_id)
+        self._session.execute(
+            update(Item)
+            .where(Item.id == item_id)
+            .values(sha256=sha256, size_bytes=size_bytes, updated_at=utc_now())
+            .execution_options(synchronize_session=False)
+        )
+
+    def reset_chunks(self, item_id: int) -> None:
+        """Forget an item's chunks (its content changed)."""
+        self._session.execute(delete(Chunk).where(Chunk.item_id == item_id))
+
+    def record_chunk_result(
+        self,
+        item_id: int,
+        *,
+        index: int,
+        start_ms: int,
+        end_ms: int,
+        size_bytes: int,
+        text: str,
+        status: str = "done",
+        attempts: int = 1,
+        txn_id: str | None = None,
+        latency_ms: float | None = None,
+    ) -> None:
+        """Insert or replace one chunk's result; commit right after (one chunk, one transaction)."""
+        values = {
+            "item_id": item_id,
+            "index": index,
+            "start_ms": start_ms,
+            "end_ms": end_ms,
+            "size_bytes": size_bytes,
+            "status": status,
+            "text": text,
+            "attempts": attempts,
+            "txn_id": txn_id,
+            "latency_ms": latency_ms,
+            "updated_at": utc_now(),
+        }
+        dialect = self._session.get_bind().dialect.name
+        upsert = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(Chunk)
+        statement = upsert.values(values).on_conflict_do_update(
+            index_elements=["item_id", "index"],
+            set_={k: upsert.excluded[k] for k in values if k not in ("item_id", "index")},
+        )
+        self._session.execute(statement)
+
+    def finish_item(
+        self,
+        item_id: int,
+        *,
+        owner: str,
+        text: str,
+        duration_ms: int | None,
+        chunk_count: int,
+        extras: Mapping[str, Any],
+    ) -> None:
+        """Mark our item done with its transcript; raises LeaseLost if it is no longer ours."""
+        now = utc_now()
+        self._settle(
+            item_id,
+            owner=owner,
+            status="done",
+            text=text,
+            duration_ms=duration_ms,
+            chunk_count=chunk_count,
+            extras=dict(extras),
+            done_at=now,
+            error_kind=None,
+            error_message=None,
+            retryable=False,
+            next_attempt_at=None,
+        )
+
+    def skip_item(
+        self,
+        item_id: int,
+        *,
+        owner: str,
+        reason_kind: str,
+        reason: str,
+        duration_ms: int | None = None,
+    ) -> None:
+        """Mark our item skipped (silent, empty...) with the reason; raises LeaseLost."""
+        self._settle(
+            item_id,
+            owner=owner,
+            status="skipped",
+            error_kind=reason_kind,
+            error_message=reason[:_MESSAGE_MAX_CHARS],
+            duration_ms=duration_ms,
+            retryable=False,
+            next_attempt_at=None,
+            done_at=utc_now(),
+        )
+
+    def fail_item(
+        self,
+        item_id: int,
+        *,
+        owner: str,
+        error_kind: str,
+        message: str,
+        retryable: bool,
+        next_attempt_at: datetime | None,
+    ) -> None:
+        """Mark our item failed with its error and when it may be retried; raises LeaseLost."""
+        self._settle(
+            item_id,
+            owner=owner,
+            status="failed",
+            error_kind=error_kind,
+            error_message=message[:_MESSAGE_MAX_CHARS],
+            retryable=retryable,
+            next_attempt_at=next_attempt_at,
+        )
+
+    def _settle(self, item_id: int, *, owner: str, **values: Any) -> None:
+        result = self._session.execute(
+            update(Item)
+            .where(Item.id == item_id, held_by(owner))
+            .values(updated_at=utc_now(), **cleared_lease(), **values)
+            .execution_options(synchronize_session=False)
+        )
+        if result.rowcount != 1:  # type: ignore[attr-defined]
+            raise LeaseLost(f"item {item_id} is no longer held by this worker")
+
+    def start_run(self, *, source: str, language: str) -> int:
+        """Record the start of a run; returns its id."""
+        run = Run(source=source, language=language, status="running", started_at=utc_now())
+        self._session.add(run)
+        self._session.flush()
+        return run.id
+
+    def finish_run(self, run_id: int, *, counts: Mapping[str, int], status: str) -> None:
+        """Record a run's end, status and counts (unknown count names kept aside)."""
+        known = {k: int(v) for k, v in counts.items() if k in RUN_COUNT_COLUMNS}
+        other = {k: int(v) for k, v in counts.items() if k not in RUN_COUNT_COLUMNS}
+        self._session.execute(
+            update(Run)
+            .where(Run.id == run_id)
+            .values(status=status, finished_at=utc_now(), other_counts=other or None, **known)
+            .execution_options(synchronize_session=False)
+        )
+
+
+def _new_item(listed: SourceFile, *, language: str, now: datetime) -> dict[str, Any]:
+    return {
+        "source_uri": listed.uri,
+        "language": language,
+        "source_version": listed.version,
+        "size_bytes": listed.size_bytes,
+        "status": "pending",
+        "retryable": False,
+        "attempts": 0,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def _back_to_pending(item_id: int, listed: SourceFile, *, now: datetime) -> dict[str, Any]:
+    return {
+        "id": item_id,
+        "source_version": listed.version,
+        "size_bytes": listed.size_bytes,
+        "status": "pending",
+        "attempts": 0,
+        "error_kind": None,
+        "error_message": None,
+        "retryable": False,
+        "next_attempt_at": None,
+        "text": None,
+        "done_at": None,
+        "updated_at": now,
+        **cleared_lease(),
+    }

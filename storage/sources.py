@@ -1,0 +1,318 @@
+"""Audio sources: list, fingerprint and fetch files in a local folder or a bucket (fsspec).
+
+Local folders are walked with `os.scandir` (fsspec's local walk follows symbolic link
+loops forever); every other scheme (s3://, and gs:// or az:// when their fsspec extra is
+installed) goes through fsspec. URIs are normalized once here: an absolute local path,
+not percent-encoded and without `file://`, or `scheme://bucket/key`. Nothing is ever
+read whole into memory: hashing and downloads stream in 1 MiB blocks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import IO, Any
+
+import fsspec
+
+from storage.errors import (
+    SourceError,
+    SourceNotFound,
+    SourceUnavailable,
+    SourceUnreadable,
+    UnsupportedSource,
+)
+from storage.local_files import list_local, printable, require_regular_file
+from storage.records import Listing, SkippedFile, SourceFile
+
+AUDIO_EXTENSIONS = (
+    ".wav",
+    ".mp3",
+    ".m4a",
+    ".flac",
+    ".ogg",
+    ".opus",
+    ".webm",
+    ".aac",
+    ".amr",
+    ".mp4",
+)
+__all__ = [
+    "AUDIO_EXTENSIONS",
+    "FetchedFile",
+    "Fingerprint",
+    "Listing",
+    "SkippedFile",
+    "SourceFile",
+    "fetch_and_fingerprint",
+    "fetch_local",
+    "fingerprint",
+    "list_audio",
+    "normalize_source",
+]
+_BLOCK_BYTES = 1 << 20
+_REMOTE_READ_BLOCK_BYTES = 8 << 20
+# Exceptions from these libraries are I/O failures of a remote source, not our bugs.
+_REMOTE_LIBRARIES = frozenset(
+    {"botocore", "aiobotocore", "aiohttp", "s3fs", "fsspec", "gcsfs", "adlfs", "azure", "google"}
+)
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Content identity: sha256 (hex) and size in bytes."""
+
+    sha256: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class FetchedFile:
+    """A readable local path for a source file, and the fingerprint of what was read."""
+
+    path: Path
+    fingerprint: Fingerprint
+
+
+@dataclass(frozen=True)
+class _Location:
+    protocol: str | None  # None: local path
+    path: str  # absolute local path, or the fsspec path without its protocol
+
+
+@dataclass(frozen=True)
+class _Filters:
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    extensions: tuple[str, ...]
+
+    def wants(self, relative: str) -> bool:
+        name = relative.rsplit("/", 1)[-1]
+        if not name.lower().endswith(self.extensions):
+            return False
+        if self.include and not any(_glob_matches(relative, p) for p in self.include):
+            return False
+        return not any(_glob_matches(relative, p) for p in self.exclude)
+
+
+def list_audio(
+    source: str,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    extensions: Sequence[str] = AUDIO_EXTENSIONS,
+    settle_s: float = 2.0,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Listing:
+    """List audio under a folder, bucket prefix or single file, recursively, sorted by URI.
+
+    Globs match the path relative to the source (`*` crosses folders) or the file name.
+    Local files modified less than `settle_s` seconds ago, or changed between two
+    looks, are skipped as still being written. Raises SourceNotFound, SourceUnreadable,
+    SourceUnavailable, UnsupportedSource.
+    """
+    filters = _Filters(
+        include=tuple(include),
+        exclude=tuple(exclude),
+        extensions=tuple(e.lower() for e in extensions),
+    )
+    location = _parse_location(source)
+    if location.protocol is None:
+        listing = list_local(location.path, wants=filters.wants, settle_s=settle_s)
+    else:
+        listing = _list_remote(location, filters=filters, storage_options=storage_options)
+    return Listing(
+        files=sorted(listing.files, key=lambda f: f.uri),
+        skipped=sorted(listing.skipped, key=lambda s: s.uri),
+    )
+
+
+def normalize_source(source: str) -> str:
+    """The canonical form of a path or URL: absolute local path, or `scheme://bucket/key`."""
+    location = _parse_location(source)
+    if location.protocol is None:
+        return location.path
+    return f"{location.protocol}://{location.path}"
+
+
+def fingerprint(uri: str, *, storage_options: Mapping[str, Any] | None = None) -> Fingerprint:
+    """sha256 and size of a source file, streamed; raises SourceError subclasses."""
+    with _open_binary(uri, storage_options) as handle, _translated(uri):
+        digest, size = _copy_hashing(handle, None)
+    return Fingerprint(sha256=digest, size_bytes=size)
+
+
+@contextmanager
+def fetch_local(uri: str, *, storage_options: Mapping[str, Any] | None = None) -> Iterator[Path]:
+    """A local path: a local file's own, else a private temp copy removed afterwards."""
+    location = _parse_location(uri)
+    if location.protocol is None:
+        require_regular_file(location.path)
+        yield Path(location.path)
+        return
+    with fetch_and_fingerprint(uri, storage_options=storage_options) as fetched:
+        yield fetched.path
+
+
+@contextmanager
+def fetch_and_fingerprint(
+    uri: str, *, storage_options: Mapping[str, Any] | None = None
+) -> Iterator[FetchedFile]:
+    """Fetch (remote: into a private 0700 temp dir, removed after) and hash in one read."""
+    location = _parse_location(uri)
+    if location.protocol is None:
+        require_regular_file(location.path)
+        yield FetchedFile(Path(location.path), fingerprint(uri))
+        return
+    with tempfile.TemporaryDirectory(prefix="medasr-fetch-") as private_dir:
+        target = Path(private_dir) / f"source{_safe_suffix(location.path)}"
+        with (
+            _open_binary(uri, storage_options) as handle,
+            _translated(uri),
+            open(target, "xb") as out,
+        ):
+            digest, size = _copy_hashing(handle, out)
+        yield FetchedFile(target, Fingerprint(sha256=digest, size_bytes=size))
+
+
+# --- locations -------------------------------------------------------------------------
+
+
+def _parse_location(source: str) -> _Location:
+    if not source or "\x00" in source:
+        raise UnsupportedSource(f"not a usable source path or URL: {source!r}")
+    if "://" not in source:
+        return _Location(None, os.path.abspath(os.path.expanduser(source)))
+    protocol, rest = source.split("://", 1)
+    protocol = protocol.lower()
+    if protocol in ("file", "local"):
+        parts = urllib.parse.urlsplit(source)
+        if parts.netloc not in ("", "localhost"):
+            raise UnsupportedSource(f"file:// URL with a remote host is not supported: {source}")
+        return _Location(None, os.path.abspath(urllib.parse.unquote(parts.path)))
+    _filesystem_class(protocol)  # fail early and clearly when the scheme is unknown
+    return _Location(protocol, rest.rstrip("/"))
+
+
+def _filesystem_class(protocol: str) -> type[Any]:
+    try:
+        return fsspec.get_filesystem_class(protocol)  # type: ignore[no-any-return]
+    except ImportError as exc:
+        raise UnsupportedSource(f"{protocol}:// needs an optional package: {exc}") from exc
+    except ValueError as exc:
+        raise UnsupportedSource(f"unknown source scheme {protocol}://") from exc
+
+
+def _filesystem(protocol: str, storage_options: Mapping[str, Any] | None) -> Any:
+    try:
+        return fsspec.filesystem(protocol, **dict(storage_options or {}))
+    except (ImportError, ValueError) as exc:
+        raise UnsupportedSource(f"{protocol}:// cannot be opened: {exc}") from exc
+    except TypeError as exc:
+        raise UnsupportedSource(f"{protocol}://: invalid storage options: {exc}") from exc
+
+
+def _glob_matches(relative: str, pattern: str) -> bool:
+    name = relative.rsplit("/", 1)[-1]
+    if fnmatchcase(relative, pattern) or fnmatchcase(name, pattern):
+        return True
+    return pattern.startswith("**/") and fnmatchcase(relative, pattern[3:])
+
+
+def _safe_suffix(path: str) -> str:
+    suffix = os.path.splitext(path.rsplit("/", 1)[-1])[1].lower()
+    return suffix if suffix.isascii() and suffix[1:].isalnum() and len(suffix) <= 8 else ""
+
+
+# --- remote (fsspec) -------------------------------------------------------------------
+
+
+def _list_remote(
+    location: _Location, *, filters: _Filters, storage_options: Mapping[str, Any] | None
+) -> Listing:
+    assert location.protocol is not None
+    uri = f"{location.protocol}://{location.path}"
+    fs = _filesystem(location.protocol, storage_options)
+    with _translated(uri):
+        fs.invalidate_cache()  # a long-lived worker must see tonight's objects, not a cache
+        found: dict[str, dict[str, Any]] = fs.find(location.path, detail=True, withdirs=False)
+        if not found and not fs.exists(location.path.split("/", 1)[0]):
+            raise SourceNotFound(f"bucket not found: {location.protocol}://{location.path}")
+    files = []
+    for path, info in found.items():
+        relative = path[len(location.path) :].lstrip("/") or path.rsplit("/", 1)[-1]
+        if info.get("type", "file") != "file" or not filters.wants(relative):
+            continue
+        full_uri = f"{location.protocol}://{path}"
+        files.append(SourceFile(full_uri, int(info.get("size") or 0), _object_version(info)))
+    return Listing(files=files, skipped=[])
+
+
+def _object_version(info: Mapping[str, Any]) -> str:
+    for key in ("ETag", "etag", "generation", "md5Hash", "content_md5", "mtime", "LastModified"):
+        value = info.get(key)
+        if value:
+            return str(value)
+    return f"size:{info.get('size')}"
+
+
+@contextmanager
+def _open_binary(uri: str, storage_options: Mapping[str, Any] | None) -> Iterator[IO[bytes]]:
+    location = _parse_location(uri)
+    if location.protocol is None:
+        require_regular_file(location.path)
+        with _translated(uri), open(location.path, "rb") as handle:
+            yield handle
+        return
+    fs = _filesystem(location.protocol, storage_options)
+    with _translated(uri):
+        handle = fs.open(location.path, "rb", block_size=_REMOTE_READ_BLOCK_BYTES)
+    try:
+        yield handle
+    finally:
+        handle.close()
+
+
+def _copy_hashing(handle: IO[bytes], out: IO[bytes] | None) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    while block := handle.read(_BLOCK_BYTES):
+        digest.update(block)
+        size += len(block)
+        if out is not None:
+            out.write(block)
+    return digest.hexdigest(), size
+
+
+@contextmanager
+def _translated(uri: str) -> Iterator[None]:
+    """Turn I/O failures of the filesystem libraries into SourceError, once."""
+    shown = printable(uri)
+    try:
+        yield
+    except SourceError:
+        raise
+    except FileNotFoundError as exc:
+        raise SourceNotFound(f"not found: {shown}") from exc
+    except (PermissionError, IsADirectoryError) as exc:
+        raise SourceUnreadable(f"cannot read {shown}: {exc.strerror or exc}") from exc
+    except OSError as exc:
+        raise SourceUnavailable(f"cannot read {shown}: {_short(exc)}") from exc
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] not in _REMOTE_LIBRARIES:
+            raise
+        if "credential" in type(exc).__name__.lower():
+            raise SourceUnreadable(f"cannot read {shown}: no usable credentials") from exc
+        raise SourceUnavailable(f"cannot read {shown}: {_short(exc)}") from exc
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__

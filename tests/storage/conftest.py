@@ -1,0 +1,33 @@
+"""Store fixtures: the same repository suite runs on SQLite and on a real PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from config.settings import StorageSettings
+from storage.database import Store
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database URL: an SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'medasr.db'}"
+    return str(request.getfixturevalue("fresh_postgres_url"))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """An opened store at the newest schema with no rows: SQLite file or PostgreSQL."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'medasr.db'}"
+    else:
+        url = str(request.getfixturevalue("postgres_store_url"))
+    opened = Store.open(StorageSettings(database_url=url), upgrade=True)
+    try:
+        yield opened
+    finally:
+        opened.dispose()

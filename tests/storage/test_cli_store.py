@@ -1,0 +1,195 @@
+"""`medasr status`, `medasr export`, `medasr db upgrade` through Typer's CliRunner."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import stat
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from config.settings import StorageSettings
+from flows.cli import app
+from storage.database import Store, head_revision
+from storage.export import EXPORT_COLUMNS
+from storage.sources import SourceFile
+
+LANG = "en-IN"
+
+
+@pytest.fixture
+def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.chdir(tmp_path)  # no stray .env; relative paths land here
+    monkeypatch.delenv("MEDASR_CONFIG", raising=False)
+    monkeypatch.setenv("MEDASR_DATABASE_URL", f"sqlite:///{tmp_path / 'medasr.db'}")
+    return CliRunner()
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Path:
+    return tmp_path / "archive"
+
+
+@pytest.fixture
+def filled(runner: CliRunner, tmp_path: Path, archive: Path) -> dict[str, str]:
+    """A store with done (local, bucket, two languages), failed and pending items."""
+    sources = {
+        "a": str(archive / "a.wav"),
+        "b": str(archive / "sub dir" / "b é.mp3"),
+        "c": str(archive / "c.wav"),
+        "d": "s3://bucket/key/d.wav",
+        "e": str(archive / "e.wav"),
+    }
+    store = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
+    with store.repository() as repo:
+        repo.register_items([SourceFile(u, 10, "v1") for u in sources.values()], language=LANG)
+        repo.register_items([SourceFile(sources["a"], 10, "v1")], language="hi")
+    texts = {"a": 'alpha, "quoted"\nsecond line', "b": "bravo", "d": "delta"}
+    with store.repository() as repo:
+        claimed = {
+            (i.source_uri, i.language): i
+            for i in repo.claim_batch(owner="w", language=None, limit=9, lease_s=60)
+        }
+    with store.repository() as repo:
+        for key, text in texts.items():
+            item = claimed[sources[key], LANG]
+            repo.finish_item(item.id, owner="w", text=text, duration_ms=1_800_000,
+                             chunk_count=2, extras={})  # fmt: skip
+        hindi = claimed[sources["a"], "hi"].id
+        repo.finish_item(
+            hindi, owner="w", text="namaste", duration_ms=900_000, chunk_count=1, extras={}
+        )
+        repo.fail_item(claimed[sources["c"], LANG].id, owner="w", error_kind="request_rejected",
+                       message="the service refused the request (400)", retryable=False,
+                       next_attempt_at=None)  # fmt: skip
+        repo.release_items([claimed[sources["e"], LANG].id], owner="w")
+    store.dispose()
+    return sources
+
+
+def test_status_prints_counts_hours_and_failures(runner: CliRunner, filled) -> None:
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "en-IN\tdone\t3\t1.50" in lines
+    assert "en-IN\tfailed\t1\t0.00" in lines
+    assert "en-IN\tpending\t1\t0.00" in lines
+    assert "hi\tdone\t1\t0.25" in lines
+    assert "audio hours done: 1.75" in lines
+    assert any(
+        line.startswith(filled["c"]) and "the service refused the request (400)" in line
+        for line in lines
+    )
+    assert "alpha" not in result.stdout  # never a transcript
+
+
+def test_export_jsonl_fields_are_exact(runner: CliRunner, filled, tmp_path: Path) -> None:
+    out = tmp_path / "out" / "items.jsonl"
+    result = runner.invoke(app, ["export", "--format", "jsonl", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert all(list(row) == list(EXPORT_COLUMNS) for row in rows)
+    assert {
+        "source", "language", "status", "text", "error_kind", "error_message",
+        "duration_ms", "chunks", "attempts", "updated_at",
+    } <= set(EXPORT_COLUMNS)  # fmt: skip
+    by_key = {(r["source"], r["language"]): r for r in rows}
+    assert len(rows) == 6
+    a = by_key[(filled["a"], LANG)]
+    assert a["status"] == "done"
+    assert a["text"] == 'alpha, "quoted"\nsecond line'
+    assert (a["duration_ms"], a["chunks"], a["attempts"]) == (1_800_000, 2, 1)
+    assert datetime.fromisoformat(a["updated_at"]).tzinfo is not None
+    c = by_key[(filled["c"], LANG)]
+    assert (c["status"], c["error_kind"], c["text"]) == ("failed", "request_rejected", None)
+    assert by_key[("s3://bucket/key/d.wav", LANG)]["text"] == "delta"
+    assert by_key[(filled["b"], LANG)]["source"].endswith("sub dir/b é.mp3")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+
+
+def test_export_csv_has_the_same_columns(runner: CliRunner, filled, tmp_path: Path) -> None:
+    out = tmp_path / "items.csv"
+    result = runner.invoke(
+        app, ["export", "--format", "csv", "--out", str(out), "--status", "done"]
+    )
+    assert result.exit_code == 0, result.output
+    with out.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        rows = list(reader)
+    assert tuple(reader.fieldnames or ()) == EXPORT_COLUMNS
+    assert [r["status"] for r in rows] == ["done"] * 4
+    a = next(r for r in rows if r["source"] == filled["a"] and r["language"] == LANG)
+    assert a["text"] == 'alpha, "quoted"\nsecond line'
+
+
+def test_export_txt_mirrors_the_sources(runner: CliRunner, filled, tmp_path: Path) -> None:
+    out = tmp_path / "transcripts"
+    result = runner.invoke(app, ["export", "--format", "txt", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert written == [
+        "a.txt",
+        "a.wav.hi.txt",
+        "bucket/key/d.txt",
+        "sub dir/b é.txt",
+    ]
+    assert (out / "a.txt").read_text(encoding="utf-8") == 'alpha, "quoted"\nsecond line\n'
+    assert (out / "a.wav.hi.txt").read_text(encoding="utf-8") == "namaste\n"
+    assert stat.S_IMODE((out / "a.txt").stat().st_mode) == 0o600
+
+
+def test_export_refuses_an_unknown_status(runner: CliRunner, filled, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["export", "--format", "jsonl", "--out", str(tmp_path / "x"), "--status", "nope"]
+    )
+    assert result.exit_code == 2
+    assert "--status must be one of" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["status"], ["db", "upgrade"]], ids=["status", "upgrade"])
+def test_bad_database_url_exits_2_with_one_line(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    monkeypatch.setenv("MEDASR_DATABASE_URL", "mysql://user:s3cret@db/x")
+    result = runner.invoke(app, command)
+    assert result.exit_code == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "MEDASR_DATABASE_URL" in result.stderr
+    assert "s3cret" not in result.stderr
+
+
+def test_status_before_anything_ran_creates_nothing(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 0
+    assert "nothing recorded yet" in result.stdout
+    assert not (tmp_path / "medasr.db").exists()
+
+
+def test_export_without_a_database_exits_2(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["export", "--format", "csv", "--out", str(tmp_path / "x.csv")])
+    assert result.exit_code == 2
+    assert "no database" in result.stderr
+
+
+def test_db_upgrade_creates_and_migrates(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["db", "upgrade"])
+    assert result.exit_code == 0, result.output
+    assert f"at revision {head_revision()}" in result.stdout
+    assert stat.S_IMODE((tmp_path / "medasr.db").stat().st_mode) == 0o600
+
+
+def test_status_on_a_terminal_draws_tables(
+    runner: CliRunner, filled, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")  # Rich treats the output as a terminal
+    monkeypatch.setenv("COLUMNS", "200")
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 0, result.output
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)
+    assert "Latest failures" in shown
+    assert "Audio done: 1.75 h" in shown
+    assert "\t" not in shown
