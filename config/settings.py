@@ -264,7 +264,7 @@ def pinned_settings(settings: Settings) -> Iterator[Settings]:
     Flows build their own settings (secrets never travel as Prefect parameters), so a
     caller that already holds a Settings object pins it here instead.
     """
-    global _pinned  # noqa: PLW0603 - process-wide on purpose; see docstring
+    global _pinned  # process-wide on purpose; see docstring
     previous, _pinned = _pinned, settings
     try:
         yield settings

@@ -13,7 +13,10 @@ import typer
 from config.errors import ConfigError, MedasrError
 from flows.cli_audio import split_command
 from flows.cli_devserver import devserver_command
+from flows.cli_run import rerun_command, run_command
 from flows.cli_store import db_app, export_command, status_command
+from flows.demo import demo_command
+from flows.deploy import serve_command
 
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
@@ -27,10 +30,14 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.command("split")(split_command)
-app.command("devserver")(devserver_command)
+app.command("run")(run_command)
+app.command("rerun-failures")(rerun_command)
 app.command("status")(status_command)
 app.command("export")(export_command)
+app.command("split")(split_command)
+app.command("devserver")(devserver_command)
+app.command("serve")(serve_command)
+app.command("demo")(demo_command)
 app.add_typer(db_app, name="db")
 
 

@@ -1,8 +1,51 @@
-"""`medasr split` (placeholder until the audio work lands)."""
+"""`medasr split`: one recording to 16 kHz mono WAV chunks under a byte cap, cut at pauses."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated
 
-def split_command() -> None:
-    """Split one recording into chunks."""
-    raise SystemExit("medasr split: not built yet")
+import typer
+
+from service.contract import SERVICE_MAX_UPLOAD_BYTES
+from tasks.audio import WAV_HEADER_BYTES, split_to_dir
+from tasks.errors import AudioError
+
+_MIN_MAX_BYTES = WAV_HEADER_BYTES + 2 * 16_000  # one second of 16 kHz mono s16
+
+
+def split_command(
+    input_path: Annotated[
+        Path, typer.Argument(metavar="INPUT", help="Recording to split (wav, mp3, m4a, ...).")
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", help="Directory for chunk-0001.wav, ... (created).")
+    ],
+    max_bytes: Annotated[
+        int,
+        typer.Option("--max-bytes", min=_MIN_MAX_BYTES, help="Largest chunk, WAV header included."),
+    ] = SERVICE_MAX_UPLOAD_BYTES,
+    min_pause_ms: Annotated[
+        int, typer.Option("--min-pause-ms", min=20, max=5000, help="Shortest pause to cut in.")
+    ] = 250,
+) -> None:
+    """Split one recording into chunks; print one JSON line per chunk."""
+    try:
+        files = split_to_dir(input_path, out, max_bytes=max_bytes, min_pause_ms=min_pause_ms)
+    except AudioError as exc:
+        typer.echo(f"medasr: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        typer.echo(f"medasr: cannot write chunks to {out}: {reason}", err=True)
+        raise typer.Exit(1) from exc
+    for item in files:
+        record = {
+            "index": item.index,
+            "path": str(item.path),
+            "start_ms": item.start_ms,
+            "end_ms": item.end_ms,
+            "bytes": item.bytes,
+        }
+        typer.echo(json.dumps(record))

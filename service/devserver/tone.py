@@ -17,9 +17,10 @@ Format (version 1):
 Decoding: 20 ms Hann frames every 5 ms; the power at the 14 candidate frequencies is
 taken with one matrix product per block of frames (a vectorized Goertzel). A frame is
 a symbol frame when its candidate power is high relative to the recording's own
-symbol level and carries most of the frame's energy (this rejects noise and hum). Runs
-of symbol frames are symbols; each is identified by its strongest low and high
-frequency over the run; gaps over 150 ms separate words. Words are joined with one
+symbol level, its strongest low and high tones carry half the frame's energy (this
+rejects noise and hum) and neither is missing (this rejects a lone sine). Runs of
+15-160 ms of symbol frames are symbols; each is identified by its strongest low and
+high frequency over the run; gaps over 150 ms separate words. Words are joined with one
 space. The decoder is level-independent and works on any sample rate >= 8 kHz.
 """
 
@@ -48,7 +49,9 @@ _HOP_MS = 5
 _WORD_BREAK_MS = 150
 _MIN_SYMBOL_FRAMES = 3
 _LEVEL_RATIO = 0.1  # symbol frames sit within 10 dB of the recording's symbol level
-_TONAL_SHARE = 0.5  # ... and the candidate tones carry at least half the frame's power
+_TONAL_SHARE = 0.5  # ... the two strongest candidates carry half the frame's power ...
+_TONE_SHARE = 0.05  # ... and each of them is really there (lossy codecs tilt the balance)
+_MAX_SYMBOL_FRAMES = 32  # 160 ms: a steady chord far longer than a symbol is not one
 _SILENCE_FLOOR = 1e-8  # mean power (full scale = 1) below which nothing is a symbol
 _BLOCK_FRAMES = 8192
 
@@ -159,8 +162,14 @@ def _symbol_runs(
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     """Start and end (exclusive) frame indices of runs of symbol frames."""
     n_low = len(LOW_FREQS_HZ)
-    candidate = tone_power[:, :n_low].max(axis=1) + tone_power[:, n_low:].max(axis=1)
-    tonal = (candidate >= _TONAL_SHARE * total_power) & (candidate > _SILENCE_FLOOR)
+    low, high = tone_power[:, :n_low].max(axis=1), tone_power[:, n_low:].max(axis=1)
+    candidate = low + high
+    # Both tones must be there: a lone sine or a hum is not a symbol.
+    tonal = (
+        (candidate >= _TONAL_SHARE * total_power)
+        & (np.minimum(low, high) >= _TONE_SHARE * total_power)
+        & (candidate > _SILENCE_FLOOR)
+    )
     if not tonal.any():
         empty = np.zeros(0, dtype=np.intp)
         return empty, empty
@@ -170,7 +179,7 @@ def _symbol_runs(
     edges = np.diff(np.concatenate([[0], active.astype(np.int8), [0]]))
     starts = np.flatnonzero(edges == 1)
     ends = np.flatnonzero(edges == -1)
-    keep = (ends - starts) >= _MIN_SYMBOL_FRAMES
+    keep = ((ends - starts) >= _MIN_SYMBOL_FRAMES) & ((ends - starts) <= _MAX_SYMBOL_FRAMES)
     return starts[keep], ends[keep]
 
 

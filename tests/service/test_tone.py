@@ -136,6 +136,17 @@ def test_piece_starting_and_ending_exactly_at_pause_edges() -> None:
             (8000 * np.sin(2 * np.pi * 50 * np.arange(48000) / 16000)).astype(np.int16),
             id="hum-only",
         ),
+        pytest.param(
+            (8000 * np.sin(2 * np.pi * 440 * np.arange(48000) / 16000)).astype(np.int16),
+            id="lone-440-hz-sine",
+        ),
+        pytest.param(
+            (
+                5000 * np.sin(2 * np.pi * 420 * np.arange(48000) / 16000)
+                + 5000 * np.sin(2 * np.pi * 1320 * np.arange(48000) / 16000)
+            ).astype(np.int16),
+            id="steady-chord-of-symbol-a",
+        ),
     ],
 )
 def test_no_symbols_decode_to_empty_text(samples: np.ndarray) -> None:

@@ -1,0 +1,256 @@
+"""Normalize a recording to 16 kHz mono s16le and split it at pauses under a byte cap.
+
+`iter_chunks` streams: ffmpeg decodes from the path onto a pipe, chunks are cut as
+samples arrive, and memory holds about two chunks whatever the recording's length.
+Splitting follows DESIGN.md §4; the pause finder and its thresholds are in
+tasks/pauses.py, ffmpeg handling in tasks/ffmpeg.py. Nothing is written to disk
+except by `split_to_dir`, into the directory it is given.
+
+Errors (tasks/errors.py) found before decoding (missing, empty, not audio, truncated
+per its header, unsupported) are raised before the first chunk. Damage that only the
+decode reveals is raised when the decoder reaches the end, before the last chunk is
+yielded; the chunks yielded before it were sound. A recording in which every chunk is
+silent raises SilentAudio after its (silent) chunks.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import soundfile
+
+from service.contract import chunk_filename
+from tasks.errors import AudioError, CorruptAudio, EmptyAudio, SilentAudio
+from tasks.ffmpeg import (
+    OUTPUT_SAMPLE_RATE_HZ,
+    AudioInfo,
+    PcmDecoder,
+    find_ffmpeg,
+    probe_audio,
+    probe_with_confidence,
+)
+from tasks.pauses import FRAME_SAMPLES, LevelHistogram, choose_cut, frame_levels_db, is_silent
+
+__all__ = [
+    "AudioInfo",
+    "Chunk",
+    "ChunkFile",
+    "find_ffmpeg",
+    "is_all_silent",
+    "iter_chunks",
+    "probe_audio",
+    "split_to_dir",
+]
+
+_READ_SAMPLES = 128 * 1024
+_MIN_CHUNK_SAMPLES = OUTPUT_SAMPLE_RATE_HZ  # a cap under one second of audio is a mistake
+_PROBE_TIMEOUT_S = 60.0
+
+
+def _wav_bytes(samples: npt.NDArray[np.int16]) -> bytes:
+    """A complete 16 kHz mono PCM s16le WAV file holding `samples`."""
+    buffer = io.BytesIO()
+    soundfile.write(buffer, samples, OUTPUT_SAMPLE_RATE_HZ, format="WAV", subtype="PCM_16")
+    return buffer.getvalue()
+
+
+WAV_HEADER_BYTES = len(_wav_bytes(np.zeros(0, dtype=np.int16)))
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece of the normalized signal, as a WAV file no larger than the cap."""
+
+    index: int  # 1-based
+    start_sample: int  # in the 16 kHz signal; end exclusive
+    end_sample: int
+    start_ms: int
+    end_ms: int
+    wav: bytes  # complete WAV, header included
+    silent: bool  # no speech: the pipeline does not send it
+
+
+@dataclass(frozen=True)
+class ChunkFile:
+    """A chunk written by `split_to_dir`."""
+
+    index: int
+    path: Path
+    start_ms: int
+    end_ms: int
+    bytes: int
+
+
+def max_chunk_samples(max_bytes: int) -> int:
+    """Samples that fit in a WAV of `max_bytes` with its header; ValueError under 1 s."""
+    samples = (max_bytes - WAV_HEADER_BYTES) // 2
+    if samples < _MIN_CHUNK_SAMPLES:
+        smallest = WAV_HEADER_BYTES + 2 * _MIN_CHUNK_SAMPLES
+        raise ValueError(f"max_bytes must be at least {smallest} (one second), got {max_bytes}")
+    return samples
+
+
+class _Cutter:
+    """Holds the samples not yet emitted and decides where each chunk ends."""
+
+    def __init__(self, *, cap_samples: int, min_pause_ms: int) -> None:
+        self.cap_samples = cap_samples
+        self.min_pause_ms = min_pause_ms
+        self.buffer = np.empty(cap_samples + _READ_SAMPLES, dtype=np.int16)
+        self.bytes_view = self.buffer.view(np.uint8).data
+        self.fill_bytes = 0
+        self.start = 0  # absolute sample index of buffer[0]
+        self.levels = np.empty(0, dtype=np.float32)
+        self.levels_first = 0  # frame index of levels[0]
+        self.histogram = LevelHistogram()
+        self.counted_frames = 0  # frames [0, counted_frames) are in the histogram
+        self.index = 0
+        self.heard_speech = False
+
+    @property
+    def fill(self) -> int:
+        return self.fill_bytes // 2
+
+    def free_view(self) -> memoryview:
+        """Where the next read goes."""
+        return self.bytes_view[self.fill_bytes :]
+
+    def take(self, count_bytes: int) -> None:
+        """Account for `count_bytes` just read and measure the frames they complete."""
+        self.fill_bytes += count_bytes
+        levels_end = self.levels_first + len(self.levels)
+        frames_end = (self.start + self.fill) // FRAME_SAMPLES
+        if frames_end > levels_end:
+            lo = levels_end * FRAME_SAMPLES - self.start
+            hi = frames_end * FRAME_SAMPLES - self.start
+            fresh = frame_levels_db(self.buffer[lo:hi])
+            self.levels = np.concatenate([self.levels, fresh])
+
+    def _count_frames(self, upto_frame: int) -> None:
+        """Add frames up to `upto_frame` to the histogram, once each."""
+        if upto_frame > self.counted_frames:
+            lo, hi = self.counted_frames - self.levels_first, upto_frame - self.levels_first
+            self.histogram.add(self.levels[lo:hi])
+            self.counted_frames = upto_frame
+
+    def cut_full(self) -> Chunk | None:
+        """The next chunk if more samples are buffered than fit in one; else None."""
+        if self.fill <= self.cap_samples:
+            return None
+        limit = self.start + self.cap_samples
+        self._count_frames(limit // FRAME_SAMPLES)
+        thresholds = self.histogram.thresholds()
+        end = choose_cut(
+            self.levels,
+            first_frame=self.levels_first,
+            start_sample=self.start,
+            limit_sample=limit,
+            quiet_below_db=thresholds.quiet_below_db,
+            min_pause_ms=self.min_pause_ms,
+        )
+        return self._emit(end)
+
+    def cut_rest(self) -> Chunk | None:
+        """At the end of the stream: everything still buffered as the last chunk."""
+        if self.fill == 0:
+            return None
+        self._count_frames(self.levels_first + len(self.levels))
+        return self._emit(self.start + self.fill)
+
+    def _emit(self, end: int) -> Chunk:
+        """Make the chunk [start, end), drop its samples, keep the rest."""
+        local_end = end - self.start
+        lo = self.start // FRAME_SAMPLES - self.levels_first
+        hi = -(-end // FRAME_SAMPLES) - self.levels_first
+        silent = is_silent(self.levels[lo:hi], self.histogram.thresholds())
+        self.heard_speech = self.heard_speech or not silent
+        self.index += 1
+        chunk = Chunk(
+            index=self.index,
+            start_sample=self.start,
+            end_sample=end,
+            start_ms=self.start * 1000 // OUTPUT_SAMPLE_RATE_HZ,
+            end_ms=end * 1000 // OUTPUT_SAMPLE_RATE_HZ,
+            wav=_wav_bytes(self.buffer[:local_end]),
+            silent=silent,
+        )
+        rest_bytes = self.fill_bytes - 2 * local_end
+        self.bytes_view[:rest_bytes] = self.bytes_view[2 * local_end : self.fill_bytes]
+        self.fill_bytes = rest_bytes
+        self.start = end
+        drop = end // FRAME_SAMPLES - self.levels_first
+        self.levels = self.levels[drop:]
+        self.levels_first += drop
+        return chunk
+
+
+def _check_length(decoded_samples: int, *, info: AudioInfo, exact: bool, path: Path) -> None:
+    """Raise EmptyAudio for no samples, CorruptAudio when far fewer than the header says."""
+    if decoded_samples == 0:
+        raise EmptyAudio(f"empty audio file: {path} (it decodes to no samples)", path=str(path))
+    decoded_ms = decoded_samples * 1000 // OUTPUT_SAMPLE_RATE_HZ
+    if exact and info.duration_ms is not None and decoded_ms < 0.95 * info.duration_ms - 500:
+        raise CorruptAudio(
+            f"truncated or damaged audio file: {path} (the header promises "
+            f"{info.duration_ms / 1000:.1f} s, only {decoded_ms / 1000:.1f} s decode)",
+            path=str(path),
+        )
+
+
+def iter_chunks(
+    path: Path, *, max_bytes: int, min_pause_ms: int = 250, timeout_s: float = 3600
+) -> Generator[Chunk, None, None]:
+    """Chunks of `path` as 16 kHz mono WAVs of at most `max_bytes`, cut at pauses.
+
+    Raises AudioError subclasses (see the module docstring for when); ValueError for a
+    cap under one second. `timeout_s` bounds the time spent waiting for ffmpeg.
+    Closing the generator early kills ffmpeg.
+    """
+    cutter = _Cutter(cap_samples=max_chunk_samples(max_bytes), min_pause_ms=min_pause_ms)
+    info, exact = probe_with_confidence(path, timeout_s=min(timeout_s, _PROBE_TIMEOUT_S))
+    with PcmDecoder(path, timeout_s=timeout_s) as decoder:
+        while count := decoder.readinto(cutter.free_view()):
+            cutter.take(count)
+            while chunk := cutter.cut_full():
+                yield chunk
+        decoder.finish()
+    _check_length(cutter.start + cutter.fill, info=info, exact=exact, path=path)
+    last = cutter.cut_rest()
+    if last is not None:
+        yield last
+    if not cutter.heard_speech:
+        raise SilentAudio(f"no speech in {path}: the whole recording is silent", path=str(path))
+
+
+def is_all_silent(chunks: Iterable[Chunk]) -> bool:
+    """True when there are no chunks or none of them holds speech."""
+    return all(chunk.silent for chunk in chunks)
+
+
+def split_to_dir(
+    path: Path, out_dir: Path, *, max_bytes: int, min_pause_ms: int = 250
+) -> list[ChunkFile]:
+    """Write chunk-0001.wav, ... into `out_dir` (created at the first chunk if missing).
+
+    Raises AudioError subclasses; on any error the chunk files written so far are removed.
+    """
+    written: list[ChunkFile] = []
+    try:
+        for chunk in iter_chunks(path, max_bytes=max_bytes, min_pause_ms=min_pause_ms):
+            if chunk.index == 1:
+                out_dir.mkdir(parents=True, exist_ok=True)
+            target = out_dir / chunk_filename(chunk.index)
+            target.write_bytes(chunk.wav)
+            written.append(
+                ChunkFile(chunk.index, target, chunk.start_ms, chunk.end_ms, len(chunk.wav))
+            )
+    except (AudioError, OSError):
+        for item in written:
+            item.path.unlink(missing_ok=True)
+        raise
+    return written

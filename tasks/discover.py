@@ -1,0 +1,57 @@
+"""List a source and register what is there: the first step of every backlog run."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from storage.database import Store
+from storage.sources import SkippedFile, list_audio
+
+logger = logging.getLogger("medasr.discover")
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What one scan found and what registering it changed."""
+
+    source: str
+    listed: int
+    new: int
+    changed: int
+    unchanged: int
+    skipped: tuple[SkippedFile, ...]
+
+
+def discover_and_register(
+    *,
+    source: str,
+    language: str,
+    store: Store,
+    settle_s: float,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    storage_options: Mapping[str, Any] | None = None,
+) -> Discovery:
+    """List audio under `source` and upsert one item per (file, language); raises SourceError."""
+    listing = list_audio(
+        source,
+        include=include,
+        exclude=exclude,
+        settle_s=settle_s,
+        storage_options=storage_options,
+    )
+    with store.repository() as repo:
+        registered = repo.register_items(listing.files, language=language)
+    for skipped in listing.skipped:
+        logger.warning("not listed: %s (%s)", skipped.uri, skipped.reason)
+    return Discovery(
+        source=source,
+        listed=len(listing.files),
+        new=registered.new,
+        changed=registered.changed,
+        unchanged=registered.unchanged,
+        skipped=tuple(listing.skipped),
+    )

@@ -1,0 +1,73 @@
+"""Errors of reading and decoding one recording; raised by tasks/audio.py, never a traceback.
+
+    MedasrError (config/errors.py)
+    └── TerminalError                  the same file fails the same way next time
+        └── AudioError                 kind "audio_error"
+            ├── AudioNotFound          "audio_not_found": missing, a directory, unreadable
+            ├── NotAudio               "not_audio": text, an image, a video without sound
+            ├── CorruptAudio           "corrupt_audio": truncated or damaged; ffmpeg's words
+            ├── EmptyAudio             "empty_audio": zero bytes, or no samples at all
+            ├── UnsupportedAudio       "unsupported_audio": a format or codec ffmpeg lacks
+            ├── DecodeFailed           "decode_failed": ffmpeg failed otherwise, or timed out
+            └── SilentAudio            "silent_audio": decodes, but holds no speech to send
+
+Every message is one sentence that names the file and says what is wrong, e.g.
+"not an audio file: /x/y.wav (ffmpeg found no audio stream)". ffmpeg's stderr is
+summarized to one line; audio content never appears in a message.
+"""
+
+from __future__ import annotations
+
+from config.errors import TerminalError
+
+
+class AudioError(TerminalError):
+    """A recording could not be turned into 16 kHz mono chunks; `path` names it."""
+
+    kind = "audio_error"
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class AudioNotFound(AudioError):
+    """The path does not exist, is not a regular file, or cannot be read."""
+
+    kind = "audio_not_found"
+
+
+class NotAudio(AudioError):
+    """The file is readable but holds no audio (text, an image, a silent video)."""
+
+    kind = "not_audio"
+
+
+class CorruptAudio(AudioError):
+    """The file looks like audio but is truncated or damaged."""
+
+    kind = "corrupt_audio"
+
+
+class EmptyAudio(AudioError):
+    """The file has zero bytes, or decodes to zero samples."""
+
+    kind = "empty_audio"
+
+
+class UnsupportedAudio(AudioError):
+    """A container or codec the bundled ffmpeg cannot decode."""
+
+    kind = "unsupported_audio"
+
+
+class DecodeFailed(AudioError):
+    """ffmpeg failed for another reason, or did not finish in time."""
+
+    kind = "decode_failed"
+
+
+class SilentAudio(AudioError):
+    """The whole recording is silent: nothing to send, the item is skipped."""
+
+    kind = "silent_audio"

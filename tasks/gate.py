@@ -1,0 +1,52 @@
+"""The gate every request passes: bounded concurrency, an optional rate cap, a stop switch."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from aiolimiter import AsyncLimiter
+
+from service.errors import CredentialsRejected
+
+
+class RequestGate:
+    """Admits at most `concurrency` requests at once and `requests_per_s` per second.
+
+    Once `stop()` is called (credentials rejected), nobody else is admitted: requests
+    already in flight finish, and every later `admit()` raises the stored error.
+    """
+
+    def __init__(self, *, concurrency: int, requests_per_s: float | None = None) -> None:
+        self._slots = asyncio.Semaphore(concurrency)
+        # A one-second bucket sized to the rate lets bursts of up to one second's worth.
+        self._limiter = (
+            AsyncLimiter(max_rate=requests_per_s, time_period=1.0) if requests_per_s else None
+        )
+        self._stopped: CredentialsRejected | None = None
+
+    @property
+    def stopped(self) -> CredentialsRejected | None:
+        """The error that stopped the run, or None while requests may still go out."""
+        return self._stopped
+
+    def stop(self, error: CredentialsRejected) -> None:
+        """Admit nothing more; later `admit()` calls raise `error`."""
+        if self._stopped is None:
+            self._stopped = error
+
+    @asynccontextmanager
+    async def admit(self) -> AsyncIterator[None]:
+        """Hold one request slot; raises CredentialsRejected once the gate is stopped."""
+        self._raise_if_stopped()
+        async with self._slots:
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            # Checked again: the run may have stopped while we waited for a slot.
+            self._raise_if_stopped()
+            yield
+
+    def _raise_if_stopped(self) -> None:
+        if self._stopped is not None:
+            raise self._stopped

@@ -1,0 +1,139 @@
+"""Where to cut a stream of 16 kHz samples: levels, a speech threshold, the best pause.
+
+Levels are RMS in dBFS of 20 ms frames on a grid fixed to the start of the recording.
+The threshold is relative to the recording's own levels, learned while streaming from a
+histogram of every frame seen up to the current decision (0.5 dB bins, so it is cheap
+and exact to query, and the same input always gives the same answers):
+
+* speech level = 95th percentile, noise floor = 5th percentile (clamped at -90 dBFS);
+* a frame is quiet below max(floor + 6 dB, speech - 35 dB), but never above the
+  midpoint of floor and speech (so background noise and hum raise the threshold with
+  the floor, and a quiet recording is judged against its own speech);
+* there is speech at all only when the speech level is 10 dB above the floor and above
+  -70 dBFS: noise, hum or near-digital silence alone is "silent".
+
+Cut rule (DESIGN.md §4): within the window that is the last 40% of the chunk's cap,
+cut in the middle of the longest pause (a run of quiet frames at least min_pause_ms
+long, clipped to the window; the later one on a tie); with no pause there, in the
+middle of the quietest frame (the later one on a tie). The 40% window keeps chunks at
+60-100% of the cap (few requests) while leaving a few seconds of dictation to find a
+sentence break in.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+SAMPLE_RATE_HZ = 16_000
+FRAME_MS = 20
+FRAME_SAMPLES = SAMPLE_RATE_HZ * FRAME_MS // 1000
+WINDOW_SHARE = 0.4
+
+_MIN_DB = -120.0
+_BIN_DB = 0.5
+_BINS = int(-_MIN_DB / _BIN_DB) + 1
+_FLOOR_CLAMP_DB = -90.0
+_MIN_SPEECH_DB = -70.0
+_MIN_RANGE_DB = 10.0
+_MIN_SPEECH_FRAMES = 2  # one loud frame is a click, not a word
+
+
+def frame_levels_db(samples: npt.NDArray[np.int16]) -> npt.NDArray[np.float32]:
+    """RMS level in dBFS of each complete 20 ms frame of `samples` (-120 for silence)."""
+    count = len(samples) // FRAME_SAMPLES
+    frames = samples[: count * FRAME_SAMPLES].reshape(count, FRAME_SAMPLES).astype(np.float32)
+    mean_square = np.einsum("ij,ij->i", frames, frames) / np.float32(FRAME_SAMPLES * 32768.0**2)
+    levels: npt.NDArray[np.float32] = np.maximum(
+        10 * np.log10(mean_square + np.float32(1e-12)), np.float32(_MIN_DB)
+    )
+    return levels
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The speech threshold of the recording so far, in dBFS."""
+
+    speech_db: float
+    floor_db: float
+    quiet_below_db: float
+    has_speech: bool
+
+
+class LevelHistogram:
+    """Counts of frame levels in 0.5 dB bins from -120 to 0 dBFS."""
+
+    def __init__(self) -> None:
+        self._counts = np.zeros(_BINS, dtype=np.int64)
+
+    def add(self, levels_db: npt.NDArray[np.float32]) -> None:
+        """Count these frame levels."""
+        bins = np.clip(((levels_db - _MIN_DB) / _BIN_DB).astype(np.int64), 0, _BINS - 1)
+        self._counts += np.bincount(bins, minlength=_BINS)
+
+    def percentile_db(self, share: float) -> float:
+        """The level below which `share` (0-1) of the counted frames lie; -120 if none."""
+        total = int(self._counts.sum())
+        if total == 0:
+            return _MIN_DB
+        rank = max(1, math.ceil(share * total))
+        index = int(np.searchsorted(np.cumsum(self._counts), rank))
+        return _MIN_DB + index * _BIN_DB
+
+    def thresholds(self) -> Thresholds:
+        """Speech level, noise floor and the quiet threshold from the frames counted so far."""
+        speech_db = self.percentile_db(0.95)
+        floor_db = max(self.percentile_db(0.05), _FLOOR_CLAMP_DB)
+        quiet_db = min(max(floor_db + 6.0, speech_db - 35.0), (floor_db + speech_db) / 2)
+        has_speech = speech_db - floor_db >= _MIN_RANGE_DB and speech_db >= _MIN_SPEECH_DB
+        return Thresholds(speech_db, floor_db, quiet_db, has_speech)
+
+
+def _runs(mask: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Start and end (exclusive) indices of the runs of True in `mask`."""
+    edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
+    return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+
+
+def choose_cut(
+    levels_db: npt.NDArray[np.float32],
+    *,
+    first_frame: int,
+    start_sample: int,
+    limit_sample: int,
+    quiet_below_db: float,
+    min_pause_ms: int,
+) -> int:
+    """Absolute sample index to end a chunk that starts at `start_sample` and may not pass
+    `limit_sample`; `levels_db[i]` is the level of frame `first_frame + i`."""
+    window_start = start_sample + math.ceil((1 - WINDOW_SHARE) * (limit_sample - start_sample))
+    lo = -(-window_start // FRAME_SAMPLES)  # first frame wholly inside the window
+    hi = limit_sample // FRAME_SAMPLES  # frames before this one end by the limit
+    window = levels_db[lo - first_frame : hi - first_frame]
+    if len(window) == 0:
+        return limit_sample
+    starts, ends = _runs(window < quiet_below_db)
+    lengths = ends - starts
+    min_frames = math.ceil(min_pause_ms / FRAME_MS)
+    if len(lengths) and lengths.max() >= min_frames:
+        best = len(lengths) - 1 - int(np.argmax(lengths[::-1]))  # the later one on a tie
+        middle_frame_x2 = 2 * lo + starts[best] + ends[best]
+        return int(middle_frame_x2 * FRAME_SAMPLES // 2)
+    quietest = len(window) - 1 - int(np.argmin(window[::-1]))
+    return (lo + quietest) * FRAME_SAMPLES + FRAME_SAMPLES // 2
+
+
+def count_speech_frames(levels_db: npt.NDArray[np.float32], *, quiet_below_db: float) -> int:
+    """Frames at or above the quiet threshold."""
+    return int(np.count_nonzero(levels_db >= quiet_below_db))
+
+
+def is_silent(levels_db: npt.NDArray[np.float32], thresholds: Thresholds) -> bool:
+    """True when these frames hold no speech under `thresholds`."""
+    if not thresholds.has_speech:
+        return True
+    speech = count_speech_frames(levels_db, quiet_below_db=thresholds.quiet_below_db)
+    return speech < _MIN_SPEECH_FRAMES

@@ -1,0 +1,79 @@
+"""Run statistics and the observer the command line hangs its progress bar on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+Outcome = Literal["done", "skipped", "failed", "released", "lost"]
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What became of one claimed file; never carries transcript text."""
+
+    source_uri: str
+    outcome: Outcome
+    duration_ms: int | None = None
+    requests: int = 0
+    chunks: int = 0
+    error_kind: str | None = None
+    retryable: bool = False
+
+
+@dataclass
+class RunStats:
+    """Counters of one run; mutated only on the event loop thread."""
+
+    files: dict[str, int] = field(default_factory=dict)
+    audio_ms_done: int = 0
+    requests: int = 0
+    retries: int = 0
+    chunks_sent: int = 0
+    chunks_reused: int = 0
+
+    def add(self, outcome: FileOutcome) -> None:
+        """Count one finished file."""
+        self.files[outcome.outcome] = self.files.get(outcome.outcome, 0) + 1
+        if outcome.outcome == "done" and outcome.duration_ms:
+            self.audio_ms_done += outcome.duration_ms
+
+    @property
+    def failed(self) -> int:
+        """Files that ended failed in this run."""
+        return self.files.get("failed", 0)
+
+
+class ProgressObserver(Protocol):
+    """Receives progress events; implementations must be cheap and never raise."""
+
+    def on_planned(self, *, files: int) -> None: ...
+
+    def on_request(self) -> None: ...
+
+    def on_file_finished(self, outcome: FileOutcome) -> None: ...
+
+
+class _Silent:
+    def on_planned(self, *, files: int) -> None:
+        pass
+
+    def on_request(self) -> None:
+        pass
+
+    def on_file_finished(self, outcome: FileOutcome) -> None:
+        pass
+
+
+_observer: ProgressObserver = _Silent()
+
+
+def set_progress_observer(observer: ProgressObserver | None) -> None:
+    """Install the process-wide observer (the CLI's progress bar); None removes it."""
+    global _observer  # one observer per process, set by the CLI only
+    _observer = observer if observer is not None else _Silent()
+
+
+def progress_observer() -> ProgressObserver:
+    """The installed observer (a silent one by default)."""
+    return _observer

@@ -1,0 +1,320 @@
+"""One file end to end: fetch, fingerprint, reuse or split, send chunks, join, record.
+
+`transcribe_file` is the plain function; `process_batch` runs many of them with
+bounded concurrency (the gate) and bounded decoding (a thread pool of ffmpeg readers).
+Every finished chunk is committed at once, so a crash never pays for it twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from config.errors import InternalError, MedasrError
+from config.settings import PipelineSettings
+from service.client import Transcription, TranscriptionClient
+from service.contract import chunk_filename
+from service.errors import CredentialsRejected
+from storage.database import Store
+from storage.errors import LeaseLost
+from storage.repository import ItemRecord
+from storage.sources import fetch_local, fingerprint
+from tasks.audio import Chunk, iter_chunks
+from tasks.errors import SilentAudio
+from tasks.gate import RequestGate
+from tasks.progress import FileOutcome, RunStats, progress_observer
+
+logger = logging.getLogger("medasr.transcribe")
+
+# Chunks of one file held in memory at once (being sent or waiting for a slot).
+CHUNKS_AHEAD_PER_FILE = 3
+
+
+class BatchContext:
+    """What every file of a run shares. A plain class on purpose: Prefect does not walk it."""
+
+    def __init__(
+        self,
+        *,
+        pipeline: PipelineSettings,
+        store: Store,
+        client: TranscriptionClient,
+        gate: RequestGate,
+        owner: str,
+        lease_s: float,
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.store = store
+        self.client = client
+        self.gate = gate
+        self.owner = owner
+        self.lease_s = lease_s
+        self.storage_options = storage_options
+        self.stats = RunStats()
+        self.decode_pool = ThreadPoolExecutor(
+            max_workers=pipeline.decode_workers, thread_name_prefix="medasr-decode"
+        )
+
+    def close(self) -> None:
+        """Stop the decode threads (waits for running decodes to end)."""
+        self.decode_pool.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass
+class _FileRun:
+    """Mutable state of one file while its chunks are in flight."""
+
+    item: ItemRecord
+    texts: dict[int, str] = field(default_factory=dict)
+    extras: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[BaseException] = field(default_factory=list)
+    requests: int = 0
+    last_renewal: float = field(default_factory=time.monotonic)
+
+
+async def process_batch(items: Sequence[ItemRecord], *, ctx: BatchContext) -> list[FileOutcome]:
+    """Transcribe claimed items concurrently; one bad file never stops the others."""
+    # Enough files in flight to keep every request slot busy while others decode.
+    files_at_once = asyncio.Semaphore(ctx.pipeline.concurrency + ctx.pipeline.decode_workers)
+
+    async def one(item: ItemRecord) -> FileOutcome:
+        async with files_at_once:
+            if ctx.gate.stopped is not None:
+                return _release(item, ctx=ctx)
+            outcome = await transcribe_file(item, ctx=ctx)
+        ctx.stats.add(outcome)
+        progress_observer().on_file_finished(outcome)
+        return outcome
+
+    return list(await asyncio.gather(*(one(item) for item in items)))
+
+
+async def transcribe_file(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome:
+    """Take one claimed item to done, skipped, failed or released; never raises MedasrError."""
+    run = _FileRun(item=item)
+    try:
+        with fetch_local(item.source_uri, storage_options=ctx.storage_options) as path:
+            reused = await _reuse_known_content(path, run=run, ctx=ctx)
+            if reused is not None:
+                return reused
+            return await _split_and_send(path, run=run, ctx=ctx)
+    except CredentialsRejected as exc:
+        ctx.gate.stop(exc)
+        return _release(item, ctx=ctx)
+    except LeaseLost:
+        logger.warning("lost the lease on item %s; another worker owns it now", item.id)
+        return FileOutcome(item.source_uri, "lost", requests=run.requests)
+    except SilentAudio as exc:
+        with ctx.store.repository() as repo:
+            repo.skip_item(item.id, owner=ctx.owner, reason_kind=exc.kind, reason=exc.message)
+        return FileOutcome(item.source_uri, "skipped", requests=run.requests, error_kind=exc.kind)
+    except MedasrError as exc:
+        return _fail(run, exc, ctx=ctx)
+    except Exception as exc:  # a bug must cost one file, not the batch
+        logger.exception("unexpected error on item %s", item.id)
+        internal = InternalError(f"unexpected internal error ({type(exc).__name__}); see the logs")
+        return _fail(run, internal, ctx=ctx)
+
+
+async def _reuse_known_content(
+    path: Path, *, run: _FileRun, ctx: BatchContext
+) -> FileOutcome | None:
+    """Skip the service when this exact content was already transcribed; record the hash."""
+    item = run.item
+    print_ = await asyncio.to_thread(fingerprint, str(path))
+    with ctx.store.repository() as repo:
+        if item.sha256 == print_.sha256 and item.text is not None:
+            twin: ItemRecord | None = item
+        else:
+            twin = repo.find_done_with_sha(sha256=print_.sha256, language=item.language)
+        if item.sha256 is not None and item.sha256 != print_.sha256:
+            repo.reset_chunks(item.id)  # old content's chunks must not be reused
+        repo.set_fingerprint(
+            item.id, sha256=print_.sha256, size_bytes=print_.size_bytes, owner=ctx.owner
+        )
+        if twin is None or twin.text is None:
+            return None
+        extras = {"reused_from": twin.source_uri} if twin.id != item.id else {}
+        repo.finish_item(
+            item.id,
+            owner=ctx.owner,
+            text=twin.text,
+            duration_ms=twin.duration_ms,
+            chunk_count=twin.chunk_count or 0,
+            extras=extras,
+        )
+    return FileOutcome(item.source_uri, "done", duration_ms=twin.duration_ms)
+
+
+async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> FileOutcome:
+    """Decode in a worker thread, send each chunk as it appears, then record the file."""
+    with ctx.store.repository() as repo:
+        done = repo.done_chunks(run.item.id)
+    chunks = iter_chunks(
+        path,
+        max_bytes=ctx.client.max_wav_bytes,
+        min_pause_ms=ctx.pipeline.min_pause_ms,
+        timeout_s=ctx.pipeline.ffmpeg_timeout_s,
+    )
+    held = asyncio.Semaphore(CHUNKS_AHEAD_PER_FILE)
+    sends: list[asyncio.Task[None]] = []
+    loop = asyncio.get_running_loop()
+    last: Chunk | None = None
+    all_silent = True
+    try:
+        while not run.errors and ctx.gate.stopped is None:
+            await held.acquire()
+            chunk = await loop.run_in_executor(ctx.decode_pool, _next_chunk, chunks)
+            if chunk is None:
+                held.release()
+                break
+            last = chunk
+            all_silent = all_silent and chunk.silent
+            previous = done.get(chunk.index)
+            if previous is not None and (previous.start_ms, previous.end_ms) == (
+                chunk.start_ms,
+                chunk.end_ms,
+            ):
+                run.texts[chunk.index] = previous.text or ""
+                ctx.stats.chunks_reused += 1
+                held.release()
+                continue
+            sends.append(asyncio.create_task(_send_chunk(chunk, run=run, ctx=ctx, held=held)))
+    finally:
+        await loop.run_in_executor(ctx.decode_pool, chunks.close)
+        await asyncio.gather(*sends, return_exceptions=True)
+    return _finish(run, last=last, all_silent=all_silent, ctx=ctx)
+
+
+def _next_chunk(chunks: Iterator[Chunk]) -> Chunk | None:
+    return next(chunks, None)
+
+
+async def _send_chunk(
+    chunk: Chunk, *, run: _FileRun, ctx: BatchContext, held: asyncio.Semaphore
+) -> None:
+    """Send one chunk (unless silent) and commit its result at once."""
+    try:
+        if chunk.silent:
+            result = Transcription(text="", extras={}, attempts=0, latency_ms=0.0)
+        else:
+            async with ctx.gate.admit():
+                progress_observer().on_request()
+                ctx.stats.requests += 1
+                result = await ctx.client.transcribe(
+                    chunk.wav, language=run.item.language, filename=chunk_filename(chunk.index)
+                )
+            run.requests += result.attempts
+            ctx.stats.chunks_sent += 1
+        _record_chunk(chunk, result, run=run, ctx=ctx)
+    except BaseException as exc:
+        run.errors.append(exc)
+        if isinstance(exc, CredentialsRejected):
+            ctx.gate.stop(exc)
+        if not isinstance(exc, Exception):
+            raise
+    finally:
+        held.release()
+
+
+def _record_chunk(chunk: Chunk, result: Transcription, *, run: _FileRun, ctx: BatchContext) -> None:
+    extras = {k: v for k, v in result.extras.items() if k != "text"}
+    with ctx.store.repository() as repo:
+        repo.record_chunk_result(
+            run.item.id,
+            index=chunk.index,
+            start_ms=chunk.start_ms,
+            end_ms=chunk.end_ms,
+            size_bytes=len(chunk.wav),
+            text=result.text,
+            status="silent" if chunk.silent else "done",
+            attempts=result.attempts,
+            txn_id=_str_or_none(extras.get("txn_id")),
+            latency_ms=result.latency_ms,
+        )
+        if time.monotonic() - run.last_renewal > ctx.lease_s / 3:
+            repo.renew_lease([run.item.id], owner=ctx.owner, lease_s=ctx.lease_s)
+            run.last_renewal = time.monotonic()
+    run.texts[chunk.index] = result.text
+    if extras:
+        run.extras.append({"chunk": chunk.index, **extras})
+
+
+def _finish(
+    run: _FileRun, *, last: Chunk | None, all_silent: bool, ctx: BatchContext
+) -> FileOutcome:
+    """Record the file from its chunk texts, or raise the error that stopped it."""
+    if run.errors:
+        raise _worst(run.errors)
+    if ctx.gate.stopped is not None:
+        raise ctx.gate.stopped
+    if last is None or all_silent:
+        raise SilentAudio(f"no speech found in {run.item.source_uri}; nothing was sent")
+    text = " ".join(t.strip() for _, t in sorted(run.texts.items()) if t.strip())
+    with ctx.store.repository() as repo:
+        repo.finish_item(
+            run.item.id,
+            owner=ctx.owner,
+            text=text,
+            duration_ms=last.end_ms,
+            chunk_count=last.index,
+            extras={"chunks": run.extras} if run.extras else {},
+        )
+    return FileOutcome(
+        run.item.source_uri,
+        "done",
+        duration_ms=last.end_ms,
+        requests=run.requests,
+        chunks=last.index,
+    )
+
+
+def _worst(errors: list[BaseException]) -> BaseException:
+    """Credentials first (they stop the run), then terminal errors, then the first one."""
+    for error in errors:
+        if isinstance(error, CredentialsRejected):
+            return error
+    for error in errors:
+        if isinstance(error, MedasrError) and not error.transient:
+            return error
+    return errors[0]
+
+
+def _fail(run: _FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOutcome:
+    retry_at = datetime.now(UTC) + timedelta(seconds=ctx.pipeline.retry_delay_s)
+    with ctx.store.repository() as repo:
+        repo.fail_item(
+            run.item.id,
+            owner=ctx.owner,
+            error_kind=exc.kind,
+            message=exc.message,
+            retryable=exc.transient,
+            next_attempt_at=retry_at if exc.transient else None,
+        )
+    logger.info("item %s failed (%s, retryable=%s)", run.item.id, exc.kind, exc.transient)
+    return FileOutcome(
+        run.item.source_uri,
+        "failed",
+        requests=run.requests,
+        error_kind=exc.kind,
+        retryable=exc.transient,
+    )
+
+
+def _release(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome:
+    """Give a claimed item back untouched (the run stopped for credentials)."""
+    with ctx.store.repository() as repo:
+        repo.release_items([item.id], owner=ctx.owner)
+    return FileOutcome(item.source_uri, "released")
+
+
+def _str_or_none(value: object) -> str | None:
+    return None if value is None else str(value)

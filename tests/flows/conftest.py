@@ -1,0 +1,123 @@
+"""Flow fixtures: a Prefect test harness, a mixed corpus of recordings, pinned settings."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+from prefect.testing.utilities import prefect_test_harness
+from pydantic import SecretStr
+
+from config.settings import Settings, load_settings, pinned_settings
+from service.devserver import RunningDevServer, start_devserver
+from service.devserver.tone import encode_tone_dictation
+from tasks.audio import find_ffmpeg
+
+TOKEN = "flow-test-token"
+# Small cap so a 40 s dictation needs several chunks and tests stay fast.
+MAX_UPLOAD_BYTES = 400_000
+
+TEXTS = {
+    "admission.wav": "patient admitted with fever. blood cultures sent.",
+    "ward/round.mp3": "day 2 on iv antibiotics. afebrile overnight.",
+    "clinic letter.m4a": "review in clinic in 6 weeks with repeat bloods.",
+}
+LONG_NAME = "long/dictation.wav"
+LONG_TEXT = " ".join(
+    f"line {i}. chest clear, heart sounds normal, abdomen soft." for i in range(1, 9)
+)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    root: Path
+    texts: dict[str, str]  # relative path -> expected transcript
+    bad: dict[str, str]  # relative path -> expected status
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    with prefect_test_harness(server_startup_timeout=60):
+        yield
+
+
+def _encode(src: Path, dst: Path, *codec: str) -> None:
+    subprocess.run(
+        [find_ffmpeg(), "-nostdin", "-loglevel", "error", "-y", "-i", str(src), *codec, str(dst)],
+        check=True,
+    )
+
+
+@pytest.fixture(scope="session")
+def corpus_template(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    root = tmp_path_factory.mktemp("corpus")
+    scratch = tmp_path_factory.mktemp("scratch")
+    for name, text in TEXTS.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if name.endswith(".wav"):
+            soundfile.write(path, encode_tone_dictation(text), 16000, subtype="PCM_16")
+            continue
+        wav = scratch / "src.wav"
+        stereo = np.repeat(encode_tone_dictation(text, sample_rate_hz=44100)[:, None], 2, axis=1)
+        soundfile.write(wav, stereo, 44100, subtype="PCM_16")
+        codec = ("-c:a", "libmp3lame", "-b:a", "96k") if name.endswith(".mp3") else ("-c:a", "aac")
+        _encode(wav, path, *codec)
+    long_path = root / LONG_NAME
+    long_path.parent.mkdir(parents=True, exist_ok=True)
+    soundfile.write(long_path, encode_tone_dictation(LONG_TEXT), 16000, subtype="PCM_16")
+    (root / "corrupt.mp3").write_bytes(b"ID3\x03\x00\x00\x00" + bytes(range(256)) * 8)
+    (root / "notes.wav").write_text("this is a text file, not audio\n")
+    soundfile.write(root / "silence.wav", np.zeros(16000 * 2, dtype=np.int16), 16000)
+    return Corpus(
+        root=root,
+        texts={**TEXTS, LONG_NAME: LONG_TEXT},
+        bad={"corrupt.mp3": "failed", "notes.wav": "failed", "silence.wav": "skipped"},
+    )
+
+
+@pytest.fixture
+def corpus(corpus_template: Corpus, tmp_path: Path) -> Corpus:
+    root = tmp_path / "recordings"
+    shutil.copytree(corpus_template.root, root)
+    return Corpus(root=root, texts=corpus_template.texts, bad=corpus_template.bad)
+
+
+@pytest.fixture
+def flow_server() -> Iterator[RunningDevServer]:
+    with start_devserver(token=TOKEN, port=0) as server:
+        yield server
+
+
+def settings_for(server: RunningDevServer, db_path: Path, *, token: str = TOKEN) -> Settings:
+    base = load_settings()
+    return base.model_copy(
+        update={
+            "service": base.service.model_copy(
+                update={
+                    "base_url": server.url,
+                    "token": SecretStr(token),
+                    "max_upload_bytes": MAX_UPLOAD_BYTES,
+                    "retry_initial_backoff_s": 0.01,
+                    "retry_max_backoff_s": 0.05,
+                    "max_attempts": 2,
+                }
+            ),
+            "storage": base.storage.model_copy(update={"database_url": f"sqlite:///{db_path}"}),
+            "pipeline": base.pipeline.model_copy(update={"settle_s": 0.0, "batch_size": 3}),
+        }
+    )
+
+
+@pytest.fixture
+def pinned(
+    prefect_harness: None, flow_server: RunningDevServer, tmp_path: Path
+) -> Iterator[Settings]:
+    with pinned_settings(settings_for(flow_server, tmp_path / "medasr.db")) as settings:
+        yield settings

@@ -1,0 +1,189 @@
+"""The backlog and rerun flows end to end: devserver over a socket, SQLite, Prefect harness."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+from typer.testing import CliRunner
+
+from config.settings import Settings, pinned_settings
+from flows.backlog import transcribe_backlog
+from flows.cli import app
+from flows.rerun import rerun_failures
+from service.devserver import RunningDevServer, start_devserver
+from service.devserver.tone import encode_tone_dictation
+from storage.database import Store
+from tests.flows.conftest import TOKEN, Corpus, settings_for
+
+
+def rows_by_name(settings: Settings, root: Path) -> dict[str, object]:
+    store = Store.open(settings.storage)
+    try:
+        with store.repository() as repo:
+            return {str(Path(r.source).relative_to(root)): r for r in repo.export_rows()}
+    finally:
+        store.dispose()
+
+
+def run_backlog(root: Path, **kwargs) -> dict:
+    return asyncio.run(transcribe_backlog(source=str(root), language="en-IN", **kwargs))
+
+
+def successes(server: RunningDevServer) -> int:
+    return sum(1 for e in server.ledger.entries() if e.status == 200)
+
+
+def test_mixed_folder_ends_with_right_statuses_and_texts(
+    pinned: Settings, corpus: Corpus, flow_server: RunningDevServer
+) -> None:
+    summary = run_backlog(corpus.root)
+
+    rows = rows_by_name(pinned, corpus.root)
+    assert set(rows) == set(corpus.texts) | set(corpus.bad)
+    for name, text in corpus.texts.items():
+        assert rows[name].status == "done", (name, rows[name].error_message)
+        assert rows[name].text == text
+    for name, status in corpus.bad.items():
+        assert rows[name].status == status, name
+        assert rows[name].error_message, name
+    assert rows["long/dictation.wav"].chunks > 1
+    assert summary["files_done"] == len(corpus.texts)
+    assert summary["files_failed"] == 2
+    assert summary["exit_code"] == 1
+    # Every chunk of the good files reached the service once; the silent file never did.
+    assert successes(flow_server) == sum(rows[n].chunks for n in corpus.texts)
+
+
+def test_second_run_sends_nothing(
+    pinned: Settings, corpus: Corpus, flow_server: RunningDevServer
+) -> None:
+    run_backlog(corpus.root)
+    sent = len(flow_server.ledger.entries())
+
+    summary = run_backlog(corpus.root)
+
+    assert len(flow_server.ledger.entries()) == sent
+    assert summary["requests"] == 0
+
+
+def test_changed_file_is_transcribed_again(
+    pinned: Settings, corpus: Corpus, flow_server: RunningDevServer
+) -> None:
+    run_backlog(corpus.root)
+    sent = successes(flow_server)
+    changed = corpus.root / "admission.wav"
+    soundfile.write(changed, encode_tone_dictation("discharged home today."), 16000)
+
+    run_backlog(corpus.root)
+
+    assert rows_by_name(pinned, corpus.root)["admission.wav"].text == "discharged home today."
+    assert successes(flow_server) == sent + 1
+
+
+def test_copied_file_is_not_paid_for_twice(
+    pinned: Settings, corpus: Corpus, flow_server: RunningDevServer
+) -> None:
+    run_backlog(corpus.root)
+    sent = len(flow_server.ledger.entries())
+    (corpus.root / "copy.wav").write_bytes((corpus.root / "admission.wav").read_bytes())
+
+    run_backlog(corpus.root)
+
+    assert len(flow_server.ledger.entries()) == sent
+    rows = rows_by_name(pinned, corpus.root)
+    assert rows["copy.wav"].text == rows["admission.wav"].text
+
+
+def test_expiring_token_stops_run_with_exit_3_and_items_stay_pending(
+    prefect_harness: None, corpus: Corpus, tmp_path: Path
+) -> None:
+    with start_devserver(token=TOKEN, port=0, auth_fail_after=2) as server:
+        settings = settings_for(server, tmp_path / "m.db")
+        settings = settings.model_copy(
+            update={"pipeline": settings.pipeline.model_copy(update={"concurrency": 2})}
+        )
+        with pinned_settings(settings):
+            result = CliRunner().invoke(app, ["run", str(corpus.root), "--language", "en-IN"])
+
+        assert result.exit_code == 3, result.output
+        assert "MEDASR_TOKEN" in result.output
+        statuses = server.ledger.statuses()
+        # Stopped within concurrency + 1 requests after the first 403.
+        assert len(statuses) - statuses.index(403) <= 2 + 1
+        rows = rows_by_name(settings, corpus.root)
+        assert not [r for r in rows.values() if r.error_kind == "credentials_rejected"]
+        assert {r.status for r in rows.values()} <= {"pending", "done", "failed", "skipped"}
+        assert any(r.status == "pending" for r in rows.values())
+        good = settings.model_copy(
+            update={"service": settings.service.model_copy(update={"base_url": server.url})}
+        )
+    with (
+        start_devserver(token=TOKEN, port=0) as fresh,
+        pinned_settings(
+            good.model_copy(
+                update={"service": good.service.model_copy(update={"base_url": fresh.url})}
+            )
+        ),
+    ):
+        summary = run_backlog(corpus.root)
+    # The bad files failed for good in the first run; this run finished the rest.
+    assert summary["exit_code"] == 0
+    rows = rows_by_name(settings, corpus.root)
+    assert all(rows[name].status == "done" for name in corpus.texts)
+
+
+def test_dry_run_sends_nothing_and_plans(
+    pinned: Settings, corpus: Corpus, flow_server: RunningDevServer
+) -> None:
+    result = CliRunner().invoke(app, ["run", str(corpus.root), "--language", "en-IN", "--dry-run"])
+
+    assert result.exit_code == 0, result.output
+    assert "requests" in result.output
+    assert flow_server.ledger.entries() == []
+    assert rows_by_name(pinned, corpus.root) == {}
+
+
+def test_unsupported_language_is_a_usage_error(pinned: Settings, corpus: Corpus) -> None:
+    result = CliRunner().invoke(app, ["run", str(corpus.root), "--language", "xx"])
+    assert result.exit_code == 2
+
+
+def test_rerun_requeues_retryable_failures(
+    prefect_harness: None, corpus: Corpus, tmp_path: Path
+) -> None:
+    with start_devserver(token=TOKEN, port=0, rate_503=1.0) as down:
+        settings = settings_for(down, tmp_path / "r.db")
+        settings = settings.model_copy(
+            update={"pipeline": settings.pipeline.model_copy(update={"retry_delay_s": 0.0})}
+        )
+        with pinned_settings(settings):
+            first = run_backlog(corpus.root)
+    assert first["files_failed"] >= len(corpus.texts)
+    with start_devserver(token=TOKEN, port=0) as up:
+        retry_now = settings.model_copy(
+            update={"service": settings.service.model_copy(update={"base_url": up.url})}
+        )
+        with pinned_settings(retry_now):
+            summary = asyncio.run(rerun_failures(language="en-IN"))
+    assert summary["requeued"] == len(corpus.texts)
+    assert summary["files_done"] == len(corpus.texts)
+    rows = rows_by_name(settings, corpus.root)
+    assert rows["corrupt.mp3"].status == "failed"  # permanent: not re-queued
+
+
+@pytest.mark.parametrize("rate_hz", [8000, 44100])
+def test_silence_is_skipped_not_sent(
+    pinned: Settings, tmp_path: Path, flow_server: RunningDevServer, rate_hz: int
+) -> None:
+    root = tmp_path / "quiet"
+    root.mkdir()
+    soundfile.write(root / "empty-room.wav", np.zeros(rate_hz * 3, dtype=np.int16), rate_hz)
+
+    summary = run_backlog(root)
+
+    assert summary["files_skipped"] == 1
+    assert flow_server.ledger.entries() == []

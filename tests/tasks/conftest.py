@@ -1,0 +1,155 @@
+"""Audio fixtures, all generated here (tone dictation, speech-like bursts, noise, hum) and
+encoded with the bundled ffmpeg; session-scoped so each is made once per run."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+
+from service.devserver.tone import encode_tone_dictation
+from tasks.audio import find_ffmpeg
+
+SR = 16_000
+# fmt: off
+VOCAB = [
+    "patient", "presents", "with", "chest", "pain", "since", "2", "days", "bp", "120/80", "hr",
+    "72", "regular", "rhythm", "no", "murmur", "ecg", "shows", "sinus", "tachycardia", "plan",
+    "aspirin", "325mg", "stat", "troponin", "repeat", "in", "6", "hours", "follow-up",
+    "o'neil", "5%", "dextrose", "history", "of", "type-2", "diabetes", "on", "metformin",
+    "500mg", "bd",
+]
+# fmt: on
+
+
+def ffmpeg(*args: str) -> None:
+    """Run the bundled ffmpeg quietly; raise on failure."""
+    subprocess.run(
+        [find_ffmpeg(), "-nostdin", "-hide_banner", "-loglevel", "error", "-y", *args],
+        check=True,
+    )
+
+
+def ffmpeg_process(*args: str) -> subprocess.Popen[bytes]:
+    """Start the bundled ffmpeg quietly; the caller waits."""
+    return subprocess.Popen(
+        [find_ffmpeg(), "-nostdin", "-hide_banner", "-loglevel", "error", "-y", *args]
+    )
+
+
+def reference_pcm(path: Path) -> np.ndarray:
+    """The file decoded by a plain ffmpeg command to 16 kHz mono s16: the oracle."""
+    pcm = subprocess.run(
+        [find_ffmpeg(), "-nostdin", "-v", "error", "-i", str(path), "-ac", "1", "-ar", "16000",
+         "-f", "s16le", "-"],
+        check=True,
+        capture_output=True,
+    ).stdout  # fmt: skip
+    return np.frombuffer(pcm, dtype=np.int16)
+
+
+def dictation_text(*, words: int, seed: int = 3) -> str:
+    """Deterministic medical-sounding sentences of about `words` words."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    while len(out) < words:
+        sentence = [rng.choice(VOCAB) for _ in range(rng.randint(4, 12))]
+        sentence[-1] += "."
+        out += sentence
+    return " ".join(out)
+
+
+def add_noise_and_hum(
+    signal: np.ndarray, *, sample_rate_hz: int, snr_db: float, seed: int = 5
+) -> np.ndarray:
+    """Float signal plus white noise at `snr_db` below its active level and 50 Hz hum."""
+    rng = np.random.default_rng(seed)
+    active = signal[np.abs(signal) > 1e-4]
+    level = float(np.sqrt(np.mean(active**2))) if len(active) else 0.1
+    t = np.arange(len(signal), dtype=np.float32) / np.float32(sample_rate_hz)
+    noise = rng.standard_normal(len(signal), dtype=np.float32) * np.float32(
+        level / 10 ** (snr_db / 20)
+    )
+    hum = 0.01 * np.sin(2 * np.pi * 50 * t) + 0.004 * np.sin(2 * np.pi * 150 * t)
+    return signal + noise + hum
+
+
+def speechlike(duration_s: float, *, rng: np.random.Generator) -> np.ndarray:
+    """A burst of band-limited noise with a 4 Hz syllable envelope, RMS about -18 dBFS."""
+    n = round(duration_s * SR)
+    noise = rng.normal(0, 1, n + 8)
+    voiced = np.convolve(noise, np.ones(8) / 8, mode="valid")[:n]  # soft low-pass
+    t = np.arange(n) / SR
+    envelope = 0.65 + 0.35 * np.sin(2 * np.pi * 4 * t + rng.uniform(0, 6.28))
+    ramp = np.minimum(1, np.minimum(t, t[::-1]) / 0.01)
+    out = voiced * envelope * ramp
+    return 0.125 * out / float(np.sqrt(np.mean(out**2)) or 1)
+
+
+@dataclass(frozen=True)
+class Dictation:
+    text: str
+    wav: Path
+    mp3: Path
+    m4a: Path
+    m4a_faststart: Path
+
+
+@dataclass(frozen=True)
+class Bursts:
+    """Speech-like bursts at 16 kHz; `pauses` are (start, end) sample ranges of silence."""
+
+    path: Path
+    pauses: list[tuple[int, int]]
+    samples: int
+
+
+@pytest.fixture(scope="session")
+def audio_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("audio")
+
+
+@pytest.fixture(scope="session")
+def dictation(audio_dir: Path) -> Dictation:
+    """About 6 minutes of tone dictation with noise (25 dB SNR) and hum: a 22.05 kHz stereo
+    WAV, a 64 kbps mp3 of it, and mono AAC m4a files with the index at the end and at the
+    start (encoded in parallel: these encoders are the slowest part of the suite's setup)."""
+    text = dictation_text(words=480)
+    clean = encode_tone_dictation(text, sample_rate_hz=22_050).astype(np.float32) / 32768
+    noisy = add_noise_and_hum(clean, sample_rate_hz=22_050, snr_db=25)
+    wav = audio_dir / "dictation.wav"
+    soundfile.write(wav, np.stack([noisy, noisy], axis=1), 22_050, subtype="PCM_16")
+    mp3, m4a, fast = (audio_dir / n for n in ("dictation.mp3", "dictation.m4a", "fast.m4a"))
+    encoders = [
+        ffmpeg_process("-i", str(wav), "-c:a", "libmp3lame", "-b:a", "64k", str(mp3)),
+        ffmpeg_process("-i", str(wav), "-ac", "1", "-c:a", "aac", "-b:a", "48k", str(m4a)),
+    ]
+    assert all(p.wait() == 0 for p in encoders)
+    ffmpeg("-i", str(m4a), "-c", "copy", "-movflags", "+faststart", str(fast))
+    return Dictation(text, wav, mp3, m4a, fast)
+
+
+@pytest.fixture(scope="session")
+def bursts(audio_dir: Path) -> Bursts:
+    """Two minutes of speech-like bursts and pauses of random length, noise and hum."""
+    rng = np.random.default_rng(11)
+    parts: list[np.ndarray] = []
+    pauses: list[tuple[int, int]] = []
+    position = 0
+    while position < 120 * SR:
+        burst = speechlike(rng.uniform(0.4, 2.5), rng=rng)
+        gap = np.zeros(round(rng.choice([0.08, 0.15, 0.2]) * SR if rng.random() < 0.4
+                             else rng.uniform(0.3, 1.6) * SR))  # fmt: skip
+        parts += [burst, gap]
+        position += len(burst)
+        pauses.append((position, position + len(gap)))
+        position += len(gap)
+    signal = add_noise_and_hum(np.concatenate(parts), sample_rate_hz=SR, snr_db=30)
+    path = audio_dir / "bursts.wav"
+    soundfile.write(path, signal, SR, subtype="PCM_16")
+    return Bursts(path, pauses, len(signal))
