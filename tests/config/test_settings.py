@@ -1,0 +1,173 @@
+"""Settings: the documented flat MEDASR_* names, .env, TOML, bounds, and secrets kept secret."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from config.errors import ConfigError
+from config.settings import FLAT_VARIABLES, Settings, load_settings, pinned_settings
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No MEDASR_* from the outside, and a working directory without a .env file."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("MEDASR_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("variable", "raw", "section", "field", "expected"),
+    [
+        ("MEDASR_ENV", "dev", "service", "env", "dev"),
+        ("MEDASR_BASE_URL", "http://127.0.0.1:9", "service", "base_url", "http://127.0.0.1:9"),
+        ("MEDASR_ENCRYPT", "true", "encryption", "enabled", True),
+        ("MEDASR_JWE_KID", "key-7", "encryption", "jwe_kid", "key-7"),
+        ("MEDASR_DATABASE_URL", "sqlite:///x.db", "storage", "database_url", "sqlite:///x.db"),
+        ("MEDASR_CONCURRENCY", "3", "pipeline", "concurrency", 3),
+        ("MEDASR_MAX_UPLOAD_BYTES", "1000000", "service", "max_upload_bytes", 1_000_000),
+        ("MEDASR_REQUEST_TIMEOUT_S", "2.5", "service", "request_timeout_s", 2.5),
+        ("MEDASR_MAX_ATTEMPTS", "7", "service", "max_attempts", 7),
+    ],
+    ids=lambda v: v if isinstance(v, str) and v.startswith("MEDASR_") else "",
+)
+def test_documented_flat_variables(
+    monkeypatch: pytest.MonkeyPatch, variable, raw, section, field, expected
+) -> None:
+    monkeypatch.setenv(variable, raw)
+    if variable == "MEDASR_ENCRYPT":
+        monkeypatch.setenv("MEDASR_JWE_KEY", "0123456789abcdef")
+    settings = load_settings()
+    assert getattr(getattr(settings, section), field) == expected
+
+
+def test_defaults_match_the_contract() -> None:
+    settings = load_settings()
+    assert settings.service.effective_base_url == "https://api.eka.care"
+    assert settings.storage.database_url == "sqlite:///./medasr.db"
+    assert settings.service.max_upload_bytes == 5_000_000
+    assert settings.pipeline.concurrency == 8
+    assert settings.service.max_attempts == 5
+    assert settings.encryption.enabled is False
+
+
+def test_env_dev_switches_base_url_and_base_url_overrides(monkeypatch) -> None:
+    monkeypatch.setenv("MEDASR_ENV", "dev")
+    assert load_settings().service.effective_base_url == "https://api.dev.eka.care"
+    monkeypatch.setenv("MEDASR_BASE_URL", "https://asr.example.org/")
+    assert load_settings().service.effective_base_url == "https://asr.example.org"
+
+
+def test_flat_name_wins_over_nested_spelling(monkeypatch) -> None:
+    monkeypatch.setenv("MEDASR_PIPELINE__CONCURRENCY", "4")
+    assert load_settings().pipeline.concurrency == 4
+    monkeypatch.setenv("MEDASR_CONCURRENCY", "6")
+    assert load_settings().pipeline.concurrency == 6
+
+
+def test_dotenv_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("MEDASR_CONCURRENCY=5\nMEDASR_TOKEN=from-dotenv\n")
+    settings = load_settings()
+    assert settings.pipeline.concurrency == 5
+    assert settings.service.token is not None
+    assert settings.service.token.get_secret_value() == "from-dotenv"
+
+
+def test_environment_wins_over_dotenv(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / ".env").write_text("MEDASR_CONCURRENCY=5\n")
+    monkeypatch.setenv("MEDASR_CONCURRENCY", "9")
+    assert load_settings().pipeline.concurrency == 9
+
+
+def test_toml_file_named_by_medasr_config(tmp_path: Path, monkeypatch) -> None:
+    config = tmp_path / "medasr.toml"
+    config.write_text('[pipeline]\nconcurrency = 12\n[service]\nenv = "dev"\n')
+    monkeypatch.setenv("MEDASR_CONFIG", str(config))
+    settings = load_settings()
+    assert settings.pipeline.concurrency == 12
+    assert settings.service.env == "dev"
+    monkeypatch.setenv("MEDASR_CONCURRENCY", "2")  # the environment still wins
+    assert load_settings().pipeline.concurrency == 2
+
+
+@pytest.mark.parametrize(
+    ("variable", "raw"),
+    [
+        ("MEDASR_CONCURRENCY", "0"),
+        ("MEDASR_CONCURRENCY", "many"),
+        ("MEDASR_ENV", "staging"),
+        ("MEDASR_MAX_UPLOAD_BYTES", "10"),
+        ("MEDASR_REQUEST_TIMEOUT_S", "-1"),
+        ("MEDASR_MAX_ATTEMPTS", "0"),
+        ("MEDASR_ENCRYPT", "maybe"),
+    ],
+    ids=lambda v: v,
+)
+def test_invalid_value_gives_one_line_naming_the_variable(monkeypatch, variable, raw) -> None:
+    monkeypatch.setenv(variable, raw)
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert message.startswith(f"{variable}:")
+    assert "\n" not in message
+
+
+def test_encryption_without_key_names_the_key_variable(monkeypatch) -> None:
+    monkeypatch.setenv("MEDASR_ENCRYPT", "true")
+    with pytest.raises(ConfigError, match="MEDASR_JWE_KEY"):
+        load_settings()
+
+
+def test_unreadable_toml_is_a_config_error(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "bad.toml").write_text("[pipeline\n")
+    monkeypatch.setenv("MEDASR_CONFIG", str(tmp_path / "bad.toml"))
+    with pytest.raises(ConfigError, match="MEDASR_CONFIG"):
+        load_settings()
+
+
+@pytest.mark.parametrize("variable", ["MEDASR_TOKEN", "MEDASR_JWE_KEY"])
+def test_secrets_never_in_repr_or_errors(monkeypatch, variable) -> None:
+    secret = "s3cr3t-value-0123"[:16]
+    monkeypatch.setenv(variable, secret)
+    monkeypatch.setenv("MEDASR_CONCURRENCY", "0")  # force an error while the secret is set
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert secret not in str(caught.value)
+    monkeypatch.delenv("MEDASR_CONCURRENCY")
+    settings = load_settings()
+    assert secret not in repr(settings)
+    assert secret not in str(settings.model_dump())
+
+
+def test_database_url_password_not_echoed_in_errors(monkeypatch) -> None:
+    monkeypatch.setenv("MEDASR_DATABASE_URL", "postgresql://u:hunter2@db/x")
+    monkeypatch.setenv("MEDASR_CONCURRENCY", "-3")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert "hunter2" not in str(caught.value)
+
+
+def test_every_flat_variable_points_at_a_real_field() -> None:
+    settings = Settings()
+    for variable, (section, field) in FLAT_VARIABLES.items():
+        assert hasattr(getattr(settings, section), field), variable
+
+
+def test_every_field_has_a_description() -> None:
+    for section in ("service", "encryption", "storage", "pipeline"):
+        model = type(getattr(Settings(), section))
+        for name, info in model.model_fields.items():
+            assert info.description, f"{section}.{name}"
+
+
+def test_pinned_settings_are_returned_until_the_block_ends(monkeypatch) -> None:
+    pinned = load_settings().model_copy(update={})
+    with pinned_settings(pinned):
+        monkeypatch.setenv("MEDASR_CONCURRENCY", "3")
+        assert load_settings() is pinned
+    assert load_settings().pipeline.concurrency == 3
