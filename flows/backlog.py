@@ -43,11 +43,12 @@ async def transcribe_backlog(
             exclude=exclude or (),
         )
         logger.info(
-            "listed %d files (%d new, %d changed, %d not listed)",
+            "listed %d files (%d new, %d changed, %d not listed, %d newly unreadable)",
             discovery.listed,
             discovery.new,
             discovery.changed,
             len(discovery.skipped),
+            discovery.unreadable,
         )
         result = await drain_pending(
             settings=settings,
@@ -58,7 +59,12 @@ async def transcribe_backlog(
         )
     finally:
         store.dispose()
-    summary = summarize(result, listed=discovery.listed, unlisted=len(discovery.skipped))
+    summary = summarize(
+        result,
+        listed=discovery.listed,
+        unlisted=sum(not skipped.unreadable for skipped in discovery.skipped),
+        unreadable=discovery.unreadable,
+    )
     await publish_summary(summary, title=f"medasr backlog run ({language})")
     if result.stopped is not None:
         raise result.stopped

@@ -9,8 +9,11 @@ from typing import Annotated, Any
 import typer
 
 from config.errors import ConfigError
+from config.settings import Settings
 from flows.backlog import settings_for_run, transcribe_backlog
 from flows.console import print_summary, show_progress
+from flows.log_level import medasr_log_level
+from flows.quiet_errors import typed_errors_without_traceback
 from flows.rerun import rerun_failures
 from flows.summary import EXIT_CREDENTIALS, EXIT_USAGE, exit_code_for
 from service.client import max_wav_bytes_for
@@ -45,8 +48,8 @@ def run_command(
         _print_plan(source, language=language, encrypt=encrypt, include=include, exclude=exclude)
         return
     # Fail on bad settings in a second, before Prefect's API server starts.
-    _check_settings(lambda: settings_for_run(language=language, encrypt=encrypt))
-    with show_progress(quiet=quiet):
+    settings = _check_settings(lambda: settings_for_run(language=language, encrypt=encrypt))
+    with medasr_log_level(settings.pipeline.log_level), show_progress(quiet=quiet):
         summary = _run_flow(
             transcribe_backlog(
                 source=source,
@@ -74,8 +77,8 @@ def rerun_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Re-queue failures that may succeed now and transcribe them."""
-    _check_settings(lambda: settings_for_run(language=language))
-    with show_progress(quiet=quiet):
+    settings = _check_settings(lambda: settings_for_run(language=language))
+    with medasr_log_level(settings.pipeline.log_level), show_progress(quiet=quiet):
         summary = _run_flow(
             rerun_failures(
                 language=language, include_permanent=include_permanent, concurrency=concurrency
@@ -85,9 +88,9 @@ def rerun_command(
     raise typer.Exit(exit_code_for(summary))
 
 
-def _check_settings(load: Callable[[], object]) -> None:
+def _check_settings(load: Callable[[], Settings]) -> Settings:
     try:
-        load()
+        return load()
     except ConfigError as exc:
         typer.echo(f"medasr: configuration error: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
@@ -96,7 +99,8 @@ def _check_settings(load: Callable[[], object]) -> None:
 def _run_flow(coroutine: Any) -> dict[str, Any]:
     """Run a flow coroutine; credentials rejected becomes exit code 3 with one line."""
     try:
-        result: dict[str, Any] = asyncio.run(coroutine)
+        with typed_errors_without_traceback():
+            result: dict[str, Any] = asyncio.run(coroutine)
     except CredentialsRejected as exc:
         typer.echo(f"medasr: stopped: {exc}", err=True)
         raise typer.Exit(EXIT_CREDENTIALS) from None

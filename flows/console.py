@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ from rich.progress import (
 from rich.table import Table
 
 from tasks.progress import FileOutcome, set_progress_observer
+
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class _BarObserver:
@@ -63,10 +66,15 @@ class _LineObserver:
         detail = f" ({outcome.error_kind})" if outcome.error_kind else ""
         elapsed = time.monotonic() - self._started
         print(
-            f"[{self._done}/{self._planned}] {outcome.outcome}{detail}: {outcome.source_uri}"
-            f" ({elapsed:.1f}s)",
+            f"[{self._done}/{self._planned}] {outcome.outcome}{detail}: "
+            f"{one_line(outcome.source_uri)} ({elapsed:.1f}s)",
             flush=True,
         )
+
+
+def one_line(text: str) -> str:
+    """`text` with control characters (a newline in a file name) shown as escapes."""
+    return _CONTROL_CHARACTERS.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 @contextmanager

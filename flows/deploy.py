@@ -1,17 +1,23 @@
 """`medasr serve`: the nightly backlog and the rerun of failures as scheduled deployments.
 
 Schedules need a Prefect server (`prefect server start`, then PREFECT_API_URL);
-the ephemeral API used by `medasr run` forgets them when the process ends.
+the ephemeral API used by `medasr run` forgets them when the process ends, so
+`medasr serve` refuses to start without one.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, cast
 
 import typer
 from prefect import serve
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.schedules import CronSchedule
 from prefect.deployments.runner import RunnerDeployment
 from prefect.schedules import Cron
+from prefect.settings import PREFECT_API_URL
+from pydantic import ValidationError
 
 from config.errors import ConfigError
 from flows.backlog import transcribe_backlog
@@ -20,6 +26,26 @@ from service.contract import LANGUAGES, is_supported_language
 
 NIGHTLY_CRON = "0 1 * * *"
 RERUN_CRON = "0 */6 * * *"
+DEFAULT_TIMEZONE = "UTC"
+NIGHTLY_DEPLOYMENT = "transcribe-backlog/nightly-backlog"
+RERUN_DEPLOYMENT = "rerun-failures/rerun-failures"
+_HEALTH_TIMEOUT_S = 15.0
+
+
+def check_schedule(*, cron: str, timezone: str, option: str) -> None:
+    """Validate a cron string and time zone the way the Prefect server will; raises ConfigError."""
+    try:
+        CronSchedule(cron=cron, timezone=timezone)
+    except ValidationError as exc:
+        fields = {str(error["loc"][0]) for error in exc.errors() if error["loc"]}
+        if "timezone" in fields:
+            raise ConfigError(
+                f"--timezone {timezone!r} is not an IANA time zone (e.g. UTC, Asia/Kolkata)"
+            ) from None
+        raise ConfigError(
+            f"{option} {cron!r} is not a valid cron expression: use five fields, "
+            "minute hour day-of-month month day-of-week, e.g. '0 1 * * *'"
+        ) from None
 
 
 def build_deployments(
@@ -28,11 +54,16 @@ def build_deployments(
     language: str,
     nightly_cron: str = NIGHTLY_CRON,
     rerun_cron: str = RERUN_CRON,
-    timezone: str | None = None,
+    timezone: str = DEFAULT_TIMEZONE,
 ) -> list[RunnerDeployment]:
-    """The two deployments; parameters hold no secret (settings come from MEDASR_*)."""
+    """The two deployments; parameters hold no secret (settings come from MEDASR_*).
+
+    Raises ConfigError for an unsupported language, a bad cron string or time zone.
+    """
     if not is_supported_language(language):
         raise ConfigError(f"unsupported language {language!r}; use one of: {', '.join(LANGUAGES)}")
+    check_schedule(cron=nightly_cron, timezone=timezone, option="--nightly-cron")
+    check_schedule(cron=rerun_cron, timezone=timezone, option="--rerun-cron")
     # to_deployment dispatches to a coroutine only inside a running event loop.
     nightly = cast(
         RunnerDeployment,
@@ -59,14 +90,42 @@ def build_deployments(
     return [nightly, rerun]
 
 
+def require_prefect_server() -> str:
+    """The API URL of a reachable Prefect server; raises ConfigError naming what to do."""
+    api_url = PREFECT_API_URL.value()
+    if not api_url:
+        raise ConfigError(
+            "schedules need a Prefect server: run `prefect server start` and set "
+            "PREFECT_API_URL (e.g. http://127.0.0.1:4200/api)"
+        )
+    failure = asyncio.run(_healthcheck())
+    if failure is not None:
+        raise ConfigError(
+            f"no Prefect server answers at PREFECT_API_URL={api_url} "
+            f"({type(failure).__name__}); start it with `prefect server start`"
+        )
+    return str(api_url)
+
+
+async def _healthcheck() -> Exception | None:
+    try:
+        async with asyncio.timeout(_HEALTH_TIMEOUT_S), get_client() as client:
+            return await client.api_healthcheck()
+    except TimeoutError as exc:
+        return exc
+
+
 def serve_command(
     source: Annotated[str, typer.Argument(help="Folder or bucket the nightly run scans.")],
     language: Annotated[str, typer.Option("--language", "-l", help="Language code.")],
     nightly_cron: Annotated[str, typer.Option(help="Cron of the backlog run.")] = NIGHTLY_CRON,
     rerun_cron: Annotated[str, typer.Option(help="Cron of the rerun of failures.")] = RERUN_CRON,
-    timezone: Annotated[str | None, typer.Option(help="IANA time zone of the crons.")] = None,
+    timezone: Annotated[str, typer.Option(help="IANA time zone of the crons.")] = DEFAULT_TIMEZONE,
 ) -> None:
-    """Register the nightly and rerun deployments with their schedules and serve them."""
+    """Register the nightly and rerun deployments with their schedules and serve them.
+
+    Needs a Prefect server (PREFECT_API_URL); runs until interrupted.
+    """
     deployments = build_deployments(
         source=source,
         language=language,
@@ -74,4 +133,5 @@ def serve_command(
         rerun_cron=rerun_cron,
         timezone=timezone,
     )
+    require_prefect_server()
     serve(*deployments)

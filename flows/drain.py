@@ -7,10 +7,8 @@ the request slots stay busy while one batch finishes its slowest file.
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
+import logging
 import time
-import uuid
 from dataclasses import dataclass, field
 
 from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifact
@@ -19,12 +17,15 @@ from config.settings import Settings
 from service.client import RetryEvent, TranscriptionClient
 from service.errors import CredentialsRejected
 from storage.database import Store
+from storage.repository import new_lease_owner
 from tasks.gate import RequestGate
 from tasks.progress import FileOutcome, RunStats, progress_observer
 from tasks.steps import transcribe_batch_task
 from tasks.transcribe import BatchContext
 
 BATCH_LOOPS = 2
+
+logger = logging.getLogger("medasr.drain")
 
 
 @dataclass
@@ -40,7 +41,7 @@ class DrainResult:
 
 def new_owner() -> str:
     """A lease owner name unique to this process and run: host:pid:random."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return new_lease_owner()
 
 
 async def drain_pending(
@@ -54,7 +55,11 @@ async def drain_pending(
     """Claim and transcribe pending items; returns counts, never raises for a single file."""
     started = time.monotonic()
     with store.repository() as repo:
+        # A run killed on this machine left its items leased: take them back now.
+        reclaimed = repo.release_dead_local_leases()
         pending = repo.pending_count(language=language)
+    if reclaimed:
+        logger.warning("took back %d items left in progress by an ended run", reclaimed)
     planned = min(pending, limit) if limit is not None else pending
     progress_observer().on_planned(files=planned)
     artifact = await acreate_progress_artifact(

@@ -15,7 +15,7 @@ EXIT_CREDENTIALS = 3
 
 
 def summarize(
-    result: DrainResult, *, listed: int | None = None, unlisted: int = 0
+    result: DrainResult, *, listed: int | None = None, unlisted: int = 0, unreadable: int = 0
 ) -> dict[str, Any]:
     """Counts only: no transcript text, no secret, safe for artifacts and logs."""
     files = result.stats.files
@@ -35,15 +35,16 @@ def summarize(
     if listed is not None:
         summary["files_listed"] = listed
         summary["files_not_listed"] = unlisted
+        summary["files_unreadable"] = unreadable
     summary["exit_code"] = exit_code_for(summary)
     return summary
 
 
 def exit_code_for(summary: dict[str, Any]) -> int:
-    """3 if credentials were rejected, 1 if any file failed, else 0."""
+    """3 if credentials were rejected, 1 if any file failed or was unreadable, else 0."""
     if summary.get("credentials_rejected"):
         return EXIT_CREDENTIALS
-    if summary.get("files_failed", 0) > 0:
+    if summary.get("files_failed", 0) > 0 or summary.get("files_unreadable", 0) > 0:
         return EXIT_SOME_FAILED
     return EXIT_OK
 

@@ -278,10 +278,15 @@ class TranscriptionClient:
     # -- retries --------------------------------------------------------------------------
 
     def _retrying(self) -> AsyncRetrying:
+        server_faults: list[int] = []  # this call's answers that get the small budget
+
+        def should_stop(state: RetryCallState) -> bool:
+            return self._should_stop(state, server_faults=server_faults)
+
         return AsyncRetrying(
             retry=retry_if_exception_type(ServiceUnavailable),
             wait=self._wait_s,
-            stop=self._should_stop,
+            stop=should_stop,
             before_sleep=self._before_sleep,
             reraise=True,
         )
@@ -292,13 +297,14 @@ class TranscriptionClient:
         retry_after_s = getattr(_failure(state), "retry_after_s", None)
         return max(backoff_s, retry_after_s or 0.0)
 
-    def _should_stop(self, state: RetryCallState) -> bool:
-        error = _failure(state)
-        budget = self._service.max_attempts
-        status = getattr(error, "status", None)
+    def _should_stop(self, state: RetryCallState, *, server_faults: list[int]) -> bool:
+        status = getattr(_failure(state), "status", None)
         if status is not None and status not in _FULL_BUDGET_STATUSES:
-            budget = min(budget, _SERVER_FAULT_MAX_ATTEMPTS)
-        if state.attempt_number >= budget:
+            server_faults.append(status)
+        # The small budget counts 500s only: a 429 or a timeout before one must not use it up.
+        if len(server_faults) >= _SERVER_FAULT_MAX_ATTEMPTS:
+            return True
+        if state.attempt_number >= self._service.max_attempts:
             return True
         # Waiting past the total budget is pointless: give up now with the real error.
         elapsed_s = state.seconds_since_start or 0.0

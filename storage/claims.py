@@ -4,13 +4,12 @@ PostgreSQL: the claimable rows are locked with `FOR UPDATE SKIP LOCKED`, so conc
 claimers split the work. SQLite: the write session began with BEGIN IMMEDIATE, so only
 one claimer runs at a time (SQLite renders no FOR UPDATE). An item whose lease expired
 is claimable again, and work reported by a worker that lost its lease raises LeaseLost.
+Items held by a process of this machine that has ended (killed, crashed) are given
+back at once by `release_dead_local_leases`, without waiting for the lease to expire.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,15 +17,13 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, case, func, or_, select, update
 
 from storage.models import Item
+from storage.owners import is_dead_local_owner, local_owner_prefix, new_lease_owner
 from storage.queries import IN_BATCH, Queries, batches, utc_now
 from storage.records import ItemRecord
 
 _SCAN_PAGE = 1000
 
-
-def new_lease_owner() -> str:
-    """A lease owner name unique to this process and call: host:pid:random."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+__all__ = ["Claims", "cleared_lease", "held_by", "new_lease_owner"]
 
 
 def _claimable(
@@ -175,6 +172,32 @@ class Claims(Queries):
                 )
                 .execution_options(synchronize_session=False)
             )
+
+    def release_dead_local_leases(self) -> int:
+        """Give back items held by ended processes of this machine; returns how many.
+
+        A killed run's items need not wait out their lease. Attempts are kept: the
+        crash may have been the item's doing. Owners on other hosts are left alone.
+        """
+        prefix = local_owner_prefix()
+        owners = self._session.scalars(
+            select(Item.lease_owner)
+            .distinct()
+            .where(
+                Item.status == "processing",
+                func.substr(Item.lease_owner, 1, len(prefix)) == prefix,
+            )
+        ).all()
+        dead = [owner for owner in owners if owner is not None and is_dead_local_owner(owner)]
+        if not dead:
+            return 0
+        result = self._session.execute(
+            update(Item)
+            .where(Item.status == "processing", Item.lease_owner.in_(dead))
+            .values(status="pending", updated_at=utc_now(), **cleared_lease())
+            .execution_options(synchronize_session=False)
+        )
+        return int(result.rowcount)  # type: ignore[attr-defined]
 
     def requeue_failures(
         self,

@@ -62,7 +62,7 @@ def _walk_local(
                 entry_stat = entry.stat()  # follows symbolic links
             except OSError as exc:
                 if wants(relative):
-                    skipped.append(SkippedFile(printable(entry.path), _stat_failure(exc)))
+                    skipped.append(_stat_failure(entry, exc))
                 continue
             if stat.S_ISDIR(entry_stat.st_mode):
                 key = (entry_stat.st_dev, entry_stat.st_ino)
@@ -76,12 +76,16 @@ def _walk_local(
                 yield entry.path, entry_stat
 
 
-def _stat_failure(exc: OSError) -> str:
+def _stat_failure(entry: os.DirEntry[str], exc: OSError) -> SkippedFile:
+    """A wanted entry whose information cannot be read: unreadable, or just gone."""
+    uri = printable(entry.path)
     if exc.errno == errno.ELOOP:
-        return "symbolic link loop"
+        return SkippedFile(uri, "symbolic link loop", unreadable=True)
     if exc.errno == errno.ENOENT:
-        return "broken symbolic link (or removed while listing)"
-    return f"cannot read file information: {exc.strerror}"
+        if entry.is_symlink():
+            return SkippedFile(uri, "broken symbolic link", unreadable=True)
+        return SkippedFile(uri, "removed while listing")
+    return SkippedFile(uri, f"cannot read file information: {exc.strerror}", unreadable=True)
 
 
 def _settled(
@@ -90,27 +94,28 @@ def _settled(
     now_ns = time.time_ns()
     kept = []
     for path, file_stat in candidates:
-        reason = _unusable_reason(path, file_stat, now_ns=now_ns, settle_s=settle_s)
-        if reason is None:
+        unusable = _unusable(path, file_stat, now_ns=now_ns, settle_s=settle_s)
+        if unusable is None:
             kept.append((path, file_stat))
         else:
-            skipped.append(SkippedFile(printable(path), reason))
+            skipped.append(unusable)
     return kept
 
 
-def _unusable_reason(
+def _unusable(
     path: str, file_stat: os.stat_result, *, now_ns: int, settle_s: float
-) -> str | None:
+) -> SkippedFile | None:
+    uri = printable(path)
     if not _is_utf8(path):
-        return "file name is not valid UTF-8"
+        return SkippedFile(uri, "file name is not valid UTF-8; rename it", unreadable=True)
     if not stat.S_ISREG(file_stat.st_mode):
-        return "not a regular file"
+        return SkippedFile(uri, "not a regular file", unreadable=True)
     if not os.access(path, os.R_OK):
-        return "no permission to read"
+        return SkippedFile(uri, "no permission to read", unreadable=True)
     # A future mtime (a device with a wrong clock) is not "being written"; the second look guards.
     age_s = (now_ns - file_stat.st_mtime_ns) / 1e9
     if 0 <= age_s < settle_s:
-        return f"still being written (modified {age_s:.1f} s ago)"
+        return SkippedFile(uri, f"still being written (modified {age_s:.1f} s ago)")
     return None
 
 

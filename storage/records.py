@@ -116,10 +116,16 @@ class SourceFile:
 
 @dataclass(frozen=True)
 class SkippedFile:
-    """A file or folder left out of a listing, with the reason in words."""
+    """A file or folder left out of a listing, with the reason in words.
+
+    `unreadable`: an audio file that is there but cannot be read (permission, link loop,
+    not a regular file); it is recorded as failed. Otherwise (still being written, a
+    folder seen twice) it is simply not listed this time.
+    """
 
     uri: str
     reason: str
+    unreadable: bool = False
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from storage.claims import Claims, cleared_lease, held_by, new_lease_owner
-from storage.errors import LeaseLost
+from storage.errors import LeaseLost, SourceUnreadable
 from storage.models import RUN_COUNT_COLUMNS, Chunk, Item, Run
 from storage.queries import ITEMS, batches, utc_now
 from storage.records import (
@@ -25,6 +25,7 @@ from storage.records import (
     ItemRecord,
     RegisterResult,
     RunRecord,
+    SkippedFile,
     SourceFile,
     StatusCount,
 )
@@ -42,6 +43,9 @@ __all__ = [
 ]
 
 _MESSAGE_MAX_CHARS = 4000
+# The version an unreadable file is recorded with: any real listing differs, so the file
+# goes back to pending as soon as it can be read.
+UNREADABLE_VERSION = "unreadable"
 
 
 class Repository(Claims):
@@ -76,12 +80,62 @@ class Repository(Claims):
                     changed += 1
                     if row.status != "processing":
                         updates.append(_back_to_pending(row.id, listed, now=now))
-            new += len(inserts)
             if inserts:
-                self._session.execute(insert(ITEMS), inserts)
+                ours = self._insert_new_items(inserts)
+                new, unchanged = new + ours, unchanged + len(inserts) - ours
             if updates:
                 self._session.execute(update(Item), updates)
         return RegisterResult(new=new, changed=changed, unchanged=unchanged)
+
+    def _insert_new_items(self, rows: list[dict[str, Any]]) -> int:
+        """Insert items another run may be registering at this moment; returns how many were ours.
+
+        Two flow runs over the same source (workers on several hosts) list the same new
+        files at once: the loser of the race skips the row instead of failing its run.
+        """
+        dialect = self._session.get_bind().dialect.name
+        statement = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(ITEMS)
+        inserted = self._session.execute(
+            statement.on_conflict_do_nothing(index_elements=["source_uri", "language"]).returning(
+                ITEMS.c.id
+            ),
+            rows,
+        )
+        return len(inserted.all())
+
+    def record_unreadable(self, files: Sequence[SkippedFile], *, language: str) -> int:
+        """Record listed files that cannot be read as failed (source_unreadable, permanent).
+
+        Returns how many items newly became so. Done, skipped and in-progress items are
+        left alone; a file readable again is sent back to pending by the next listing.
+        """
+        by_uri = {f.uri: f.reason for f in files}
+        now, recorded = utc_now(), 0
+        for batch in batches(list(by_uri), self._uri_batch_size()):
+            known = {
+                row.source_uri: row
+                for row in self._session.execute(
+                    select(Item.id, Item.source_uri, Item.status, Item.error_message).where(
+                        Item.language == language, self._uri_in(batch)
+                    )
+                )
+            }
+            inserts, updates = [], []
+            for uri in batch:
+                values = _unreadable(uri, by_uri[uri], now=now)
+                row = known.get(uri)
+                if row is None:
+                    inserts.append(_new_unreadable_item(uri, values, language=language, now=now))
+                elif row.status in ("pending", "failed") and (
+                    row.error_message != values["error_message"]
+                ):
+                    updates.append({"id": row.id, **values})
+            if inserts:
+                recorded += self._insert_new_items(inserts)
+            if updates:
+                self._session.execute(update(Item), updates)
+            recorded += len(updates)
+        return recorded
 
     def set_fingerprint(self, item_id: int, *, sha256: str, size_bytes: int, owner: str) -> None:
         """Record the content fingerprint; different content drops the old chunks. LeaseLost."""
@@ -251,6 +305,32 @@ def _new_item(listed: SourceFile, *, language: str, now: datetime) -> dict[str, 
         "attempts": 0,
         "created_at": now,
         "updated_at": now,
+    }
+
+
+def _unreadable(uri: str, reason: str, *, now: datetime) -> dict[str, Any]:
+    return {
+        "source_version": UNREADABLE_VERSION,
+        "status": "failed",
+        "error_kind": SourceUnreadable.kind,
+        "error_message": f"cannot read {uri}: {reason}"[:_MESSAGE_MAX_CHARS],
+        "retryable": False,
+        "next_attempt_at": None,
+        "updated_at": now,
+        **cleared_lease(),
+    }
+
+
+def _new_unreadable_item(
+    uri: str, values: dict[str, Any], *, language: str, now: datetime
+) -> dict[str, Any]:
+    return {
+        **values,
+        "source_uri": uri,
+        "language": language,
+        "size_bytes": 0,
+        "attempts": 0,
+        "created_at": now,
     }
 
 

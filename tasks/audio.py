@@ -26,14 +26,8 @@ import soundfile
 
 from service.contract import chunk_filename
 from tasks.errors import AudioError, CorruptAudio, EmptyAudio, SilentAudio
-from tasks.ffmpeg import (
-    OUTPUT_SAMPLE_RATE_HZ,
-    AudioInfo,
-    PcmDecoder,
-    find_ffmpeg,
-    probe_audio,
-    probe_with_confidence,
-)
+from tasks.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, find_ffmpeg, probe_audio
+from tasks.native_wav import open_pcm_source
 from tasks.pauses import FRAME_SAMPLES, LevelHistogram, choose_cut, frame_levels_db, is_silent
 
 __all__ = [
@@ -50,6 +44,7 @@ __all__ = [
 _READ_SAMPLES = 128 * 1024
 _MIN_CHUNK_SAMPLES = OUTPUT_SAMPLE_RATE_HZ  # a cap under one second of audio is a mistake
 _PROBE_TIMEOUT_S = 60.0
+_MIN_SPEECH_MS = 250  # shorter than one spoken syllable
 
 
 def _wav_bytes(samples: npt.NDArray[np.int16]) -> bytes:
@@ -212,8 +207,11 @@ def iter_chunks(
     Closing the generator early kills ffmpeg.
     """
     cutter = _Cutter(cap_samples=max_chunk_samples(max_bytes), min_pause_ms=min_pause_ms)
-    info, exact = probe_with_confidence(path, timeout_s=min(timeout_s, _PROBE_TIMEOUT_S))
-    with PcmDecoder(path, timeout_s=timeout_s) as decoder:
+    # A WAV already at 16 kHz mono s16le is read as it is: no ffmpeg process at all.
+    info, exact, source = open_pcm_source(
+        path, timeout_s=timeout_s, probe_timeout_s=min(timeout_s, _PROBE_TIMEOUT_S)
+    )
+    with source as decoder:
         while count := decoder.readinto(cutter.free_view()):
             cutter.take(count)
             while chunk := cutter.cut_full():
@@ -224,7 +222,18 @@ def iter_chunks(
     if last is not None:
         yield last
     if not cutter.heard_speech:
-        raise SilentAudio(f"no speech in {path}: the whole recording is silent", path=str(path))
+        raise SilentAudio(_silence_message(path, samples=cutter.start), path=str(path))
+
+
+def _silence_message(path: Path, *, samples: int) -> str:
+    """Why nothing was sent: silence, or too little audio for any word (under 1/4 s)."""
+    duration_ms = samples * 1000 // OUTPUT_SAMPLE_RATE_HZ
+    if duration_ms < _MIN_SPEECH_MS:
+        return (
+            f"no speech in {path}: the recording lasts {duration_ms} ms, "
+            "too short to hold a word (treated as silent)"
+        )
+    return f"no speech in {path}: the whole recording is silent"
 
 
 def is_all_silent(chunks: Iterable[Chunk]) -> bool:

@@ -23,6 +23,7 @@ class Discovery:
     changed: int
     unchanged: int
     skipped: tuple[SkippedFile, ...]
+    unreadable: int = 0  # items newly recorded as failed: listed but unreadable
 
 
 def discover_and_register(
@@ -35,7 +36,11 @@ def discover_and_register(
     exclude: Sequence[str] = (),
     storage_options: Mapping[str, Any] | None = None,
 ) -> Discovery:
-    """List audio under `source` and upsert one item per (file, language); raises SourceError."""
+    """List audio under `source` and upsert one item per (file, language); raises SourceError.
+
+    Files that are there but cannot be read are recorded as failed (source_unreadable);
+    files still being written are left for the next run.
+    """
     listing = list_audio(
         source,
         include=include,
@@ -43,10 +48,15 @@ def discover_and_register(
         settle_s=settle_s,
         storage_options=storage_options,
     )
+    unreadable = [s for s in listing.skipped if s.unreadable]
     with store.repository() as repo:
         registered = repo.register_items(listing.files, language=language)
+        recorded = repo.record_unreadable(unreadable, language=language)
     for skipped in listing.skipped:
-        logger.warning("not listed: %s (%s)", skipped.uri, skipped.reason)
+        if skipped.unreadable:
+            logger.warning("cannot read %s (%s): recorded as failed", skipped.uri, skipped.reason)
+        else:
+            logger.warning("not listed: %s (%s)", skipped.uri, skipped.reason)
     return Discovery(
         source=source,
         listed=len(listing.files),
@@ -54,4 +64,5 @@ def discover_and_register(
         changed=registered.changed,
         unchanged=registered.unchanged,
         skipped=tuple(listing.skipped),
+        unreadable=recorded,
     )

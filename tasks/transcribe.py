@@ -62,6 +62,10 @@ class BatchContext:
         self.decode_pool = ThreadPoolExecutor(
             max_workers=pipeline.decode_workers, thread_name_prefix="medasr-decode"
         )
+        # Files in flight, shared by every batch of the run and sized for two: while one
+        # batch loop waits for its slowest file or for Prefect between task runs, the
+        # other loop's files keep the request slots and the decoders busy.
+        self.files_at_once = asyncio.Semaphore(2 * (pipeline.concurrency + pipeline.decode_workers))
 
     def close(self) -> None:
         """Stop the decode threads (waits for running decodes to end)."""
@@ -82,11 +86,9 @@ class _FileRun:
 
 async def process_batch(items: Sequence[ItemRecord], *, ctx: BatchContext) -> list[FileOutcome]:
     """Transcribe claimed items concurrently; one bad file never stops the others."""
-    # Enough files in flight to keep every request slot busy while others decode.
-    files_at_once = asyncio.Semaphore(ctx.pipeline.concurrency + ctx.pipeline.decode_workers)
 
     async def one(item: ItemRecord) -> FileOutcome:
-        async with files_at_once:
+        async with ctx.files_at_once:
             if ctx.gate.stopped is not None:
                 return _release(item, ctx=ctx)
             outcome = await transcribe_file(item, ctx=ctx)

@@ -126,20 +126,40 @@ async def _answer(request: Request, state: DevServerState, trace: _Trace) -> Res
     fault = state.faults.draw()
     trace.fault = None if fault == "ok" else fault
     if fault not in ("ok", "slow"):
+        await _identify_audio(request, state=state, trace=trace)
         return _fault_response(fault, config=config, trace=trace)
     language = _check_language(trace.language)
-    body = await _read_body(request, max_bytes=config.max_bytes)
-    trace.body_bytes = len(body)
-    if request.headers.get("x-encryption", "").strip().upper() == "JWE":
-        trace.encrypted = True
-        audio = audio_from_envelope(body, key=state.key)
-    else:
-        audio, trace.filename = await audio_from_multipart(request.headers, body)
+    audio = await _read_audio(request, state=state, trace=trace)
     payload = await _transcribe_audio(audio, language=language, state=state, trace=trace)
     content = _encode_payload(payload, state=state, encrypted=trace.encrypted)
     if fault == "slow":
         return SlowResponse(content, slow_s=config.slow_s)
     return Response(content, media_type="application/json")
+
+
+async def _read_audio(request: Request, *, state: DevServerState, trace: _Trace) -> bytes:
+    """The uploaded audio (multipart or JWE); raises Refusal for a bad or missing file."""
+    body = await _read_body(request, max_bytes=state.config.max_bytes)
+    trace.body_bytes = len(body)
+    if request.headers.get("x-encryption", "").strip().upper() == "JWE":
+        trace.encrypted = True
+        return audio_from_envelope(body, key=state.key)
+    audio, trace.filename = await audio_from_multipart(request.headers, body)
+    return audio
+
+
+async def _identify_audio(request: Request, *, state: DevServerState, trace: _Trace) -> None:
+    """Hash the audio of a request about to get an injected fault (best effort).
+
+    The ledger then ties every attempt of a chunk together, so a test can check, e.g.,
+    that the retry after a 429 waited for its Retry-After.
+    """
+    try:
+        audio = await _read_audio(request, state=state, trace=trace)
+    except Refusal:
+        return
+    trace.sha256 = hashlib.sha256(audio).hexdigest()
+    trace.audio_bytes = len(audio)
 
 
 def _authenticate(request: Request, state: DevServerState) -> None:

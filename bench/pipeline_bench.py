@@ -1,0 +1,468 @@
+"""Pipeline benchmark: does medasr finish the nightly backlog on modest hardware?
+
+Run from the repository root: `.venv/bin/python bench/pipeline_bench.py [--write-readme]`
+(or `make bench-pipeline`). Workloads are generated once into bench/out/ (gitignored; the
+first run spends ~5 minutes on it). Every reference is measured in the same run:
+
+* Prefect's own start-up: a trivial flow in a fresh PREFECT_HOME (median of 3);
+* the decode bound: the ffmpeg CLI (`-threads 1 -i IN -ac 1 -ar 16000 OUT.wav`) over the
+  same files, one process per core;
+* the request bound: requests / (concurrency / latency) = requests / 32 per second;
+* the naive script: `find | xargs -P8` running ffmpeg then curl per file.
+
+medasr runs as the real `medasr run` console script in its own process (own PREFECT_HOME,
+its own SQLite file), against `medasr devserver --engine hash` in another process, so the
+devserver's CPU is not counted as medasr's. Ideal = the lower of the two bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline_procs import (
+    LANGUAGE,
+    DevServer,
+    RunResult,
+    ffmpeg_pool,
+    machine,
+    prefect_startup_s,
+    run_medasr,
+    run_naive,
+    scratch_dir,
+    task_runs,
+    wait_for_quiet,
+)
+from pipeline_workloads import (
+    files_under,
+    long_workload,
+    noop_workload,
+    short_workload,
+    two_hour_workload,
+)
+
+from config.settings import StorageSettings
+from storage.database import Store
+from storage.sources import list_audio
+
+README = Path(__file__).resolve().parent / "README.md"
+DATE = "2026-11-21"
+CONCURRENCY = 8
+LATENCY_MS = 250
+REQUEST_RATE = CONCURRENCY / (LATENCY_MS / 1000)  # 32 requests/s
+CORES = 2
+
+
+@dataclass
+class Bounds:
+    """Throughputs (units/s) of the two bounds and of the ideal."""
+
+    decode: float
+    request: float
+
+    @property
+    def ideal(self) -> float:
+        return min(self.decode, self.request)
+
+
+STARTUPS: list[float] = []  # every trivial-flow wall time of this run
+STARTUP_CPU: list[float] = []  # CPU seconds of the trivial flow's own process
+QUIET = {"max_wait_s": 120.0}
+
+
+def startup() -> float:
+    """Wall seconds of a trivial flow run in a fresh PREFECT_HOME (kept in STARTUPS)."""
+    with scratch_dir("medasr-bench-prefect-") as work:
+        result = prefect_startup_s(work)
+        assert result.returncode == 0, result.output[-2000:]
+    STARTUPS.append(result.wall_s)
+    STARTUP_CPU.append(result.own_cpu_s)
+    return result.wall_s
+
+
+def flow_body_s(result: RunResult) -> float:
+    """Seconds from Prefect's "Beginning flow run" log line to the flow's end (its own log)."""
+    stamps = re.findall(
+        r"^(\d\d):(\d\d):(\d\d\.\d+) \| INFO +\| Flow run '[^']+' - (Beginning|Finished)",
+        result.output,
+        re.MULTILINE,
+    )
+    seconds = [int(h) * 3600 + int(m) * 60 + float(sec) for h, m, sec, _ in stamps]
+    return (seconds[-1] - seconds[0]) % 86_400 if len(seconds) >= 2 else float("nan")
+
+
+def quiet() -> None:
+    """Let other people's test runs on this shared machine settle before a measurement."""
+    waited = wait_for_quiet(max_wait_s=QUIET["max_wait_s"])
+    if waited > 5:
+        print(f"   (waited {waited:.0f} s for a quiet machine)", flush=True)
+
+
+def summary_of(result: RunResult) -> dict[str, int]:
+    """The numeric rows of medasr's summary table (from its output)."""
+    found = re.findall(r"│\s*([a-z ]+?)\s*│\s*(\d+)\s*│", result.output)
+    return {name.replace(" ", "_"): int(value) for name, value in found}
+
+
+def medasr_run(source: Path, *, latency_ms: float, tag: str) -> dict[str, object]:
+    """One `medasr run` over `source` against a fresh devserver and store.
+
+    A trivial flow runs just before it (Prefect's start-up under the same load).
+    """
+    startup()
+    quiet()
+    with (
+        scratch_dir(f"medasr-bench-{tag}-") as work,
+        DevServer(latency_ms=latency_ms, work=work) as server,
+    ):
+        cpu_before = server.cpu_s()
+        result = run_medasr(source, work=work, server=server)
+        summary = summary_of(result)
+        if result.returncode != 0:
+            print(result.output[-3000:], file=sys.stderr)
+            raise SystemExit(f"medasr run ({tag}) exited {result.returncode}")
+        return {
+            "result": result,
+            "requests": server.requests(),
+            "devserver_cpu_s": server.cpu_s() - cpu_before,
+            "task_runs": task_runs(work),
+            "summary": summary,
+        }
+
+
+def cpu_row(name: str, run: dict[str, object]) -> dict[str, object]:
+    """CPU seconds of one run's parts, and how busy they kept the machine."""
+    result = run["result"]
+    assert isinstance(result, RunResult)
+    devserver = float(run["devserver_cpu_s"])  # type: ignore[arg-type]
+    total = result.own_cpu_s + result.children_cpu_s + devserver
+    return {
+        "run": name,
+        "wall_s": result.wall_s,
+        "medasr_s": result.own_cpu_s,
+        "ffmpeg_s": result.ffmpeg_cpu_s,
+        "prefect_server_s": result.prefect_server_cpu_s,
+        "devserver_s": devserver,
+        "busy": total / (result.wall_s * CORES),
+        "foreign_s": result.foreign_cpu_s(also_ours_s=devserver),
+    }
+
+
+def seed_done(folder: Path, *, database_url: str) -> int:
+    """Register every file under `folder` and mark it done (as a finished run would)."""
+    listing = list_audio(str(folder), settle_s=0)
+    store = Store.open(StorageSettings(database_url=database_url))
+    try:
+        with store.repository() as repo:
+            repo.register_items(listing.files, language=LANGUAGE)
+            items = repo.claim_batch(
+                owner="bench", language=LANGUAGE, limit=len(listing.files), lease_s=3600
+            )
+            for item in items:
+                repo.finish_item(
+                    item.id, owner="bench", text="seeded", duration_ms=250, chunk_count=1, extras={}
+                )
+    finally:
+        store.dispose()
+    return len(items)
+
+
+def noop_rerun() -> dict[str, object]:
+    """10,000 files already done: a rerun must send nothing."""
+    folder = noop_workload()
+    with (
+        scratch_dir("medasr-bench-noop-") as work,
+        DevServer(latency_ms=LATENCY_MS, work=work) as server,
+    ):
+        seeded = seed_done(folder, database_url=f"sqlite:///{work / 'medasr.db'}")
+        startup()
+        quiet()
+        result = run_medasr(folder, work=work, server=server)
+        assert result.returncode == 0, result.output[-2000:]
+        return {
+            "result": result,
+            "requests": server.requests(),
+            "seeded": seeded,
+            "devserver_cpu_s": server.cpu_s(),
+        }
+
+
+def throughput_case(files: list[Path], *, units: str, tag: str) -> dict[str, object]:
+    """Decode bound and medasr at 250 ms over `files`; units are files or chunks."""
+    source = files[0].parent
+    quiet()
+    with scratch_dir(f"medasr-bench-ffmpeg-{tag}-") as out:
+        decode_s, decode_cpu_s, decode_machine_s = ffmpeg_pool(files, out_dir=out, workers=CORES)
+    run = medasr_run(source, latency_ms=LATENCY_MS, tag=tag)
+    requests = int(run["requests"])  # type: ignore[arg-type]
+    count = len(files) if units == "files" else requests
+    bounds = Bounds(decode=count / decode_s, request=count / (requests / REQUEST_RATE))
+    return run | {
+        "count": count,
+        "units": units,
+        "decode_s": decode_s,
+        "decode_cpu_s": decode_cpu_s,
+        "decode_foreign_s": max(0.0, decode_machine_s - decode_cpu_s),
+        "bounds": bounds,
+    }
+
+
+def rates(case: dict[str, object], startup_s: float) -> tuple[float, float]:
+    """medasr's throughput (units/s) with and without Prefect's start-up."""
+    result = case["result"]
+    assert isinstance(result, RunResult)
+    count = float(case["count"])  # type: ignore[arg-type]
+    return count / result.wall_s, count / (result.wall_s - startup_s)
+
+
+def measure(skip: set[str]) -> dict[str, object]:
+    """Every scenario, references included, in one run."""
+    short_files = files_under(short_workload())
+    long_files = files_under(long_workload())
+    two_hours = two_hour_workload()
+    noop_workload()
+    figures: dict[str, object] = {}
+    if "short" not in skip:
+        print("1. short files: ffmpeg CLI, medasr ...", flush=True)
+        figures["short"] = throughput_case(short_files, units="files", tag="short")
+        print("3. the naive script ...", flush=True)
+        quiet()
+        with (
+            scratch_dir("medasr-bench-naive-") as work,
+            DevServer(latency_ms=LATENCY_MS, work=work) as server,
+        ):
+            naive = run_naive(short_files[0].parent, work=work, server=server)
+            figures["naive"] = {
+                "result": naive,
+                "requests": server.requests(),
+                "devserver_cpu_s": server.cpu_s(),
+            }
+    if "long" not in skip:
+        print("2. long recordings: ffmpeg CLI, medasr ...", flush=True)
+        figures["long"] = throughput_case(long_files, units="chunks", tag="long")
+    if "overhead" not in skip:
+        print("4. zero latency ...", flush=True)
+        figures["zero"] = medasr_run(short_files[0].parent, latency_ms=0, tag="zero")
+    if "noop" not in skip:
+        print("5. no-op rerun over 10,000 done files ...", flush=True)
+        figures["noop"] = noop_rerun()
+    if "memory" not in skip:
+        print("6. one 2-hour recording ...", flush=True)
+        figures["two_hours"] = medasr_run(two_hours, latency_ms=LATENCY_MS, tag="2h")
+    figures["startup_s"] = statistics.median(STARTUPS)
+    figures["startup_walls"] = [round(w, 1) for w in STARTUPS]
+    figures["startup_cpu_s"] = statistics.median(STARTUP_CPU)
+    return figures
+
+
+def _result(case: object) -> RunResult:
+    assert isinstance(case, dict)
+    result = case["result"]
+    assert isinstance(result, RunResult)
+    return result
+
+
+def _mark(ok: bool) -> str:
+    return "yes" if ok else "**no**"
+
+
+def throughput_row(label: str, case: dict[str, object], startup_s: float) -> str:
+    """One table row for scenario 1 or 2."""
+    bounds = case["bounds"]
+    assert isinstance(bounds, Bounds)
+    units = str(case["units"])
+    with_start, without_start = rates(case, startup_s)
+    ratio, ratio_bare = with_start / bounds.ideal, without_start / bounds.ideal
+    wall = _result(case).wall_s
+    return (
+        f"| {label} | {wall:.1f} s: {with_start:.1f} {units}/s "
+        f"({without_start:.1f} without start-up) "
+        f"| request {bounds.request:.1f}/s; decode {bounds.decode:.1f}/s "
+        f"(ffmpeg CLI {float(case['decode_s']):.1f} s); ideal {bounds.ideal:.1f}/s "  # type: ignore[arg-type]
+        f"| {ratio:.2f} ({ratio_bare:.2f}) | >= 0.85 | {_mark(ratio_bare >= 0.85)} |"
+    )
+
+
+def render(fig: dict[str, object]) -> str:
+    """The tables: targets, then where the CPU went."""
+    startup_s = float(fig["startup_s"])  # type: ignore[arg-type]
+    lines = [
+        "| # | scenario | medasr | reference | ratio with (without) Prefect start-up "
+        "| target | met (without start-up) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    if "short" in fig:
+        short = fig["short"]
+        assert isinstance(short, dict)
+        lines.append(throughput_row("1 | 2,000 x 15 s, 250 ms, concurrency 8", short, startup_s))
+        naive = _result(fig["naive"])
+        ours = _result(short).wall_s
+        lines.append(
+            f"| 3 | naive `find \\| xargs -P8` ffmpeg + curl, same files | {ours:.1f} s "
+            f"| naive script {naive.wall_s:.1f} s "
+            f"| {naive.wall_s / ours:.2f} ({naive.wall_s / (ours - startup_s):.2f}) | >= 1.0 "
+            f"| {_mark(naive.wall_s / (ours - startup_s) >= 1.0)} |"
+        )
+    if "long" in fig:
+        long = fig["long"]
+        assert isinstance(long, dict)
+        lines.append(throughput_row("2 | 20 x 20 min (chunks), 250 ms", long, startup_s))
+    if "zero" in fig:
+        startup_cpu_s = float(fig["startup_cpu_s"])  # type: ignore[arg-type]
+        lines.append(overhead_row(fig["zero"], startup_s, startup_cpu_s))  # type: ignore[arg-type]
+    if "noop" in fig:
+        noop = fig["noop"]
+        assert isinstance(noop, dict)
+        beyond = _result(noop).wall_s - startup_s
+        ok = beyond <= 10 and noop["requests"] == 0
+        lines.append(
+            f"| 5 | no-op rerun, {noop['seeded']:,} files done | {noop['requests']} requests, "
+            f"{_result(noop).wall_s:.1f} s (the flow itself {flow_body_s(_result(noop)):.1f} s) "
+            f"| Prefect start-up {startup_s:.1f} s "
+            f"| {beyond:.1f} s beyond start-up | 0 requests, <= 10 s | {_mark(ok)} |"
+        )
+    lines += memory_rows(fig)
+    lines += ["", *cpu_table(fig)]
+    return "\n".join(lines)
+
+
+def overhead_row(zero: dict[str, object], startup_s: float, startup_cpu_s: float) -> str:
+    """Scenario 4: what medasr itself costs per file when the service answers at once."""
+    result = _result(zero)
+    files = int(dict(zero["summary"]).get("files_done", 0)) or 1  # type: ignore[call-overload]
+    wall_ms = (result.wall_s - startup_s) * 1000 / files
+    body_ms = flow_body_s(result) * 1000 / files
+    cpu_ms = (result.own_cpu_s - startup_cpu_s) * 1000 / files
+    runs = int(zero["task_runs"]) * 1000 / files  # type: ignore[arg-type]
+    return (
+        f"| 4 | zero latency, {files:,} x 15 s | {body_ms:.1f} ms wall/file inside the flow "
+        f"({wall_ms:.1f} beyond start-up); medasr process {cpu_ms:.1f} ms CPU/file, its ffmpeg "
+        f"{result.ffmpeg_cpu_s * 1000 / files:.1f} ms/file | {runs:.1f} task runs per 1,000 "
+        f"files | - | report | - |"
+    )
+
+
+def memory_rows(fig: dict[str, object]) -> list[str]:
+    """Scenario 6: peak resident memory of the medasr process (children apart)."""
+    rows = []
+    for key, label in (("short", "2,000 files"), ("two_hours", "one 2-hour recording")):
+        if key not in fig:
+            continue
+        sampled = _result(fig[key]).sampled
+        rows.append(
+            f"| 6 | peak RSS, {label} | {sampled.peak_main_mb:.0f} MB (medasr process) "
+            f"| children apart: ffmpeg {sampled.peak_ffmpeg_mb:.0f} MB, "
+            f"Prefect server {sampled.peak_other_mb:.0f} MB | - | <= 400 MB "
+            f"| {_mark(sampled.peak_main_mb <= 400)} |"
+        )
+    return rows
+
+
+def cpu_table(fig: dict[str, object]) -> list[str]:
+    """CPU seconds of each part of each run, and how busy the two cores were."""
+    lines = [
+        "| run | wall s | medasr process CPU s | its ffmpeg CPU s | Prefect server CPU s "
+        "| devserver CPU s | cores busy (ours) | other work on the machine, CPU s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for key, label in (
+        ("short", "1: 2,000 x 15 s"),
+        ("long", "2: 20 x 20 min"),
+        ("zero", "4: zero latency"),
+        ("two_hours", "6: 2-hour recording"),
+    ):
+        if key in fig:
+            row = cpu_row(label, fig[key])  # type: ignore[arg-type]
+            lines.append(
+                f"| {label} | {row['wall_s']:.1f} | {row['medasr_s']:.1f} | {row['ffmpeg_s']:.1f} "
+                f"| {row['prefect_server_s']:.1f} | {row['devserver_s']:.1f} "
+                f"| {100 * float(row['busy']):.0f}% "  # type: ignore[arg-type]
+                f"| {float(row['foreign_s']):.0f} |"  # type: ignore[arg-type]
+            )
+    for key, label in (("short", "ffmpeg CLI, 2,000 files"), ("long", "ffmpeg CLI, 20 x 20 min")):
+        if key in fig:
+            case = fig[key]
+            assert isinstance(case, dict)
+            wall, cpu = float(case["decode_s"]), float(case["decode_cpu_s"])  # type: ignore[arg-type]
+            other = float(case["decode_foreign_s"])  # type: ignore[arg-type]
+            lines.append(
+                f"| {label} | {wall:.1f} | - | {cpu:.1f} | - | - | {50 * cpu / wall:.0f}% "
+                f"| {other:.0f} |"
+            )
+    if "naive" in fig:
+        row = cpu_row("naive", fig["naive"])  # type: ignore[arg-type]
+        naive = _result(fig["naive"])
+        lines.append(
+            f"| naive script | {naive.wall_s:.1f} | - | {naive.children_cpu_s:.1f} (ffmpeg + curl) "
+            f"| - | {row['devserver_s']:.1f} | {100 * float(row['busy']):.0f}% "  # type: ignore[arg-type]
+            f"| {float(row['foreign_s']):.0f} |"  # type: ignore[arg-type]
+        )
+    return lines
+
+
+def write_readme(body: str, command: str) -> None:
+    """Replace (or add) the '## Pipeline' section of bench/README.md, keeping the others."""
+    section = "\n".join(
+        [
+            "## Pipeline",
+            "",
+            f"Command: `{command}` (from the repo root; `make bench-pipeline`).",
+            f"Date: {DATE}. Machine: {machine()}.",
+            "",
+            body,
+            "",
+            NOTES,
+        ]
+    )
+    old = README.read_text() if README.exists() else "# Benchmarks\n"
+    pattern = re.compile(r"^## Pipeline\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
+    if pattern.search(old):
+        new = pattern.sub(lambda _: section + "\n", old)
+    else:
+        new = old.rstrip("\n") + "\n\n" + section
+    README.write_text(new.rstrip("\n") + "\n")
+
+
+NOTES = """TODO"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write-readme", action="store_true", help="update bench/README.md")
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        choices=["short", "long", "overhead", "noop", "memory"],
+        help="leave a scenario out (repeatable)",
+    )
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=120.0,
+        help="longest wait for an idle machine before each measurement, seconds",
+    )
+    args = parser.parse_args()
+    QUIET["max_wait_s"] = args.quiet_wait
+    figures = measure(set(args.skip))
+    body = render(figures)
+    print(
+        f"\nMachine: {machine()}\nPrefect start-up (trivial flow, fresh PREFECT_HOME): "
+        f"{figures['startup_walls']}\n\n{body}"
+    )
+    raw = {
+        k: (v if not isinstance(v, dict) else {kk: str(vv) for kk, vv in v.items()})
+        for k, v in figures.items()
+    }
+    print(json.dumps(raw, default=str)[:20000])
+    if args.write_readme:
+        write_readme(body, "python bench/pipeline_bench.py --write-readme")
+
+
+if __name__ == "__main__":
+    main()

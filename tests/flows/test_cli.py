@@ -1,0 +1,179 @@
+"""The `medasr` console script as a person or a cron job runs it: output and exit codes.
+
+Every case is a real subprocess of `.venv/bin/medasr`; a `medasr run` pays Prefect's
+ephemeral start-up (~6 s), so only two cases run a flow. One devserver serves them all.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import soundfile
+
+from service.devserver import RunningDevServer, start_devserver
+from service.devserver.tone import encode_tone_dictation
+from tests.flows.prefect_server import MEDASR, clean_env
+
+TOKEN = "cli-test-token"
+TEXTS = {
+    "ward/admission.wav": "admitted with chest pain. ecg normal.",
+    "ward/round.wav": "day 2. pain settled.",
+    "clinic.wav": "review in 6 weeks.",
+}
+COMMANDS = (
+    "run",
+    "rerun-failures",
+    "status",
+    "export",
+    "split",
+    "devserver",
+    "serve",
+    "demo",
+    "db",
+)
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[RunningDevServer]:
+    with start_devserver(token=TOKEN, port=0, engine="tone") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def recordings_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("recordings")
+    for name, text in TEXTS.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        soundfile.write(path, encode_tone_dictation(text), 16000, subtype="PCM_16")
+    return root
+
+
+@pytest.fixture
+def recordings(recordings_template: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(recordings_template, tmp_path / "recordings"))
+
+
+@pytest.fixture
+def env(service: RunningDevServer, tmp_path: Path) -> dict[str, str]:
+    service.ledger.clear()
+    return clean_env(
+        tmp_path / "prefect",
+        MEDASR_BASE_URL=service.url,
+        MEDASR_TOKEN=TOKEN,
+        MEDASR_DATABASE_URL=f"sqlite:///{tmp_path / 'medasr.db'}",
+        MEDASR_PIPELINE__SETTLE_S="0",
+    )
+
+
+def medasr(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the console script with no TTY (pipes), as cron or CI would."""
+    return subprocess.run(
+        [MEDASR, *args],
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def table_rows(out: str) -> dict[str, str]:
+    """Rows of the Rich summary table: label -> value."""
+    rows = (line.split("\u2502") for line in out.splitlines())
+    return {cells[1].strip(): cells[2].strip() for cells in rows if len(cells) == 4}
+
+
+def test_help_lists_every_command(env: dict[str, str], tmp_path: Path) -> None:
+    result = medasr("--help", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    listed = set(re.findall(r"^\W*([a-z][a-z-]+)\s{2,}\S", result.stdout, flags=re.MULTILINE))
+    assert set(COMMANDS) <= listed, result.stdout
+
+
+@pytest.mark.parametrize(
+    ("variables", "args", "fragment"),
+    [
+        pytest.param(
+            {"MEDASR_CONCURRENCY": "many"}, [], "MEDASR_CONCURRENCY", id="concurrency-nan"
+        ),
+        pytest.param({"MEDASR_CONCURRENCY": "0"}, [], "MEDASR_CONCURRENCY", id="concurrency-zero"),
+        pytest.param({}, ["--language", "xx-XX"], "unsupported language 'xx-XX'", id="language"),
+        pytest.param({"MEDASR_ENCRYPT": "true"}, [], "MEDASR_JWE_KEY", id="encrypt-no-key"),
+        pytest.param(
+            {"MEDASR_ENCRYPT": "true"}, ["--dry-run"], "MEDASR_JWE_KEY", id="encrypt-no-key-dry"
+        ),
+    ],
+)
+def test_configuration_errors_exit_2_with_one_line(
+    variables: dict[str, str],
+    args: list[str],
+    fragment: str,
+    env: dict[str, str],
+    recordings: Path,
+    service: RunningDevServer,
+    tmp_path: Path,
+) -> None:
+    language = [] if "--language" in args else ["--language", "en-IN"]
+    result = medasr("run", str(recordings), *language, *args, env=env | variables, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("medasr: configuration error:")
+    assert fragment in lines[0]
+    assert "Traceback" not in result.stdout + result.stderr
+    assert len(service.ledger) == 0
+
+
+def test_dry_run_prints_the_plan_and_sends_nothing(
+    env: dict[str, str], recordings: Path, service: RunningDevServer, tmp_path: Path
+) -> None:
+    result = medasr(
+        "run", str(recordings), "--language", "en-IN", "--dry-run", env=env, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    plan = table_rows(result.stdout)
+    assert plan["files"] == "3"
+    assert plan["chunks"] == plan["requests"] == "3"
+    assert 0 < float(plan["audio hours"]) < 0.01
+    assert plan["sent"] == "0"
+    assert "nothing sent" in result.stdout
+    assert len(service.ledger) == 0
+
+
+def test_run_prints_plain_lines_and_a_summary(
+    env: dict[str, str], recordings: Path, service: RunningDevServer, tmp_path: Path
+) -> None:
+    result = medasr("run", str(recordings), "--language", "en-IN", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "\x1b[" not in out, "escape codes without a terminal"
+    assert "\r" not in out, "carriage returns without a terminal"
+    assert "medasr: 3 files to process" in out
+    progress = re.findall(r"^\[(\d)/3\] done: (\S+)", out, flags=re.M)
+    assert sorted(n for n, _ in progress) == ["1", "2", "3"]
+    assert {uri.rsplit("recordings/", 1)[1] for _, uri in progress} == set(TEXTS)
+    summary = table_rows(out)
+    assert (summary["files done"], summary["files failed"], summary["requests"]) == ("3", "0", "3")
+    assert service.ledger.statuses() == [200, 200, 200]
+    assert not any(text in out + result.stderr for text in TEXTS.values()), "transcript printed"
+
+
+def test_rejected_token_exits_3_and_leaves_files_pending(
+    env: dict[str, str], recordings: Path, service: RunningDevServer, tmp_path: Path
+) -> None:
+    bad = env | {"MEDASR_TOKEN": "not-the-token"}
+    result = medasr("run", str(recordings), "--language", "en-IN", env=bad, cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "not-the-token" not in result.stdout + result.stderr
+    assert set(service.ledger.statuses()) == {403}
+    status = medasr("status", env=env, cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert "en-IN\tpending\t3\t" in status.stdout, status.stdout

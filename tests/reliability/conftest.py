@@ -1,0 +1,82 @@
+"""Reliability suite: the real `medasr` command against the devserver over loopback.
+
+Fixtures:
+- `prefect_template`: a PREFECT_HOME migrated once per session (copied into each part).
+- `medasr_for(devserver, database_url, **env)`: a `harness.Medasr` pointed at a devserver.
+- `tone_devserver(**config)`: a devserver with the tone engine and a ledger file.
+- `figures(part, **numbers)`: keeps a part's measured figures in pytest's cache
+  (`pytest --cache-show 'medasr-reliability/*'`) for docs/RELIABILITY.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.devserver import RunningDevServer, start_devserver
+from tests.reliability.harness import Medasr, migrate_prefect_home
+
+TOKEN = "reliability-token"
+
+
+@pytest.fixture(scope="session")
+def prefect_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("prefect-template")
+    migrate_prefect_home(home)
+    return home
+
+
+@pytest.fixture
+def tone_devserver(tmp_path: Path) -> Iterator[Callable[..., RunningDevServer]]:
+    started: list[RunningDevServer] = []
+
+    def make(**config: Any) -> RunningDevServer:
+        config.setdefault("token", TOKEN)
+        config.setdefault("engine", "tone")
+        config.setdefault("ledger_path", tmp_path / f"ledger-{len(started)}.jsonl")
+        server = start_devserver(port=0, **config)
+        started.append(server)
+        return server
+
+    yield make
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def medasr_for(tmp_path: Path, prefect_template: Path) -> Callable[..., Medasr]:
+    count = 0
+
+    def make(server: RunningDevServer, database_url: str, **env: str) -> Medasr:
+        nonlocal count
+        count += 1
+        settings = {
+            "MEDASR_BASE_URL": server.url,
+            "MEDASR_TOKEN": server.token,
+            "MEDASR_DATABASE_URL": database_url,
+            # Retries in tenths of a second, not the production half-second base.
+            "MEDASR_SERVICE__RETRY_INITIAL_BACKOFF_S": "0.05",
+            "MEDASR_SERVICE__RETRY_MAX_BACKOFF_S": "0.5",
+        }
+        return Medasr(
+            root=tmp_path / f"medasr-{count}",
+            prefect_template=prefect_template,
+            env=settings | env,
+        )
+
+    return make
+
+
+@pytest.fixture
+def figures(request: pytest.FixtureRequest) -> Callable[..., None]:
+    def record(part: str, **numbers: Any) -> None:
+        cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
+        if cache is not None:
+            cache.set(f"medasr-reliability/{part}", numbers)
+        print(f"\nreliability figures {part}: {json.dumps(numbers)}")
+
+    return record

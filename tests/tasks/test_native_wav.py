@@ -1,0 +1,115 @@
+"""WAVs already at 16 kHz mono s16le are read without ffmpeg, sample for sample as ffmpeg would."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+
+from service.devserver.tone import decode_wav_bytes, encode_tone_dictation
+from tasks.audio import WAV_HEADER_BYTES, iter_chunks
+from tasks.errors import CorruptAudio, EmptyAudio
+from tasks.ffmpeg import PcmDecoder
+from tasks.native_wav import NativeWavReader, native_data_chunk, open_pcm_source
+from tests.tasks.conftest import reference_pcm
+
+TEXT = "native wav needs no decoder. every sample kept, 100% of them."
+
+
+def _samples() -> np.ndarray:
+    return encode_tone_dictation(TEXT, sample_rate_hz=16_000)
+
+
+def _raw_wav(
+    samples: np.ndarray, *, extra_chunk: bytes = b"", declared: int | None = None
+) -> bytes:
+    """A hand-made PCM WAV: optional chunk before `data`, optional declared data size."""
+    data = samples.astype("<i2").tobytes()
+    fmt = struct.pack("<HHIIHH", 1, 1, 16_000, 32_000, 2, 16)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + extra_chunk
+    body += b"data" + struct.pack("<I", len(data) if declared is None else declared) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def _pcm_of(path: Path, *, max_bytes: int = 200_000) -> tuple[np.ndarray, str]:
+    chunks = list(iter_chunks(path, max_bytes=max_bytes))
+    pcm = np.concatenate([np.frombuffer(c.wav[WAV_HEADER_BYTES:], dtype=np.int16) for c in chunks])
+    return pcm, " ".join(decode_wav_bytes(c.wav) for c in chunks)
+
+
+@pytest.mark.parametrize(
+    "writer",
+    [
+        pytest.param(lambda p, s: soundfile.write(p, s, 16_000, subtype="PCM_16"), id="plain"),
+        pytest.param(
+            lambda p, s: soundfile.write(p, s, 16_000, subtype="PCM_16", format="WAVEX"),
+            id="extensible",
+        ),
+        pytest.param(
+            lambda p, s: p.write_bytes(
+                _raw_wav(s, extra_chunk=b"LIST" + struct.pack("<I", 5) + b"abcde\x00")
+            ),
+            id="list-chunk-odd-size",
+        ),
+        pytest.param(
+            lambda p, s: p.write_bytes(_raw_wav(s, declared=0xFFFFFFFF)), id="placeholder-size"
+        ),
+    ],
+)
+def test_native_wav_is_read_directly_and_equals_ffmpeg(tmp_path: Path, writer) -> None:
+    path = tmp_path / "native.wav"
+    writer(path, _samples())
+    info, exact, source = open_pcm_source(path, timeout_s=60, probe_timeout_s=60)
+    source.close()
+    assert isinstance(source, NativeWavReader)
+    assert exact
+    assert info.duration_ms == len(_samples()) * 1000 // 16_000
+    pcm, text = _pcm_of(path)
+    assert np.array_equal(pcm, reference_pcm(path))
+    assert np.array_equal(pcm, _samples())
+    assert text == TEXT
+
+
+@pytest.mark.parametrize(
+    ("rate_hz", "channels", "subtype"),
+    [(8_000, 1, "PCM_16"), (16_000, 2, "PCM_16"), (16_000, 1, "PCM_24"), (16_000, 1, "FLOAT")],
+    ids=["8k", "stereo", "24-bit", "float"],
+)
+def test_other_wavs_go_through_ffmpeg(
+    tmp_path: Path, rate_hz: int, channels: int, subtype: str
+) -> None:
+    path = tmp_path / "other.wav"
+    mono = encode_tone_dictation(TEXT, sample_rate_hz=rate_hz)
+    soundfile.write(path, np.repeat(mono[:, None], channels, axis=1), rate_hz, subtype=subtype)
+    _, _, source = open_pcm_source(path, timeout_s=60, probe_timeout_s=60)
+    source.close()
+    assert isinstance(source, PcmDecoder)
+    assert np.array_equal(_pcm_of(path)[0], reference_pcm(path))
+
+
+def test_a_trailing_odd_byte_is_not_half_a_sample(tmp_path: Path) -> None:
+    path = tmp_path / "odd.wav"
+    raw = _raw_wav(_samples(), declared=0xFFFFFFFF) + b"\x01"
+    path.write_bytes(raw)
+    data = native_data_chunk(raw[:65536], size_bytes=len(raw))
+    assert data is not None
+    assert data.size_bytes == 2 * len(_samples())
+    assert np.array_equal(_pcm_of(path)[0], _samples())
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "words"),
+    [
+        (lambda s: _raw_wav(s)[: 44 + len(s)], CorruptAudio, "truncated"),
+        (lambda s: _raw_wav(s[:0]), EmptyAudio, "no samples"),
+    ],
+    ids=["cut-short", "no-samples"],
+)
+def test_broken_native_wavs_keep_their_errors(tmp_path: Path, make, error, words: str) -> None:
+    path = tmp_path / "broken.wav"
+    path.write_bytes(make(_samples()))
+    with pytest.raises(error, match=words):
+        list(iter_chunks(path, max_bytes=200_000))
