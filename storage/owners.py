@@ -1,10 +1,11 @@
 """Lease owners: a name unique to one process and run, and whether that process is gone.
 
-An owner reads ``host:pid:random``. ``host`` is the host name qualified by the PID
-namespace (``name/ns<inode>`` on Linux), so two containers that share a host name
-but not a process table are told apart: a PID is only judged alive or dead by the
-namespace it belongs to. That is what lets a restarted run take back, at once, the
-items a killed run on the same machine still held, instead of waiting out the lease.
+An owner reads ``host:pid:random``. ``host`` is the host name qualified, on Linux, by
+this boot of the machine and the PID namespace (``name/<boot id>.<namespace inode>``):
+two machines that share a host name, or two containers that share one but not a
+process table, are told apart, so a PID is only judged alive or dead where it belongs.
+That is what lets a restarted run take back, at once, the items a killed run on the
+same machine still held, instead of waiting out the lease.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ _MAX_HOST_CHARS = 200  # the owner column holds 255 characters
 
 @functools.cache
 def local_host_id() -> str:
-    """This machine's host name plus, where the system says, its PID namespace."""
+    """This machine's host name plus, where the system says, its boot and PID namespace."""
     host = socket.gethostname()[:_MAX_HOST_CHARS] or "localhost"
     try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            boot = handle.read().strip().replace("-", "")[:12]
         namespace = os.stat("/proc/self/ns/pid").st_ino
     except OSError:
         return host
-    return f"{host}/ns{namespace}"
+    return f"{host}/{boot}.{namespace}"
 
 
 def new_lease_owner() -> str:
