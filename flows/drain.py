@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifact
 
 from config.settings import Settings
-from service.client import RetryEvent, TranscriptionClient
+from service.client import TranscriptionClient
 from service.errors import CredentialsRejected
 from storage.database import Store
 from storage.repository import new_lease_owner
@@ -39,11 +39,6 @@ class DrainResult:
     stopped: CredentialsRejected | None = None
 
 
-def new_owner() -> str:
-    """A lease owner name unique to this process and run: host:pid:random."""
-    return new_lease_owner()
-
-
 async def drain_pending(
     *,
     settings: Settings,
@@ -54,43 +49,30 @@ async def drain_pending(
 ) -> DrainResult:
     """Claim and transcribe pending items; returns counts, never raises for a single file."""
     started = time.monotonic()
-    with store.repository() as repo:
-        # A run killed on this machine left its items leased: take them back now.
-        reclaimed = repo.release_dead_local_leases()
-        pending = repo.pending_count(language=language)
-    if reclaimed:
-        logger.warning("took back %d items left in progress by an ended run", reclaimed)
-    planned = min(pending, limit) if limit is not None else pending
+    planned = _plan_run(store, language=language, limit=limit)
     progress_observer().on_planned(files=planned)
     artifact = await acreate_progress_artifact(
         progress=0.0, key="medasr-progress", description="Files finished in this run"
     )
-    gate = RequestGate(
-        concurrency=settings.pipeline.concurrency,
-        requests_per_s=settings.pipeline.requests_per_s,
-    )
-    stats_holder: list[RunStats] = []
-
-    def count_retry(_event: RetryEvent) -> None:
-        if stats_holder:
-            stats_holder[0].retries += 1
-            stats_holder[0].requests += 1
-
-    client = TranscriptionClient(settings.service, settings.encryption, on_retry=count_retry)
+    stats = RunStats()
+    client = TranscriptionClient(settings.service, settings.encryption, on_retry=stats.count_retry)
     ctx = BatchContext(
         pipeline=settings.pipeline,
         store=store,
         client=client,
-        gate=gate,
-        owner=new_owner(),
+        gate=RequestGate(
+            concurrency=settings.pipeline.concurrency,
+            requests_per_s=settings.pipeline.requests_per_s,
+        ),
+        owner=new_lease_owner(),
         lease_s=settings.storage.lease_s,
+        stats=stats,
     )
-    stats_holder.append(ctx.stats)
-    result = DrainResult(stats=ctx.stats, wall_s=0.0, planned=planned)
+    result = DrainResult(stats=stats, wall_s=0.0, planned=planned)
     budget = _Budget(limit)
 
     async def batch_loop() -> None:
-        while gate.stopped is None:
+        while ctx.gate.stopped is None:
             size = budget.take(settings.pipeline.batch_size)
             if size == 0:
                 return
@@ -99,10 +81,8 @@ async def drain_pending(
             )
             budget.give_back(size - len(outcomes))
             result.outcomes.extend(outcomes)
-            done = len(result.outcomes)
-            await aupdate_progress_artifact(
-                artifact_id=artifact, progress=min(100.0, 100.0 * done / max(planned, 1))
-            )
+            share = 100.0 * len(result.outcomes) / max(planned, 1)
+            await aupdate_progress_artifact(artifact_id=artifact, progress=min(100.0, share))
             if not outcomes:
                 return
 
@@ -111,9 +91,20 @@ async def drain_pending(
     finally:
         await client.aclose()
         ctx.close()
-    result.stopped = gate.stopped
+    result.stopped = ctx.gate.stopped
     result.wall_s = time.monotonic() - started
     return result
+
+
+def _plan_run(store: Store, *, language: str | None, limit: int | None) -> int:
+    """Take back items of dead local runs; the number of files this run expects to do."""
+    with store.repository() as repo:
+        # A run killed on this machine left its items leased: take them back now.
+        reclaimed = repo.release_dead_local_leases()
+        pending = repo.pending_count(language=language)
+    if reclaimed:
+        logger.warning("took back %d items left in progress by an ended run", reclaimed)
+    return min(pending, limit) if limit is not None else pending
 
 
 class _Budget:

@@ -32,6 +32,11 @@ class RunStats:
     chunks_sent: int = 0
     chunks_reused: int = 0
 
+    def count_retry(self, _event: object) -> None:
+        """Count one retried request (the client's on_retry hook)."""
+        self.retries += 1
+        self.requests += 1
+
     def add(self, outcome: FileOutcome) -> None:
         """Count one finished file."""
         self.files[outcome.outcome] = self.files.get(outcome.outcome, 0) + 1

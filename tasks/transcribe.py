@@ -50,6 +50,7 @@ class BatchContext:
         owner: str,
         lease_s: float,
         storage_options: dict[str, Any] | None = None,
+        stats: RunStats | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.store = store
@@ -58,7 +59,7 @@ class BatchContext:
         self.owner = owner
         self.lease_s = lease_s
         self.storage_options = storage_options
-        self.stats = RunStats()
+        self.stats = stats if stats is not None else RunStats()
         self.decode_pool = ThreadPoolExecutor(
             max_workers=pipeline.decode_workers, thread_name_prefix="medasr-decode"
         )
