@@ -14,7 +14,7 @@ else
 PYTEST_MARK := -m "not slow"
 endif
 
-.PHONY: all install lint format typecheck test test-all demo bench clean
+.PHONY: all install lint format typecheck test test-all demo bench bench-pipeline clean
 
 all: test
 
@@ -50,6 +50,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/audio_bench.py
+
+# Pipeline throughput, overhead and memory (~30 min; workloads cached in bench/out/).
+bench-pipeline: $(STAMP)
+	$(BIN)/python bench/pipeline_bench.py --write-readme
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

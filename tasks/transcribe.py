@@ -63,10 +63,12 @@ class BatchContext:
         self.decode_pool = ThreadPoolExecutor(
             max_workers=pipeline.decode_workers, thread_name_prefix="medasr-decode"
         )
-        # Files in flight, shared by every batch of the run and sized for two: while one
-        # batch loop waits for its slowest file or for Prefect between task runs, the
-        # other loop's files keep the request slots and the decoders busy.
-        self.files_at_once = asyncio.Semaphore(2 * (pipeline.concurrency + pipeline.decode_workers))
+        # Files in flight, shared by every batch of the run: while one batch loop waits for
+        # its slowest file or for Prefect between task runs, the other loop's files keep
+        # the request slots and the decoders busy. Enough for every request slot plus two
+        # files per decoder; more would only queue at the decoders and hold memory (a long
+        # recording in flight holds up to 20 MB).
+        self.files_at_once = asyncio.Semaphore(pipeline.concurrency + 2 * pipeline.decode_workers)
 
     def close(self) -> None:
         """Stop the decode threads (waits for running decodes to end)."""
