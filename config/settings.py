@@ -15,9 +15,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from dotenv import dotenv_values
-from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -27,6 +35,10 @@ from pydantic_settings import (
 from config.errors import ConfigError
 
 ENV_PREFIX = "MEDASR_"
+
+# The JWE key string is doubled into the 32-byte A128CBC-HS256 key (DESIGN.md §3).
+JWE_KEY_STRING_BYTES = 16
+_PASSWORD_QUERY_KEYS = frozenset({"password", "passwd", "pwd"})
 
 # Documented flat variables -> (section, field). Operators put these in cron jobs
 # and Prefect deployments; the names are a contract and never change.
@@ -96,6 +108,15 @@ class ServiceSettings(BaseModel):
     )
     ca_bundle: Path | None = Field(None, description="Custom CA bundle (PEM) for TLS checks.")
 
+    @field_validator("token", mode="after")
+    @classmethod
+    def _blank_token_is_missing(cls, token: SecretStr | None) -> SecretStr | None:
+        # A stray space or newline from a secrets file would otherwise go out as "Bearer  ".
+        if token is None:
+            return None
+        stripped = token.get_secret_value().strip()
+        return SecretStr(stripped) if stripped else None
+
     @property
     def effective_base_url(self) -> str:
         """The base URL to call, without a trailing slash."""
@@ -112,6 +133,21 @@ class EncryptionSettings(BaseModel):
     )
     jwe_kid: str | None = Field(None, max_length=256, description="Identifier of the shared key.")
 
+    @field_validator("jwe_key", mode="after")
+    @classmethod
+    def _key_is_16_bytes(cls, key: SecretStr | None) -> SecretStr | None:
+        if key is None:
+            return None
+        value = key.get_secret_value()
+        size = len(value.encode("utf-8"))
+        if size != JWE_KEY_STRING_BYTES:
+            # Lengths only: the key itself never reaches an error message.
+            raise ValueError(
+                f"the JWE key must be a 16-character (16-byte UTF-8) string "
+                f"(got {len(value)} characters, {size} bytes)"
+            )
+        return key
+
     @model_validator(mode="after")
     def _key_when_enabled(self) -> EncryptionSettings:
         if self.enabled and self.jwe_key is None:
@@ -122,8 +158,11 @@ class EncryptionSettings(BaseModel):
 class StorageSettings(BaseModel):
     """The SQL store."""
 
+    # repr=False: a PostgreSQL URL may carry a password; __repr_args__ shows it redacted.
     database_url: str = Field(
-        "sqlite:///./medasr.db", description="SQLAlchemy URL: SQLite file or PostgreSQL."
+        "sqlite:///./medasr.db",
+        repr=False,
+        description="SQLAlchemy URL: SQLite file or PostgreSQL.",
     )
     lease_s: float = Field(
         900.0, ge=5, le=86_400, description="How long a claimed item stays ours, seconds."
@@ -131,6 +170,35 @@ class StorageSettings(BaseModel):
     busy_timeout_ms: int = Field(
         30_000, ge=0, le=600_000, description="SQLite wait for a locked database, ms."
     )
+
+    @property
+    def database_url_redacted(self) -> str:
+        """The database URL with any password replaced by ***, for reprs and messages."""
+        return redact_url_password(self.database_url)
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        yield "database_url", self.database_url_redacted
+        yield from super().__repr_args__()
+
+
+def redact_url_password(url: str) -> str:
+    """`url` with the password of its user part and of a password= query replaced by ***."""
+    try:
+        parts = urlsplit(url)
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        has_password = parts.password is not None
+    except ValueError:  # unparseable: show nothing rather than risk the password
+        return "<unparseable URL, hidden>"
+    has_password_query = any(name.lower() in _PASSWORD_QUERY_KEYS for name, _ in pairs)
+    redacted = url
+    # Edit the string in place: urlunsplit would drop the "//" of sqlite:///path.
+    if has_password:
+        userinfo, _, hostinfo = parts.netloc.rpartition("@")
+        redacted = redacted.replace(parts.netloc, f"{userinfo.partition(':')[0]}:***@{hostinfo}", 1)
+    if has_password_query:
+        hidden = [(n, "***" if n.lower() in _PASSWORD_QUERY_KEYS else v) for n, v in pairs]
+        redacted = redacted.replace("?" + parts.query, "?" + urlencode(hidden, safe="*"), 1)
+    return redacted
 
 
 class PipelineSettings(BaseModel):

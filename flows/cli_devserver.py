@@ -1,7 +1,15 @@
-"""`medasr devserver`: the local stand-in of the transcription service, in the foreground."""
+"""`medasr devserver`: the local stand-in of the transcription service, in the foreground.
+
+The options come from one table: each row is a flag `--<name with dashes>`, an
+environment variable MEDASR_DEVSERVER_<NAME> and, unless it says otherwise, the
+DevServerConfig field of the same name, whose default it shows.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,76 +20,87 @@ from service.devserver import DevServerConfig, DevServerState, serve_devserver
 _ENV = "MEDASR_DEVSERVER_"
 
 
-def _option(help_text: str, name: str) -> Any:
-    return typer.Option(help=help_text, envvar=_ENV + name)
+@dataclass(frozen=True)
+class _Flag:
+    """One option of the command."""
+
+    name: str  # the Python parameter: --rate-429 is "rate_429"
+    kind: Any  # its type as Typer reads it
+    help: str
+    field: str | None = None  # the DevServerConfig field, when it is named differently
 
 
-def devserver_command(
-    host: Annotated[str, _option("Address to listen on.", "HOST")] = "127.0.0.1",
-    port: Annotated[int, _option("Port (0 = any free port).", "PORT")] = 8765,
-    token: Annotated[
-        str | None, _option("Static accepted bearer token; without it one is minted.", "TOKEN")
-    ] = None,
-    jwe_key: Annotated[
-        str | None, _option("Shared JWE key string (16 characters).", "JWE_KEY")
-    ] = None,
-    jwe_kid: Annotated[str | None, _option("JWE key id.", "JWE_KID")] = None,
-    max_bytes: Annotated[int, _option("Largest request body accepted.", "MAX_BYTES")] = 5_000_000,
-    latency_ms: Annotated[float, _option("Added latency per request, ms.", "LATENCY_MS")] = 0.0,
-    rate_429: Annotated[float, _option("Share of requests throttled (429).", "RATE_429")] = 0.0,
-    retry_after_s: Annotated[
-        int, _option("Retry-After sent with 429, seconds.", "RETRY_AFTER_S")
-    ] = 1,
-    retry_after_http_date: Annotated[
-        bool, _option("Send Retry-After as an HTTP-date.", "RETRY_AFTER_HTTP_DATE")
-    ] = False,
-    rate_500: Annotated[float, _option("Share of requests failing with 500.", "RATE_500")] = 0.0,
-    rate_503: Annotated[float, _option("Share of requests failing with 503.", "RATE_503")] = 0.0,
-    rate_reset: Annotated[
-        float, _option("Share of connections dropped mid-reply.", "RATE_RESET")
-    ] = 0.0,
-    rate_slow: Annotated[float, _option("Share of replies sent slowly.", "RATE_SLOW")] = 0.0,
-    slow_s: Annotated[float, _option("How long a slow reply takes, seconds.", "SLOW_S")] = 2.0,
-    fault_script: Annotated[
-        str, _option("Faults for the first requests, e.g. '429,503,ok'.", "FAULT_SCRIPT")
-    ] = "",
-    auth_fail_after: Annotated[
-        int | None, _option("Answer 403 after this many accepted requests.", "AUTH_FAIL_AFTER")
-    ] = None,
-    ledger: Annotated[
-        Path | None, _option("Append one JSON line per request to this file.", "LEDGER")
-    ] = None,
-    seed: Annotated[int, _option("Seed of the fault draws.", "SEED")] = 0,
-    engine: Annotated[str, _option("Engine: default, tone or hash.", "ENGINE")] = "default",
-    legacy_response_tag: Annotated[
-        bool, _option("Tag encrypted replies with the 32-byte HMAC.", "LEGACY_RESPONSE_TAG")
-    ] = False,
-) -> None:
-    """Run the local stand-in of the transcription service until interrupted."""
-    config = DevServerConfig(
-        host=host,
-        port=port,
-        token=token,
-        jwe_key=jwe_key,
-        jwe_kid=jwe_kid,
-        max_bytes=max_bytes,
-        latency_ms=latency_ms,
-        rate_429=rate_429,
-        retry_after_s=retry_after_s,
-        retry_after_http_date=retry_after_http_date,
-        rate_500=rate_500,
-        rate_503=rate_503,
-        rate_reset=rate_reset,
-        rate_slow=rate_slow,
-        slow_s=slow_s,
-        fault_script=tuple(name.strip() for name in fault_script.split(",") if name.strip()),
-        auth_fail_after=auth_fail_after,
-        ledger_path=ledger,
-        seed=seed,
-        engine=engine,
-        legacy_response_tag=legacy_response_tag,
+_FLAGS = (
+    _Flag("host", str, "Address to listen on."),
+    _Flag("port", int, "Port (0 = any free port)."),
+    _Flag("token", str | None, "Static accepted bearer token; without it one is minted."),
+    _Flag("token_ttl_s", float, "Lifetime of the minted dev token, seconds."),
+    _Flag("jwe_key", str | None, "Shared JWE key string (16 characters)."),
+    _Flag("jwe_kid", str | None, "JWE key id."),
+    _Flag("max_bytes", int, "Largest request body accepted."),
+    _Flag("latency_ms", float, "Added latency per request, ms."),
+    _Flag("rate_429", float, "Share of requests throttled (429)."),
+    _Flag("retry_after_s", int, "Retry-After sent with 429, seconds."),
+    _Flag("retry_after_http_date", bool, "Send Retry-After as an HTTP-date."),
+    _Flag("rate_500", float, "Share of requests failing with 500."),
+    _Flag("rate_502", float, "Share of requests failing with 502."),
+    _Flag("rate_503", float, "Share of requests failing with 503."),
+    _Flag("rate_504", float, "Share of requests failing with 504."),
+    _Flag("rate_reset", float, "Share of connections dropped mid-reply."),
+    _Flag("rate_slow", float, "Share of replies sent slowly."),
+    _Flag("rate_badjson", float, "Share of 200 replies whose body is not JSON."),
+    _Flag("rate_notext", float, 'Share of 200 JSON replies without "text".'),
+    _Flag("slow_s", float, "How long a slow reply takes, seconds."),
+    _Flag("fault_script", str, "Faults for the first requests, e.g. '429,503,ok'."),
+    _Flag("auth_fail_after", int | None, "Answer 403 after this many accepted requests."),
+    _Flag("ledger", Path | None, "Append one JSON line per request to this file.", "ledger_path"),
+    _Flag("seed", int, "Seed of the fault draws."),
+    _Flag("engine", str, "Engine: default, tone or hash."),
+    _Flag("legacy_response_tag", bool, "Tag encrypted replies with the 32-byte HMAC."),
+)
+
+_DEFAULTS = DevServerConfig()
+
+
+def _default(flag: _Flag) -> Any:
+    if flag.name == "fault_script":  # a tuple in the config, "a,b,c" on the command line
+        return ",".join(_DEFAULTS.fault_script)
+    return getattr(_DEFAULTS, flag.field or flag.name)
+
+
+def _parameter(flag: _Flag) -> inspect.Parameter:
+    option = typer.Option(help=flag.help, envvar=_ENV + flag.name.upper())
+    return inspect.Parameter(
+        flag.name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=_default(flag),
+        annotation=Annotated[flag.kind, option],
     )
-    serve_devserver(config, on_ready=_announce)
+
+
+def config_from_options(**options: Any) -> DevServerConfig:
+    """The DevServerConfig for the given options (by parameter name); raises ConfigError."""
+    fields: dict[str, Any] = {}
+    for flag in _FLAGS:
+        if flag.name in options:
+            fields[flag.field or flag.name] = options.pop(flag.name)
+    if options:
+        raise TypeError(f"unknown devserver options: {sorted(options)}")
+    if isinstance(fields.get("fault_script"), str):
+        names = fields["fault_script"].split(",")
+        fields["fault_script"] = tuple(name.strip() for name in names if name.strip())
+    return dataclasses.replace(_DEFAULTS, **fields)
+
+
+def devserver_command(**options: Any) -> None:
+    """Run the local stand-in of the transcription service until interrupted."""
+    serve_devserver(config_from_options(**options), on_ready=_announce)
+
+
+# Typer reads the options from the signature; the table above is its single source.
+devserver_command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [_parameter(flag) for flag in _FLAGS], return_annotation=None
+)
 
 
 def _announce(url: str, state: DevServerState) -> None:

@@ -2,7 +2,7 @@
 
 Everything the contract would refuse (language, size, missing token, clear-text transport)
 is refused here before a byte is sent. httpx exceptions and HTTP statuses become the
-service/errors.py tree in one place (`_send_once`, `error_for_status`). Logs carry
+service/errors.py tree in one place (`_exchange`, `error_for_status`). Logs carry
 statuses, attempts, latencies and byte counts: never the token, the key or any text.
 """
 
@@ -11,11 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -40,7 +38,7 @@ from service.errors import (
     RequestRejected,
     ServiceUnavailable,
 )
-from service.status import check_transport, error_for_status
+from service.status import certificate_failure, check_transport, error_for_status, tls_verify
 
 logger = logging.getLogger(__name__)
 
@@ -92,21 +90,13 @@ def max_wav_bytes_for(service: ServiceSettings, encryption: EncryptionSettings) 
     return jwe.max_file_bytes_for_body(cap, kid=encryption.jwe_kid)
 
 
-def _verify(ca_bundle: Path | None) -> ssl.SSLContext | bool:
-    if ca_bundle is None:
-        return True
-    try:
-        return ssl.create_default_context(cafile=str(ca_bundle))
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigError(f"MEDASR_CA_BUNDLE: cannot load {ca_bundle} as a PEM CA bundle") from exc
-
-
 class TranscriptionClient:
     """Async client of POST /voice/get-asr; raises the service/errors.py tree, nothing else.
 
-    Construction raises InsecureTransport (http:// to a non-loopback host without
-    permission), EncryptionError (unusable JWE key, or a cap too small for any encrypted
-    file) or ConfigError (bad URL or CA bundle).
+    Construction raises ConfigError (bad URL or CA bundle; its InsecureTransport for
+    http:// to a non-loopback host without permission) or EncryptionError (unusable JWE
+    key, or a cap too small for any encrypted file). `service.preflight` checks the same
+    settings up front and reports each as a ConfigError.
     """
 
     def __init__(
@@ -126,7 +116,7 @@ class TranscriptionClient:
         self._on_retry = on_retry
         self._owns_http = http is None
         self._http = http or httpx.AsyncClient(
-            verify=_verify(service.ca_bundle),
+            verify=tls_verify(service.ca_bundle),
             timeout=httpx.Timeout(service.request_timeout_s),
             follow_redirects=False,
         )
@@ -143,20 +133,18 @@ class TranscriptionClient:
     async def transcribe(
         self, wav_bytes: bytes, *, language: str, filename: str = "chunk-0001.wav"
     ) -> Transcription:
-        """Send one WAV chunk, retrying transient failures; raises the service error tree."""
-        if language not in LANGUAGES:
-            raise RequestRejected(
-                f"unsupported language {language[:16]!r}; use one of {', '.join(LANGUAGES)}"
-            )
-        if self._service.token is None or not self._service.token.get_secret_value():
-            raise CredentialsRejected("no token is set; set MEDASR_TOKEN")
-        token = self._service.token.get_secret_value()
-        upload = _Upload(wav_bytes=wav_bytes, language=language, filename=filename, token=token)
-        self._check_size(len(wav_bytes))
+        """Send one WAV chunk, retrying transient failures within retry_max_total_s seconds.
+
+        Raises the service/errors.py tree (the last transient error once a budget is spent).
+        """
+        upload = self._checked_upload(wav_bytes, language=language, filename=filename)
+        # One clock for the whole call: attempts and waits both come out of this budget.
+        deadline_s = time.monotonic() + self._service.retry_max_total_s
         result: Transcription | None = None
-        async for attempt in self._retrying():
+        async for attempt in self._retrying(deadline_s=deadline_s):
             with attempt:
-                result = await self._send_once(upload, attempt=attempt.retry_state.attempt_number)
+                number = attempt.retry_state.attempt_number
+                result = await self._send_once(upload, attempt=number, deadline_s=deadline_s)
         if result is None:  # tenacity re-raises the last error before we get here
             raise ServiceUnavailable("the request was not attempted")
         return result
@@ -178,6 +166,19 @@ class TranscriptionClient:
         await self.aclose()
 
     # -- before sending -------------------------------------------------------------------
+
+    def _checked_upload(self, wav_bytes: bytes, *, language: str, filename: str) -> _Upload:
+        """What to send; raises RequestRejected, CredentialsRejected or PayloadTooLarge."""
+        if language not in LANGUAGES:
+            raise RequestRejected(
+                f"unsupported language {language[:16]!r}; use one of {', '.join(LANGUAGES)}"
+            )
+        secret = self._service.token
+        token = secret.get_secret_value().strip() if secret is not None else ""
+        if not token:  # blank counts as missing: never send "Bearer   "
+            raise CredentialsRejected("no token is set; set MEDASR_TOKEN")
+        self._check_size(len(wav_bytes))
+        return _Upload(wav_bytes=wav_bytes, language=language, filename=filename, token=token)
 
     def _check_size(self, wav_size_bytes: int) -> None:
         cap = self._service.max_upload_bytes
@@ -207,20 +208,18 @@ class TranscriptionClient:
 
     # -- one attempt ----------------------------------------------------------------------
 
-    async def _send_once(self, upload: _Upload, *, attempt: int) -> Transcription:
+    async def _send_once(
+        self, upload: _Upload, *, attempt: int, deadline_s: float
+    ) -> Transcription:
         request = self._build_request(upload)
         body_bytes = int(request.headers.get("content-length", "0"))
         _refuse_if_over(body_bytes, cap=self._service.max_upload_bytes, what="request body")
-        timeout_s = self._service.request_timeout_s
+        # A late attempt gets only what is left of the call's budget, so the total stays bounded.
+        timeout_s = min(self._service.request_timeout_s, deadline_s - time.monotonic())
+        if timeout_s <= 0:
+            raise ServiceUnavailable("no time was left in the retry budget for another attempt")
         started = time.perf_counter()
-        try:
-            # httpx timeouts are per read/write; this bounds the whole exchange.
-            async with asyncio.timeout(timeout_s):
-                response = await self._http.send(request)
-        except (TimeoutError, httpx.TimeoutException) as exc:
-            raise ServiceUnavailable(f"the service did not answer within {timeout_s:g} s") from exc
-        except httpx.HTTPError as exc:
-            raise ServiceUnavailable(f"could not reach the service ({type(exc).__name__})") from exc
+        response = await self._exchange(request, timeout_s=timeout_s)
         latency_ms = (time.perf_counter() - started) * 1000
         logger.debug(
             "transcribe attempt=%d status=%d latency_ms=%.1f request_bytes=%d response_bytes=%d",
@@ -234,6 +233,21 @@ class TranscriptionClient:
             raise error_for_status(response, sent_bytes=body_bytes, token=upload.token)
         text, extras = self._parse_success(response)
         return Transcription(text=text, extras=extras, attempts=attempt, latency_ms=latency_ms)
+
+    async def _exchange(self, request: httpx.Request, *, timeout_s: float) -> httpx.Response:
+        """The answer to one request; raises ServiceUnavailable or TlsNotVerified (terminal)."""
+        try:
+            # httpx timeouts are per read/write; this bounds the whole exchange.
+            async with asyncio.timeout(timeout_s):
+                return await self._http.send(request)
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            shown_s = round(timeout_s, 2)
+            raise ServiceUnavailable(f"the service did not answer within {shown_s:g} s") from exc
+        except httpx.HTTPError as exc:
+            tls_failure = certificate_failure(exc)
+            if tls_failure is not None:  # the same certificate fails the same way: no retry
+                raise tls_failure from exc
+            raise ServiceUnavailable(f"could not reach the service ({type(exc).__name__})") from exc
 
     def _parse_success(self, response: httpx.Response) -> tuple[str, dict[str, Any]]:
         status = response.status_code
@@ -277,11 +291,11 @@ class TranscriptionClient:
 
     # -- retries --------------------------------------------------------------------------
 
-    def _retrying(self) -> AsyncRetrying:
+    def _retrying(self, *, deadline_s: float) -> AsyncRetrying:
         server_faults: list[int] = []  # this call's answers that get the small budget
 
         def should_stop(state: RetryCallState) -> bool:
-            return self._should_stop(state, server_faults=server_faults)
+            return self._should_stop(state, server_faults=server_faults, deadline_s=deadline_s)
 
         return AsyncRetrying(
             retry=retry_if_exception_type(ServiceUnavailable),
@@ -297,7 +311,9 @@ class TranscriptionClient:
         retry_after_s = getattr(_failure(state), "retry_after_s", None)
         return max(backoff_s, retry_after_s or 0.0)
 
-    def _should_stop(self, state: RetryCallState, *, server_faults: list[int]) -> bool:
+    def _should_stop(
+        self, state: RetryCallState, *, server_faults: list[int], deadline_s: float
+    ) -> bool:
         status = getattr(_failure(state), "status", None)
         if status is not None and status not in _FULL_BUDGET_STATUSES:
             server_faults.append(status)
@@ -306,9 +322,9 @@ class TranscriptionClient:
             return True
         if state.attempt_number >= self._service.max_attempts:
             return True
-        # Waiting past the total budget is pointless: give up now with the real error.
-        elapsed_s = state.seconds_since_start or 0.0
-        return elapsed_s + state.upcoming_sleep > self._service.retry_max_total_s
+        # Waiting to the end of the total budget leaves no time for the attempt: give up now
+        # with the real error.
+        return time.monotonic() + state.upcoming_sleep >= deadline_s
 
     def _before_sleep(self, state: RetryCallState) -> None:
         error = _failure(state)

@@ -9,8 +9,10 @@
         ├── PayloadTooLarge            413, or refused by us before sending
         ├── RequestRejected            any other 4xx (and an unsupported language)
         ├── InvalidResponse            200 without JSON or without a `text` string
-        ├── InsecureTransport          http:// to a non-loopback host without permission
-        └── EncryptionError            bad key, bad envelope, tag mismatch
+        ├── EncryptionError            bad key, bad envelope, tag mismatch
+        └── ConfigError (config/errors.py)
+            ├── InsecureTransport      http:// to a non-loopback host without permission
+            └── TlsNotVerified         the server's certificate did not verify (CA bundle)
 
 `status` is the HTTP status when one was received. Messages never carry the token,
 the key, or any transcript text; response bodies are quoted only when short and only
@@ -19,7 +21,7 @@ from error responses.
 
 from __future__ import annotations
 
-from config.errors import TerminalError, TransientError
+from config.errors import ConfigError, TerminalError, TransientError
 
 
 class ServiceError(Exception):
@@ -87,10 +89,16 @@ class InvalidResponse(TerminalError, ServiceError):
         self.status = status
 
 
-class InsecureTransport(TerminalError):
+class InsecureTransport(ConfigError):
     """Refused to send patient audio over plain http:// to a non-loopback host."""
 
     kind = "insecure_transport"
+
+
+class TlsNotVerified(ConfigError, ServiceError):
+    """The service's TLS certificate did not verify; retrying cannot help, MEDASR_CA_BUNDLE can."""
+
+    kind = "tls_not_verified"
 
 
 class EncryptionError(TerminalError):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import email.utils
 import ipaddress
 import math
+import ssl
 import time
+from pathlib import Path
 
 import httpx
 
@@ -17,6 +19,7 @@ from service.errors import (
     RequestRejected,
     ServiceUnavailable,
     Throttled,
+    TlsNotVerified,
 )
 
 _MAX_QUOTED_MESSAGE_CHARS = 80
@@ -38,18 +41,47 @@ def check_transport(url: str, *, allow_insecure_http: bool) -> str:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
         raise ConfigError("MEDASR_BASE_URL: the service URL is not a valid URL") from exc
-    if parsed.scheme == "https":
-        return url
-    if parsed.scheme != "http" or not parsed.host:
+    if parsed.scheme not in ("https", "http"):
         raise ConfigError(
             f"MEDASR_BASE_URL: the service URL must be https://host (got scheme {parsed.scheme!r})"
         )
-    if allow_insecure_http or is_loopback_host(parsed.host):
+    if not parsed.host:
+        raise ConfigError("MEDASR_BASE_URL: the service URL has no host; use https://host")
+    if parsed.scheme == "https" or allow_insecure_http or is_loopback_host(parsed.host):
         return url
     raise InsecureTransport(
-        f"refusing to send patient audio over plain http:// to {parsed.host}; "
+        f"MEDASR_BASE_URL: refusing to send patient audio over plain http:// to {parsed.host}; "
         "use https:// or set MEDASR_ALLOW_INSECURE_HTTP=true"
     )
+
+
+def tls_verify(ca_bundle: Path | None) -> ssl.SSLContext | bool:
+    """httpx `verify=`: the system CAs, or only those of ca_bundle; raises ConfigError."""
+    if ca_bundle is None:
+        return True
+    if not ca_bundle.is_file():
+        raise ConfigError(f"MEDASR_CA_BUNDLE: {ca_bundle} does not exist or is not a file")
+    try:
+        return ssl.create_default_context(cafile=str(ca_bundle))
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"MEDASR_CA_BUNDLE: cannot load {ca_bundle} as a PEM CA bundle") from exc
+
+
+def certificate_failure(exc: BaseException) -> TlsNotVerified | None:
+    """TlsNotVerified when `exc` was caused by a failed certificate check, else None."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:  # httpx -> httpcore -> ssl
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return TlsNotVerified(
+                "the service's TLS certificate could not be verified "
+                f"({cause.verify_message or 'verification failed'}); check that "
+                "MEDASR_BASE_URL names the certificate's host and, for a private CA, "
+                "point MEDASR_CA_BUNDLE at that CA's PEM file"
+            )
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def parse_retry_after(value: str | None, *, now_s: float | None = None) -> float | None:

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import itertools
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,18 @@ from service.devserver.responses import (
 )
 from service.devserver.tokens import TokenAuthority, TokenCheck
 from service.devserver.uploads import Refusal, audio_from_envelope, audio_from_multipart
+
+logger = logging.getLogger(__name__)
+
+# Statuses a fault answers with a `{"message": ...}` body.
+_FAULT_STATUSES = {
+    "500": (500, MESSAGE_NO_FILE),
+    "502": (502, "Bad Gateway"),
+    "503": (503, "Service Unavailable"),
+    "504": (504, "Gateway Timeout"),
+}
+# What a misconfigured proxy might send with a 200: an HTML page cut short, not JSON.
+_BAD_JSON_BODY = b"<html><body><p>Request accepted</p>"
 
 
 @dataclass
@@ -110,6 +123,11 @@ async def _transcribe_endpoint(request: Request) -> Response:
         response = await _answer(request, state, trace)
     except Refusal as refusal:
         response = _message(refusal.status, refusal.message)
+    except Exception as exc:  # a devserver bug: still one ledger line and a contract-shaped 500
+        logger.error(
+            "devserver: unexpected %s handling a request", type(exc).__name__, exc_info=exc
+        )
+        response = _message(500, MESSAGE_NO_FILE)
     status = 0 if isinstance(response, DroppedResponse) else response.status_code
     state.ledger.record(trace.entry(status=status))
     return response
@@ -127,7 +145,7 @@ async def _answer(request: Request, state: DevServerState, trace: _Trace) -> Res
     trace.fault = None if fault == "ok" else fault
     if fault not in ("ok", "slow"):
         await _identify_audio(request, state=state, trace=trace)
-        return _fault_response(fault, config=config, trace=trace)
+        return _fault_response(fault, state=state, trace=trace)
     language = _check_language(trace.language)
     audio = await _read_audio(request, state=state, trace=trace)
     payload = await _transcribe_audio(audio, language=language, state=state, trace=trace)
@@ -170,15 +188,24 @@ def _authenticate(request: Request, state: DevServerState) -> None:
         raise Refusal(403, MESSAGE_FORBIDDEN)
 
 
-def _fault_response(fault: str, *, config: DevServerConfig, trace: _Trace) -> Response:
+def _fault_response(fault: str, *, state: DevServerState, trace: _Trace) -> Response:
+    config = state.config
     if fault == "429":
         trace.retry_after_s = float(config.retry_after_s)
         value = retry_after_value(config.retry_after_s, http_date=config.retry_after_http_date)
         return _message(429, "Too Many Requests", headers={"Retry-After": value})
-    if fault == "500":
-        return _message(500, MESSAGE_NO_FILE)
-    if fault == "503":
-        return _message(503, "Service Unavailable")
+    if fault in _FAULT_STATUSES:
+        status, message = _FAULT_STATUSES[fault]
+        return _message(status, message)
+    if fault == "badjson":
+        return Response(_BAD_JSON_BODY, media_type="application/json")
+    if fault == "notext":  # everything a success carries except the text
+        trace.txn_id = _next_txn_id(state, trace)
+        payload = {"txn_id": trace.txn_id, "audio_duration": 0.0}
+        return Response(
+            _encode_payload(payload, state=state, encrypted=trace.encrypted),
+            media_type="application/json",
+        )
     return DroppedResponse()
 
 
@@ -208,8 +235,12 @@ async def _transcribe_audio(
         text, duration_s = await run_in_threadpool(_run_engine, state.engine, audio, language)
     except UnreadableAudio as exc:
         raise Refusal(400, str(exc)) from exc
-    trace.txn_id = f"dev-{next(state.txn_numbers):06d}-{trace.sha256[:8]}"
+    trace.txn_id = _next_txn_id(state, trace)
     return {"text": text, "txn_id": trace.txn_id, "audio_duration": round(duration_s, 3)}
+
+
+def _next_txn_id(state: DevServerState, trace: _Trace) -> str:
+    return f"dev-{next(state.txn_numbers):06d}-{(trace.sha256 or 'no-audio')[:8]}"
 
 
 def _run_engine(engine: Engine, audio: bytes, language: str) -> tuple[str, float]:

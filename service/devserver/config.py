@@ -7,10 +7,16 @@ from pathlib import Path
 from typing import Final
 
 from config.errors import ConfigError
+from service import jwe
 from service.contract import SERVICE_MAX_UPLOAD_BYTES
+from service.errors import EncryptionError
 
-# Names a fault script may use; "ok" lets a request through untouched.
-FAULT_NAMES: Final = ("ok", "429", "500", "503", "reset", "slow")
+# Names a fault script may use; "ok" lets a request through untouched. Each other name
+# has a --rate-<name> flag; "badjson" is a 200 whose body is not JSON, "notext" a 200
+# JSON object without "text".
+FAULT_NAMES: Final = (
+    "ok", "429", "500", "502", "503", "504", "reset", "slow", "badjson", "notext",
+)  # fmt: skip
 ENGINE_NAMES: Final = ("default", "tone", "hash")
 
 
@@ -22,7 +28,7 @@ class DevServerConfig:
     port: int = 8765
     # Static accepted token (None -> mint a signed dev token); secrets stay out of reprs.
     token: str | None = field(default=None, repr=False)
-    token_ttl_s: float = 86_400.0
+    token_ttl_s: float = 86_400.0  # lifetime of the minted dev token
     jwe_key: str | None = field(default=None, repr=False)
     jwe_kid: str | None = None
     max_bytes: int = SERVICE_MAX_UPLOAD_BYTES
@@ -31,9 +37,13 @@ class DevServerConfig:
     retry_after_s: int = 1
     retry_after_http_date: bool = False
     rate_500: float = 0.0
+    rate_502: float = 0.0
     rate_503: float = 0.0
+    rate_504: float = 0.0
     rate_reset: float = 0.0
     rate_slow: float = 0.0
+    rate_badjson: float = 0.0
+    rate_notext: float = 0.0
     slow_s: float = 2.0
     fault_script: tuple[str, ...] = ()  # faults for the first requests, in order, before rates
     auth_fail_after: int | None = None
@@ -42,22 +52,19 @@ class DevServerConfig:
     engine: str = "default"
     legacy_response_tag: bool = False
     tamper_responses: bool = False
+    # Serve https:// with this PEM certificate chain and key (both or neither).
+    tls_cert_path: Path | None = None
+    tls_key_path: Path | None = None
 
     def __post_init__(self) -> None:
-        problems = _range_problems(self) + _choice_problems(self)
+        problems = _range_problems(self) + _choice_problems(self) + _key_and_tls_problems(self)
         if problems:
             raise ConfigError("devserver: " + "; ".join(problems))
 
     @property
     def fault_rates(self) -> dict[str, float]:
         """Probability of each injected fault per request, in draw order."""
-        return {
-            "429": self.rate_429,
-            "500": self.rate_500,
-            "503": self.rate_503,
-            "reset": self.rate_reset,
-            "slow": self.rate_slow,
-        }
+        return {name: getattr(self, f"rate_{name}") for name in FAULT_NAMES if name != "ok"}
 
 
 def _range_problems(config: DevServerConfig) -> list[str]:
@@ -74,7 +81,7 @@ def _range_problems(config: DevServerConfig) -> list[str]:
         "--latency-ms must not be negative": config.latency_ms < 0,
         "--retry-after-s must not be negative": config.retry_after_s < 0,
         "--slow-s must not be negative": config.slow_s < 0,
-        "--token-ttl-s must not be negative": config.token_ttl_s < 0,
+        "--token-ttl-s must be positive": config.token_ttl_s <= 0,
         "--auth-fail-after must not be negative": (config.auth_fail_after or 0) < 0,
         "--token must not be empty": config.token == "",
     }
@@ -88,4 +95,21 @@ def _choice_problems(config: DevServerConfig) -> list[str]:
         problems.append(f"--fault-script names unknown faults {unknown} (use {FAULT_NAMES})")
     if config.engine not in ENGINE_NAMES:
         problems.append(f"--engine must be one of {ENGINE_NAMES} (got {config.engine!r})")
+    return problems
+
+
+def _key_and_tls_problems(config: DevServerConfig) -> list[str]:
+    problems = []
+    if config.jwe_key is not None:
+        try:
+            jwe.derive_key(config.jwe_key, kid=config.jwe_kid)
+        except EncryptionError:
+            # Lengths only: the key itself never reaches a message.
+            size = len(config.jwe_key.encode("utf-8"))
+            problems.append(
+                "--jwe-key (MEDASR_DEVSERVER_JWE_KEY) must be a 16-character (16-byte UTF-8) "
+                f"string (got {len(config.jwe_key)} characters, {size} bytes)"
+            )
+    if (config.tls_cert_path is None) != (config.tls_key_path is None):
+        problems.append("a TLS certificate and its key must be given together")
     return problems

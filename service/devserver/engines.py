@@ -10,7 +10,7 @@ import numpy as np
 import soundfile
 
 from config.errors import ConfigError
-from service.devserver.tone import decode_tone_dictation
+from service.devserver.tone import MIN_SAMPLE_RATE_HZ, decode_tone_dictation
 
 _WAV_FORMATS: Final = frozenset({"WAV", "WAVEX"})
 
@@ -40,7 +40,7 @@ class Engine(Protocol):
 
 
 def read_wav(wav: bytes) -> tuple[np.ndarray, int]:
-    """(int16 mono samples, sample rate Hz) of a WAV; raises UnreadableAudio."""
+    """(int16 mono samples, sample rate Hz >= 8000) of a WAV; raises UnreadableAudio."""
     try:
         with soundfile.SoundFile(io.BytesIO(wav)) as sound:
             if sound.format not in _WAV_FORMATS:
@@ -49,6 +49,11 @@ def read_wav(wav: bytes) -> tuple[np.ndarray, int]:
             sample_rate_hz = int(sound.samplerate)
     except (RuntimeError, TypeError) as exc:  # LibsndfileError is a RuntimeError
         raise UnreadableAudio("the upload is not a WAV file this server can read") from exc
+    if sample_rate_hz < MIN_SAMPLE_RATE_HZ:
+        raise UnreadableAudio(
+            f"the upload's sample rate is {sample_rate_hz} Hz; "
+            f"this server needs at least {MIN_SAMPLE_RATE_HZ} Hz"
+        )
     if samples.shape[1] == 1:
         return samples[:, 0], sample_rate_hz
     mixed = np.rint(samples.astype(np.float64).mean(axis=1))

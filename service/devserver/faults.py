@@ -21,7 +21,7 @@ class FaultInjector:
         self._lock = threading.Lock()
 
     def draw(self) -> str:
-        """The fault for the next request: "ok", "429", "500", "503", "reset" or "slow"."""
+        """The fault for the next request: one of FAULT_NAMES ("ok" for none)."""
         with self._lock:
             if self._script:
                 return self._script.popleft()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -44,14 +45,15 @@ def bind_socket(*, host: str, port: int) -> socket.socket:
     return sock
 
 
-def url_of(sock: socket.socket) -> str:
-    """http://host:port of a bound socket (IPv6 hosts in brackets)."""
+def url_of(sock: socket.socket, *, tls: bool = False) -> str:
+    """http(s)://host:port of a bound socket (IPv6 hosts in brackets)."""
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}"
+    return f"{'https' if tls else 'http'}://{shown}:{port}"
 
 
 def _uvicorn_server(state: DevServerState) -> uvicorn.Server:
+    """A uvicorn server for `state`, loaded here so a bad TLS file is a ConfigError."""
     app = create_app(state.config, state=state)
     config = uvicorn.Config(
         app,
@@ -62,8 +64,18 @@ def _uvicorn_server(state: DevServerState) -> uvicorn.Server:
         http="h11",
         loop="asyncio",
         timeout_graceful_shutdown=1,
+        ssl_certfile=state.config.tls_cert_path,
+        ssl_keyfile=state.config.tls_key_path,
     )
+    try:
+        config.load()  # serve() would load it too, but in the thread, where errors get lost
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"devserver: cannot load the TLS certificate or key ({exc})") from exc
     return uvicorn.Server(config)
+
+
+def _uses_tls(config: DevServerConfig) -> bool:
+    return config.tls_cert_path is not None
 
 
 class RunningDevServer:
@@ -72,7 +84,7 @@ class RunningDevServer:
     def __init__(self, *, state: DevServerState, sock: socket.socket) -> None:
         self._state = state
         self._sock = sock
-        self.url = url_of(sock)
+        self.url = url_of(sock, tls=_uses_tls(state.config))
         self._server = _uvicorn_server(state)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, name="medasr-devserver"
@@ -135,7 +147,12 @@ def start_devserver(config: DevServerConfig | None = None, **overrides: Any) -> 
     """Start a devserver in a thread (overrides replace config fields); raises ConfigError."""
     config = dataclasses.replace(config or DevServerConfig(), **overrides)
     state = build_state(config)
-    server = RunningDevServer(state=state, sock=bind_socket(host=config.host, port=config.port))
+    sock = bind_socket(host=config.host, port=config.port)
+    try:
+        server = RunningDevServer(state=state, sock=sock)
+    except ConfigError:
+        sock.close()
+        raise
     server.start()
     return server
 
@@ -147,7 +164,8 @@ def serve_devserver(
     state = build_state(config)
     sock = bind_socket(host=config.host, port=config.port)
     try:
-        on_ready(url_of(sock), state)
-        _uvicorn_server(state).run(sockets=[sock])
+        server = _uvicorn_server(state)
+        on_ready(url_of(sock, tls=_uses_tls(config)), state)
+        server.run(sockets=[sock])
     finally:
         sock.close()

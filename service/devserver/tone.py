@@ -21,7 +21,8 @@ symbol level, its strongest low and high tones carry half the frame's energy (th
 rejects noise and hum) and neither is missing (this rejects a lone sine). Runs of
 15-160 ms of symbol frames are symbols; each is identified by its strongest low and
 high frequency over the run; gaps over 150 ms separate words. Words are joined with one
-space. The decoder is level-independent and works on any sample rate >= 8 kHz.
+space. The decoder is level-independent and works on any sample rate >= 8 kHz (lower
+rates are refused with a ValueError: the tones would not fit below Nyquist).
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ WORD_GAP_MS = 350
 SENTENCE_GAP_MS = 800
 EDGE_SILENCE_MS = 300
 TONE_AMPLITUDE = 0.35
+# The highest tone (3280 Hz) needs a Nyquist frequency above it; below this the 5 ms hop
+# rounds to nothing and the decoder's framing breaks down.
+MIN_SAMPLE_RATE_HZ = 8000
 
 _FRAME_MS = 20
 _HOP_MS = 5
@@ -70,6 +74,14 @@ def _split_words(text: str) -> list[str]:
     return words
 
 
+def _check_sample_rate(sample_rate_hz: int) -> None:
+    """Raises ValueError below MIN_SAMPLE_RATE_HZ."""
+    if sample_rate_hz < MIN_SAMPLE_RATE_HZ:
+        raise ValueError(
+            f"sample rate must be at least {MIN_SAMPLE_RATE_HZ} Hz, got {sample_rate_hz}"
+        )
+
+
 def _symbol_wave(index: int, *, sample_rate_hz: int) -> npt.NDArray[np.float64]:
     """One symbol as float samples in [-1, 1]."""
     n = round(SYMBOL_MS * sample_rate_hz / 1000)
@@ -86,8 +98,7 @@ def _symbol_wave(index: int, *, sample_rate_hz: int) -> npt.NDArray[np.float64]:
 
 def encode_tone_dictation(text: str, *, sample_rate_hz: int = 16000) -> npt.NDArray[np.int16]:
     """Text to int16 mono samples at `sample_rate_hz`; raises ValueError on unknown chars."""
-    if sample_rate_hz < 8000:
-        raise ValueError(f"sample rate must be at least 8000 Hz, got {sample_rate_hz}")
+    _check_sample_rate(sample_rate_hz)
     waves = [_symbol_wave(i, sample_rate_hz=sample_rate_hz) for i in range(len(ALPHABET))]
 
     def silence(ms: int) -> npt.NDArray[np.float64]:
@@ -184,7 +195,11 @@ def _symbol_runs(
 
 
 def decode_tone_dictation(samples: npt.NDArray[np.generic], *, sample_rate_hz: int) -> str:
-    """Samples (int or float, mono or frames x channels) back to text; '' if no symbols."""
+    """Samples (int or float, mono or frames x channels) back to text; '' if no symbols.
+
+    Raises ValueError when sample_rate_hz is below MIN_SAMPLE_RATE_HZ.
+    """
+    _check_sample_rate(sample_rate_hz)
     signal = _to_mono_float(samples)
     tone_power, total_power = _frame_powers(signal, sample_rate_hz=sample_rate_hz)
     starts, ends = _symbol_runs(tone_power, total_power)

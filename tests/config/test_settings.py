@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from config.errors import ConfigError
-from config.settings import FLAT_VARIABLES, Settings, load_settings, pinned_settings
+from config.settings import (
+    FLAT_VARIABLES,
+    Settings,
+    load_settings,
+    pinned_settings,
+    redact_url_password,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -171,3 +177,95 @@ def test_pinned_settings_are_returned_until_the_block_ends(monkeypatch) -> None:
         monkeypatch.setenv("MEDASR_CONCURRENCY", "3")
         assert load_settings() is pinned
     assert load_settings().pipeline.concurrency == 3
+
+
+# -- secrets arrive, blank ones count as missing, bad keys fail early -----------------------
+
+
+def test_token_and_jwe_key_arrive_from_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("MEDASR_TOKEN", "tok-from-env")
+    monkeypatch.setenv("MEDASR_JWE_KEY", "0123456789abcdef")
+    settings = load_settings()
+    assert settings.service.token is not None
+    assert settings.service.token.get_secret_value() == "tok-from-env"
+    assert settings.encryption.jwe_key is not None
+    assert settings.encryption.jwe_key.get_secret_value() == "0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("   ", None), ("\t\n", None), ("  tok-1 \n", "tok-1")],
+    ids=["spaces", "tab-newline", "padded"],
+)
+def test_token_is_stripped_and_blank_is_missing(monkeypatch, raw: str, expected) -> None:
+    monkeypatch.setenv("MEDASR_TOKEN", raw)
+    token = load_settings().service.token
+    assert (None if token is None else token.get_secret_value()) == expected
+
+
+@pytest.mark.parametrize(
+    ("variables", "got"),
+    [
+        ({"MEDASR_ENCRYPT": "true", "MEDASR_JWE_KEY": "tiny-key"}, "8 characters, 8 bytes"),
+        ({"MEDASR_ENCRYPT": "false", "MEDASR_JWE_KEY": "x" * 17}, "17 characters, 17 bytes"),
+        ({"MEDASR_JWE_KEY": "é" * 16}, "16 characters, 32 bytes"),
+    ],
+    ids=["short-encrypt-on", "long-encrypt-off", "16-chars-32-bytes"],
+)
+def test_jwe_key_of_the_wrong_length_fails_load_settings(monkeypatch, variables, got) -> None:
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert message.startswith("MEDASR_JWE_KEY: the JWE key must be a 16-character")
+    assert f"(got {got})" in message
+    assert "\n" not in message
+    assert variables["MEDASR_JWE_KEY"] not in message
+
+
+def test_a_16_byte_key_of_multibyte_characters_is_accepted(monkeypatch) -> None:
+    monkeypatch.setenv("MEDASR_JWE_KEY", "é" * 8)  # doubled: 32 UTF-8 bytes, as the envelope needs
+    assert load_settings().encryption.jwe_key is not None
+
+
+# -- the database URL keeps its password out of reprs --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://medasr:hunter2@db.internal:5432/medasr",
+        "postgresql://medasr:hunter2@db/medasr?sslmode=require",
+        "postgresql://db/medasr?user=medasr&password=hunter2",
+    ],
+    ids=["userinfo", "userinfo-query", "query-password"],
+)
+def test_repr_hides_the_database_password_but_the_value_works(monkeypatch, url: str) -> None:
+    monkeypatch.setenv("MEDASR_DATABASE_URL", url)
+    settings = load_settings()
+    for shown in (repr(settings), str(settings), repr(settings.storage), f"{settings!r}"):
+        assert "hunter2" not in shown
+        assert "***" in shown
+        assert "db" in shown  # still useful: the host stays
+    assert settings.storage.database_url == url  # the real value, for SQLAlchemy
+    assert settings.storage.model_dump()["database_url"] == url
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sqlite:///./medasr.db", "sqlite:///./medasr.db"),
+        ("sqlite:////var/lib/medasr.db", "sqlite:////var/lib/medasr.db"),
+        ("postgresql://u@db/x", "postgresql://u@db/x"),
+        ("postgresql://u:p%40ss@db:5432/x", "postgresql://u:***@db:5432/x"),
+        ("postgresql://u:@db/x", "postgresql://u:***@db/x"),
+        (
+            "postgresql://db/x?password=p&sslmode=require",
+            "postgresql://db/x?password=***&sslmode=require",
+        ),
+        ("postgresql://[broken/x", "<unparseable URL, hidden>"),
+    ],
+)
+def test_redact_url_password(url: str, expected: str) -> None:
+    assert redact_url_password(url) == expected

@@ -136,10 +136,11 @@ def test_minted_token_is_accepted(devserver_factory) -> None:
     assert transcribe(server).attempts == 1
 
 
-def test_no_token_makes_no_request(devserver_factory) -> None:
+@pytest.mark.parametrize("token", [None, "   ", " \n"], ids=["none", "spaces", "newline"])
+def test_no_token_makes_no_request(devserver_factory, token: str | None) -> None:
     server = devserver_factory()
     with pytest.raises(CredentialsRejected, match=r"no token is set; set MEDASR_TOKEN"):
-        transcribe(server, token=None)
+        transcribe(server, token=token)
     assert len(server.ledger) == 0
 
 

@@ -1,17 +1,21 @@
-"""The small retry budget of HTTP 500 counts 500s, not every attempt of the call.
+"""Retry budgets: the small one of HTTP 500, max_attempts, and the total time of a call.
 
 A 500 ("file not passed", which we never do) gets one retry; a 429 or 503 before it must
 not use that retry up, while the overall budget (max_attempts) still bounds the call.
+retry_max_total_s bounds waits and attempts together.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
+import time
 
+import httpx
 import pytest
 
 from service.client import TranscriptionClient
-from service.errors import ServiceUnavailable
+from service.errors import ServiceUnavailable, Throttled
 from tests.servers import client_settings, make_wav_bytes
 
 
@@ -58,3 +62,59 @@ def test_the_overall_budget_still_bounds_the_call(devserver_factory) -> None:
         transcribe(server, max_attempts=3)
 
     assert server.ledger.statuses() == [429, 503, 500]
+
+
+# -- the total time budget covers the attempts, not only the waits -----------------------
+
+
+def test_total_time_stays_within_retry_max_total_s(devserver) -> None:
+    """Each attempt gets min(request timeout, what is left), so a late one is cut short."""
+    seen: list[float] = []
+
+    async def never_answers(request: httpx.Request) -> httpx.Response:
+        seen.append(time.monotonic())
+        await asyncio.sleep(30)
+        return httpx.Response(200, json={"text": "too late"})
+
+    service, encryption = client_settings(
+        devserver, request_timeout_s=1.0, retry_max_total_s=1.5, max_attempts=5
+    )
+
+    async def call() -> None:
+        transport = httpx.MockTransport(never_answers)
+        async with httpx.AsyncClient(transport=transport) as http:
+            client = TranscriptionClient(service, encryption, http=http)
+            await client.transcribe(make_wav_bytes(seconds=0.2), language="en-IN")
+
+    started = time.monotonic()
+    with pytest.raises(ServiceUnavailable, match="did not answer within") as caught:
+        asyncio.run(call())
+    elapsed_s = time.monotonic() - started
+    # Before: 1.0 s + a 1.0 s second attempt = 2.0 s. Now the second gets the 0.5 s left.
+    assert 1.45 <= elapsed_s <= 1.5 + 0.2
+    assert len(seen) == 2
+    last_timeout = re.search(r"within ([0-9.]+) s", str(caught.value))
+    assert last_timeout is not None
+    assert 0.3 < float(last_timeout.group(1)) < 0.51  # the rest of the budget, not 1 s
+
+
+def test_no_attempt_starts_when_the_wait_would_spend_the_budget(devserver) -> None:
+    calls: list[float] = []
+
+    def throttled(request: httpx.Request) -> httpx.Response:
+        calls.append(time.monotonic())
+        return httpx.Response(429, headers={"Retry-After": "2"}, json={"message": "slow down"})
+
+    service, encryption = client_settings(devserver, retry_max_total_s=1.0, max_attempts=5)
+
+    async def call() -> None:
+        transport = httpx.MockTransport(throttled)
+        async with httpx.AsyncClient(transport=transport) as http:
+            client = TranscriptionClient(service, encryption, http=http)
+            await client.transcribe(make_wav_bytes(seconds=0.2), language="en-IN")
+
+    started = time.monotonic()
+    with pytest.raises(Throttled):
+        asyncio.run(call())
+    assert time.monotonic() - started < 0.5  # gave up at once instead of waiting 2 s
+    assert len(calls) == 1

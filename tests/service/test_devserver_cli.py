@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import inspect
+import json
 import os
 import re
 import signal
@@ -14,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from config.errors import ConfigError
-from flows.cli_devserver import devserver_command
+from flows.cli_devserver import config_from_options, devserver_command
+from service.devserver import DevServerConfig, build_state
+from service.devserver.config import FAULT_NAMES
 from tests.servers import DEVSERVER_TOKEN, make_tone_wav_bytes
 
 # The command as registered in flows/cli.py, run on its own so this test does not
@@ -126,3 +131,52 @@ def test_command_refuses_bad_options_before_listening() -> None:
     # flows/cli.py main() turns this ConfigError into one line and exit code 2.
     with pytest.raises(ConfigError, match="--rate-500 must be between 0 and 1"):
         devserver_command(port=0, rate_500=2.0)
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [(["--jwe-key", "tiny-key"], {}), ([], {"MEDASR_DEVSERVER_JWE_KEY": "tiny-key"})],
+    ids=["flag", "environment"],
+)
+def test_short_jwe_key_is_a_usage_error_naming_the_option(args, env) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "devserver", "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert result.returncode == 2, result.stderr
+    assert "--jwe-key" in result.stderr
+    assert "MEDASR_DEVSERVER_JWE_KEY" in result.stderr
+    assert "(got 8 characters" in result.stderr
+    assert "tiny-key" not in result.stderr + result.stdout
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_every_fault_rate_and_config_option_is_a_flag() -> None:
+    flags = set(inspect.signature(devserver_command).parameters)
+    assert {f"rate_{name}" for name in FAULT_NAMES if name != "ok"} <= flags
+    assert {"token_ttl_s", "jwe_key", "ledger", "fault_script", "legacy_response_tag"} <= flags
+
+
+def test_options_map_onto_the_config() -> None:
+    config = config_from_options(
+        ledger=Path("x.jsonl"), fault_script=" 502, notext ,ok", rate_504=0.25, token_ttl_s=30
+    )
+    assert config.ledger_path == Path("x.jsonl")
+    assert config.fault_script == ("502", "notext", "ok")
+    assert (config.rate_504, config.token_ttl_s) == (0.25, 30)
+    assert config_from_options() == DevServerConfig()
+    with pytest.raises(TypeError, match="ledger_path"):
+        config_from_options(ledger_path=Path("x.jsonl"))  # the flag is --ledger
+
+
+def test_token_ttl_sets_the_minted_token_lifetime() -> None:
+    state = build_state(config_from_options(port=0, token_ttl_s=30))
+    payload = state.tokens.token.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert claims["exp"] - claims["iat"] == pytest.approx(30, abs=1)
+    with pytest.raises(ConfigError, match="--token-ttl-s must be positive"):
+        config_from_options(token_ttl_s=0)

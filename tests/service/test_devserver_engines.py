@@ -18,6 +18,7 @@ from service.devserver.engines import (
     make_engine,
     read_wav,
 )
+from service.devserver.tone import decode_tone_dictation
 from tests.servers import make_tone_wav_bytes, make_wav_bytes
 
 TEXT = "bp 130/85, pulse 72. review in 3 days"
@@ -65,3 +66,16 @@ def test_default_engine_prefers_tone_and_falls_back_to_hash() -> None:
 def test_unreadable_audio_is_a_typed_error(payload: bytes) -> None:
     with pytest.raises(UnreadableAudio):
         read_wav(payload)
+
+
+@pytest.mark.parametrize("sample_rate_hz", [1, 100, 7_999])
+def test_rates_below_8_khz_are_unreadable_for_every_engine(sample_rate_hz: int) -> None:
+    buffer = io.BytesIO()
+    soundfile.write(buffer, np.zeros(800, dtype=np.int16), sample_rate_hz, format="WAV")
+    with pytest.raises(UnreadableAudio, match="at least 8000 Hz"):
+        read_wav(buffer.getvalue())
+    for name in ("default", "tone"):
+        with pytest.raises(UnreadableAudio):
+            make_engine(name).transcribe(buffer.getvalue(), language="en-IN")
+    with pytest.raises(ValueError, match="at least 8000 Hz"):
+        decode_tone_dictation(np.zeros(800, dtype=np.int16), sample_rate_hz=sample_rate_hz)
