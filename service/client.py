@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -131,11 +131,18 @@ class TranscriptionClient:
         return self._max_wav_bytes
 
     async def transcribe(
-        self, wav_bytes: bytes, *, language: str, filename: str = "chunk-0001.wav"
+        self,
+        wav_bytes: bytes,
+        *,
+        language: str,
+        filename: str = "chunk-0001.wav",
+        before_attempt: Callable[[], Awaitable[None]] | None = None,
     ) -> Transcription:
         """Send one WAV chunk, retrying transient failures within retry_max_total_s seconds.
 
-        Raises the service/errors.py tree (the last transient error once a budget is spent).
+        `before_attempt` is awaited before every HTTP attempt, retries included (a rate
+        limiter; it may raise to stop the call). Raises the service/errors.py tree (the
+        last transient error once a budget is spent).
         """
         upload = self._checked_upload(wav_bytes, language=language, filename=filename)
         # One clock for the whole call: attempts and waits both come out of this budget.
@@ -144,6 +151,8 @@ class TranscriptionClient:
         async for attempt in self._retrying(deadline_s=deadline_s):
             with attempt:
                 number = attempt.retry_state.attempt_number
+                if before_attempt is not None:
+                    await before_attempt()
                 result = await self._send_once(upload, attempt=number, deadline_s=deadline_s)
         if result is None:  # tenacity re-raises the last error before we get here
             raise ServiceUnavailable("the request was not attempted")

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from service.client import TranscriptionClient
-from service.errors import ServiceUnavailable, Throttled
+from service.errors import CredentialsRejected, ServiceUnavailable, Throttled
 from tests.servers import client_settings, make_wav_bytes
 
 
@@ -118,3 +118,43 @@ def test_no_attempt_starts_when_the_wait_would_spend_the_budget(devserver) -> No
         asyncio.run(call())
     assert time.monotonic() - started < 0.5  # gave up at once instead of waiting 2 s
     assert len(calls) == 1
+
+
+def test_before_attempt_runs_before_every_attempt_retries_included(devserver_factory) -> None:
+    server = devserver_factory(fault_script=("503", "429", "ok"), retry_after_s=0)
+    seen_by_server: list[int] = []
+
+    async def before_attempt() -> None:
+        seen_by_server.append(len(server.ledger.statuses()))
+
+    async def call():
+        async with TranscriptionClient(*client_settings(server, max_attempts=5)) as client:
+            return await client.transcribe(
+                make_wav_bytes(seconds=0.5), language="en-IN", before_attempt=before_attempt
+            )
+
+    asyncio.run(call())
+
+    # The hook ran three times, each time before the server saw that attempt.
+    assert seen_by_server == [0, 1, 2]
+
+
+def test_an_error_raised_by_before_attempt_stops_the_call_unretried(devserver_factory) -> None:
+    server = devserver_factory(fault_script=("503", "ok"), retry_after_s=0)
+    calls = 0
+
+    async def before_attempt() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise CredentialsRejected("the run stopped: set MEDASR_TOKEN")
+
+    async def call():
+        async with TranscriptionClient(*client_settings(server, max_attempts=5)) as client:
+            return await client.transcribe(
+                make_wav_bytes(seconds=0.5), language="en-IN", before_attempt=before_attempt
+            )
+
+    with pytest.raises(CredentialsRejected):
+        asyncio.run(call())
+    assert server.ledger.statuses() == [503]
