@@ -6,6 +6,7 @@ Transcripts are never printed by `status` (only counts and error messages).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -15,13 +16,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from config.errors import ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
 from storage.database import Store, database_exists, redact_database_url, upgrade_database
-from storage.export import write_csv, write_jsonl, write_txt_tree
-from storage.models import ITEM_STATUSES
-from storage.records import ExportRow, ItemRecord, StatusCount
+from storage.export import common_local_root, write_csv, write_jsonl, write_txt_tree
+from storage.records import ITEM_STATUSES, ItemRecord, StatusCount
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
 
@@ -101,8 +102,9 @@ def _print_rich(console: Console, counts: list[StatusCount], latest: list[ItemRe
             failures.add_column(name, overflow="fold")
         for item in latest:
             retry = "yes" if item.retryable else "no"
-            failures.add_row(item.source_uri, item.language, item.error_kind or "",
-                             str(item.attempts), retry, item.error_message or "")  # fmt: skip
+            cells = (item.source_uri, item.language, item.error_kind, str(item.attempts), retry,
+                     item.error_message)  # fmt: skip
+            failures.add_row(*(Text(escape_controls(cell)) for cell in cells))  # no markup
         console.print(failures)
 
 
@@ -114,12 +116,27 @@ def _print_plain(counts: list[StatusCount], latest: list[ItemRecord]) -> None:
     if latest:
         typer.echo("latest failures:")
     for item in latest:
-        message = (item.error_message or "").replace("\n", " ")
-        source = item.source_uri.replace("\n", "\\n")
+        source, message = escape_controls(item.source_uri), escape_controls(item.error_message)
+        kind = escape_controls(item.error_kind)
         retry = "retryable" if item.retryable else "permanent"
-        typer.echo(
-            f"{source}\t{item.language}\t{item.error_kind}\t{item.attempts}\t{retry}\t{message}"
-        )
+        typer.echo(f"{source}\t{item.language}\t{kind}\t{item.attempts}\t{retry}\t{message}")
+
+
+_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def escape_controls(text: str | None) -> str:
+    """One printable line: tabs, newlines and other control characters as escapes."""
+    if not text:
+        return ""
+    return "".join(
+        _NAMED_ESCAPES.get(ch) or (f"\\u{ord(ch):04x}" if _is_control(ch) else ch) for ch in text
+    )
+
+
+def _is_control(ch: str) -> bool:
+    # Cc: C0/C1 controls (ESC, DEL...); Zl/Zp: line and paragraph separators.
+    return unicodedata.category(ch) in ("Cc", "Zl", "Zp")
 
 
 def export_command(
@@ -153,12 +170,10 @@ def _export(store: Store, export_format: ExportFormat, out: Path, status: str | 
     if export_format is ExportFormat.txt:
         if out.exists() and not out.is_dir():
             raise ConfigError(f"--out {out} must be a folder for --format txt")
-
-        def rows() -> Iterator[ExportRow]:
-            with store.repository(read_only=True) as repo:
-                yield from repo.export_rows(status=status)
-
-        return write_txt_tree(rows, out)
+        with store.repository(read_only=True) as repo:
+            # The layout follows every item, not only those exported, so it is stable.
+            root = common_local_root(repo.source_uris())
+            return write_txt_tree(repo.export_rows(status=status), out, local_root=root)
     if out.is_dir():
         raise ConfigError(
             f"--out {out} is a folder; give a file name for --format {export_format.value}"

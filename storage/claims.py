@@ -143,7 +143,16 @@ class Claims(Queries):
         return list(self._session.scalars(query.with_for_update(skip_locked=True)))
 
     def renew_lease(self, item_ids: Sequence[int], *, owner: str, lease_s: float) -> frozenset[int]:
-        """Extend our leases by `lease_s` from now; returns the ids we no longer hold."""
+        """Extend our leases by `lease_s` from now; returns the ids we no longer hold.
+
+        An id in the returned (frozen) set is not ours any more: another worker claimed
+        it after our lease expired, or a new listing sent it back to pending because its
+        content changed, or it was released or settled. The caller must stop working on
+        those items at once (send no more chunks, decode nothing more): every later
+        write for them (record_chunk_result, set_fingerprint, finish/skip/fail_item)
+        raises LeaseLost. A lease that expired but was not taken over is still ours and
+        is renewed. Ids not in the set are held until `now + lease_s`.
+        """
         expires = utc_now() + timedelta(seconds=lease_s)
         renewed: set[int] = set()
         for batch in batches(list(item_ids)):

@@ -205,8 +205,12 @@ def head_revision() -> str:
 
 
 def current_revision(engine: Engine) -> str | None:
-    """The schema revision the database is at (None for an empty database)."""
-    with engine.connect() as connection:
+    """The schema revision the database is at (None for an empty database).
+
+    Read on a read-only connection: on SQLite a plain BEGIN, not BEGIN IMMEDIATE, so
+    opening the store (`medasr status`, export) never waits behind a writer.
+    """
+    with engine.execution_options(**{_READ_ONLY: True}).connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
 
 

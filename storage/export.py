@@ -11,7 +11,7 @@ import csv
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -62,34 +62,54 @@ def write_csv(rows: Iterable[ExportRow], out_path: Path) -> int:
     return count
 
 
-def write_txt_tree(rows: Callable[[], Iterable[ExportRow]], out_dir: Path) -> int:
+def write_txt_tree(rows: Iterable[ExportRow], out_dir: Path, *, local_root: str | None) -> int:
     """One .txt transcript per source with text, mirroring the sources under `out_dir`.
 
-    `rows` is called twice (once for the common root, once to write), so nothing is
-    held in memory. Local paths are made relative to their common folder; bucket
-    objects go under bucket/key. Returns the number of files written.
+    Local paths are made relative to `local_root`: give the common folder of every item
+    in the store (common_local_root over all sources, whatever the status exported), so
+    the layout does not change with the rows chosen. Bucket objects go under bucket/key.
+    A name already written (a.wav and a.mp3, one source in two languages, different
+    case) gets the language and then a number added until it is free, so no transcript
+    overwrites another. Returns the number of files written.
     """
-    root = common_local_root(row.source for row in rows() if row.text is not None)
     out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    used: set[PurePosixPath] = set()
+    used: set[str] = set()
     count = 0
-    for row in rows():
+    for row in rows:
         if row.text is None:
             continue
-        relative = transcript_path(row.source, local_root=root)
-        target = relative.with_suffix(".txt")
-        if target in used:  # a.wav and a.mp3, or one source in two languages
-            target = relative.with_name(f"{relative.name}.{row.language}.txt")
-        used.add(target)
+        relative = transcript_path(row.source, local_root=local_root)
+        target = _free_name(relative, row.language, used)
         _write_private_text(out_dir.joinpath(*target.parts), row.text + "\n")
         count += 1
     return count
 
 
+def _free_name(relative: PurePosixPath, language: str, used: set[str]) -> PurePosixPath:
+    """The first of name.txt, name.ext.LANG.txt, name.ext.LANG.2.txt... not yet used."""
+    tag = _safe_part(language.replace("/", "_"))
+    candidate = relative.with_name(f"{relative.stem}.txt")
+    number = 1
+    while candidate.as_posix().casefold() in used:  # case-insensitive disks too
+        number += 1
+        suffix = f"{tag}.txt" if number == 2 else f"{tag}.{number - 1}.txt"
+        candidate = relative.with_name(f"{relative.name}.{suffix}")
+    used.add(candidate.as_posix().casefold())
+    return candidate
+
+
 def common_local_root(sources: Iterable[str]) -> str | None:
-    """The deepest folder holding every local source (None when there is none)."""
-    folders = {os.path.dirname(s) for s in sources if "://" not in s}
-    return os.path.commonpath(folders) if folders else None
+    """The deepest folder holding every local source (None when there is none); streamed."""
+    root: str | None = None
+    for source in sources:
+        if "://" in source:
+            continue
+        folder = os.path.dirname(source)
+        if root is None:
+            root = folder
+        elif folder != root and not folder.startswith(root.rstrip("/") + "/"):
+            root = os.path.commonpath([root, folder])
+    return root
 
 
 def transcript_path(source: str, *, local_root: str | None) -> PurePosixPath:

@@ -127,10 +127,11 @@ def _second_look(
         try:
             second = os.stat(path)
         except OSError:
-            skipped.append(SkippedFile(path, "removed while listing"))
+            skipped.append(SkippedFile(printable(path), "removed while listing"))
             continue
         if (second.st_size, second.st_mtime_ns) != (first.st_size, first.st_mtime_ns):
-            skipped.append(SkippedFile(path, "still being written (changed while listing)"))
+            reason = "still being written (changed while listing)"
+            skipped.append(SkippedFile(printable(path), reason))
             continue
         files.append(SourceFile(path, second.st_size, str(second.st_mtime_ns)))
     return files

@@ -29,8 +29,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-ITEM_STATUSES = ("pending", "processing", "done", "failed", "skipped")
-CHUNK_STATUSES = ("done", "failed", "silent")
+from storage.records import CHUNK_STATUSES, ITEM_STATUSES
+
+__all__ = ["CHUNK_STATUSES", "ITEM_STATUSES", "RUN_COUNT_COLUMNS", "Base", "Chunk", "Item", "Run"]
 
 # Stable constraint names, so migrations can drop and alter them on every dialect.
 NAMING_CONVENTION = {
@@ -101,7 +102,7 @@ class Item(Base):
     lease_owner: Mapped[str | None] = mapped_column(String(255))
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     text: Mapped[str | None] = mapped_column(Text)
-    extras: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    extras: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     chunk_count: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -146,7 +147,7 @@ class Run(Base):
     skipped: Mapped[int] = mapped_column(Integer, default=0)
     requests: Mapped[int] = mapped_column(Integer, default=0)
     retries: Mapped[int] = mapped_column(Integer, default=0)
-    other_counts: Mapped[dict[str, int] | None] = mapped_column(JSON)
+    other_counts: Mapped[dict[str, int] | None] = mapped_column(JSON(none_as_null=True))
 
 
 RUN_COUNT_COLUMNS = ("files", "done", "failed", "skipped", "requests", "retries")

@@ -124,6 +124,11 @@ class Queries:
         for row in self._session.execute(query.execution_options(yield_per=1000)):
             yield _export_row(row)
 
+    def source_uris(self) -> Iterator[str]:
+        """Every item's source URI (all statuses and languages, duplicates possible), streamed."""
+        query = select(Item.source_uri).execution_options(yield_per=5000)
+        yield from self._session.scalars(query)
+
     def latest_runs(self, *, limit: int = 5) -> list[RunRecord]:
         """The latest runs, newest first."""
         rows = self._session.execute(

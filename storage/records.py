@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+ITEM_STATUSES = ("pending", "processing", "done", "failed", "skipped")
+CHUNK_STATUSES = ("done", "failed", "silent")
+
 
 @dataclass(frozen=True)
 class ItemRecord:

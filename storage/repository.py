@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Row, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -29,6 +29,10 @@ from storage.records import (
     SourceFile,
     StatusCount,
 )
+
+if TYPE_CHECKING:
+    # id, source_uri, source_version, size_bytes, status, lease_expires_at
+    KnownItem: TypeAlias = Row[int, str, str, int, str, datetime | None]
 
 __all__ = [
     "ChunkRecord",
@@ -52,33 +56,29 @@ class Repository(Claims):
     """Queries and updates of items, chunks and runs inside one session."""
 
     def register_items(self, files: Sequence[SourceFile], *, language: str) -> RegisterResult:
-        """Upsert listed files: new -> pending; a changed version sends the item back to pending.
+        """Upsert listed files: new -> pending; changed -> back to pending.
 
-        An item being processed keeps its old version, so the next listing sees the change
-        again once that worker is done. The old sha256 and chunks stay until re-fingerprinted.
+        A file is changed when its version (mtime or ETag) or its size differs. An item
+        being processed under a live lease keeps its old version, so the next listing
+        sees the change again once that worker is done; under an expired lease it goes
+        back to pending with the new version (its late worker then gets LeaseLost).
+        The old sha256 and chunks stay until re-fingerprinted.
         """
         by_uri = {f.uri: f for f in files}
         new = changed = unchanged = 0
         now = utc_now()
         for batch in batches(list(by_uri), self._uri_batch_size()):
-            known = {
-                row.source_uri: row
-                for row in self._session.execute(
-                    select(Item.id, Item.source_uri, Item.source_version, Item.status).where(
-                        Item.language == language, self._uri_in(batch)
-                    )
-                )
-            }
+            known = self._known_items(batch, language=language)
             inserts, updates = [], []
             for uri in batch:
                 listed, row = by_uri[uri], known.get(uri)
                 if row is None:
                     inserts.append(_new_item(listed, language=language, now=now))
-                elif row.source_version == listed.version:
+                elif (row.source_version, row.size_bytes) == (listed.version, listed.size_bytes):
                     unchanged += 1
                 else:
                     changed += 1
-                    if row.status != "processing":
+                    if not _leased(row, now=now):
                         updates.append(_back_to_pending(row.id, listed, now=now))
             if inserts:
                 ours = self._insert_new_items(inserts)
@@ -86,6 +86,20 @@ class Repository(Claims):
             if updates:
                 self._session.execute(update(Item), updates)
         return RegisterResult(new=new, changed=changed, unchanged=unchanged)
+
+    def _known_items(self, uris: Sequence[str], *, language: str) -> dict[str, KnownItem]:
+        """What registering compares a listing with, by source URI."""
+        rows = self._session.execute(
+            select(
+                Item.id,
+                Item.source_uri,
+                Item.source_version,
+                Item.size_bytes,
+                Item.status,
+                Item.lease_expires_at,
+            ).where(Item.language == language, self._uri_in(uris))
+        )
+        return {row.source_uri: row for row in rows}
 
     def _insert_new_items(self, rows: list[dict[str, Any]]) -> int:
         """Insert items another run may be registering at this moment; returns how many were ours.
@@ -140,11 +154,9 @@ class Repository(Claims):
     def set_fingerprint(self, item_id: int, *, sha256: str, size_bytes: int, owner: str) -> None:
         """Record the content fingerprint; different content drops the old chunks. LeaseLost."""
         row = self._session.execute(
-            select(Item.sha256, Item.status, Item.lease_owner)
-            .where(Item.id == item_id)
-            .with_for_update()
+            select(Item.sha256).where(Item.id == item_id, held_by(owner)).with_for_update()
         ).one_or_none()
-        if row is None or row.status != "processing" or row.lease_owner != owner:
+        if row is None:
             raise LeaseLost(f"item {item_id} is no longer held by this worker")
         if row.sha256 is not None and row.sha256 != sha256:
             self.reset_chunks(item_id)
@@ -163,6 +175,7 @@ class Repository(Claims):
         self,
         item_id: int,
         *,
+        owner: str,
         index: int,
         start_ms: int,
         end_ms: int,
@@ -173,7 +186,13 @@ class Repository(Claims):
         txn_id: str | None = None,
         latency_ms: float | None = None,
     ) -> None:
-        """Insert or replace one chunk's result; commit right after (one chunk, one transaction)."""
+        """Insert or replace one chunk's result while `owner` holds the item; else LeaseLost.
+
+        The item row is locked first, so a new owner's set_fingerprint (which drops the
+        chunks of changed content) cannot interleave with this write. Commit right
+        after: one chunk, one transaction.
+        """
+        self._require_held(item_id, owner=owner)
         values = {
             "item_id": item_id,
             "index": index,
@@ -194,6 +213,14 @@ class Repository(Claims):
             set_={k: upsert.excluded[k] for k in values if k not in ("item_id", "index")},
         )
         self._session.execute(statement)
+
+    def _require_held(self, item_id: int, *, owner: str) -> None:
+        """Lock the item's row if `owner` holds it; raise LeaseLost otherwise."""
+        held = self._session.scalar(
+            select(Item.id).where(Item.id == item_id, held_by(owner)).with_for_update()
+        )
+        if held is None:
+            raise LeaseLost(f"item {item_id} is no longer held by this worker")
 
     def finish_item(
         self,
@@ -334,7 +361,14 @@ def _new_unreadable_item(
     }
 
 
+def _leased(row: KnownItem, *, now: datetime) -> bool:
+    """A worker holds the item under a lease that has not expired."""
+    expires = row.lease_expires_at
+    return bool(row.status == "processing" and expires is not None and expires > now)
+
+
 def _back_to_pending(item_id: int, listed: SourceFile, *, now: datetime) -> dict[str, Any]:
+    """Changed content: forget the old result (the sha256 stays until re-fingerprinted)."""
     return {
         "id": item_id,
         "source_version": listed.version,
@@ -346,6 +380,9 @@ def _back_to_pending(item_id: int, listed: SourceFile, *, now: datetime) -> dict
         "retryable": False,
         "next_attempt_at": None,
         "text": None,
+        "duration_ms": None,
+        "chunk_count": None,
+        "extras": None,
         "done_at": None,
         "updated_at": now,
         **cleared_lease(),

@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import json
 import re
+import sqlite3
 import stat
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -193,3 +195,65 @@ def test_status_on_a_terminal_draws_tables(
     assert "Latest failures" in shown
     assert "Audio done: 1.75 h" in shown
     assert "\t" not in shown
+
+
+def fill(tmp_path: Path, outcomes: dict[str, str], *, message: str = "refused") -> None:
+    """Items with these sources, each finished with its text, or failed when text is None."""
+    store = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
+    with store.repository() as repo:
+        repo.register_items([SourceFile(u, 10, "v1") for u in outcomes], language=LANG)
+        items = repo.claim_batch(owner="w", language=None, limit=len(outcomes), lease_s=60)
+    with store.repository() as repo:
+        for item in items:
+            text = outcomes[item.source_uri]
+            if text:
+                repo.finish_item(item.id, owner="w", text=text, duration_ms=1,
+                                 chunk_count=1, extras={})  # fmt: skip
+            else:
+                repo.fail_item(item.id, owner="w", error_kind="request_rejected",
+                               message=message, retryable=False, next_attempt_at=None)  # fmt: skip
+    store.dispose()
+
+
+def test_txt_layout_does_not_change_with_status(runner: CliRunner, tmp_path: Path) -> None:
+    archive = tmp_path / "archive"
+    fill(tmp_path, {str(archive / "x" / "deep" / "one.wav"): "one", str(archive / "y.wav"): ""})
+    for status in ([], ["--status", "done"]):
+        out = tmp_path / f"out{len(status)}"
+        result = runner.invoke(app, ["export", "--format", "txt", "--out", str(out), *status])
+        assert result.exit_code == 0, result.output
+        assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.txt")) == [
+            "x/deep/one.txt"
+        ]
+
+
+def test_plain_status_escapes_control_characters(runner: CliRunner, tmp_path: Path) -> None:
+    source = str(tmp_path / "tab\there" / "new\nline.wav")
+    fill(tmp_path, {source: ""}, message="first\tcell\r\nsecond \x1b[31mred\u2028end")
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    failure = lines[lines.index("latest failures:") + 1 :]
+    assert len(failure) == 1
+    assert failure[0].count("\t") == 5
+    shown_source, _, _, _, _, shown_message = failure[0].split("\t")
+    assert shown_source == source.replace("\t", "\\t").replace("\n", "\\n")
+    assert shown_message == "first\\tcell\\r\\nsecond \\u001b[31mred\\u2028end"
+
+
+def test_status_does_not_wait_behind_a_writer(
+    runner: CliRunner, filled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEDASR_STORAGE__BUSY_TIMEOUT_MS", "3000")
+    writer = sqlite3.connect(tmp_path / "medasr.db", isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")  # a flow run in the middle of a claim
+        writer.execute("UPDATE items SET attempts = attempts + 1")
+        started = time.monotonic()
+        result = runner.invoke(app, ["status"])
+        elapsed = time.monotonic() - started
+    finally:
+        writer.close()
+    assert result.exit_code == 0, result.output
+    assert "en-IN\tdone\t3\t1.50" in result.stdout.splitlines()
+    assert elapsed < 2

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -163,6 +165,32 @@ def test_sqlite_writer_waits_then_gives_up_transiently(tmp_path: Path) -> None:
     finally:
         holder.dispose()
         waiter.dispose()
+
+
+def test_opening_and_reading_do_not_wait_behind_a_sqlite_writer(tmp_path: Path) -> None:
+    path = tmp_path / "medasr.db"
+    url = sqlite_url(path)
+    store = open_store(url)
+    with store.repository() as repo:
+        repo.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
+    store.dispose()
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        writer.execute("UPDATE items SET attempts = attempts + 1")
+        started = time.monotonic()
+        reader = open_store(url, busy_timeout_ms=3000)  # a wait would end in StoreUnavailable
+        try:
+            with reader.repository(read_only=True) as repo:
+                counts = repo.status_counts()
+                repo.list_failures(limit=5)
+        finally:
+            reader.dispose()
+        assert time.monotonic() - started < 2
+        assert [(c.status, c.items) for c in counts] == [("pending", 1)]
+    finally:
+        writer.rollback()
+        writer.close()
 
 
 def test_older_sqlite_file_is_upgraded_when_opened(tmp_path: Path) -> None:

@@ -6,7 +6,9 @@ import hashlib
 import os
 import pickle
 import shutil
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -143,6 +145,38 @@ def test_a_file_that_changes_between_two_looks_is_skipped(tmp_path: Path) -> Non
     files = local_files._second_look([(str(path), first)], skipped=skipped)
     assert files == []
     assert "changed while listing" in skipped[0].reason
+
+
+def test_a_file_growing_while_listed_is_skipped(tmp_path: Path) -> None:
+    """A recorder appending in the background: when the two looks differ, it is not listed."""
+    growing = put(tmp_path, "a-growing.wav", b"RIFF")  # looked at first, and again last
+    others = [str(put(tmp_path, f"b-{i:04d}.wav")) for i in range(1000)]
+    writing, stop = threading.Event(), threading.Event()
+
+    def append() -> None:
+        with growing.open("ab", buffering=0) as handle:
+            while not stop.is_set():
+                handle.write(b"\0")  # one byte at a time: no dirty-page throttling
+                writing.set()
+
+    writer = threading.Thread(target=append, daemon=True)
+    switch_s = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)  # let the writer in while the listing holds the GIL
+    writer.start()
+    try:
+        assert writing.wait(5)
+        listings = [list_audio(str(tmp_path), settle_s=0) for _ in range(5)]
+    finally:
+        stop.set()
+        writer.join(5)
+        sys.setswitchinterval(switch_s)
+    why = [reasons(listing).get(str(growing)) for listing in listings]
+    # A scheduler may pause the writer for a whole listing; it cannot pause it for five.
+    assert "still being written (changed while listing)" in why
+    for listing, reason in zip(listings, why, strict=True):
+        assert [u for u in uris(listing) if u != str(growing)] == others
+        assert (str(growing) in uris(listing)) == (reason is None)
+    assert uris(list_audio(str(tmp_path), settle_s=0))[0] == str(growing)  # once it stops
 
 
 def test_symbolic_link_loops_are_survived(tmp_path: Path) -> None:

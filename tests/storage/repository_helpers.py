@@ -1,0 +1,71 @@
+"""Helpers shared by the repository suites (test_repository_*.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from storage.database import Store
+from storage.records import ItemRecord
+from storage.sources import SourceFile
+
+LANG = "en-IN"
+
+
+def listed(count: int, *, version: str = "v1", prefix: str = "/archive") -> list[SourceFile]:
+    return [SourceFile(f"{prefix}/file-{i:05d}.wav", 1000 + i, version) for i in range(count)]
+
+
+def register(store: Store, files: list[SourceFile], language: str = LANG) -> None:
+    with store.repository() as repo:
+        repo.register_items(files, language=language)
+
+
+def claim(store: Store, owner: str = "w1", limit: int = 10, **kwargs) -> list[ItemRecord]:
+    kwargs.setdefault("language", LANG)
+    kwargs.setdefault("lease_s", 60)
+    with store.repository() as repo:
+        return repo.claim_batch(owner=owner, limit=limit, **kwargs)
+
+
+def get(store: Store, item_id: int) -> ItemRecord:
+    with store.repository(read_only=True) as repo:
+        item = repo.get_item(item_id)
+    assert item is not None
+    return item
+
+
+def finish(store: Store, item: ItemRecord, owner: str = "w1", text: str = "hello") -> None:
+    with store.repository() as repo:
+        repo.finish_item(
+            item.id, owner=owner, text=text, duration_ms=1500, chunk_count=1, extras={}
+        )
+
+
+def record(
+    store: Store, item_id: int, index: int, text: str, status: str = "done", owner: str = "w1"
+) -> None:
+    with store.repository() as repo:
+        repo.record_chunk_result(
+            item_id,
+            owner=owner,
+            index=index,
+            start_ms=index * 1000,
+            end_ms=(index + 1) * 1000,
+            size_bytes=32_044,
+            text=text,
+            status=status,
+            txn_id=f"txn-{index}",
+            latency_ms=12.5,
+        )
+
+
+def fail(store: Store, item: ItemRecord, *, retryable: bool, at: datetime | None) -> None:
+    with store.repository() as repo:
+        repo.fail_item(
+            item.id,
+            owner=item.lease_owner or "w1",
+            error_kind="service_unavailable" if retryable else "request_rejected",
+            message="503 from the service" if retryable else "400 from the service",
+            retryable=retryable,
+            next_attempt_at=at,
+        )

@@ -1,0 +1,66 @@
+"""The .txt tree: a layout that does not depend on the rows chosen, and no overwrites."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from storage.export import common_local_root, write_txt_tree
+from storage.records import ExportRow
+
+
+def row(source: str, text: str, language: str = "hi") -> ExportRow:
+    return ExportRow(
+        source=source,
+        language=language,
+        status="done",
+        text=text,
+        error_kind=None,
+        error_message=None,
+        duration_ms=1,
+        chunks=1,
+        attempts=1,
+        sha256=None,
+        updated_at=datetime.now(UTC),
+    )
+
+
+def written(out: Path) -> dict[str, str]:
+    return {
+        p.relative_to(out).as_posix(): p.read_text(encoding="utf-8")
+        for p in out.rglob("*")
+        if p.is_file()
+    }
+
+
+def test_common_local_root_ignores_buckets_and_streams() -> None:
+    sources = iter(["/data/a/x.wav", "s3://b/k.wav", "/data/a/b/y.wav", "/data/ab/z.wav"])
+    assert common_local_root(sources) == "/data"
+    assert common_local_root(["/data/a/x.wav", "/data/a/b/y.wav"]) == "/data/a"
+    assert common_local_root(["/x.wav", "/data/y.wav"]) == "/"
+    assert common_local_root(["s3://b/k.wav"]) is None
+
+
+def test_the_layout_follows_the_given_root_not_the_rows(tmp_path: Path) -> None:
+    rows = [row("/archive/day1/deep/one.wav", "one")]
+    write_txt_tree(rows, tmp_path / "out", local_root="/archive")
+    assert written(tmp_path / "out") == {"day1/deep/one.txt": "one\n"}
+
+
+def test_renamed_transcripts_never_overwrite_one_another(tmp_path: Path) -> None:
+    rows = [
+        row("/archive/bucket/key/d.wav", "local en", language="en-IN"),
+        row("/archive/bucket/key/d.wav", "local hi"),
+        row("/archive/x.wav", "x"),
+        row("s3://bucket/key/d.wav", "bucket hi"),  # d.txt and d.wav.hi.txt are taken
+        row("s3://bucket/key/D.wav", "upper"),  # d.txt on a case-insensitive disk
+    ]
+    count = write_txt_tree(rows, tmp_path / "out", local_root="/archive")
+    assert count == 5
+    assert written(tmp_path / "out") == {
+        "bucket/key/d.txt": "local en\n",
+        "bucket/key/d.wav.hi.txt": "local hi\n",
+        "x.txt": "x\n",
+        "bucket/key/d.wav.hi.2.txt": "bucket hi\n",
+        "bucket/key/D.wav.hi.3.txt": "upper\n",
+    }

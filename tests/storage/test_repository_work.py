@@ -1,0 +1,322 @@
+"""The repository contract, on SQLite and on PostgreSQL alike: one item's work and queries."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from storage.database import Store
+from storage.errors import LeaseLost
+from tests.storage.repository_helpers import (
+    LANG,
+    claim,
+    fail,
+    finish,
+    get,
+    listed,
+    record,
+    register,
+)
+
+# --- one item's work -----------------------------------------------------------------
+
+
+def test_chunk_results_are_kept_and_replaced(store: Store) -> None:
+    register(store, listed(1))
+    [item] = claim(store)
+    record(store, item.id, 0, "first")
+    record(store, item.id, 1, "", status="silent")
+    record(store, item.id, 2, "", status="failed")
+    record(store, item.id, 0, "first again")
+    with store.repository(read_only=True) as repo:
+        chunks = repo.done_chunks(item.id)
+    assert sorted(chunks) == [0, 1]
+    assert chunks[0].text == "first again"
+    assert (chunks[0].start_ms, chunks[0].end_ms, chunks[0].txn_id) == (0, 1000, "txn-0")
+    assert chunks[0].latency_ms == 12.5
+    assert chunks[1].status == "silent"
+
+
+def test_a_committed_chunk_survives_a_later_failure(store: Store) -> None:
+    register(store, listed(1))
+    [item] = claim(store)
+    record(store, item.id, 0, "kept")
+    with pytest.raises(RuntimeError), store.repository() as repo:  # noqa: PT012
+        repo.record_chunk_result(
+            item.id, owner="w1", index=1, start_ms=1000, end_ms=2000, size_bytes=1, text="lost"
+        )
+        raise RuntimeError("crash before commit")
+    with store.repository(read_only=True) as repo:
+        assert sorted(repo.done_chunks(item.id)) == [0]
+
+
+def test_repository_commit_ends_the_transaction(store: Store) -> None:
+    register(store, listed(1))
+    [item] = claim(store)
+    with pytest.raises(RuntimeError), store.repository() as repo:  # noqa: PT012
+        repo.record_chunk_result(
+            item.id, owner="w1", index=0, start_ms=0, end_ms=1, size_bytes=1, text="a"
+        )
+        repo.commit()
+        raise RuntimeError("crash after commit")
+    with store.repository(read_only=True) as repo:
+        assert sorted(repo.done_chunks(item.id)) == [0]
+
+
+@pytest.mark.parametrize(
+    ("new_sha", "chunks_left"), [("a" * 64, [0, 1]), ("b" * 64, [])], ids=["same", "changed"]
+)
+def test_fingerprint_change_drops_old_chunks(store: Store, new_sha: str, chunks_left) -> None:
+    register(store, listed(1))
+    [item] = claim(store)
+    with store.repository() as repo:
+        repo.set_fingerprint(item.id, sha256="a" * 64, size_bytes=10, owner="w1")
+    record(store, item.id, 0, "x")
+    record(store, item.id, 1, "y")
+    with store.repository() as repo:
+        repo.set_fingerprint(item.id, sha256=new_sha, size_bytes=11, owner="w1")
+        assert sorted(repo.done_chunks(item.id)) == chunks_left
+    assert (get(store, item.id).sha256, get(store, item.id).size_bytes) == (new_sha, 11)
+
+
+def test_reset_chunks_forgets_them(store: Store) -> None:
+    register(store, listed(1))
+    [item] = claim(store)
+    record(store, item.id, 0, "x")
+    with store.repository() as repo:
+        repo.reset_chunks(item.id)
+        assert repo.done_chunks(item.id) == {}
+
+
+def test_finish_records_transcript_and_extras(store: Store) -> None:
+    register(store, listed(1))
+    [item] = claim(store)
+    with store.repository() as repo:
+        repo.finish_item(
+            item.id,
+            owner="w1",
+            text="patient is stable",
+            duration_ms=61_000,
+            chunk_count=2,
+            extras={"txn_ids": ["t1", "t2"], "audio_duration": 61.0},
+        )
+    done = get(store, item.id)
+    assert (done.status, done.text, done.duration_ms, done.chunk_count) == (
+        "done",
+        "patient is stable",
+        61_000,
+        2,
+    )
+    assert done.extras == {"txn_ids": ["t1", "t2"], "audio_duration": 61.0}
+    assert done.lease_owner is None
+    assert done.lease_expires_at is None
+    assert done.done_at is not None
+    assert done.done_at.tzinfo is not None
+
+
+@pytest.mark.parametrize("action", ["finish", "skip", "fail", "fingerprint", "chunk"])
+def test_work_by_a_worker_without_the_lease_raises_lease_lost(store: Store, action: str) -> None:
+    register(store, listed(1))
+    [item] = claim(store, owner="w1")
+    with pytest.raises(LeaseLost), store.repository() as repo:  # noqa: PT012
+        if action == "finish":
+            repo.finish_item(
+                item.id, owner="w2", text="", duration_ms=None, chunk_count=0, extras={}
+            )
+        elif action == "skip":
+            repo.skip_item(item.id, owner="w2", reason_kind="silent", reason="silent")
+        elif action == "fail":
+            repo.fail_item(
+                item.id,
+                owner="w2",
+                error_kind="x",
+                message="x",
+                retryable=True,
+                next_attempt_at=None,
+            )
+        elif action == "fingerprint":
+            repo.set_fingerprint(item.id, sha256="c" * 64, size_bytes=1, owner="w2")
+        else:
+            repo.record_chunk_result(
+                item.id, owner="w2", index=0, start_ms=0, end_ms=1, size_bytes=1, text="x"
+            )
+    assert get(store, item.id).status == "processing"
+    with store.repository(read_only=True) as repo:
+        assert repo.done_chunks(item.id) == {}
+
+
+def test_a_worker_that_lost_its_lease_cannot_write_a_chunk(store: Store) -> None:
+    register(store, listed(1))
+    start = datetime.now(UTC)
+    [late] = claim(store, owner="w1", lease_s=5, now=start - timedelta(seconds=60))
+    with store.repository() as repo:
+        repo.set_fingerprint(late.id, sha256="a" * 64, size_bytes=10, owner="w1")
+    record(store, late.id, 0, "old content", owner="w1")
+    [taken] = claim(store, owner="w2", now=start)  # w1's lease had expired
+    with store.repository() as repo:  # the content changed: the old chunks go
+        repo.set_fingerprint(taken.id, sha256="b" * 64, size_bytes=11, owner="w2")
+    with pytest.raises(LeaseLost):
+        record(store, late.id, 1, "old content, later chunk", owner="w1")
+    record(store, taken.id, 0, "new content", owner="w2")
+    with store.repository(read_only=True) as repo:
+        chunks = repo.done_chunks(taken.id)
+    assert {i: c.text for i, c in chunks.items()} == {0: "new content"}
+
+
+@pytest.mark.parametrize("settle", ["finished", "released", "changed"])
+def test_no_chunk_is_written_for_an_item_no_longer_processing(store: Store, settle: str) -> None:
+    register(store, listed(1))
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    [item] = claim(store, owner="w1", lease_s=5, now=an_hour_ago)  # expired, not taken over
+    if settle == "finished":
+        finish(store, item, owner="w1")
+    elif settle == "released":
+        with store.repository() as repo:
+            repo.release_items([item.id], owner="w1")
+    else:
+        register(store, listed(1, version="v2"))  # changed under an expired lease: pending
+    with pytest.raises(LeaseLost):
+        record(store, item.id, 0, "late", owner="w1")
+    with store.repository(read_only=True) as repo:
+        assert repo.done_chunks(item.id) == {}
+
+
+def test_lease_lost_is_transient() -> None:
+    assert LeaseLost("x").transient
+    assert LeaseLost.kind == "lease_lost"
+
+
+def test_find_done_with_sha(store: Store) -> None:
+    register(store, listed(2))
+    items = claim(store, limit=2)
+    with store.repository() as repo:
+        for item in items:
+            repo.set_fingerprint(item.id, sha256="d" * 64, size_bytes=5, owner="w1")
+    finish(store, items[0], text="once")
+    with store.repository(read_only=True) as repo:
+        found = repo.find_done_with_sha(sha256="d" * 64, language=LANG)
+        assert found is not None
+        assert found.id == items[0].id
+        assert found.text == "once"
+        assert repo.find_done_with_sha(sha256="d" * 64, language="hi") is None
+        assert repo.find_done_with_sha(sha256="e" * 64, language=LANG) is None
+
+
+def test_skip_records_reason_and_duration(store: Store) -> None:
+    register(store, listed(1))
+    [item] = claim(store)
+    with store.repository() as repo:
+        repo.skip_item(
+            item.id, owner="w1", reason_kind="silent_audio", reason="no speech", duration_ms=900
+        )
+    skipped = get(store, item.id)
+    assert (skipped.status, skipped.error_kind, skipped.error_message, skipped.duration_ms) == (
+        "skipped",
+        "silent_audio",
+        "no speech",
+        900,
+    )
+
+
+# --- failures and reruns -------------------------------------------------------------
+
+
+def test_requeue_failures_selects_due_retryable_under_the_limit(store: Store) -> None:
+    now = datetime.now(UTC)
+    register(store, listed(5))
+    a, b, c, d, e = claim(store, limit=5)
+    fail(store, a, retryable=True, at=now - timedelta(minutes=1))  # due
+    fail(store, b, retryable=True, at=now + timedelta(hours=1))  # not yet
+    fail(store, c, retryable=False, at=None)  # permanent
+    fail(store, d, retryable=True, at=None)  # due, but...
+    with store.repository() as repo:  # ...d has used its attempts
+        repo.requeue_failures(language=LANG, max_attempts=1, include_permanent=False, now=now)
+    assert get(store, d.id).status == "failed"
+    with store.repository() as repo:
+        count = repo.requeue_failures(
+            language=LANG, max_attempts=5, include_permanent=False, now=now
+        )
+    assert count == 2
+    assert [get(store, i.id).status for i in (a, b, c, d)] == [
+        "pending",
+        "failed",
+        "failed",
+        "pending",
+    ]
+    with store.repository() as repo:
+        assert (
+            repo.requeue_failures(language=None, max_attempts=5, include_permanent=True, now=now)
+            == 1
+        )
+    assert get(store, c.id).status == "pending"
+    assert get(store, e.id).status == "processing"
+    again = claim(store, limit=5)
+    assert {i.id for i in again} == {a.id, c.id, d.id}
+    assert all(i.attempts == 2 for i in again)
+
+
+def test_requeue_respects_language(store: Store) -> None:
+    register(store, listed(1), language="hi")
+    [item] = claim(store, language="hi")
+    fail(store, item, retryable=True, at=None)
+    with store.repository() as repo:
+        assert repo.requeue_failures(language="ta", max_attempts=5, include_permanent=True) == 0
+        assert repo.requeue_failures(language="hi", max_attempts=5, include_permanent=True) == 1
+
+
+def test_status_counts_failures_and_export(store: Store) -> None:
+    register(store, listed(4))
+    register(store, listed(1), language="hi")
+    a, b, c, _ = claim(store, limit=4)
+    finish(store, a, text="one")
+    finish(store, b, text="two")
+    fail(store, c, retryable=True, at=None)
+    with store.repository(read_only=True) as repo:
+        counts = {(s.language, s.status): (s.items, s.audio_ms) for s in repo.status_counts()}
+        failures = repo.list_failures(limit=5)
+        done_rows = list(repo.export_rows(status="done"))
+        all_rows = list(repo.export_rows())
+    assert counts == {
+        (LANG, "done"): (2, 3000),
+        (LANG, "failed"): (1, 0),
+        (LANG, "processing"): (1, 0),
+        ("hi", "pending"): (1, 0),
+    }
+    assert [f.id for f in failures] == [c.id]
+    assert failures[0].error_message == "503 from the service"
+    assert [r.text for r in done_rows] == ["one", "two"]
+    assert len(all_rows) == 5
+    assert all(r.updated_at.tzinfo is not None for r in all_rows)
+
+
+def test_list_failures_newest_first_and_limited(store: Store) -> None:
+    register(store, listed(3))
+    items = claim(store, limit=3)
+    for item in items:
+        fail(store, item, retryable=True, at=None)
+    with store.repository(read_only=True) as repo:
+        failures = repo.list_failures(limit=2)
+    assert [f.id for f in failures] == [items[2].id, items[1].id]
+
+
+def test_runs_record_counts(store: Store) -> None:
+    with store.repository() as repo:
+        run_id = repo.start_run(source="/archive", language=LANG)
+    with store.repository() as repo:
+        repo.finish_run(
+            run_id, counts={"files": 3, "done": 2, "failed": 1, "chunks": 7}, status="done"
+        )
+        [run] = repo.latest_runs(limit=1)
+    assert run.id == run_id
+    assert run.status == "done"
+    assert run.finished_at is not None
+    assert run.counts == {
+        "files": 3,
+        "done": 2,
+        "failed": 1,
+        "skipped": 0,
+        "requests": 0,
+        "retries": 0,
+        "chunks": 7,
+    }
