@@ -2,7 +2,8 @@
 
 Run from the repository root: `.venv/bin/python bench/audio_bench.py [--write-readme]`.
 Generates a 10-minute 44.1 kHz stereo tone dictation (noise and hum added), encodes it to
-mp3 and m4a, and times, on the same files in the same run (best of N):
+mp3 and m4a, and times, on the same files in the same run (best of N runs, the three
+methods taking turns so that they see the same machine load):
 
 * medasr: `iter_chunks(path, max_bytes=5_000_000)` consumed to the end;
 * ffmpeg: `ffmpeg -nostdin -threads 1 -i IN -ac 1 -ar 16000 OUT.wav` (the floor to match);
@@ -15,6 +16,7 @@ Peak memory (VmHWM of a fresh child process): medasr splitting a 2-hour mp3; pyd
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -26,7 +28,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -37,10 +39,9 @@ from tasks.audio import find_ffmpeg, iter_chunks
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "bench" / "README.md"
-DATE = "2026-11-21"
 SOURCE_S = 600
 LONG_COPIES = 12  # 12 x 10 minutes = 2 hours
-REPEATS = 5
+REPEATS = 5  # for each method: pydub's ~2.5 s per run keeps the whole script near a minute
 # fmt: off
 WORDS = ["patient", "presents", "with", "chest", "pain", "bp", "120/80", "plan", "aspirin",
          "325mg", "stat", "follow-up."]
@@ -53,14 +54,16 @@ Notes (from profiling):
   packet (836-byte writes: ~11,000 wake-ups of the reader per 10 minutes of mp3);
   `-flush_packets 0` makes them 32 KiB writes, and Python's own share of the time dropped
   from ~0.45 s to ~0.08 s per 10 minutes. What remains is the probe (one short ffmpeg run,
-  ~20 ms) and reading the pipe.
+  ~20 ms) and reading the pipe. Since then the probe is folded into the decode: one
+  ffmpeg process per file instead of two.
 * The 2x-over-pydub target has little headroom for m4a: pydub's ffmpeg run does not
   resample (audioop does it in C afterwards), so pydub takes only about 1.6-2.4x the plain
   ffmpeg command on these files, and medasr cannot be faster than ffmpeg's own decode.
   Wall times on this shared 2-core machine vary by +-30% from run to run.
   pydub's real cost is memory: it holds the whole decoded file (the table above; it grows
   with the recording's length), and it calls ffprobe, which imageio-ffmpeg does not ship,
-  unless `codec=` is given.
+  unless `codec=` is given. So pydub is not used at run time; this script is its only
+  user (it belongs in the dev extra).
 """
 
 CHILD_PREAMBLE = """
@@ -123,16 +126,6 @@ def make_sources(work: Path) -> dict[str, Path]:
     return paths
 
 
-def best_of(action: Callable[[], object], repeats: int) -> float:
-    """Shortest wall time of `repeats` runs, seconds."""
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return min(times)
-
-
 def time_one(path: Path, out: Path, *, fmt: str, codec: str) -> dict[str, float]:
     """Seconds for medasr, plain ffmpeg and pydub on one file."""
     with warnings.catch_warnings():  # pydub warns at import that ffmpeg is not on PATH
@@ -151,13 +144,16 @@ def time_one(path: Path, out: Path, *, fmt: str, codec: str) -> dict[str, float]
         return segment.set_frame_rate(16000).set_channels(1).export(str(out), format="wav")
 
     plain = lambda: subprocess.run(reference, check=True)  # noqa: E731
-    ours_s, plain_s, ours_cpu_s, plain_cpu_s = interleaved_best(ours, plain, REPEATS)
+    (ours_s, ours_cpu_s), (plain_s, plain_cpu_s), (pydub_s, pydub_cpu_s) = interleaved_best(
+        [ours, plain, pydub], REPEATS
+    )
     return {
         "ours": ours_s,
         "ffmpeg": plain_s,
-        "pydub": best_of(pydub, 2),
+        "pydub": pydub_s,
         "ours_cpu": ours_cpu_s,
         "ffmpeg_cpu": plain_cpu_s,
+        "pydub_cpu": pydub_cpu_s,
     }
 
 
@@ -171,19 +167,18 @@ def cpu_s() -> float:
 
 
 def interleaved_best(
-    first: Callable[[], object], second: Callable[[], object], repeats: int
-) -> tuple[float, float, float, float]:
-    """Best wall and CPU seconds of two actions run alternately (same machine load for both):
-    (first wall, second wall, first CPU, second CPU)."""
-    walls: tuple[list[float], list[float]] = ([], [])
-    cpus: tuple[list[float], list[float]] = ([], [])
+    actions: Sequence[Callable[[], object]], repeats: int
+) -> list[tuple[float, float]]:
+    """(best wall s, best CPU s) of each action, the actions run in turn `repeats` times."""
+    walls: list[list[float]] = [[] for _ in actions]
+    cpus: list[list[float]] = [[] for _ in actions]
     for _ in range(repeats):
-        for index, action in enumerate((first, second)):
+        for index, action in enumerate(actions):
             started, started_cpu = time.perf_counter(), cpu_s()
             action()
             walls[index].append(time.perf_counter() - started)
             cpus[index].append(cpu_s() - started_cpu)
-    return min(walls[0]), min(walls[1]), min(cpus[0]), min(cpus[1])
+    return [(min(wall), min(cpu)) for wall, cpu in zip(walls, cpus, strict=True)]
 
 
 def time_formats(paths: dict[str, Path], work: Path) -> list[dict[str, float | str]]:
@@ -219,7 +214,7 @@ def render(rows: list[dict[str, float | str]], peaks: dict[str, float]) -> str:
     lines = [
         "| input (10 min, 44.1 kHz stereo, 128 kbps) | medasr iter_chunks | plain ffmpeg to wav "
         "| pydub | speed vs ffmpeg (target >= 0.9) | speed vs pydub (target >= 2) "
-        "| CPU s medasr / ffmpeg |",
+        "| CPU s medasr / ffmpeg / pydub |",
         "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
@@ -228,7 +223,8 @@ def render(rows: list[dict[str, float | str]], peaks: dict[str, float]) -> str:
             f"| {row['kind']} | {ours:.2f} s ({SOURCE_S / ours:.0f}x realtime) "
             f"| {plain:.2f} s ({SOURCE_S / plain:.0f}x) | {pydub:.2f} s ({SOURCE_S / pydub:.0f}x) "
             f"| {plain / ours:.2f} | {pydub / ours:.1f} "
-            f"| {float(row['ours_cpu']):.2f} / {float(row['ffmpeg_cpu']):.2f} |"
+            f"| {float(row['ours_cpu']):.2f} / {float(row['ffmpeg_cpu']):.2f} "
+            f"/ {float(row['pydub_cpu']):.2f} |"
         )
     lines += [
         "",
@@ -262,11 +258,11 @@ def write_readme(body: str) -> None:
         "## Audio",
         "",
         "Command: `.venv/bin/python bench/audio_bench.py --write-readme` (from the repo root).",
-        f"Date: {DATE}. Machine: {machine()}.",
-        f"Best of {REPEATS} alternating runs for medasr and ffmpeg, best of 2 for pydub; all",
+        f"Date: {datetime.date.today().isoformat()}. Machine: {machine()}.",
+        f"Best of {REPEATS} runs of each method, medasr, ffmpeg and pydub taking turns; all",
         "on the same generated files in the same run. ffmpeg and medasr use the same",
-        "resampler (swr). CPU seconds count medasr's Python process and its ffmpeg runs;",
-        "unlike wall time they hardly move with the load of other work on the machine.",
+        "resampler (swr). CPU seconds count the Python process and the ffmpeg runs it waits",
+        "for (pydub's included); unlike wall time they hardly move with the machine's load.",
         "",
     ]
     section = "\n".join(header) + "\n" + body + "\n\n" + NOTES

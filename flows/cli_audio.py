@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from service.contract import SERVICE_MAX_UPLOAD_BYTES
-from tasks.audio import WAV_HEADER_BYTES, split_to_dir
+from tasks.audio import WAV_HEADER_BYTES, SplitResult, split_to_dir
 from tasks.errors import AudioError
 
 _MIN_MAX_BYTES = WAV_HEADER_BYTES + 2 * 16_000  # one second of 16 kHz mono s16
@@ -20,7 +20,11 @@ def split_command(
         Path, typer.Argument(metavar="INPUT", help="Recording to split (wav, mp3, m4a, ...).")
     ],
     out: Annotated[
-        Path, typer.Option("--out", help="Directory for chunk-0001.wav, ... (created).")
+        Path,
+        typer.Option(
+            "--out",
+            help="Directory for chunk-0001.wav, ... (created 0700; old chunk-NNNN.wav removed).",
+        ),
     ],
     max_bytes: Annotated[
         int,
@@ -32,7 +36,7 @@ def split_command(
 ) -> None:
     """Split one recording into chunks; print one JSON line per chunk."""
     try:
-        files = split_to_dir(input_path, out, max_bytes=max_bytes, min_pause_ms=min_pause_ms)
+        result = split_to_dir(input_path, out, max_bytes=max_bytes, min_pause_ms=min_pause_ms)
     except AudioError as exc:
         typer.echo(f"medasr: {exc}", err=True)
         raise typer.Exit(1) from exc
@@ -40,7 +44,17 @@ def split_command(
         reason = exc.strerror or type(exc).__name__
         typer.echo(f"medasr: cannot write chunks to {out}: {reason}", err=True)
         raise typer.Exit(1) from exc
-    for item in files:
+    _report(result, out=out)
+
+
+def _report(result: SplitResult, *, out: Path) -> None:
+    """The stale-chunk note on stderr, then one JSON line per chunk on stdout."""
+    if result.stale_removed:
+        typer.echo(
+            f"medasr: removed {result.stale_removed} chunk file(s) of an earlier split from {out}",
+            err=True,
+        )
+    for item in result.files:
         record = {
             "index": item.index,
             "path": str(item.path),

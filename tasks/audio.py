@@ -3,19 +3,27 @@
 `iter_chunks` streams: ffmpeg decodes from the path onto a pipe, chunks are cut as
 samples arrive, and memory holds about two chunks whatever the recording's length.
 Splitting follows DESIGN.md §4; the pause finder and its thresholds are in
-tasks/pauses.py, ffmpeg handling in tasks/ffmpeg.py. Nothing is written to disk
-except by `split_to_dir`, into the directory it is given.
+tasks/pauses.py, ffmpeg handling in tasks/ffmpeg.py and tasks/decoder.py (one ffmpeg
+run per file: it describes the input, then decodes it). Nothing is written to disk
+except by `split_to_dir`, into the directory it is given (folder 0700, files 0600).
 
-Errors (tasks/errors.py) found before decoding (missing, empty, not audio, truncated
-per its header, unsupported) are raised before the first chunk. Damage that only the
-decode reveals is raised when the decoder reaches the end, before the last chunk is
-yielded; the chunks yielded before it were sound. A recording in which every chunk is
-silent raises SilentAudio after its (silent) chunks.
+Errors (tasks/errors.py) found before the first sample (missing, empty, not audio,
+truncated per its header, unsupported) are raised before the first chunk. Damage that
+only the decode reveals is raised when the decoder reaches the end, before the last
+chunk is yielded; the chunks yielded before it were sound. A recording in which every
+chunk is silent raises SilentAudio after its (silent) chunks.
+
+Libraries: soundfile writes each chunk's WAV (header and samples, in memory). pydub is
+not used at run time: it holds the whole decoded recording in memory (gigabytes for a
+long dictation) and calls ffprobe, which the imageio-ffmpeg wheel does not ship; only
+bench/audio_bench.py imports it, as the reference to beat.
 """
 
 from __future__ import annotations
 
 import io
+import os
+import re
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +36,21 @@ from service.contract import chunk_filename
 from tasks.errors import AudioError, CorruptAudio, EmptyAudio, SilentAudio
 from tasks.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, find_ffmpeg, probe_audio
 from tasks.native_wav import open_pcm_source
-from tasks.pauses import FRAME_SAMPLES, LevelHistogram, choose_cut, frame_levels_db, is_silent
+from tasks.pauses import (
+    FRAME_SAMPLES,
+    LevelHistogram,
+    Thresholds,
+    choose_cut,
+    frame_levels_db,
+    is_silent,
+    is_steady_sound,
+)
 
 __all__ = [
     "AudioInfo",
     "Chunk",
     "ChunkFile",
+    "SplitResult",
     "find_ffmpeg",
     "is_all_silent",
     "iter_chunks",
@@ -45,6 +62,7 @@ _READ_SAMPLES = 128 * 1024
 _MIN_CHUNK_SAMPLES = OUTPUT_SAMPLE_RATE_HZ  # a cap under one second of audio is a mistake
 _PROBE_TIMEOUT_S = 60.0
 _MIN_SPEECH_MS = 250  # shorter than one spoken syllable
+_CHUNK_NAME = re.compile(r"chunk-[0-9]{4}\.wav")  # chunk_filename's form; nothing else is ours
 
 
 def _wav_bytes(samples: npt.NDArray[np.int16]) -> bytes:
@@ -79,6 +97,14 @@ class ChunkFile:
     start_ms: int
     end_ms: int
     bytes: int
+
+
+@dataclass(frozen=True)
+class SplitResult:
+    """What `split_to_dir` did: the chunks written, and how many stale ones it deleted."""
+
+    files: list[ChunkFile]
+    stale_removed: int  # chunk-NNNN.wav files of an earlier split
 
 
 def max_chunk_samples(max_bytes: int) -> int:
@@ -222,16 +248,24 @@ def iter_chunks(
     if last is not None:
         yield last
     if not cutter.heard_speech:
-        raise SilentAudio(_silence_message(path, samples=cutter.start), path=str(path))
+        message = _silence_message(
+            path, samples=cutter.start, thresholds=cutter.histogram.thresholds()
+        )
+        raise SilentAudio(message, path=str(path))
 
 
-def _silence_message(path: Path, *, samples: int) -> str:
-    """Why nothing was sent: silence, or too little audio for any word (under 1/4 s)."""
+def _silence_message(path: Path, *, samples: int, thresholds: Thresholds) -> str:
+    """Why nothing was sent: too short for a word (under 1/4 s), a steady sound, or silence."""
     duration_ms = samples * 1000 // OUTPUT_SAMPLE_RATE_HZ
     if duration_ms < _MIN_SPEECH_MS:
         return (
             f"no speech in {path}: the recording lasts {duration_ms} ms, "
             "too short to hold a word (treated as silent)"
+        )
+    if is_steady_sound(thresholds):
+        return (
+            f"no speech in {path}: a steady tone, hum or noise at about "
+            f"{thresholds.speech_db:.0f} dBFS with no variation in level"
         )
     return f"no speech in {path}: the whole recording is silent"
 
@@ -243,18 +277,23 @@ def is_all_silent(chunks: Iterable[Chunk]) -> bool:
 
 def split_to_dir(
     path: Path, out_dir: Path, *, max_bytes: int, min_pause_ms: int = 250
-) -> list[ChunkFile]:
-    """Write chunk-0001.wav, ... into `out_dir` (created at the first chunk if missing).
+) -> SplitResult:
+    """Write chunk-0001.wav, ... (0600) into `out_dir` (made 0700 if missing) at the first chunk.
 
-    Raises AudioError subclasses; on any error the chunk files written so far are removed.
+    The chunk-NNNN.wav files of an earlier split are deleted first, nothing else in the
+    folder is touched. Raises AudioError subclasses or OSError; on any error the chunk
+    files written so far are removed.
     """
     written: list[ChunkFile] = []
+    stale = 0
     try:
         for chunk in iter_chunks(path, max_bytes=max_bytes, min_pause_ms=min_pause_ms):
             if chunk.index == 1:
-                out_dir.mkdir(parents=True, exist_ok=True)
+                # Only once the input is known to decode: bad input leaves the folder as it was.
+                make_private_dirs(out_dir)
+                stale = remove_stale_chunks(out_dir)
             target = out_dir / chunk_filename(chunk.index)
-            target.write_bytes(chunk.wav)
+            write_private_file(target, chunk.wav)
             written.append(
                 ChunkFile(chunk.index, target, chunk.start_ms, chunk.end_ms, len(chunk.wav))
             )
@@ -262,4 +301,34 @@ def split_to_dir(
         for item in written:
             item.path.unlink(missing_ok=True)
         raise
-    return written
+    return SplitResult(files=written, stale_removed=stale)
+
+
+def make_private_dirs(folder: Path) -> None:
+    """Create `folder` and its missing parents with mode 0700; raises OSError."""
+    missing: list[Path] = []
+    while not folder.is_dir():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    for level in reversed(missing):
+        level.mkdir(mode=0o700, exist_ok=True)  # the umask can only take bits away
+
+
+def remove_stale_chunks(folder: Path) -> int:
+    """Delete the chunk-NNNN.wav files (exactly that name form) in `folder`; the count."""
+    removed = 0
+    for entry in folder.iterdir():
+        if _CHUNK_NAME.fullmatch(entry.name) and not entry.is_dir():
+            entry.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def write_private_file(target: Path, data: bytes) -> None:
+    """Write `data` to a new file only its owner can read (0600); OSError if it exists."""
+    # O_EXCL: a file left in place (or a symlink planted there) keeps its own, wider mode.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with os.fdopen(os.open(target, flags, 0o600), "wb") as handle:
+        handle.write(data)

@@ -1,27 +1,28 @@
 """WAVs already in the output format (16 kHz mono PCM s16le) are read as they are, without ffmpeg.
 
-Decoding such a file is the identity, yet an ffmpeg probe and decode cost two process
-starts (about 50 ms of CPU per file here, more than reading a 15 s recording): on a
-backlog of short dictations that is the largest cost left. Anything else (another rate,
-stereo, 24-bit, float, RF64, a data chunk past the first 64 KiB) goes through ffmpeg.
-`open_pcm_source` is the one entry point: it returns ffmpeg's decoder or this reader.
+Decoding such a file is the identity, yet an ffmpeg run costs a process start and a
+pass through its decoder (tens of ms of CPU per file, more than reading a 15 s
+recording): on a backlog of short dictations that is the largest cost left. Anything
+else (another rate, stereo, 24-bit, float, RF64, a data chunk past the first 64 KiB)
+goes through ffmpeg. `open_pcm_source` is the one entry point: it returns ffmpeg's
+decoder (tasks/decoder.py) or this reader.
+
+A data size left as a placeholder (0 or 0xFFFFFFFF, written by streaming recorders)
+means "to the end of the file", except that chunks appended after the samples (LIST,
+id3 ) are recognized and left out; ffmpeg would decode them as a burst of noise.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from tasks.decoder import PcmDecoder
 from tasks.errors import AudioNotFound
-from tasks.ffmpeg import (
-    OUTPUT_SAMPLE_RATE_HZ,
-    AudioInfo,
-    PcmDecoder,
-    probe_with_confidence,
-    read_head,
-)
+from tasks.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, read_head
 from tasks.sniff import check_wav_header
 
 _PCM = 1
@@ -30,10 +31,16 @@ _EXTENSIBLE = 0xFFFE
 _PLACEHOLDER_SIZES = {0, 0xFFFFFFFF, 0x7FFFFFFF, 0x7FFFF000}
 
 
+_TAIL_BYTES = 64 * 1024  # trailing metadata chunks longer than this are not looked for
+# A chunk id: four printable ASCII characters, the first a letter (LIST, id3 , bext, cue ).
+_CHUNK_ID = re.compile(rb"(?=[A-Za-z][\x20-\x7e]{3})")
+
+
 @dataclass(frozen=True)
 class _DataChunk:
     offset: int  # of the first sample byte
     size_bytes: int  # whole samples only
+    placeholder: bool = False  # the header's size was a placeholder: read to the end
 
 
 def native_data_chunk(head: bytes, *, size_bytes: int) -> _DataChunk | None:
@@ -51,10 +58,40 @@ def native_data_chunk(head: bytes, *, size_bytes: int) -> _DataChunk | None:
                 return None
             start = offset + 8
             present = max(0, size_bytes - start)
-            declared = present if size in _PLACEHOLDER_SIZES else min(size, present)
-            return _DataChunk(start, declared - declared % 2)
+            placeholder = size in _PLACEHOLDER_SIZES
+            declared = present if placeholder else min(size, present)
+            return _DataChunk(start, declared - declared % 2, placeholder)
         offset += 8 + size + (size & 1)
     return None
+
+
+def _trailing_chunks_start(tail: bytes, *, tail_offset: int, data: _DataChunk) -> int | None:
+    """File offset where RIFF chunks that end exactly at the end of the file begin, if any.
+
+    `tail` is the file's last bytes, from `tail_offset`. A recorder that never learned its
+    data size may still append chunks (LIST, id3 ) after the samples; ffmpeg would read
+    them as samples. A chain of chunks landing exactly on the end of the file is all but
+    impossible in sample data, so it is taken for metadata.
+    """
+    for match in _CHUNK_ID.finditer(tail):
+        start = tail_offset + match.start()
+        if start < data.offset or (start - data.offset) % 2:
+            continue  # chunks after the samples start on a whole sample
+        if _chain_ends_at(tail, match.start()):
+            return start
+    return None
+
+
+def _chain_ends_at(tail: bytes, position: int) -> bool:
+    """True when RIFF chunks from `position` follow each other up to exactly the end of `tail`."""
+    while position + 8 <= len(tail):
+        if not _CHUNK_ID.match(tail, position):
+            return False
+        (size,) = struct.unpack_from("<I", tail, position + 4)
+        position += 8 + size + (size & 1)
+        if position in (len(tail), len(tail) + 1):  # the pad byte of the last one may be absent
+            return True
+    return False
 
 
 def _is_native_format(fmt: bytes) -> bool:
@@ -121,8 +158,12 @@ def open_pcm_source(
     check_wav_header(head, size_bytes=size_bytes, path=path)
     data = native_data_chunk(head, size_bytes=size_bytes)
     if data is None:
-        info, exact = probe_with_confidence(path, timeout_s=probe_timeout_s)
-        return info, exact, PcmDecoder(path, timeout_s=timeout_s)
+        # One ffmpeg run both describes the input (before any sample) and decodes it.
+        decoder = PcmDecoder(path, timeout_s=timeout_s)
+        info, exact = decoder.read_info(head=head, timeout_s=probe_timeout_s)
+        return info, exact, decoder
+    if data.placeholder:
+        data = _without_trailing_chunks(path, data, size_bytes=size_bytes)
     duration_ms = data.size_bytes // 2 * 1000 // OUTPUT_SAMPLE_RATE_HZ
     info = AudioInfo(
         duration_ms=duration_ms,
@@ -132,3 +173,19 @@ def open_pcm_source(
         container="wav",
     )
     return info, True, NativeWavReader(path, data)
+
+
+def _without_trailing_chunks(path: Path, data: _DataChunk, *, size_bytes: int) -> _DataChunk:
+    """`data` ending where chunks appended after samples of unknown size begin, if any."""
+    tail_offset = max(data.offset, size_bytes - _TAIL_BYTES)
+    try:
+        with path.open("rb") as handle:
+            handle.seek(tail_offset)
+            tail = handle.read(size_bytes - tail_offset)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise AudioNotFound(f"cannot read audio file {path}: {reason}", path=str(path)) from exc
+    start = _trailing_chunks_start(tail, tail_offset=tail_offset, data=data)
+    if start is None:
+        return data
+    return _DataChunk(data.offset, min(data.size_bytes, start - data.offset), placeholder=True)

@@ -137,3 +137,9 @@ def is_silent(levels_db: npt.NDArray[np.float32], thresholds: Thresholds) -> boo
         return True
     speech = count_speech_frames(levels_db, quiet_below_db=thresholds.quiet_below_db)
     return speech < _MIN_SPEECH_FRAMES
+
+
+def is_steady_sound(thresholds: Thresholds) -> bool:
+    """True for audible sound whose level hardly varies (a tone, hum, noise): no speech."""
+    spread_db = thresholds.speech_db - thresholds.floor_db
+    return thresholds.speech_db >= _MIN_SPEECH_DB and spread_db < _MIN_RANGE_DB

@@ -3,6 +3,7 @@ encoded with the bundled ffmpeg; session-scoped so each is made once per run."""
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 from dataclasses import dataclass
@@ -153,3 +154,28 @@ def bursts(audio_dir: Path) -> Bursts:
     path = audio_dir / "bursts.wav"
     soundfile.write(path, signal, SR, subtype="PCM_16")
     return Bursts(path, pauses, len(signal))
+
+
+def children_pids() -> set[int]:
+    """Pids of this process's children, zombies included (from /proc, no psutil)."""
+    pids: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        text = (task / "children").read_text()
+        pids.update(int(p) for p in text.split())
+    return pids
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of /proc/PID/stat ('Z' for a zombie); None once the pid is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]  # the name before it may hold spaces or ')'
+
+
+def assert_no_child_left(before: set[int]) -> None:
+    """No child started since `before` remains, running or zombie; no child is a zombie."""
+    after = children_pids()
+    assert after - before == set(), {pid: process_state(pid) for pid in after - before}
+    assert [pid for pid in after if process_state(pid) == "Z"] == []

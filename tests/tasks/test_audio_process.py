@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -20,23 +19,15 @@ from typer.testing import CliRunner
 from flows.cli_audio import split_command
 from tasks.audio import iter_chunks, split_to_dir
 from tasks.errors import DecodeFailed, NotAudio
-from tests.tasks.conftest import Dictation
+from tests.tasks.conftest import Dictation, assert_no_child_left, children_pids, process_state
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _children() -> set[int]:
-    """Pids of this process's children, zombies included (from /proc, no psutil)."""
-    pids: set[int] = set()
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        text = (task / "children").read_text()
-        pids.update(int(p) for p in text.split())
-    return pids
-
-
-def _ffmpeg_children() -> set[int]:
+def _ffmpeg_children(before: set[int]) -> set[int]:
+    """Children started since `before` whose command line names ffmpeg."""
     found = set()
-    for pid in _children():
+    for pid in children_pids() - before:
         try:
             if b"ffmpeg" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 found.add(pid)
@@ -45,20 +36,34 @@ def _ffmpeg_children() -> set[int]:
     return found
 
 
+def test_zombie_detection_sees_an_unreaped_child() -> None:
+    """The checks below would catch a zombie, whose /proc cmdline is empty."""
+    before = children_pids()
+    child = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 10
+    while process_state(child.pid) != "Z" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert process_state(child.pid) == "Z"
+    with pytest.raises(AssertionError):
+        assert_no_child_left(before)
+    child.wait()
+    assert_no_child_left(before)
+
+
 def test_closing_the_generator_early_kills_and_reaps_ffmpeg(dictation: Dictation) -> None:
-    before = _ffmpeg_children()
+    before = children_pids()
     chunks = iter_chunks(dictation.mp3, max_bytes=500_000)
     next(chunks)
-    running = _ffmpeg_children() - before
+    running = _ffmpeg_children(before)
     assert len(running) == 1
     chunks.close()
-    assert _ffmpeg_children() - before == set()
+    assert_no_child_left(before)
     (pid,) = running
-    assert not Path(f"/proc/{pid}").exists()  # reaped, not a zombie
+    assert process_state(pid) is None  # reaped, not a zombie
 
 
 def test_a_failing_consumer_leaves_no_ffmpeg(dictation: Dictation) -> None:
-    before = _ffmpeg_children()
+    before = children_pids()
 
     def consume() -> None:
         for chunk in iter_chunks(dictation.m4a, max_bytes=500_000):
@@ -68,15 +73,15 @@ def test_a_failing_consumer_leaves_no_ffmpeg(dictation: Dictation) -> None:
     with pytest.raises(RuntimeError):
         consume()
     gc.collect()
-    assert _ffmpeg_children() - before == set()
+    assert_no_child_left(before)
 
 
 def test_timeout_kills_ffmpeg_and_says_so(dictation: Dictation) -> None:
-    before = _ffmpeg_children()
+    before = children_pids()
     with pytest.raises(DecodeFailed, match=r"did not finish .* within 0\.05 s") as caught:
         list(iter_chunks(dictation.mp3, max_bytes=500_000, timeout_s=0.05))
     assert caught.value.kind == "decode_failed"
-    assert _ffmpeg_children() - before == set()
+    assert_no_child_left(before)
 
 
 def test_time_spent_by_the_consumer_does_not_count(dictation: Dictation) -> None:
@@ -90,9 +95,14 @@ def test_time_spent_by_the_consumer_does_not_count(dictation: Dictation) -> None
     assert time.monotonic() - started > 1.0  # a wall-clock budget would have tripped
 
 
-def test_no_temp_file_is_left(dictation: Dictation, tmp_path: Path) -> None:
-    temp = Path(tempfile.gettempdir())
-    before = set(temp.iterdir())
+def test_no_temp_file_is_left(
+    dictation: Dictation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A temp folder of our own: the shared /tmp changes under other processes' feet.
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))  # for ffmpeg
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     list(iter_chunks(dictation.m4a, max_bytes=1_000_000))
     text = tmp_path / "x.wav"
     text.write_text("not audio")
@@ -101,7 +111,7 @@ def test_no_temp_file_is_left(dictation: Dictation, tmp_path: Path) -> None:
     chunks = iter_chunks(dictation.mp3, max_bytes=500_000)
     next(chunks)
     chunks.close()
-    assert set(temp.iterdir()) == before
+    assert list(temp.iterdir()) == []
     assert not (tmp_path / "out").exists()
 
 

@@ -39,3 +39,19 @@ def test_long_silence_is_still_called_silent(tmp_path: Path) -> None:
         list(iter_chunks(path, max_bytes=500_000))
 
     assert "the whole recording is silent" in caught.value.message
+
+
+def test_a_loud_steady_tone_is_not_called_silent(tmp_path: Path) -> None:
+    """3 s of 440 Hz at -21 dBFS peak: plenty of sound, no speech; still SilentAudio."""
+    path = tmp_path / "tone.wav"
+    t = np.arange(3 * 16000) / 16000
+    soundfile.write(path, 10 ** (-21 / 20) * np.sin(2 * np.pi * 440 * t), 16000, subtype="PCM_16")
+
+    with pytest.raises(SilentAudio) as caught:
+        list(iter_chunks(path, max_bytes=500_000))
+
+    assert caught.value.message == (
+        f"no speech in {path}: a steady tone, hum or noise at about -24 dBFS "
+        "with no variation in level"
+    )
+    assert caught.value.kind == "silent_audio"

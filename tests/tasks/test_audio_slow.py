@@ -18,7 +18,7 @@ COPIES = 21  # about 5.9 minutes each: a little over two hours
 
 CHILD = textwrap.dedent(
     """
-    import json, resource, sys
+    import ctypes, json, resource, sys
     from pathlib import Path
     from service.devserver.tone import decode_wav_bytes
     from tasks.audio import iter_chunks
@@ -29,14 +29,28 @@ CHILD = textwrap.dedent(
         status = Path("/proc/self/status").read_text()
         return int(status.split("VmHWM:")[1].split()[0])
 
-    chunks, end_ms, largest, texts = 0, 0, 0, []
-    for chunk in iter_chunks(Path(sys.argv[1]), max_bytes=5_000_000):
+    def reset_peak():
+        # The oracle below (decode_wav_bytes) needs ~90 MB per 5 MB chunk of its own, so
+        # the peak is reset before each step of the split and read after it. malloc_trim
+        # hands the oracle's freed heap back first: what stays resident still counts, so
+        # the figure is an upper bound of the split's own peak.
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        Path("/proc/self/clear_refs").write_text("5")
+
+    chunks, end_ms, largest, texts, split_kb = 0, 0, 0, [], 0
+    source = iter_chunks(Path(sys.argv[1]), max_bytes=5_000_000)
+    while True:
+        reset_peak()
+        chunk = next(source, None)
+        split_kb = max(split_kb, peak_kb())
+        if chunk is None:
+            break
         chunks, end_ms = chunk.index, chunk.end_ms
         largest = max(largest, len(chunk.wav))
         texts.append(decode_wav_bytes(chunk.wav))
     print(json.dumps({
         "chunks": chunks, "end_ms": end_ms, "largest": largest, "text": " ".join(texts),
-        "self_kb": peak_kb(),
+        "self_kb": split_kb,
         "ffmpeg_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
     }))
     """
@@ -62,5 +76,8 @@ def test_two_hour_mp3_splits_in_bounded_memory(dictation: Dictation, tmp_path: P
     assert report["chunks"] >= report["end_ms"] / 156_000
     assert report["largest"] <= 5_000_000
     assert report["text"] == " ".join([dictation.text] * COPIES)
-    assert report["self_kb"] < 200 * 1024, report
-    assert report["ffmpeg_kb"] < 200 * 1024, report  # an upper bound: includes vfork's share
+    sizes = {key: value for key, value in report.items() if key != "text"}
+    print(json.dumps(sizes))  # the figures, for the CI log (pytest -rP)
+    # The issue's target is 150 MB for the split (the benchmark measured about 55 MB).
+    assert report["self_kb"] <= 150 * 1024, sizes
+    assert report["ffmpeg_kb"] <= 150 * 1024, sizes  # an upper bound: includes vfork's share

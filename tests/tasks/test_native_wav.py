@@ -11,8 +11,8 @@ import soundfile
 
 from service.devserver.tone import decode_wav_bytes, encode_tone_dictation
 from tasks.audio import WAV_HEADER_BYTES, iter_chunks
+from tasks.decoder import PcmDecoder
 from tasks.errors import CorruptAudio, EmptyAudio
-from tasks.ffmpeg import PcmDecoder
 from tasks.native_wav import NativeWavReader, native_data_chunk, open_pcm_source
 from tests.tasks.conftest import reference_pcm
 
@@ -24,14 +24,29 @@ def _samples() -> np.ndarray:
 
 
 def _raw_wav(
-    samples: np.ndarray, *, extra_chunk: bytes = b"", declared: int | None = None
+    samples: np.ndarray,
+    *,
+    extra_chunk: bytes = b"",
+    declared: int | None = None,
+    trailer: bytes = b"",
 ) -> bytes:
-    """A hand-made PCM WAV: optional chunk before `data`, optional declared data size."""
+    """A hand-made PCM WAV: optional chunks before and after `data`, optional data size."""
     data = samples.astype("<i2").tobytes()
     fmt = struct.pack("<HHIIHH", 1, 1, 16_000, 32_000, 2, 16)
     body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + extra_chunk
     body += b"data" + struct.pack("<I", len(data) if declared is None else declared) + data
-    return b"RIFF" + struct.pack("<I", len(body)) + body
+    return b"RIFF" + struct.pack("<I", len(body + trailer)) + body + trailer
+
+
+def _chunk(chunk_id: bytes, payload: bytes) -> bytes:
+    """A RIFF chunk with its pad byte."""
+    return chunk_id + struct.pack("<I", len(payload)) + payload + b"\x00" * (len(payload) % 2)
+
+
+# What recorders append after the samples: an INFO list (odd-sized title) and an ID3 tag.
+TRAILER = _chunk(b"LIST", b"INFO" + _chunk(b"INAM", b"ward round 7")) + _chunk(
+    b"id3 ", b"ID3\x04\x00" + bytes(40) + b"x"
+)
 
 
 def _pcm_of(path: Path, *, max_bytes: int = 200_000) -> tuple[np.ndarray, str]:
@@ -113,3 +128,44 @@ def test_broken_native_wavs_keep_their_errors(tmp_path: Path, make, error, words
     path.write_bytes(make(_samples()))
     with pytest.raises(error, match=words):
         list(iter_chunks(path, max_bytes=200_000))
+
+
+@pytest.mark.parametrize("declared", [0, 0xFFFFFFFF, None], ids=["zero", "ffffffff", "exact"])
+def test_chunks_after_the_samples_are_not_read_as_samples(tmp_path: Path, declared) -> None:
+    """With a placeholder data size the samples end where trailing chunks begin; the result
+    equals ffmpeg's decode of the same samples with an honest header (ffmpeg itself would
+    turn the trailer into a burst of noise)."""
+    path = tmp_path / "streamed.wav"
+    path.write_bytes(_raw_wav(_samples(), declared=declared, trailer=TRAILER))
+    honest = tmp_path / "honest.wav"
+    honest.write_bytes(_raw_wav(_samples()))
+    info, _, source = open_pcm_source(path, timeout_s=60, probe_timeout_s=60)
+    source.close()
+    assert isinstance(source, NativeWavReader)
+    assert info.duration_ms == len(_samples()) * 1000 // 16_000
+    pcm, text = _pcm_of(path)
+    assert np.array_equal(pcm, reference_pcm(honest))
+    assert np.array_equal(pcm, _samples())
+    assert text == TEXT
+
+
+@pytest.mark.parametrize("declared", [0, 0xFFFFFFFF], ids=["zero", "ffffffff"])
+def test_placeholder_size_without_a_trailer_reads_to_the_end_like_ffmpeg(
+    tmp_path: Path, declared: int
+) -> None:
+    path = tmp_path / "streamed.wav"
+    path.write_bytes(_raw_wav(_samples(), declared=declared))
+    pcm, _ = _pcm_of(path)
+    assert np.array_equal(pcm, reference_pcm(path))
+    assert np.array_equal(pcm, _samples())
+
+
+def test_samples_that_look_like_a_chunk_id_are_kept(tmp_path: Path) -> None:
+    """Sample bytes spelling "LIST" are samples unless a chunk chain ends at the file's end."""
+    samples = np.concatenate([_samples(), np.frombuffer(b"LIST\x08\x00\x00\x00", "<i2")])
+    samples = np.concatenate([samples, np.full(100, 7, dtype=np.int16)])
+    path = tmp_path / "lookalike.wav"
+    path.write_bytes(_raw_wav(samples, declared=0xFFFFFFFF))
+    pcm, _ = _pcm_of(path)
+    assert np.array_equal(pcm, samples)
+    assert np.array_equal(pcm, reference_pcm(path))
