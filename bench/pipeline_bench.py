@@ -18,6 +18,7 @@ devserver's CPU is not counted as medasr's. Ideal = the lower of the two bounds.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import re
 import statistics
@@ -51,7 +52,7 @@ from storage.database import Store
 from storage.sources import list_audio
 
 README = Path(__file__).resolve().parent / "README.md"
-DATE = "2026-11-21"
+DATE = datetime.date.today().isoformat()
 CONCURRENCY = 8
 LATENCY_MS = 250
 REQUEST_RATE = CONCURRENCY / (LATENCY_MS / 1000)  # 32 requests/s

@@ -8,11 +8,13 @@ from prefect import flow, get_run_logger
 
 from config.errors import ConfigError
 from config.settings import Settings, load_settings
-from flows.drain import drain_pending
-from flows.summary import publish_summary, summarize
+from flows.drain import DrainResult, drain_pending
+from flows.run_record import recorded_run
+from flows.summary import publish_summary, stopped_with, summarize
 from service.contract import LANGUAGES, is_supported_language
 from storage.database import Store
 from storage.sources import normalize_source
+from tasks.discover import Discovery
 from tasks.steps import discover_task
 
 
@@ -31,44 +33,57 @@ async def transcribe_backlog(
     settings = settings_for_run(
         language=language, concurrency=concurrency, encrypt=encrypt, batch_size=batch_size
     )
-    logger = get_run_logger()
+    root = normalize_source(source)
     store = Store.open(settings.storage)
     try:
-        discovery = discover_task(
-            source=source,
-            language=language,
-            store=store,
-            settle_s=settings.pipeline.settle_s,
-            include=include or (),
-            exclude=exclude or (),
-        )
-        logger.info(
-            "listed %d files (%d new, %d changed, %d not listed, %d newly unreadable)",
-            discovery.listed,
-            discovery.new,
-            discovery.changed,
-            len(discovery.skipped),
-            discovery.unreadable,
-        )
-        result = await drain_pending(
-            settings=settings,
-            store=store,
-            language=language,
-            source_prefix=normalize_source(source),
-            limit=limit,
-        )
+        with recorded_run(store, source=root, language=language) as run:
+            discovery = _discover(
+                source, language=language, store=store, settings=settings, globs=(include, exclude)
+            )
+            result = await drain_pending(
+                settings=settings, store=store, language=language, source_prefix=root, limit=limit
+            )
+            run.summary = summarize(result, discovery=discovery)
     finally:
         store.dispose()
-    summary = summarize(
-        result,
-        listed=discovery.listed,
-        unlisted=sum(not skipped.unreadable for skipped in discovery.skipped),
-        unreadable=discovery.unreadable,
-    )
-    await publish_summary(summary, title=f"medasr backlog run ({language})")
+    return await finish(run.summary, result, title=f"medasr backlog run ({language})")
+
+
+async def finish(summary: dict[str, Any], result: DrainResult, *, title: str) -> dict[str, Any]:
+    """Publish the summary artifact; raise RunStopped (with the summary) if credentials failed."""
+    await publish_summary(summary, title=title)
     if result.stopped is not None:
-        raise result.stopped
+        raise stopped_with(summary, result.stopped)
     return summary
+
+
+def _discover(
+    source: str,
+    *,
+    language: str,
+    store: Store,
+    settings: Settings,
+    globs: tuple[list[str] | None, list[str] | None],
+) -> Discovery:
+    """List and register the source (a Prefect task), and say what was found."""
+    include, exclude = globs
+    discovery = discover_task(
+        source=source,
+        language=language,
+        store=store,
+        settle_s=settings.pipeline.settle_s,
+        include=include or (),
+        exclude=exclude or (),
+    )
+    get_run_logger().info(
+        "listed %d files (%d new, %d changed, %d not listed, %d newly unreadable)",
+        discovery.listed,
+        discovery.new,
+        discovery.changed,
+        len(discovery.skipped),
+        discovery.unreadable,
+    )
+    return discovery
 
 
 def settings_for_run(

@@ -1,24 +1,35 @@
-"""`medasr run` and `medasr rerun-failures`: the flows from a terminal or a cron job."""
+"""`medasr run` and `medasr rerun-failures`: the flows from a terminal or a cron job.
+
+Settings, the service settings and the source are checked before Prefect starts, so a
+mistake costs a second and exits 2 with one line. Credentials rejected exits 3 after
+the summary table, with one line naming MEDASR_TOKEN.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Annotated, Any
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from config.errors import ConfigError
-from config.settings import Settings
+from config.settings import Settings, StorageSettings
 from flows.backlog import settings_for_run, transcribe_backlog
 from flows.console import print_summary, show_progress
 from flows.log_level import medasr_log_level
 from flows.quiet_errors import typed_errors_without_traceback
 from flows.rerun import rerun_failures
-from flows.summary import EXIT_CREDENTIALS, EXIT_USAGE, exit_code_for
+from flows.summary import EXIT_CREDENTIALS, EXIT_USAGE, RunStopped, exit_code_for
 from service.client import max_wav_bytes_for
 from service.errors import CredentialsRejected
-from tasks.plan import plan_backlog
+from service.preflight import check_service_config
+from storage.database import Store, database_exists
+from storage.errors import SourceError, SourceNotFound, SourceUnreadable
+from tasks.discover import check_source
+from tasks.plan import plan_backlog, plan_rows
+
+FlowRun = Coroutine[Any, Any, dict[str, Any]]
 
 
 def run_command(
@@ -44,26 +55,21 @@ def run_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
     """Transcribe every new or changed recording under SOURCE."""
+    settings = _checked(lambda: settings_for_run(language=language, encrypt=encrypt), source)
     if dry_run:
-        _print_plan(source, language=language, encrypt=encrypt, include=include, exclude=exclude)
+        _print_plan(source, settings=settings, language=language, include=include, exclude=exclude)
         return
-    # Fail on bad settings in a second, before Prefect's API server starts.
-    settings = _check_settings(lambda: settings_for_run(language=language, encrypt=encrypt))
-    with medasr_log_level(settings.pipeline.log_level), show_progress(quiet=quiet):
-        summary = _run_flow(
-            transcribe_backlog(
-                source=source,
-                language=language,
-                limit=limit,
-                concurrency=concurrency,
-                encrypt=encrypt,
-                batch_size=batch_size,
-                include=include,
-                exclude=exclude,
-            )
-        )
-    print_summary(summary, title="medasr run")
-    raise typer.Exit(exit_code_for(summary))
+    flow_run = transcribe_backlog(
+        source=source,
+        language=language,
+        limit=limit,
+        concurrency=concurrency,
+        encrypt=encrypt,
+        batch_size=batch_size,
+        include=include,
+        exclude=exclude,
+    )
+    _run_and_report(flow_run, settings=settings, quiet=quiet, title="medasr run")
 
 
 def rerun_command(
@@ -71,72 +77,103 @@ def rerun_command(
         str | None, typer.Option("--language", "-l", help="Only this language.")
     ] = None,
     include_permanent: Annotated[
-        bool, typer.Option("--include-permanent", help="Also re-queue permanent failures.")
+        bool,
+        typer.Option(
+            "--include-permanent",
+            help="Re-queue every failure: permanent ones and those past MEDASR_MAX_ATTEMPTS.",
+        ),
     ] = False,
     concurrency: Annotated[int | None, typer.Option(min=1, max=256)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Re-queue failures that may succeed now and transcribe them."""
-    settings = _check_settings(lambda: settings_for_run(language=language))
+    settings = _checked(lambda: settings_for_run(language=language))
+    flow_run = rerun_failures(
+        language=language, include_permanent=include_permanent, concurrency=concurrency
+    )
+    _run_and_report(flow_run, settings=settings, quiet=quiet, title="medasr rerun-failures")
+
+
+def _checked(load: Callable[[], Settings], source: str | None = None) -> Settings:
+    """Settings, service settings and the source root, checked in a second; else exit 2."""
+    try:
+        settings = load()
+        check_service_config(service=settings.service, encryption=settings.encryption)
+        if source is not None:
+            check_source(source)
+    except ConfigError as exc:  # UnsupportedSource (an unknown scheme) included
+        _usage_error("configuration error", exc)
+    except SourceError as exc:
+        _usage_error("usage error", exc)
+    return settings
+
+
+def _usage_error(what: str, exc: Exception) -> NoReturn:
+    typer.echo(f"medasr: {what}: {exc}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def _run_and_report(flow_run: FlowRun, *, settings: Settings, quiet: bool, title: str) -> None:
+    """Run a flow with progress output, print its summary table, exit with its code."""
     with medasr_log_level(settings.pipeline.log_level), show_progress(quiet=quiet):
-        summary = _run_flow(
-            rerun_failures(
-                language=language, include_permanent=include_permanent, concurrency=concurrency
-            )
-        )
-    print_summary(summary, title="medasr rerun-failures")
+        summary, stopped = _run_flow(flow_run)
+    print_summary(summary, title=title)
+    if stopped is not None:
+        _credentials_rejected(stopped)
     raise typer.Exit(exit_code_for(summary))
 
 
-def _check_settings(load: Callable[[], Settings]) -> Settings:
-    try:
-        return load()
-    except ConfigError as exc:
-        typer.echo(f"medasr: configuration error: {exc}", err=True)
-        raise typer.Exit(EXIT_USAGE) from None
-
-
-def _run_flow(coroutine: Any) -> dict[str, Any]:
-    """Run a flow coroutine; credentials rejected becomes exit code 3 with one line."""
+def _run_flow(flow_run: FlowRun) -> tuple[dict[str, Any], CredentialsRejected | None]:
+    """The flow's summary, and the credentials error that stopped it early, if any."""
     try:
         with typed_errors_without_traceback():
-            result: dict[str, Any] = asyncio.run(coroutine)
-    except CredentialsRejected as exc:
-        typer.echo(f"medasr: stopped: {exc}", err=True)
-        raise typer.Exit(EXIT_CREDENTIALS) from None
+            return asyncio.run(flow_run), None
+    except RunStopped as exc:
+        return exc.summary, exc
+    except CredentialsRejected as exc:  # stopped before there was anything to summarize
+        _credentials_rejected(exc)
     except ConfigError as exc:
-        typer.echo(f"medasr: configuration error: {exc}", err=True)
-        raise typer.Exit(EXIT_USAGE) from None
-    return result
+        _usage_error("configuration error", exc)
+    except (SourceNotFound, SourceUnreadable) as exc:  # a bucket that is not there
+        _usage_error("usage error", exc)
+
+
+def _credentials_rejected(exc: CredentialsRejected) -> NoReturn:
+    message = str(exc)
+    if "MEDASR_TOKEN" not in message:
+        message += " (set a valid MEDASR_TOKEN)"
+    typer.echo(f"medasr: stopped: credentials rejected: {message}", err=True)
+    raise typer.Exit(EXIT_CREDENTIALS)
 
 
 def _print_plan(
     source: str,
     *,
+    settings: Settings,
     language: str,
-    encrypt: bool | None,
     include: list[str] | None,
     exclude: list[str] | None,
 ) -> None:
-    settings = settings_for_run(language=language, encrypt=encrypt)
-    if settings.encryption.enabled and settings.encryption.jwe_key is None:
-        raise ConfigError("encryption is on but MEDASR_JWE_KEY is not set")
-    plan = plan_backlog(
-        source=source,
-        max_wav_bytes=max_wav_bytes_for(settings.service, settings.encryption),
-        settle_s=settings.pipeline.settle_s,
-        include=include or (),
-        exclude=exclude or (),
-    )
+    store = _existing_store(settings.storage)
+    try:
+        plan = plan_backlog(
+            source=source,
+            language=language,
+            store=store,
+            max_wav_bytes=max_wav_bytes_for(settings.service, settings.encryption),
+            min_pause_ms=settings.pipeline.min_pause_ms,
+            settle_s=settings.pipeline.settle_s,
+            include=include or (),
+            exclude=exclude or (),
+        )
+    finally:
+        if store is not None:
+            store.dispose()
     print_summary(
-        {
-            "files": plan.files,
-            "audio_hours": round(plan.audio_ms / 3_600_000, 3),
-            "chunks": plan.chunks,
-            "requests": plan.requests,
-            "files_not_probed": plan.unprobed,
-            "files_not_listed": plan.not_listed,
-            "sent": 0,
-        },
-        title=f"medasr dry run ({language}): nothing sent",
+        {**plan_rows(plan), "sent": 0}, title=f"medasr dry run ({language}): nothing sent"
     )
+
+
+def _existing_store(storage: StorageSettings) -> Store | None:
+    """The store if one exists: a dry run never creates a database."""
+    return Store.open(storage) if database_exists(storage.database_url) else None

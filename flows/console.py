@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 import time
@@ -84,16 +85,7 @@ def show_progress(*, quiet: bool = False) -> Iterator[None]:
         yield
         return
     if sys.stdout.isatty():
-        progress = Progress(
-            TextColumn("[bold]files"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[minutes]:.1f} audio min"),
-            TextColumn("{task.fields[requests]} requests"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-        )
-        with progress:
+        with _progress_bar() as progress, logs_through(progress.console):
             set_progress_observer(_BarObserver(progress))
             try:
                 yield
@@ -107,9 +99,57 @@ def show_progress(*, quiet: bool = False) -> Iterator[None]:
         set_progress_observer(None)
 
 
+def _progress_bar() -> Progress:
+    # No markup in printed lines: a log line holding "[bold]" (a file name) stays as it is.
+    return Progress(
+        TextColumn("[bold]files"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[minutes]:.1f} audio min"),
+        TextColumn("{task.fields[requests]} requests"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(markup=False, emoji=False),
+    )
+
+
+@contextmanager
+def logs_through(console: Console) -> Iterator[None]:
+    """Print every console log line (medasr's and Prefect's) through `console`.
+
+    medasr's loggers propagate to Prefect's console handler on the root logger; it and
+    every other handler printing through its own Rich console write straight to the
+    terminal and would cut through a live progress bar. Pointed at the bar's console,
+    their lines appear above the bar and the bar is redrawn below them.
+    """
+    swapped = [(handler, handler.console) for handler in _rich_console_handlers()]
+    for handler, _ in swapped:
+        handler.console = console
+    try:
+        yield
+    finally:
+        for handler, previous in swapped:
+            handler.console = previous
+
+
+def _rich_console_handlers() -> list[Any]:
+    loggers = [logging.getLogger()] + [
+        logger
+        for logger in logging.Logger.manager.loggerDict.values()
+        if isinstance(logger, logging.Logger)
+    ]
+    found = {
+        id(handler): handler
+        for logger in loggers
+        for handler in logger.handlers
+        if isinstance(getattr(handler, "console", None), Console)
+    }
+    return list(found.values())
+
+
 def print_summary(summary: dict[str, Any], *, title: str) -> None:
     """A short two-column table of the run's counts."""
-    table = Table(title=title, show_header=False)
+    table = Table(title=title, show_header=False, min_width=len(title))
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in summary.items():

@@ -7,9 +7,9 @@ the request slots stay busy while one batch finishes its slowest file.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from dataclasses import dataclass, field
+from uuid import UUID
 
 from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifact
 
@@ -20,12 +20,11 @@ from storage.database import Store
 from storage.repository import new_lease_owner
 from tasks.gate import RequestGate
 from tasks.progress import FileOutcome, RunStats, progress_observer
-from tasks.steps import transcribe_batch_task
+from tasks.steps import expected_files_task, transcribe_batch_task
 from tasks.transcribe import BatchContext
 
 BATCH_LOOPS = 2
-
-logger = logging.getLogger("medasr.drain")
+PROGRESS_KEY = "medasr-progress"
 
 
 @dataclass
@@ -49,62 +48,86 @@ async def drain_pending(
 ) -> DrainResult:
     """Claim and transcribe pending items; returns counts, never raises for a single file."""
     started = time.monotonic()
-    planned = _plan_run(store, language=language, limit=limit)
+    planned = expected_files_task(
+        store=store, language=language, source_prefix=source_prefix, limit=limit
+    )
     progress_observer().on_planned(files=planned)
     artifact = await acreate_progress_artifact(
-        progress=0.0, key="medasr-progress", description="Files finished in this run"
+        progress=0.0, key=PROGRESS_KEY, description="Files finished in this run (%)"
     )
-    stats = RunStats()
-    client = TranscriptionClient(settings.service, settings.encryption, on_retry=stats.count_retry)
-    ctx = BatchContext(
-        pipeline=settings.pipeline,
-        store=store,
-        client=client,
-        gate=RequestGate(
-            concurrency=settings.pipeline.concurrency,
-            requests_per_s=settings.pipeline.requests_per_s,
-        ),
-        owner=new_lease_owner(),
-        lease_s=settings.storage.lease_s,
-        stats=stats,
+    result = DrainResult(stats=RunStats(), wall_s=0.0, planned=planned)
+    ctx = _batch_context(settings, store=store, stats=result.stats)
+    loops = _BatchLoops(
+        ctx=ctx,
+        result=result,
+        language=language,
+        source_prefix=source_prefix,
+        batch_size=settings.pipeline.batch_size,
+        budget=_Budget(limit),
+        artifact=artifact,
     )
-    result = DrainResult(stats=stats, wall_s=0.0, planned=planned)
-    budget = _Budget(limit)
-
-    async def batch_loop() -> None:
-        while ctx.gate.stopped is None:
-            size = budget.take(settings.pipeline.batch_size)
-            if size == 0:
-                return
-            outcomes = await transcribe_batch_task(
-                ctx=ctx, language=language, max_files=size, source_prefix=source_prefix
-            )
-            budget.give_back(size - len(outcomes))
-            result.outcomes.extend(outcomes)
-            share = 100.0 * len(result.outcomes) / max(planned, 1)
-            await aupdate_progress_artifact(artifact_id=artifact, progress=min(100.0, share))
-            if not outcomes:
-                return
-
     try:
-        await asyncio.gather(*(batch_loop() for _ in range(BATCH_LOOPS)))
+        await asyncio.gather(*(loops.run() for _ in range(BATCH_LOOPS)))
     finally:
-        await client.aclose()
+        await ctx.client.aclose()
         ctx.close()
     result.stopped = ctx.gate.stopped
+    if result.stopped is None:  # every expected file is through: the bar ends full
+        await aupdate_progress_artifact(artifact_id=artifact, progress=100.0)
     result.wall_s = time.monotonic() - started
     return result
 
 
-def _plan_run(store: Store, *, language: str | None, limit: int | None) -> int:
-    """Take back items of dead local runs; the number of files this run expects to do."""
-    with store.repository() as repo:
-        # A run killed on this machine left its items leased: take them back now.
-        reclaimed = repo.release_dead_local_leases()
-        pending = repo.pending_count(language=language)
-    if reclaimed:
-        logger.warning("took back %d items left in progress by an ended run", reclaimed)
-    return min(pending, limit) if limit is not None else pending
+def _batch_context(settings: Settings, *, store: Store, stats: RunStats) -> BatchContext:
+    """What every batch of the run shares: client, gate, lease owner, decoders."""
+    pipeline = settings.pipeline
+    return BatchContext(
+        pipeline=pipeline,
+        store=store,
+        client=TranscriptionClient(
+            settings.service, settings.encryption, on_retry=stats.count_retry
+        ),
+        gate=RequestGate(concurrency=pipeline.concurrency, requests_per_s=pipeline.requests_per_s),
+        owner=new_lease_owner(),
+        lease_s=settings.storage.lease_s,
+        stats=stats,
+    )
+
+
+@dataclass
+class _BatchLoops:
+    """Claim a batch, transcribe it, report progress; again until nothing is left."""
+
+    ctx: BatchContext
+    result: DrainResult
+    language: str | None
+    source_prefix: str | None
+    batch_size: int
+    budget: _Budget
+    artifact: UUID
+    drained: bool = False  # a claim found fewer items than it asked for
+
+    async def run(self) -> None:
+        """One loop; several run side by side over the same budget."""
+        while self.ctx.gate.stopped is None and not self.drained:
+            size = self.budget.take(self.batch_size)
+            if size == 0:
+                return
+            outcomes = await transcribe_batch_task(
+                ctx=self.ctx,
+                language=self.language,
+                max_files=size,
+                source_prefix=self.source_prefix,
+            )
+            self.budget.give_back(size - len(outcomes))
+            self.drained = self.drained or len(outcomes) < size
+            self.result.outcomes.extend(outcomes)
+            if outcomes:
+                await self._report()
+
+    async def _report(self) -> None:
+        share = 100.0 * len(self.result.outcomes) / max(self.result.planned, 1)
+        await aupdate_progress_artifact(artifact_id=self.artifact, progress=min(100.0, share))
 
 
 class _Budget:

@@ -6,10 +6,16 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from flows.backlog import settings_for_run
+from flows.backlog import finish, settings_for_run
 from flows.drain import drain_pending
-from flows.summary import publish_summary, summarize
+from flows.run_record import recorded_run
+from flows.summary import summarize
 from storage.database import Store
+from tasks.steps import requeue_failures_task
+
+# What the run row names as the source and language of a rerun over every source.
+RERUN_SOURCE = "(failures)"
+ANY_LANGUAGE = "*"
 
 
 @flow(name="rerun-failures", log_prints=False, validate_parameters=True)
@@ -18,24 +24,21 @@ async def rerun_failures(
     include_permanent: bool = False,
     concurrency: int | None = None,
 ) -> dict[str, Any]:
-    """Re-queue due retryable failures under the attempts budget and process them."""
+    """Re-queue due retryable failures under the attempts budget (or, with
+    `include_permanent`, every failure) and process them."""
     settings = settings_for_run(language=language, concurrency=concurrency)
-    logger = get_run_logger()
     store = Store.open(settings.storage)
     try:
-        with store.repository() as repo:
-            requeued = repo.requeue_failures(
+        with recorded_run(store, source=RERUN_SOURCE, language=language or ANY_LANGUAGE) as run:
+            requeued = requeue_failures_task(
+                store=store,
                 language=language,
                 max_attempts=settings.service.max_attempts,
                 include_permanent=include_permanent,
             )
-        logger.info("re-queued %d failed items", requeued)
-        result = await drain_pending(settings=settings, store=store, language=language)
+            get_run_logger().info("re-queued %d failed items", requeued)
+            result = await drain_pending(settings=settings, store=store, language=language)
+            run.summary = summarize(result, requeued=requeued)
     finally:
         store.dispose()
-    summary = summarize(result)
-    summary["requeued"] = requeued
-    await publish_summary(summary, title="medasr rerun of failures")
-    if result.stopped is not None:
-        raise result.stopped
-    return summary
+    return await finish(run.summary, result, title="medasr rerun of failures")

@@ -1,4 +1,4 @@
-"""The end-of-run summary: one plain dict for the CLI, the artifact and the exit code."""
+"""The end-of-run summary: one plain dict for the CLI, the artifact, the run row, the exit code."""
 
 from __future__ import annotations
 
@@ -7,15 +7,52 @@ from typing import Any
 from prefect.artifacts import acreate_table_artifact
 
 from flows.drain import DrainResult
+from service.errors import CredentialsRejected
+from tasks.discover import Discovery
 
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
 EXIT_USAGE = 2
 EXIT_CREDENTIALS = 3
 
+# Summary keys stored in the run row's count columns (storage RUN_COUNT_COLUMNS) ...
+_RUN_COLUMNS = {
+    "files_done": "done",
+    "files_failed": "failed",
+    "files_skipped": "skipped",
+    "requests": "requests",
+    "retries": "retries",
+}
+# ... and the other whole-number counts, kept aside in the run row.
+_RUN_OTHER = {
+    "files_released": "released",
+    "chunks_sent": "chunks_sent",
+    "chunks_reused": "chunks_reused",
+    "files_listed": "listed",
+    "files_not_listed": "not_listed",
+    "files_unreadable": "unreadable",
+    "requeued": "requeued",
+}
+_RUN_STATUS = {EXIT_OK: "done", EXIT_SOME_FAILED: "some_failed", EXIT_CREDENTIALS: "stopped"}
+
+
+class RunStopped(CredentialsRejected):
+    """Credentials were rejected: the run stopped at once; carries the run's summary."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, summary: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message, status=status)
+        self.summary = summary or {}
+
+
+def stopped_with(summary: dict[str, Any], error: CredentialsRejected) -> RunStopped:
+    """The error a stopped flow raises: the credentials message plus the summary so far."""
+    return RunStopped(error.message, status=getattr(error, "status", None), summary=summary)
+
 
 def summarize(
-    result: DrainResult, *, listed: int | None = None, unlisted: int = 0, unreadable: int = 0
+    result: DrainResult, *, discovery: Discovery | None = None, requeued: int | None = None
 ) -> dict[str, Any]:
     """Counts only: no transcript text, no secret, safe for artifacts and logs."""
     files = result.stats.files
@@ -32,10 +69,12 @@ def summarize(
         "wall_s": round(result.wall_s, 2),
         "credentials_rejected": result.stopped is not None,
     }
-    if listed is not None:
-        summary["files_listed"] = listed
-        summary["files_not_listed"] = unlisted
-        summary["files_unreadable"] = unreadable
+    if discovery is not None:
+        summary["files_listed"] = discovery.listed
+        summary["files_not_listed"] = sum(not s.unreadable for s in discovery.skipped)
+        summary["files_unreadable"] = discovery.unreadable
+    if requeued is not None:
+        summary["requeued"] = requeued
     summary["exit_code"] = exit_code_for(summary)
     return summary
 
@@ -47,6 +86,20 @@ def exit_code_for(summary: dict[str, Any]) -> int:
     if summary.get("files_failed", 0) > 0 or summary.get("files_unreadable", 0) > 0:
         return EXIT_SOME_FAILED
     return EXIT_OK
+
+
+def run_counts(summary: dict[str, Any]) -> dict[str, int]:
+    """The summary's whole-number counts under the run row's names."""
+    counts = {column: int(summary.get(key, 0)) for key, column in _RUN_COLUMNS.items()}
+    counts["files"] = counts["done"] + counts["failed"] + counts["skipped"]
+    counts["files"] += int(summary.get("files_released", 0))
+    counts |= {name: int(summary[key]) for key, name in _RUN_OTHER.items() if key in summary}
+    return counts
+
+
+def run_status(summary: dict[str, Any]) -> str:
+    """done, some_failed or stopped (credentials), from the summary's exit code."""
+    return _RUN_STATUS[exit_code_for(summary)]
 
 
 async def publish_summary(summary: dict[str, Any], *, title: str) -> None:

@@ -18,7 +18,7 @@ from sqlalchemy import ColumnElement, and_, case, func, or_, select, update
 
 from storage.models import Item
 from storage.owners import is_dead_local_owner, local_owner_prefix, new_lease_owner
-from storage.queries import IN_BATCH, Queries, batches, utc_now
+from storage.queries import IN_BATCH, Queries, batches, under_source, utc_now
 from storage.records import ItemRecord
 
 _SCAN_PAGE = 1000
@@ -36,18 +36,9 @@ def _claimable(
     if language is not None:
         narrowing.append(Item.language == language)
     if source_prefix is not None:
-        narrowing.append(_under(source_prefix))
+        narrowing.append(under_source(source_prefix))
     expired = and_(Item.status == "processing", Item.lease_expires_at < now, *narrowing)
     return [expired, and_(Item.status == "pending", *narrowing)]
-
-
-def _under(source_prefix: str) -> ColumnElement[bool]:
-    """The source itself or anything below it (a folder boundary, not a name prefix)."""
-    itself = source_prefix.rstrip("/") or source_prefix
-    folder = source_prefix.rstrip("/") + "/"
-    # substr, not LIKE: LIKE ignores ASCII case on SQLite and treats % and _ specially.
-    below = func.substr(Item.source_uri, 1, len(folder)) == folder
-    return or_(Item.source_uri == itself, below)
 
 
 def held_by(owner: str) -> ColumnElement[bool]:
@@ -216,15 +207,19 @@ class Claims(Queries):
         include_permanent: bool,
         now: datetime | None = None,
     ) -> int:
-        """Send due failures under `max_attempts` back to pending; returns how many."""
+        """Send failures back to pending; returns how many.
+
+        Without `include_permanent`: retryable failures under `max_attempts` whose
+        next-attempt time has come. With it: every failed item (of `language`).
+        """
         now = now or utc_now()
-        conditions = [
-            Item.status == "failed",
-            Item.attempts < max_attempts,
-            or_(Item.next_attempt_at.is_(None), Item.next_attempt_at <= now),
-        ]
+        conditions: list[ColumnElement[bool]] = [Item.status == "failed"]
         if not include_permanent:
-            conditions.append(Item.retryable.is_(True))
+            conditions += [
+                Item.retryable.is_(True),
+                Item.attempts < max_attempts,
+                or_(Item.next_attempt_at.is_(None), Item.next_attempt_at <= now),
+            ]
         if language is not None:
             conditions.append(Item.language == language)
         result = self._session.execute(

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Row, Table, Text, and_, func, literal, select
+from sqlalchemy import ColumnElement, Row, Table, Text, and_, func, literal, or_, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
@@ -35,6 +35,15 @@ def batches(values: Sequence[Any], size: int = IN_BATCH) -> Iterator[Sequence[An
     """Consecutive slices of at most `size` values (for IN lists)."""
     for start in range(0, len(values), size):
         yield values[start : start + size]
+
+
+def under_source(source_prefix: str) -> ColumnElement[bool]:
+    """The source itself or anything below it (a folder boundary, not a name prefix)."""
+    itself = source_prefix.rstrip("/") or source_prefix
+    folder = source_prefix.rstrip("/") + "/"
+    # substr, not LIKE: LIKE ignores ASCII case on SQLite and treats % and _ specially.
+    below = func.substr(Item.source_uri, 1, len(folder)) == folder
+    return or_(Item.source_uri == itself, below)
 
 
 class Queries:
@@ -103,11 +112,13 @@ class Queries:
         )
         return [StatusCount(s, lang, int(n), int(ms or 0)) for s, lang, n, ms in rows]
 
-    def pending_count(self, *, language: str | None) -> int:
-        """How many items wait to be claimed."""
+    def pending_count(self, *, language: str | None, source_prefix: str | None = None) -> int:
+        """How many items wait to be claimed (of `language`, under `source_prefix`)."""
         query = select(func.count()).select_from(Item).where(Item.status == "pending")
         if language is not None:
             query = query.where(Item.language == language)
+        if source_prefix is not None:
+            query = query.where(under_source(source_prefix))
         return int(self._session.scalar(query) or 0)
 
     def list_failures(self, *, limit: int = 20) -> list[ItemRecord]:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from storage.database import Store
-from storage.sources import SkippedFile, list_audio
+from storage.errors import SourceNotFound, SourceUnreadable
+from storage.local_files import printable
+from storage.sources import SkippedFile, list_audio, normalize_source
 
 logger = logging.getLogger("medasr.discover")
 
@@ -66,3 +70,28 @@ def discover_and_register(
         skipped=tuple(listing.skipped),
         unreadable=recorded,
     )
+
+
+def check_source(source: str) -> None:
+    """Refuse a local source root that is missing or cannot be listed, in a millisecond.
+
+    Raises SourceNotFound or SourceUnreadable (and UnsupportedSource for an unknown
+    scheme). Buckets are not contacted here: their listing reports its own errors.
+    """
+    root = normalize_source(source)
+    if "://" in root:
+        return
+    shown = printable(root)
+    try:
+        mode = os.stat(root).st_mode
+    except FileNotFoundError:
+        raise SourceNotFound(f"source not found: {shown}") from None
+    except OSError as exc:
+        raise SourceUnreadable(f"cannot open source {shown}: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise SourceUnreadable(f"cannot list source folder {shown}: permission denied")
+    elif not stat.S_ISREG(mode):
+        raise SourceUnreadable(f"source is neither a folder nor a file: {shown}")
+    elif not os.access(root, os.R_OK):
+        raise SourceUnreadable(f"cannot read source file {shown}: permission denied")

@@ -1,4 +1,10 @@
-"""The gate every request passes: bounded concurrency, an optional rate cap, a stop switch."""
+"""The gate every request passes: bounded concurrency, an optional rate cap, a stop switch.
+
+A call to the service holds one slot (`slot()`) for all its attempts, retries and
+backoff waits included; each HTTP attempt, the first and every retry, first waits for
+the rate cap (`pace()`). Once the gate is stopped (credentials rejected) no attempt
+starts any more, not even the retry of a call already in flight.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +18,10 @@ from service.errors import CredentialsRejected
 
 
 class RequestGate:
-    """Admits at most `concurrency` requests at once and `requests_per_s` per second.
+    """Admits at most `concurrency` calls at once and `requests_per_s` attempts per second.
 
     Once `stop()` is called (credentials rejected), nobody else is admitted: requests
-    already in flight finish, and every later `admit()` raises the stored error.
+    already on the wire finish, and every later `slot()` or `pace()` raises the stored error.
     """
 
     def __init__(self, *, concurrency: int, requests_per_s: float | None = None) -> None:
@@ -32,20 +38,25 @@ class RequestGate:
         return self._stopped
 
     def stop(self, error: CredentialsRejected) -> None:
-        """Admit nothing more; later `admit()` calls raise `error`."""
+        """Admit nothing more; later `slot()` and `pace()` calls raise `error`."""
         if self._stopped is None:
             self._stopped = error
 
     @asynccontextmanager
-    async def admit(self) -> AsyncIterator[None]:
-        """Hold one request slot; raises CredentialsRejected once the gate is stopped."""
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one of the `concurrency` slots for a whole call; raises once stopped."""
         self._raise_if_stopped()
         async with self._slots:
-            if self._limiter is not None:
-                await self._limiter.acquire()
             # Checked again: the run may have stopped while we waited for a slot.
             self._raise_if_stopped()
             yield
+
+    async def pace(self) -> None:
+        """Wait for the rate cap before one HTTP attempt; raises CredentialsRejected if stopped."""
+        self._raise_if_stopped()
+        if self._limiter is not None:
+            await self._limiter.acquire()
+            self._raise_if_stopped()
 
     def _raise_if_stopped(self) -> None:
         if self._stopped is not None:

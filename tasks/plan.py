@@ -1,71 +1,187 @@
-"""The dry run: what a backlog run would do, from a listing and a probe, sending nothing."""
+"""The dry run: what a backlog run would send, from the listing, the store and a decode.
+
+Nothing is sent and nothing is written. A file the store holds with the same version
+and size, finished (done, skipped or failed), is not read: the run will not claim it.
+Every other file is read as the run reads it: fingerprinted (content already
+transcribed costs no request), then split exactly as the run splits it, so silent
+chunks, chunks finished by an earlier run and all-silent files are not counted as
+requests. Reading costs a decode per file that would be sent, and no network.
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
-from service.contract import PREFERRED_SAMPLE_RATE_HZ, WAV_HEADER_BYTES
-from storage.sources import SourceFile, fetch_local, list_audio
-from tasks.audio import probe_audio
-from tasks.errors import AudioError
+from storage.database import Store
+from storage.errors import SourceError
+from storage.records import ChunkRecord, ItemRecord, SourceFile
+from storage.sources import fetch_local, fingerprint, list_audio
+from tasks.audio import iter_chunks
+from tasks.errors import AudioError, SilentAudio
 
-_BYTES_PER_MS = PREFERRED_SAMPLE_RATE_HZ * 2 / 1000  # 16 kHz mono s16le
+# Items in these states with the listed version are not claimed again by a run.
+_FINISHED = ("done", "skipped", "failed")
+
+Verdict = Literal["unchanged", "reused", "silent", "undecodable", "transcribe"]
 
 
 @dataclass(frozen=True)
 class Plan:
-    """Files, audio and requests a run would make; `unprobed` could not be read."""
+    """Files, audio and requests a run would make; each listed file lands in one bucket."""
 
-    files: int
-    audio_ms: int
-    chunks: int
-    requests: int
-    unprobed: int
-    not_listed: int
+    files: int  # listed
+    unchanged: int  # finished earlier with this version: not claimed again
+    reused: int  # same content as a finished transcript: nothing sent
+    silent: int  # no speech anywhere: skipped, nothing sent
+    undecodable: int  # cannot be read or decoded: would fail, nothing sent
+    to_transcribe: int  # files with at least one chunk to send or reuse
+    audio_ms: int  # audio of the files to transcribe
+    chunks: int  # their chunks, silent and already finished ones included
+    requests: int  # chunks that would be sent: not silent, not finished earlier
+    not_listed: int  # skipped by the listing (still being written, unreadable)
 
 
-def estimate_chunks(duration_ms: int, *, max_wav_bytes: int) -> int:
-    """Chunks a recording of `duration_ms` needs under `max_wav_bytes` (at least 1)."""
-    payload = max(1, max_wav_bytes - WAV_HEADER_BYTES)
-    return max(1, math.ceil(duration_ms * _BYTES_PER_MS / payload))
+@dataclass(frozen=True)
+class FilePlan:
+    """What the run would do with one listed file."""
+
+    verdict: Verdict
+    audio_ms: int = 0
+    chunks: int = 0
+    requests: int = 0
+
+
+@dataclass(frozen=True)
+class _Reader:
+    """Reads one file the way the run would, against what the store already holds."""
+
+    store: Store | None
+    language: str
+    max_wav_bytes: int
+    min_pause_ms: int
+    storage_options: Mapping[str, Any] | None
+
+    def plan(self, file: SourceFile, item: ItemRecord | None) -> FilePlan:
+        if item is not None and _unchanged(item, file):
+            return FilePlan("unchanged")
+        try:
+            with fetch_local(file.uri, storage_options=self.storage_options) as path:
+                sha256 = fingerprint(str(path)).sha256
+                if self._transcribed(sha256):
+                    return FilePlan("reused")
+                return self._split(path, finished=self._finished_chunks(item, sha256))
+        except SilentAudio:
+            return FilePlan("silent")
+        except (AudioError, SourceError):
+            return FilePlan("undecodable")
+
+    def _split(self, path: Path, *, finished: Mapping[int, ChunkRecord]) -> FilePlan:
+        chunks = requests = audio_ms = 0
+        for chunk in iter_chunks(
+            path, max_bytes=self.max_wav_bytes, min_pause_ms=self.min_pause_ms
+        ):
+            chunks, audio_ms = chunks + 1, chunk.end_ms
+            done = finished.get(chunk.index)
+            reused = done is not None and (done.start_ms, done.end_ms) == (
+                chunk.start_ms,
+                chunk.end_ms,
+            )
+            requests += not (chunk.silent or reused)
+        if chunks == 0:
+            return FilePlan("silent")
+        return FilePlan("transcribe", audio_ms=audio_ms, chunks=chunks, requests=requests)
+
+    def _transcribed(self, sha256: str) -> bool:
+        if self.store is None:
+            return False
+        with self.store.repository(read_only=True) as repo:
+            twin = repo.find_done_with_sha(sha256=sha256, language=self.language)
+        return twin is not None and twin.text is not None
+
+    def _finished_chunks(self, item: ItemRecord | None, sha256: str) -> Mapping[int, ChunkRecord]:
+        """Chunks an earlier run finished for this very content (the run reuses them)."""
+        if self.store is None or item is None or item.sha256 != sha256:
+            return {}
+        with self.store.repository(read_only=True) as repo:
+            return repo.done_chunks(item.id)
 
 
 def plan_backlog(
     *,
     source: str,
+    language: str,
+    store: Store | None,
     max_wav_bytes: int,
+    min_pause_ms: int,
     settle_s: float,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     storage_options: Mapping[str, Any] | None = None,
     workers: int = 4,
 ) -> Plan:
-    """List and probe every file under `source`; raises SourceError for a bad source."""
+    """What a run over `source` would do; `store` None: nothing recorded yet.
+
+    Raises SourceError for a bad source; never writes to the store.
+    """
     listing = list_audio(
         source, include=include, exclude=exclude, settle_s=settle_s, storage_options=storage_options
     )
-
-    def duration(file: SourceFile) -> int | None:
-        try:
-            with fetch_local(file.uri, storage_options=storage_options) as path:
-                return probe_audio(Path(path)).duration_ms
-        except AudioError:
-            return None
-
+    known = dict(_known_items(store, listing.files, language=language))
+    reader = _Reader(store, language, max_wav_bytes, min_pause_ms, storage_options)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        durations = list(pool.map(duration, listing.files))
-    known = [d for d in durations if d is not None]
-    chunks = sum(estimate_chunks(d, max_wav_bytes=max_wav_bytes) for d in known)
+        plans = list(pool.map(lambda f: reader.plan(f, known.get(f.uri)), listing.files))
+    return total_plan(plans, not_listed=len(listing.skipped))
+
+
+def total_plan(plans: Sequence[FilePlan], *, not_listed: int) -> Plan:
+    """Add up the plans of single files."""
+    counts = {name: sum(p.verdict == name for p in plans) for name in get_args(Verdict)}
     return Plan(
-        files=len(listing.files),
-        audio_ms=sum(known),
-        chunks=chunks,
-        requests=chunks,
-        unprobed=len(durations) - len(known),
-        not_listed=len(listing.skipped),
+        files=len(plans),
+        unchanged=counts["unchanged"],
+        reused=counts["reused"],
+        silent=counts["silent"],
+        undecodable=counts["undecodable"],
+        to_transcribe=counts["transcribe"],
+        audio_ms=sum(p.audio_ms for p in plans),
+        chunks=sum(p.chunks for p in plans),
+        requests=sum(p.requests for p in plans),
+        not_listed=not_listed,
     )
+
+
+def plan_rows(plan: Plan) -> dict[str, int | float]:
+    """The plan as named numbers, in the order a person reads them (no names, no text)."""
+    return {
+        "files": plan.files,
+        "files_unchanged": plan.unchanged,
+        "files_same_content": plan.reused,
+        "files_silent": plan.silent,
+        "files_not_decodable": plan.undecodable,
+        "files_not_listed": plan.not_listed,
+        "files_to_transcribe": plan.to_transcribe,
+        "audio_hours": round(plan.audio_ms / 3_600_000, 3),
+        "chunks": plan.chunks,
+        "requests": plan.requests,
+    }
+
+
+def _unchanged(item: ItemRecord, file: SourceFile) -> bool:
+    same = (item.source_version, item.size_bytes) == (file.version, file.size_bytes)
+    return same and item.status in _FINISHED
+
+
+def _known_items(
+    store: Store | None, files: Sequence[SourceFile], *, language: str
+) -> Iterator[tuple[str, ItemRecord]]:
+    if store is None:
+        return
+    with store.repository(read_only=True) as repo:
+        for file in files:
+            item = repo.find_item(source_uri=file.uri, language=language)
+            if item is not None:
+                yield file.uri, item

@@ -15,10 +15,13 @@ from prefect.cache_policies import NONE
 from storage.database import Store
 from tasks.discover import Discovery, discover_and_register
 from tasks.progress import FileOutcome
+from tasks.runs import expected_files, finish_run, requeue_failed, start_run
 from tasks.transcribe import BatchContext, process_batch
 
+_TAGS = ["medasr"]
 
-@task(name="discover", tags=["medasr"], cache_policy=NONE, persist_result=False)
+
+@task(name="discover", tags=_TAGS, cache_policy=NONE, persist_result=False)
 def discover_task(
     *,
     source: str,
@@ -41,7 +44,7 @@ def discover_task(
     )
 
 
-@task(name="transcribe-batch", tags=["medasr"], cache_policy=NONE, persist_result=False)
+@task(name="transcribe-batch", tags=_TAGS, cache_policy=NONE, persist_result=False)
 async def transcribe_batch_task(
     *, ctx: BatchContext, language: str | None, max_files: int, source_prefix: str | None
 ) -> list[FileOutcome]:
@@ -57,3 +60,33 @@ async def transcribe_batch_task(
     if not items:
         return []
     return await process_batch(items, ctx=ctx)
+
+
+@task(name="expected-files", tags=_TAGS, cache_policy=NONE, persist_result=False)
+def expected_files_task(
+    *, store: Store, language: str | None, source_prefix: str | None, limit: int | None
+) -> int:
+    """How many files the drain expects to do (dead local leases are taken back first)."""
+    return expected_files(store, language=language, source_prefix=source_prefix, limit=limit)
+
+
+@task(name="requeue-failures", tags=_TAGS, cache_policy=NONE, persist_result=False)
+def requeue_failures_task(
+    *, store: Store, language: str | None, max_attempts: int, include_permanent: bool
+) -> int:
+    """Send the failures that may succeed now (or all, with include_permanent) to pending."""
+    return requeue_failed(
+        store, language=language, max_attempts=max_attempts, include_permanent=include_permanent
+    )
+
+
+@task(name="start-run", tags=_TAGS, cache_policy=NONE, persist_result=False)
+def start_run_task(*, store: Store, source: str, language: str) -> int:
+    """Record the start of a run in the store; returns its id."""
+    return start_run(store, source=source, language=language)
+
+
+@task(name="finish-run", tags=_TAGS, cache_policy=NONE, persist_result=False)
+def finish_run_task(*, store: Store, run_id: int, counts: Mapping[str, int], status: str) -> None:
+    """Record the end of a run with its status and counts."""
+    finish_run(store, run_id, counts=counts, status=status)

@@ -211,12 +211,7 @@ async def _send_chunk(
         if chunk.silent:
             result = Transcription(text="", extras={}, attempts=0, latency_ms=0.0)
         else:
-            async with ctx.gate.admit():
-                progress_observer().on_request()
-                ctx.stats.requests += 1
-                result = await ctx.client.transcribe(
-                    chunk.wav, language=run.item.language, filename=chunk_filename(chunk.index)
-                )
+            result = await _transcribe(chunk, run=run, ctx=ctx)
             run.requests += result.attempts
             ctx.stats.chunks_sent += 1
         _record_chunk(chunk, result, run=run, ctx=ctx)
@@ -230,11 +225,32 @@ async def _send_chunk(
         held.release()
 
 
+async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Transcription:
+    """One call to the service: a slot for the whole call, the rate cap before every attempt."""
+
+    async def before_attempt() -> None:
+        await ctx.gate.pace()  # raises CredentialsRejected once the run has stopped
+        if any(isinstance(error, LeaseLost) for error in run.errors):
+            # Another worker owns the file now and sends this chunk itself.
+            raise LeaseLost(f"item {run.item.id} was taken over; chunk not sent")
+        progress_observer().on_request()
+
+    async with ctx.gate.slot():
+        ctx.stats.requests += 1  # retries are counted by the client's on_retry hook
+        return await ctx.client.transcribe(
+            chunk.wav,
+            language=run.item.language,
+            filename=chunk_filename(chunk.index),
+            before_attempt=before_attempt,
+        )
+
+
 def _record_chunk(chunk: Chunk, result: Transcription, *, run: _FileRun, ctx: BatchContext) -> None:
     extras = {k: v for k, v in result.extras.items() if k != "text"}
     with ctx.store.repository() as repo:
         repo.record_chunk_result(
             run.item.id,
+            owner=ctx.owner,
             index=chunk.index,
             start_ms=chunk.start_ms,
             end_ms=chunk.end_ms,
@@ -245,10 +261,8 @@ def _record_chunk(chunk: Chunk, result: Transcription, *, run: _FileRun, ctx: Ba
             txn_id=_str_or_none(extras.get("txn_id")),
             latency_ms=result.latency_ms,
         )
-        if time.monotonic() - run.last_renewal > ctx.lease_s / 3:
-            repo.renew_lease([run.item.id], owner=ctx.owner, lease_s=ctx.lease_s)
-            run.last_renewal = time.monotonic()
     run.texts[chunk.index] = result.text
+    _renew_lease_if_due(run=run, ctx=ctx)
     if extras:
         run.extras.append({"chunk": chunk.index, **extras})
 
@@ -283,10 +297,11 @@ def _finish(
 
 
 def _worst(errors: list[BaseException]) -> BaseException:
-    """Credentials first (they stop the run), then terminal errors, then the first one."""
-    for error in errors:
-        if isinstance(error, CredentialsRejected):
-            return error
+    """Credentials first (they stop the run), a lost lease (not ours to record), terminal, first."""
+    for kind in (CredentialsRejected, LeaseLost):
+        for error in errors:
+            if isinstance(error, kind):
+                return error
     for error in errors:
         if isinstance(error, MedasrError) and not error.transient:
             return error
@@ -319,6 +334,17 @@ def _release(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome:
     with ctx.store.repository() as repo:
         repo.release_items([item.id], owner=ctx.owner)
     return FileOutcome(item.source_uri, "released")
+
+
+def _renew_lease_if_due(*, run: _FileRun, ctx: BatchContext) -> None:
+    """Extend the item's lease every third of its length; raises LeaseLost if it is gone."""
+    if time.monotonic() - run.last_renewal <= ctx.lease_s / 3:
+        return
+    with ctx.store.repository() as repo:
+        lost = repo.renew_lease([run.item.id], owner=ctx.owner, lease_s=ctx.lease_s)
+    if lost:  # another worker owns the item now: send nothing more for it
+        raise LeaseLost(f"lease on item {run.item.id} lost while renewing it")
+    run.last_renewal = time.monotonic()
 
 
 def _str_or_none(value: object) -> str | None:

@@ -18,6 +18,7 @@ from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage.database import Store
 from tests.flows.conftest import TOKEN, Corpus, settings_for
+from tests.flows.test_cli import table_rows
 
 
 def rows_by_name(settings: Settings, root: Path) -> dict[str, object]:
@@ -136,15 +137,60 @@ def test_expiring_token_stops_run_with_exit_3_and_items_stay_pending(
     assert all(rows[name].status == "done" for name in corpus.texts)
 
 
-def test_dry_run_sends_nothing_and_plans(
+def dry_run_plan(root: Path) -> dict[str, str]:
+    result = CliRunner().invoke(app, ["run", str(root), "--language", "en-IN", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    return table_rows(result.output)
+
+
+def test_dry_run_plans_what_the_run_sends(
     pinned: Settings, corpus: Corpus, flow_server: RunningDevServer
 ) -> None:
-    result = CliRunner().invoke(app, ["run", str(corpus.root), "--language", "en-IN", "--dry-run"])
+    plan = dry_run_plan(corpus.root)
 
-    assert result.exit_code == 0, result.output
-    assert "requests" in result.output
     assert flow_server.ledger.entries() == []
     assert rows_by_name(pinned, corpus.root) == {}
+    assert plan["files"] == str(len(corpus.texts) + len(corpus.bad))
+    assert plan["files to transcribe"] == str(len(corpus.texts))
+    assert plan["files silent"] == "1"  # reported apart, not a request
+    assert plan["files not decodable"] == "2"
+    assert plan["files unchanged"] == "0"
+    assert int(plan["chunks"]) > len(corpus.texts)  # the long dictation needs several
+    assert plan["sent"] == "0"
+
+    run_backlog(corpus.root)
+
+    # The plan was exact: one request per chunk the run sent (no faults, no retries).
+    assert int(plan["requests"]) == successes(flow_server) == len(flow_server.ledger)
+    rows = rows_by_name(pinned, corpus.root)
+    assert int(plan["chunks"]) == sum(rows[name].chunks for name in corpus.texts)
+
+
+def test_dry_run_after_a_run_plans_nothing(
+    pinned: Settings, corpus: Corpus, flow_server: RunningDevServer
+) -> None:
+    run_backlog(corpus.root)
+    sent = len(flow_server.ledger)
+
+    plan = dry_run_plan(corpus.root)
+
+    assert plan["requests"] == plan["chunks"] == plan["files to transcribe"] == "0"
+    assert plan["files unchanged"] == str(len(corpus.texts) + len(corpus.bad))
+    assert len(flow_server.ledger) == sent
+
+
+def test_dry_run_counts_a_copy_and_a_change(
+    pinned: Settings, corpus: Corpus, flow_server: RunningDevServer
+) -> None:
+    run_backlog(corpus.root)
+    (corpus.root / "copy.wav").write_bytes((corpus.root / "admission.wav").read_bytes())
+    soundfile.write(corpus.root / "ward" / "new.wav", encode_tone_dictation("bp stable."), 16000)
+
+    plan = dry_run_plan(corpus.root)
+
+    assert plan["files same content"] == "1"  # the copy costs nothing
+    assert plan["files to transcribe"] == "1"
+    assert plan["requests"] == "1"
 
 
 def test_unsupported_language_is_a_usage_error(pinned: Settings, corpus: Corpus) -> None:

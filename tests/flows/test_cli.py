@@ -6,6 +6,7 @@ ephemeral start-up (~6 s), so only two cases run a flow. One devserver serves th
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -69,6 +70,11 @@ def env(service: RunningDevServer, tmp_path: Path) -> dict[str, str]:
         MEDASR_DATABASE_URL=f"sqlite:///{tmp_path / 'medasr.db'}",
         MEDASR_PIPELINE__SETTLE_S="0",
     )
+
+
+def prefect_started(env: dict[str, str]) -> bool:
+    """Whether a command started Prefect (its ephemeral API creates this database)."""
+    return (Path(env["PREFECT_HOME"]) / "prefect.db").exists()
 
 
 def medasr(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -165,14 +171,80 @@ def test_run_prints_plain_lines_and_a_summary(
     assert not any(text in out + result.stderr for text in TEXTS.values()), "transcript printed"
 
 
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]], ids=["run", "dry-run"])
+@pytest.mark.parametrize("missing", ["nonexistent", "file://{tmp}/gone"], ids=["path", "url"])
+def test_missing_source_exits_2_before_prefect_starts(
+    dry_run: list[str], missing: str, env: dict[str, str], tmp_path: Path
+) -> None:
+    source = str(tmp_path / missing) if "://" not in missing else missing.format(tmp=tmp_path)
+    result = medasr("run", source, "--language", "en-IN", *dry_run, env=env, cwd=tmp_path)
+
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("medasr: usage error: source not found:"), lines[0]
+    assert str(tmp_path) in lines[0]
+    assert not prefect_started(env), "Prefect started before the source was checked"
+
+
+def test_a_file_that_is_neither_folder_nor_file_exits_2(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    fifo = tmp_path / "pipe.wav"
+    os.mkfifo(fifo)
+    result = medasr("run", str(fifo), "--language", "en-IN", env=env, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "neither a folder nor a file" in result.stderr
+    assert not prefect_started(env)
+
+
+@pytest.mark.parametrize("command", ["run", "rerun-failures"])
+@pytest.mark.parametrize(
+    ("variables", "fragment"),
+    [
+        pytest.param(
+            {"MEDASR_BASE_URL": "http://192.0.2.10:8080"}, "MEDASR_BASE_URL", id="insecure-http"
+        ),
+        pytest.param({"MEDASR_CA_BUNDLE": "/no/such/ca.pem"}, "MEDASR_CA_BUNDLE", id="ca-bundle"),
+    ],
+)
+def test_bad_service_settings_exit_2_before_prefect_starts(
+    command: str,
+    variables: dict[str, str],
+    fragment: str,
+    env: dict[str, str],
+    recordings: Path,
+    tmp_path: Path,
+) -> None:
+    args = ["run", str(recordings), "--language", "en-IN"] if command == "run" else [command]
+    result = medasr(*args, env=env | variables, cwd=tmp_path)
+
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("medasr: configuration error:")
+    assert fragment in lines[0]
+    assert not prefect_started(env), "Prefect started before the settings were checked"
+
+
 def test_rejected_token_exits_3_and_leaves_files_pending(
     env: dict[str, str], recordings: Path, service: RunningDevServer, tmp_path: Path
 ) -> None:
     bad = env | {"MEDASR_TOKEN": "not-the-token"}
     result = medasr("run", str(recordings), "--language", "en-IN", env=bad, cwd=tmp_path)
     assert result.returncode == 3, result.stdout + result.stderr
+    assert prefect_started(env)
     assert "Traceback" not in result.stdout + result.stderr
     assert "not-the-token" not in result.stdout + result.stderr
+    # The summary table first (stdout), then one line naming the setting to fix (stderr).
+    summary = table_rows(result.stdout)
+    assert summary["credentials rejected"] == "True", result.stdout
+    assert summary["files done"] == "0"
+    assert summary["exit code"] == "3"
+    ours = [line for line in result.stderr.splitlines() if line.startswith("medasr:")]
+    assert len(ours) == 1, result.stderr
+    assert ours[0].startswith("medasr: stopped: credentials rejected:")
+    assert "MEDASR_TOKEN" in ours[0]
     assert set(service.ledger.statuses()) == {403}
     status = medasr("status", env=env, cwd=tmp_path)
     assert status.returncode == 0, status.stderr

@@ -34,6 +34,17 @@ def test_same_uri_in_two_languages_is_two_items(store: Store) -> None:
         assert repo.pending_count(language="hi") == 3
 
 
+def test_pending_count_under_a_source_counts_that_folder_only(store: Store) -> None:
+    register(store, listed(3, prefix="/archive/ward"))
+    register(store, listed(2, prefix="/archive/ward-b"))  # a name prefix, not below
+    register(store, listed(4, prefix="/archive/clinic"))
+    with store.repository(read_only=True) as repo:
+        assert repo.pending_count(language=LANG, source_prefix="/archive/ward") == 3
+        assert repo.pending_count(language=LANG, source_prefix="/archive/ward/") == 3
+        assert repo.pending_count(language=LANG, source_prefix="/archive") == 9
+        assert repo.pending_count(language="hi", source_prefix="/archive") == 0
+
+
 def test_duplicate_uris_in_one_listing_register_once(store: Store) -> None:
     with store.repository() as repo:
         result = repo.register_items([*listed(3), *listed(3)], language=LANG)

@@ -247,12 +247,15 @@ def test_requeue_failures_selects_due_retryable_under_the_limit(store: Store) ->
     with store.repository() as repo:
         assert (
             repo.requeue_failures(language=None, max_attempts=5, include_permanent=True, now=now)
-            == 1
+            == 2
         )
+    # With include_permanent every failure goes back: the permanent one and the one
+    # whose next attempt had not yet come.
+    assert get(store, b.id).status == "pending"
     assert get(store, c.id).status == "pending"
     assert get(store, e.id).status == "processing"
     again = claim(store, limit=5)
-    assert {i.id for i in again} == {a.id, c.id, d.id}
+    assert {i.id for i in again} == {a.id, b.id, c.id, d.id}
     assert all(i.attempts == 2 for i in again)
 
 

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import soundfile
 
 from config.settings import PipelineSettings, StorageSettings
-from service.client import TranscriptionClient
+from service.client import RetryEvent, TranscriptionClient
 from service.devserver import RunningDevServer
 from service.devserver.tone import encode_tone_dictation
+from service.errors import CredentialsRejected
 from storage.database import Store
 from storage.sources import list_audio
 from tasks.gate import RequestGate
-from tasks.transcribe import BatchContext, process_batch
+from tasks.transcribe import CHUNKS_AHEAD_PER_FILE, BatchContext, process_batch
 from tests.servers import client_settings
 
 # ~7 s of 16 kHz audio per chunk: several chunks for a short dictation.
@@ -39,23 +43,33 @@ def recording(tmp_path: Path) -> Path:
     return folder
 
 
-def run_once(store: Store, server: RunningDevServer, folder: Path, **pipeline: object) -> list:
+def run_once(
+    store: Store,
+    server: RunningDevServer,
+    folder: Path,
+    *,
+    gate: RequestGate | None = None,
+    service: dict[str, Any] | None = None,
+    on_retry: Callable[[RetryEvent], None] | None = None,
+    lease_s: float = 60,
+    **pipeline: object,
+) -> list:
     async def go() -> list:
-        service, encryption = client_settings(server, max_upload_bytes=CAP_BYTES)
-        async with TranscriptionClient(service, encryption) as client:
+        settings = client_settings(server, max_upload_bytes=CAP_BYTES, **(service or {}))
+        async with TranscriptionClient(*settings, on_retry=on_retry) as client:
             ctx = BatchContext(
                 pipeline=PipelineSettings(settle_s=0, **pipeline),
                 store=store,
                 client=client,
-                gate=RequestGate(concurrency=4),
+                gate=gate or RequestGate(concurrency=4),
                 owner="test-owner",
-                lease_s=60,
+                lease_s=lease_s,
             )
             try:
                 with store.repository() as repo:
                     repo.register_items(list_audio(str(folder), settle_s=0).files, language="en-IN")
                     items = repo.claim_batch(
-                        owner="test-owner", language="en-IN", limit=10, lease_s=60
+                        owner="test-owner", language="en-IN", limit=10, lease_s=lease_s
                     )
                 return await process_batch(items, ctx=ctx)
             finally:
@@ -126,3 +140,84 @@ def test_unreadable_audio_fails_one_file_and_not_the_batch(
     assert outcomes["note.wav"].outcome == "done"
     assert outcomes["broken.mp3"].outcome == "failed"
     assert outcomes["broken.mp3"].retryable is False
+
+
+def test_rate_cap_paces_every_attempt_retries_included(
+    store: Store, devserver_factory, recording: Path
+) -> None:
+    rate = 4.0
+    failures = 8
+    server = devserver_factory(fault_script=("503",) * failures)
+    gate = RequestGate(concurrency=4, requests_per_s=rate)
+
+    outcomes = run_once(store, server, recording, gate=gate, service={"max_attempts": 12})
+
+    assert [o.outcome for o in outcomes] == ["done"]
+    starts = sorted(entry.time for entry in server.ledger.entries())
+    assert len(starts) == failures + item_of(store).chunks
+    # A bucket of `rate` requests refilled at `rate` per second: the i-th request (from 0)
+    # cannot start before (i + 1 - rate) / rate seconds after the first one. Retries of
+    # the client are requests too. 0.15 s of slack for the way to the server.
+    for i, start in enumerate(starts):
+        earliest = (i + 1 - rate) / rate
+        assert start - starts[0] >= earliest - 0.15, (i, [round(t - starts[0], 2) for t in starts])
+
+
+def test_stopped_gate_stops_retries_in_flight(
+    store: Store, devserver_factory, recording: Path
+) -> None:
+    # Every answer is 503; the first one stops the run (as a 403 elsewhere would).
+    server = devserver_factory(fault_script=("503",) * 50)
+    gate = RequestGate(concurrency=4)
+
+    def stop_at_first_retry(_event: RetryEvent) -> None:
+        gate.stop(CredentialsRejected("the service rejected the token; check MEDASR_TOKEN"))
+
+    outcomes = run_once(
+        store,
+        server,
+        recording,
+        gate=gate,
+        service={"max_attempts": 5},
+        on_retry=stop_at_first_retry,
+    )
+
+    assert [o.outcome for o in outcomes] == ["released"]
+    # Only first attempts that had started before the stop; no retry went out after it.
+    sent = server.ledger.entries()
+    assert 1 <= len(sent) <= CHUNKS_AHEAD_PER_FILE
+    assert len({entry.sha256 for entry in sent}) == len(sent)
+    assert item_of(store).status == "pending"
+
+
+def test_a_lost_lease_stops_the_file_and_sends_nothing_more(
+    store: Store, devserver_factory, recording: Path
+) -> None:
+    # Each request takes longer than the lease: another worker takes the item over
+    # while our first chunk is on the wire.
+    server = devserver_factory(latency_ms=1500)
+    stolen = threading.Event()
+
+    def thief() -> None:
+        deadline = time.monotonic() + 10
+        while not stolen.is_set() and time.monotonic() < deadline:
+            with store.repository() as repo:
+                if repo.claim_batch(owner="thief", language="en-IN", limit=1, lease_s=600):
+                    stolen.set()
+            time.sleep(0.05)
+
+    taker = threading.Thread(target=thief)
+    taker.start()
+    try:
+        outcomes = run_once(store, server, recording, gate=RequestGate(concurrency=1), lease_s=0.5)
+    finally:
+        stolen.set()
+        taker.join()
+
+    assert [o.outcome for o in outcomes] == ["lost"]
+    row = item_of(store)
+    assert (row.status, row.chunks) == ("processing", None)  # the thief's, untouched
+    with store.repository() as repo:
+        assert repo.done_chunks(1) == {}  # the only item; our late answer was not recorded
+    # One request was on the wire when the lease went; the queued chunks were not sent.
+    assert len(server.ledger.entries()) == 1

@@ -1,0 +1,59 @@
+"""Run bookkeeping in the store: the run row, what a drain expects to do, re-queuing failures.
+
+Plain functions over the repository; tasks/steps.py wraps them as Prefect tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from storage.database import Store
+
+logger = logging.getLogger("medasr.runs")
+
+
+def start_run(store: Store, *, source: str, language: str) -> int:
+    """Record that a run starts over `source` (normalized) in `language`; returns its id."""
+    with store.repository() as repo:
+        return repo.start_run(source=source, language=language)
+
+
+def finish_run(store: Store, run_id: int, *, counts: Mapping[str, int], status: str) -> None:
+    """Record a run's end: its status and counts (numbers only: no text, no secret)."""
+    with store.repository() as repo:
+        repo.finish_run(run_id, counts=counts, status=status)
+
+
+def expected_files(
+    store: Store, *, language: str | None, source_prefix: str | None, limit: int | None
+) -> int:
+    """Take back items of dead local runs; how many files a drain expects to do.
+
+    Counts pending items of `language` under `source_prefix` (a normalized source), so
+    a run over one folder does not count another folder's backlog.
+    """
+    with store.repository() as repo:
+        # A run killed on this machine left its items leased: take them back now.
+        reclaimed = repo.release_dead_local_leases()
+        pending = repo.pending_count(language=language, source_prefix=source_prefix)
+    if reclaimed:
+        logger.warning("took back %d items left in progress by an ended run", reclaimed)
+    return min(pending, limit) if limit is not None else pending
+
+
+def requeue_failed(
+    store: Store, *, language: str | None, max_attempts: int, include_permanent: bool
+) -> int:
+    """Send failures back to pending; returns how many.
+
+    Without `include_permanent`: retryable failures whose attempts are under
+    `max_attempts` and whose next-attempt time has come. With it: every failed item of
+    the language (permanent ones, and retryable ones past the attempts limit too).
+    """
+    with store.repository() as repo:
+        return repo.requeue_failures(
+            language=language,
+            max_attempts=max_attempts,
+            include_permanent=include_permanent,
+        )

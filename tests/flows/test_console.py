@@ -1,0 +1,65 @@
+"""Console output: log lines go through the progress bar's console while it is live."""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterator
+
+import pytest
+from prefect.logging.handlers import PrefectConsoleHandler
+from rich.console import Console
+
+from flows.console import logs_through, print_summary
+
+
+@pytest.fixture
+def prefect_console() -> Iterator[tuple[PrefectConsoleHandler, io.StringIO]]:
+    """A Prefect console handler on the root logger, as Prefect's logging config installs."""
+    stream = io.StringIO()
+    handler = PrefectConsoleHandler(stream=stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    logger = logging.getLogger("medasr.test_console")
+    previous = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler, stream
+    finally:
+        logger.setLevel(previous)
+        root.removeHandler(handler)
+
+
+def test_log_lines_go_through_the_bar_console_and_come_back(
+    prefect_console: tuple[PrefectConsoleHandler, io.StringIO],
+) -> None:
+    handler, stream = prefect_console
+    bar = Console(file=io.StringIO(), markup=False, width=200)
+    logger = logging.getLogger("medasr.test_console")
+
+    with logs_through(bar):
+        logger.info("while the bar is live [bold]not markup[/bold]")
+        assert handler.console is bar
+
+    logger.info("after the bar")
+    shown = bar.file.getvalue()  # type: ignore[attr-defined]
+    assert "INFO medasr.test_console while the bar is live [bold]not markup[/bold]" in shown
+    assert "after the bar" not in shown
+    assert "while the bar" not in stream.getvalue()
+    assert "after the bar" in stream.getvalue()
+
+
+def test_handlers_are_restored_when_the_run_fails(
+    prefect_console: tuple[PrefectConsoleHandler, io.StringIO],
+) -> None:
+    handler, _ = prefect_console
+    before = handler.console
+    with pytest.raises(RuntimeError), logs_through(Console(file=io.StringIO())):
+        raise RuntimeError("the flow crashed")
+    assert handler.console is before
+
+
+def test_summary_title_is_not_wrapped(capsys: pytest.CaptureFixture[str]) -> None:
+    print_summary({"files": 3, "sent": 0}, title="medasr dry run (en-IN): nothing sent")
+    assert "medasr dry run (en-IN): nothing sent" in capsys.readouterr().out

@@ -1,0 +1,41 @@
+"""README.md names every MEDASR_* variable medasr reads, and none that does not exist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.flows.readme_tables import all_variables, devserver_rows, settings_rows
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+# A whole variable name: not the MEDASR_<SECTION>__<FIELD> pattern or a MEDASR_DEVSERVER_* glob.
+_NAME = re.compile(r"\bMEDASR_[A-Z0-9_]*[A-Z0-9](?![A-Za-z0-9_<*])")
+
+
+def readme_names() -> set[str]:
+    return set(_NAME.findall(README.read_text(encoding="utf-8")))
+
+
+def test_every_variable_is_in_the_readme() -> None:
+    missing = sorted(all_variables() - readme_names())
+    assert not missing, (
+        f"README.md lacks {missing}; regenerate its tables with "
+        "`.venv/bin/python -m tests.flows.readme_tables`"
+    )
+
+
+def test_the_readme_names_no_unknown_variable() -> None:
+    unknown = sorted(readme_names() - all_variables())
+    assert not unknown, f"README.md names variables medasr does not read: {unknown}"
+
+
+def test_the_generated_list_covers_every_setting_and_option() -> None:
+    # Guards the generator itself: one row per Settings field and per devserver option.
+    nested = {row[1] for row in settings_rows()}
+    assert {"MEDASR_PIPELINE__SETTLE_S", "MEDASR_STORAGE__LEASE_S"} <= nested
+    assert all(name.count("__") == 1 for name in nested)
+    flat = {row[0] for row in settings_rows() if row[0]}
+    assert {"MEDASR_TOKEN", "MEDASR_CONCURRENCY", "MEDASR_REQUESTS_PER_S"} <= flat
+    devserver = {row[0] for row in devserver_rows()}
+    assert {"MEDASR_DEVSERVER_PORT", "MEDASR_DEVSERVER_TOKEN"} <= devserver
+    assert all(name.startswith("MEDASR_DEVSERVER_") for name in devserver)

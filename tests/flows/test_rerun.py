@@ -1,0 +1,131 @@
+"""rerun-failures: the attempts limit and next-attempt time without --include-permanent;
+with it, every failure of the language goes back to the queue."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from config.settings import Settings, pinned_settings
+from flows.backlog import transcribe_backlog
+from flows.cli import app
+from flows.rerun import rerun_failures
+from service.devserver import RunningDevServer, start_devserver
+from storage.database import Store
+from tests.flows.conftest import TOKEN, Corpus, settings_for
+from tests.flows.test_cli import table_rows
+
+PERMANENT = ("corrupt.mp3", "notes.wav")
+
+
+def statuses(settings: Settings, root: Path) -> dict[str, tuple[str, int]]:
+    store = Store.open(settings.storage)
+    try:
+        with store.repository() as repo:
+            return {
+                str(Path(r.source).relative_to(root)): (r.status, r.attempts)
+                for r in repo.export_rows()
+            }
+    finally:
+        store.dispose()
+
+
+def pointed_at(settings: Settings, server: RunningDevServer, **pipeline: object) -> Settings:
+    return settings.model_copy(
+        update={
+            "service": settings.service.model_copy(update={"base_url": server.url}),
+            "pipeline": settings.pipeline.model_copy(update=pipeline),
+        }
+    )
+
+
+@pytest.fixture
+def down(prefect_harness: None) -> Iterator[RunningDevServer]:
+    with start_devserver(token=TOKEN, port=0, rate_503=1.0) as server:
+        yield server
+
+
+@pytest.fixture
+def up(prefect_harness: None) -> Iterator[RunningDevServer]:
+    with start_devserver(token=TOKEN, port=0) as server:
+        yield server
+
+
+def rerun(settings: Settings, **kwargs: object) -> dict:
+    with pinned_settings(settings):
+        return asyncio.run(rerun_failures(language="en-IN", **kwargs))
+
+
+def test_rerun_honors_the_attempts_limit(
+    corpus: Corpus, down: RunningDevServer, up: RunningDevServer, tmp_path: Path
+) -> None:
+    # MEDASR_MAX_ATTEMPTS=2 (conftest): a good file may be tried in two runs, no more.
+    failing = pointed_at(settings_for(down, tmp_path / "m.db"), down, retry_delay_s=0.0)
+    with pinned_settings(failing):
+        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+    assert {statuses(failing, corpus.root)[n] for n in corpus.texts} == {("failed", 1)}
+
+    second = rerun(failing)  # attempts 1 < 2: re-queued, tried, failed again
+    assert second["requeued"] == len(corpus.texts)
+    assert {statuses(failing, corpus.root)[n] for n in corpus.texts} == {("failed", 2)}
+
+    sent = len(up.ledger)
+    third = rerun(pointed_at(failing, up))  # attempts 2: at the limit, left alone
+    assert third["requeued"] == 0
+    assert len(up.ledger) == sent
+    for name in PERMANENT:  # permanent failures are never re-queued without the flag
+        assert statuses(failing, corpus.root)[name] == ("failed", 1)
+
+
+def test_rerun_waits_for_the_next_attempt_time(
+    corpus: Corpus, down: RunningDevServer, up: RunningDevServer, tmp_path: Path
+) -> None:
+    later = pointed_at(settings_for(down, tmp_path / "m.db"), down, retry_delay_s=3600.0)
+    with pinned_settings(later):
+        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+
+    summary = rerun(pointed_at(later, up))
+
+    assert summary["requeued"] == 0
+    assert len(up.ledger) == 0
+
+
+def test_include_permanent_requeues_every_failure(
+    corpus: Corpus, down: RunningDevServer, up: RunningDevServer, tmp_path: Path
+) -> None:
+    failing = pointed_at(settings_for(down, tmp_path / "m.db"), down, retry_delay_s=0.0)
+    with pinned_settings(failing):
+        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+    rerun(failing)  # the good files reach the attempts limit (2)
+    assert rerun(failing)["requeued"] == 0
+
+    with pinned_settings(pointed_at(failing, up)):
+        result = CliRunner().invoke(
+            app, ["rerun-failures", "--language", "en-IN", "--include-permanent"]
+        )
+
+    assert result.exit_code == 1, result.output  # the permanent failures fail again
+    summary = table_rows(result.output)
+    # Permanent failures and retryable ones past the limit: all of them.
+    assert summary["requeued"] == str(len(corpus.texts) + len(PERMANENT))
+    assert summary["files done"] == str(len(corpus.texts))
+    after = statuses(failing, corpus.root)
+    assert all(after[name][0] == "done" for name in corpus.texts)
+    assert {after[name] for name in PERMANENT} == {("failed", 2)}  # tried again, once
+
+
+def test_include_permanent_does_not_wait_for_the_next_attempt_time(
+    corpus: Corpus, down: RunningDevServer, up: RunningDevServer, tmp_path: Path
+) -> None:
+    later = pointed_at(settings_for(down, tmp_path / "m.db"), down, retry_delay_s=3600.0)
+    with pinned_settings(later):
+        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+
+    summary = rerun(pointed_at(later, up), include_permanent=True)
+
+    assert summary["requeued"] == len(corpus.texts) + len(PERMANENT)
+    assert summary["files_done"] == len(corpus.texts)
