@@ -59,7 +59,9 @@ Notes (from profiling):
 * The 2x-over-pydub target has little headroom for m4a: pydub's ffmpeg run does not
   resample (audioop does it in C afterwards), so pydub takes only about 1.6-2.4x the plain
   ffmpeg command on these files, and medasr cannot be faster than ffmpeg's own decode.
-  Wall times on this shared 2-core machine vary by +-30% from run to run.
+  Wall times on this shared 2-core machine vary by +-30% from run to run: two runs on
+  2026-11-22 gave m4a vs pydub 2.3 and 1.9 (medasr vs ffmpeg 1.39 and 1.20; CPU seconds
+  1.00 and 1.05 against pydub's 1.74 and 1.66); mp3 2.1 both times.
   pydub's real cost is memory: it holds the whole decoded file (the table above; it grows
   with the recording's length), and it calls ffprobe, which imageio-ffmpeg does not ship,
   unless `codec=` is given. So pydub is not used at run time; this script is its only
@@ -136,17 +138,30 @@ def time_one(path: Path, out: Path, *, fmt: str, codec: str) -> dict[str, float]
     reference = [find_ffmpeg(), "-nostdin", "-loglevel", "error", "-y", "-threads", "1",
                  "-i", str(path), "-ac", "1", "-ar", "16000", str(out)]  # fmt: skip
 
+    samples = {"ours": 0}
+
     def ours() -> int:
-        return sum(1 for _ in iter_chunks(path, max_bytes=5_000_000))
+        chunks = list(iter_chunks(path, max_bytes=5_000_000))
+        samples["ours"] = chunks[-1].end_sample
+        return len(chunks)
 
     def pydub() -> object:
         segment = AudioSegment.from_file(str(path), format=fmt, codec=codec)
         return segment.set_frame_rate(16000).set_channels(1).export(str(out), format="wav")
 
-    plain = lambda: subprocess.run(reference, check=True)  # noqa: E731
+    def plain() -> object:
+        return subprocess.run(reference, check=True)
+
     (ours_s, ours_cpu_s), (plain_s, plain_cpu_s), (pydub_s, pydub_cpu_s) = interleaved_best(
         [ours, plain, pydub], REPEATS
     )
+    # A speed ratio means nothing unless both produced the same audio: same sample count.
+    plain()
+    reference_samples = soundfile.info(str(out)).frames
+    if samples["ours"] != reference_samples:
+        raise SystemExit(
+            f"{path.name}: medasr produced {samples['ours']} samples, ffmpeg {reference_samples}"
+        )
     return {
         "ours": ours_s,
         "ffmpeg": plain_s,
@@ -154,6 +169,7 @@ def time_one(path: Path, out: Path, *, fmt: str, codec: str) -> dict[str, float]
         "ours_cpu": ours_cpu_s,
         "ffmpeg_cpu": plain_cpu_s,
         "pydub_cpu": pydub_cpu_s,
+        "samples": float(reference_samples),
     }
 
 
@@ -234,6 +250,10 @@ def render(rows: list[dict[str, float | str]], peaks: dict[str, float]) -> str:
         f"| pydub, the 10-minute mp3 | {peaks['pydub']:.0f} | (contrast) |",
         "",
         f"Targets missed in this run: {', '.join(missed_targets(rows, peaks)) or 'none'}.",
+        "Sample counts checked: medasr's chunks and ffmpeg's WAV hold the same number of "
+        "samples ("
+        + ", ".join(f"{row['kind']} {int(float(row['samples'])):,}" for row in rows)
+        + "); the script stops if they differ.",
     ]
     return "\n".join(lines)
 

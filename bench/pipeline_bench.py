@@ -455,54 +455,51 @@ NOTES = """\
 How to read it: ratios are medasr's throughput over the ideal (the lower of the request
 bound and the decode bound, both measured or computed in the same run); "without start-up"
 subtracts the median wall time of a trivial Prefect flow in a fresh PREFECT_HOME, measured
-right before each medasr run. The machine is shared: other people's test suites ran during
-this benchmark (last column of the CPU table); the bench waits up to `--quiet-wait` seconds
-for an idle machine before each measurement and then measures anyway. The ffmpeg CLI
-reference suffers the same load, so the ratios are fairer than the absolute figures.
+right before each medasr run. Prefect's start-up is a fixed cost per run: 13-14 s in a
+fresh PREFECT_HOME (it creates and migrates its database), 6.7-6.8 s for the same trivial
+flow in a PREFECT_HOME used before (measured by hand, 3 runs), and no ephemeral server at
+all for flow runs served by `medasr serve` against a Prefect server. With the warm 6.8 s,
+row 1 comes to 2,000 / (84.1 - 13.9 + 6.8) s = 26.0 files/s, 0.81 of the ideal.
 
-What profiling found (py-spy on `medasr run` over a 400-file subset, plus a timing tracer
-around transcribe_file / the decode pool / the HTTP call):
+Row 2 is CPU-bound and sits at the target: two more runs of it alone
+(`--skip short --skip overhead --skip noop --skip memory`) gave 0.78 and 0.85 without
+start-up. medasr's ffmpeg uses less CPU than the reference (42.0 s against 45.7 s: it
+writes no WAV file), but the same two cores also carry the local stand-in of the service
+(3.7 s parsing 900 MB of uploads, which a remote service would not take from us), medasr's
+own process (7.7 s, ~3 s of it Python and Prefect start-up) and Prefect's server; the ideal
+gives both cores to ffmpeg alone.
 
-* The two decode threads were busy 22 of 27 s while the event loop sat idle; a file waited
-  0.56 s (median) before its request went out. On short files ffmpeg's start-up is the cost:
-  the bundled static ffmpeg (172 MB) needs ~17 ms of CPU just for `-version`, and medasr ran
-  two per file (a probe, then the decode): ~77 ms of ffmpeg CPU per 15 s mp3, against ~58 ms
-  for the plain CLI. Fixed for WAVs already at 16 kHz mono s16le (half of workload 1, and
-  what many dictation recorders write): tasks/native_wav.py reads their samples directly,
-  no ffmpeg process at all; the samples are identical to ffmpeg's (tests/tasks/
-  test_native_wav.py). Every other input still goes through ffmpeg.
-* Batch boundaries stalled everything: each batch loop had its own window of 10 files in
-  flight, both loops reached the end of their batch together, and Prefect's bookkeeping
-  between two task runs (states, progress artifact) took 0.2-2.3 s on this loaded machine:
-  4.4 s of a 30 s drain had no file in flight. Fixed: one window of files in flight shared
-  by both loops (tasks/transcribe.py), so one loop's files fill the slots while the other
-  finishes its slowest file or waits for Prefect: time with nothing in flight fell to
-  0.3 s, the drain of those 400 files from 30 s to 21 s. A first version sized the window
-  for two batches (20 files): no faster, and 20 long recordings in flight at once took the
-  medasr process to 468 MB; it is now concurrency + 2 x decode workers (12).
-* What keeps targets 1 and 2 out of reach now is CPU, not latency: at zero latency (row 4)
-  workload 1 runs hardly faster than at 250 ms. Per 15 s file medasr's process spends
-  ~20 ms of CPU (SQL: five short transactions per file; httpx multipart; levels and WAV
-  building) and its ffmpeg ~43 ms on average (mp3: probe + decode; WAV: nothing), the
-  devserver ~4 ms and Prefect's server a few; the CLI needs ~48 ms per file and nothing
-  else. Long recordings are decode-bound: medasr's ffmpeg CPU is about the CLI's, and the
-  devserver (reading 5 MB WAVs) plus medasr's own chunk work come on top on the same two
-  cores, which the ideal gives entirely to ffmpeg. Two processes of the CLI only keep
-  ~1.1 cores busy on short files (process start-up waits), which is why the decode bound
-  of workload 1 sits below the request bound.
-* Not done, the next step: fold the probe into the decoding ffmpeg run (read the input
-  description from the decoder's stderr with `-loglevel level+info`, and re-run the probe
-  only when the decode fails, to word the error as now). It saves one ffmpeg start per
-  compressed file (~20 ms of CPU, ~35 ms of wall time).
-* Prefect's own start-up in a fresh PREFECT_HOME (it creates and migrates its database)
-  took 17-31 s here; a nightly job with a lasting PREFECT_HOME starts faster. Task runs:
-  one per batch of 50 files, plus discovery and one empty claim per batch loop.
+What profiling found (py-spy on `medasr run` over the long workload, 2026-11-22; and over a
+400-file subset of workload 1, 2026-11-21):
+
+* One ffmpeg process per file (tasks/decoder.py): the decode runs at `-loglevel level+info`
+  and describes its input on stderr before its first sample, so the separate probe run is
+  gone, with every error still raised before the first chunk and worded as before. 50 x 15 s
+  mp3s: ffmpeg CPU 2.39 -> 1.98 s (median of alternating runs, -17%). Row 4 now shows
+  20.2 ms of ffmpeg CPU per file, averaged over mp3s and wavs.
+* WAVs already at 16 kHz mono s16le (half of workload 1) need no ffmpeg at all
+  (tasks/native_wav.py), with samples identical to ffmpeg's.
+* One window of files in flight shared by both batch loops (tasks/transcribe.py), sized
+  concurrency + 2 x decode workers, so Prefect's bookkeeping between task runs no longer
+  empties the request slots (time with nothing in flight fell from 4.4 s to 0.3 s of a
+  30 s drain).
+* The per-chunk path has nothing big left: frame levels 1.0 ms and the WAV header plus copy
+  1.0 ms per 5 MB chunk (soundfile; the stdlib `wave` writer is byte-identical and 0.3 ms
+  cheaper, not worth a second WAV writer); SHA-256 of the source runs at 1.1 GB/s here
+  (SHA-NI) in a worker thread. medasr's own process spends 10.6 ms of CPU per 15 s file
+  (row 4), against ~20 ms before these changes.
+* Task runs: one per batch of 50 files, plus discovery and one empty claim per batch loop
+  (22.5 per 1,000 files).
 * Memory: the medasr process idles at ~210 MB (Prefect's client, SQLAlchemy, numpy: the
   no-op run's peak); audio adds little because decoding streams and a file holds at most
   three chunks. ffmpeg children and Prefect's server are counted apart.
 * The no-op rerun lists the 10,000 files and finds them unchanged inside the flow in
-  about a second; the devserver's ledger shows zero requests. Its "done" state is written
+  under a second; the devserver's ledger shows zero requests. Its "done" state is written
   through medasr's Repository (register, claim, finish) rather than by a 10,000-file run.
+
+Not done: a row with the warm start-up measured by the script itself (figure above is by
+hand); making the stand-in service's multipart parsing cheaper (it is not medasr, and
+tuning it would flatter row 2 without helping a hospital).
 """
 
 
