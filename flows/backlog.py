@@ -12,6 +12,7 @@ from flows.drain import DrainResult, drain_pending
 from flows.run_record import recorded_run
 from flows.summary import publish_summary, stopped_with, summarize
 from service.contract import LANGUAGES, is_supported_language
+from service.errors import CredentialsRejected
 from storage.database import Store
 from storage.sources import normalize_source
 from tasks.discover import Discovery
@@ -50,10 +51,12 @@ async def transcribe_backlog(
 
 
 async def finish(summary: dict[str, Any], result: DrainResult, *, title: str) -> dict[str, Any]:
-    """Publish the summary artifact; raise RunStopped (with the summary) if credentials failed."""
+    """Publish the summary artifact; raise what stopped the run (credentials, a setting)."""
     await publish_summary(summary, title=title)
-    if result.stopped is not None:
+    if isinstance(result.stopped, CredentialsRejected):
         raise stopped_with(summary, result.stopped)
+    if result.stopped is not None:  # a ConfigError: the CLI exits 2 with its one line
+        raise result.stopped
     return summary
 
 

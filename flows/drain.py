@@ -15,10 +15,9 @@ from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifa
 
 from config.settings import Settings
 from service.client import TranscriptionClient
-from service.errors import CredentialsRejected
 from storage.database import Store
 from storage.repository import new_lease_owner
-from tasks.gate import RequestGate
+from tasks.gate import RequestGate, RunStop
 from tasks.progress import FileOutcome, RunStats, progress_observer
 from tasks.steps import expected_files_task, transcribe_batch_task
 from tasks.transcribe import BatchContext
@@ -29,13 +28,13 @@ PROGRESS_KEY = "medasr-progress"
 
 @dataclass
 class DrainResult:
-    """What a drain did; `stopped` holds the credentials error that ended it early."""
+    """What a drain did; `stopped` holds the error that ended it early (credentials, config)."""
 
     stats: RunStats
     wall_s: float
     planned: int
     outcomes: list[FileOutcome] = field(default_factory=list)
-    stopped: CredentialsRejected | None = None
+    stopped: RunStop | None = None
 
 
 async def drain_pending(

@@ -6,6 +6,7 @@ from typing import Any
 
 from prefect.artifacts import acreate_table_artifact
 
+from config.errors import ConfigError
 from flows.drain import DrainResult
 from service.errors import CredentialsRejected
 from tasks.discover import Discovery
@@ -33,7 +34,12 @@ _RUN_OTHER = {
     "files_unreadable": "unreadable",
     "requeued": "requeued",
 }
-_RUN_STATUS = {EXIT_OK: "done", EXIT_SOME_FAILED: "some_failed", EXIT_CREDENTIALS: "stopped"}
+_RUN_STATUS = {
+    EXIT_OK: "done",
+    EXIT_SOME_FAILED: "some_failed",
+    EXIT_USAGE: "stopped",
+    EXIT_CREDENTIALS: "stopped",
+}
 
 
 class RunStopped(CredentialsRejected):
@@ -67,7 +73,8 @@ def summarize(
         "chunks_sent": result.stats.chunks_sent,
         "chunks_reused": result.stats.chunks_reused,
         "wall_s": round(result.wall_s, 2),
-        "credentials_rejected": result.stopped is not None,
+        "credentials_rejected": isinstance(result.stopped, CredentialsRejected),
+        "stopped_by_configuration": isinstance(result.stopped, ConfigError),
     }
     if discovery is not None:
         summary["files_listed"] = discovery.listed
@@ -80,9 +87,11 @@ def summarize(
 
 
 def exit_code_for(summary: dict[str, Any]) -> int:
-    """3 if credentials were rejected, 1 if any file failed or was unreadable, else 0."""
+    """3 if credentials were rejected, 2 if a setting stopped the run, 1 if any file failed."""
     if summary.get("credentials_rejected"):
         return EXIT_CREDENTIALS
+    if summary.get("stopped_by_configuration"):
+        return EXIT_USAGE
     if summary.get("files_failed", 0) > 0 or summary.get("files_unreadable", 0) > 0:
         return EXIT_SOME_FAILED
     return EXIT_OK

@@ -68,6 +68,13 @@ class RetryEvent:
     status: int | None
 
 
+@dataclass
+class _Deadline:
+    """When a call's retry budget runs out (time.monotonic() seconds); moved by pacing."""
+
+    at_s: float
+
+
 @dataclass(frozen=True)
 class _Upload:
     """What one call sends, checked once and reused by every attempt."""
@@ -145,15 +152,18 @@ class TranscriptionClient:
         last transient error once a budget is spent).
         """
         upload = self._checked_upload(wav_bytes, language=language, filename=filename)
-        # One clock for the whole call: attempts and waits both come out of this budget.
-        deadline_s = time.monotonic() + self._service.retry_max_total_s
+        # One clock for the whole call: attempts and backoff waits come out of this budget;
+        # waiting in `before_attempt` (our own rate cap) does not.
+        deadline = _Deadline(time.monotonic() + self._service.retry_max_total_s)
         result: Transcription | None = None
-        async for attempt in self._retrying(deadline_s=deadline_s):
+        async for attempt in self._retrying(deadline=deadline):
             with attempt:
                 number = attempt.retry_state.attempt_number
                 if before_attempt is not None:
+                    paced_from_s = time.monotonic()
                     await before_attempt()
-                result = await self._send_once(upload, attempt=number, deadline_s=deadline_s)
+                    deadline.at_s += time.monotonic() - paced_from_s
+                result = await self._send_once(upload, attempt=number, deadline=deadline)
         if result is None:  # tenacity re-raises the last error before we get here
             raise ServiceUnavailable("the request was not attempted")
         return result
@@ -218,13 +228,13 @@ class TranscriptionClient:
     # -- one attempt ----------------------------------------------------------------------
 
     async def _send_once(
-        self, upload: _Upload, *, attempt: int, deadline_s: float
+        self, upload: _Upload, *, attempt: int, deadline: _Deadline
     ) -> Transcription:
         request = self._build_request(upload)
         body_bytes = int(request.headers.get("content-length", "0"))
         _refuse_if_over(body_bytes, cap=self._service.max_upload_bytes, what="request body")
         # A late attempt gets only what is left of the call's budget, so the total stays bounded.
-        timeout_s = min(self._service.request_timeout_s, deadline_s - time.monotonic())
+        timeout_s = min(self._service.request_timeout_s, deadline.at_s - time.monotonic())
         if timeout_s <= 0:
             raise ServiceUnavailable("no time was left in the retry budget for another attempt")
         started = time.perf_counter()
@@ -300,11 +310,11 @@ class TranscriptionClient:
 
     # -- retries --------------------------------------------------------------------------
 
-    def _retrying(self, *, deadline_s: float) -> AsyncRetrying:
+    def _retrying(self, *, deadline: _Deadline) -> AsyncRetrying:
         server_faults: list[int] = []  # this call's answers that get the small budget
 
         def should_stop(state: RetryCallState) -> bool:
-            return self._should_stop(state, server_faults=server_faults, deadline_s=deadline_s)
+            return self._should_stop(state, server_faults=server_faults, deadline=deadline)
 
         return AsyncRetrying(
             retry=retry_if_exception_type(ServiceUnavailable),
@@ -321,7 +331,7 @@ class TranscriptionClient:
         return max(backoff_s, retry_after_s or 0.0)
 
     def _should_stop(
-        self, state: RetryCallState, *, server_faults: list[int], deadline_s: float
+        self, state: RetryCallState, *, server_faults: list[int], deadline: _Deadline
     ) -> bool:
         status = getattr(_failure(state), "status", None)
         if status is not None and status not in _FULL_BUDGET_STATUSES:
@@ -333,7 +343,7 @@ class TranscriptionClient:
             return True
         # Waiting to the end of the total budget leaves no time for the attempt: give up now
         # with the real error.
-        return time.monotonic() + state.upcoming_sleep >= deadline_s
+        return time.monotonic() + state.upcoming_sleep >= deadline.at_s
 
     def _before_sleep(self, state: RetryCallState) -> None:
         error = _failure(state)

@@ -121,9 +121,18 @@ class PcmDecoder:
             raise DecodeFailed(
                 f"cannot run ffmpeg to decode {path}: {exc}", path=str(path)
             ) from exc
+        try:
+            self._watch_pipes()
+        except BaseException:  # out of file descriptors, say: never leave ffmpeg running
+            self._proc.kill()
+            self._proc.wait()
+            raise
+
+    def _watch_pipes(self) -> None:
+        """Register ffmpeg's stdout and stderr with a selector (a bigger stdout pipe first)."""
         stdout, stderr = self._proc.stdout, self._proc.stderr
         if stdout is None or stderr is None:  # impossible with PIPE; keeps mypy honest
-            raise DecodeFailed(f"ffmpeg gave no pipes for {path}", path=str(path))
+            raise DecodeFailed(f"ffmpeg gave no pipes for {self.path}", path=str(self.path))
         self._stdout_fd = stdout.fileno()
         self._stderr_fd = stderr.fileno()
         with contextlib.suppress(OSError):  # a bigger pipe is an optimization, not a need

@@ -2,8 +2,9 @@
 
 A call to the service holds one slot (`slot()`) for all its attempts, retries and
 backoff waits included; each HTTP attempt, the first and every retry, first waits for
-the rate cap (`pace()`). Once the gate is stopped (credentials rejected) no attempt
-starts any more, not even the retry of a call already in flight.
+the rate cap (`pace()`). Once the gate is stopped (credentials rejected, or a setting
+that fails every request, such as a certificate that does not verify) no attempt starts
+any more, not even the retry of a call already in flight.
 """
 
 from __future__ import annotations
@@ -14,30 +15,32 @@ from contextlib import asynccontextmanager
 
 from aiolimiter import AsyncLimiter
 
+from config.errors import ConfigError
 from service.errors import CredentialsRejected
+
+# What stops a whole run at once: the service refusing our credentials, or a setting that
+# fails for every request alike (a certificate that does not verify).
+RunStop = CredentialsRejected | ConfigError
 
 
 class RequestGate:
     """Admits at most `concurrency` calls at once and `requests_per_s` attempts per second.
 
-    Once `stop()` is called (credentials rejected), nobody else is admitted: requests
+    Once `stop()` is called (a RunStop error), nobody else is admitted: requests
     already on the wire finish, and every later `slot()` or `pace()` raises the stored error.
     """
 
     def __init__(self, *, concurrency: int, requests_per_s: float | None = None) -> None:
         self._slots = asyncio.Semaphore(concurrency)
-        # A one-second bucket sized to the rate lets bursts of up to one second's worth.
-        self._limiter = (
-            AsyncLimiter(max_rate=requests_per_s, time_period=1.0) if requests_per_s else None
-        )
-        self._stopped: CredentialsRejected | None = None
+        self._limiter = _limiter_for(requests_per_s) if requests_per_s else None
+        self._stopped: RunStop | None = None
 
     @property
-    def stopped(self) -> CredentialsRejected | None:
+    def stopped(self) -> RunStop | None:
         """The error that stopped the run, or None while requests may still go out."""
         return self._stopped
 
-    def stop(self, error: CredentialsRejected) -> None:
+    def stop(self, error: RunStop) -> None:
         """Admit nothing more; later `slot()` and `pace()` calls raise `error`."""
         if self._stopped is None:
             self._stopped = error
@@ -61,3 +64,14 @@ class RequestGate:
     def _raise_if_stopped(self) -> None:
         if self._stopped is not None:
             raise self._stopped
+
+
+def _limiter_for(requests_per_s: float) -> AsyncLimiter:
+    """A bucket of one second's worth of requests; under 1/s, of one request per period.
+
+    aiolimiter refuses to acquire from a bucket smaller than one request (ValueError),
+    so a rate of 0.5/s is one request per 2 s, not half a request per second.
+    """
+    if requests_per_s >= 1:
+        return AsyncLimiter(max_rate=requests_per_s, time_period=1.0)
+    return AsyncLimiter(max_rate=1, time_period=1.0 / requests_per_s)

@@ -11,19 +11,19 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from config.errors import InternalError, MedasrError
+from config.errors import ConfigError, InternalError, MedasrError
 from config.settings import PipelineSettings
 from service.client import Transcription, TranscriptionClient
 from service.contract import chunk_filename
 from service.errors import CredentialsRejected
 from storage.database import Store
-from storage.errors import LeaseLost
+from storage.errors import LeaseLost, StoreError
 from storage.repository import ItemRecord
 from storage.sources import fetch_local, fingerprint
 from tasks.audio import Chunk, iter_chunks
@@ -84,7 +84,7 @@ class _FileRun:
     extras: list[dict[str, Any]] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
     requests: int = 0
-    last_renewal: float = field(default_factory=time.monotonic)
+    last_renewal: float | None = None  # monotonic s of our last renewal; None: the claim's
 
 
 async def process_batch(items: Sequence[ItemRecord], *, ctx: BatchContext) -> list[FileOutcome]:
@@ -106,17 +106,30 @@ async def transcribe_file(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome
     """Take one claimed item to done, skipped, failed or released; never raises MedasrError."""
     run = _FileRun(item=item)
     try:
+        return await _settle(run, ctx=ctx)
+    except LeaseLost:
+        logger.warning("lost the lease on item %s; another worker owns it now", item.id)
+        return FileOutcome(item.source_uri, "lost", requests=run.requests)
+    except StoreError as exc:  # recording the outcome failed: the lease gives the item back
+        logger.error("could not record the outcome of item %s: %s", item.id, exc)
+        return FileOutcome(item.source_uri, "lost", requests=run.requests)
+
+
+async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
+    """Process the file and record its outcome; raises LeaseLost or StoreError only."""
+    item = run.item
+    try:
+        _renew_lease_if_due(run=run, ctx=ctx)  # it may have waited in the queue since its claim
         with fetch_local(item.source_uri, storage_options=ctx.storage_options) as path:
             reused = await _reuse_known_content(path, run=run, ctx=ctx)
             if reused is not None:
                 return reused
             return await _split_and_send(path, run=run, ctx=ctx)
-    except CredentialsRejected as exc:
+    except (CredentialsRejected, ConfigError) as exc:  # stops the run; the file is not at fault
         ctx.gate.stop(exc)
         return _release(item, ctx=ctx)
     except LeaseLost:
-        logger.warning("lost the lease on item %s; another worker owns it now", item.id)
-        return FileOutcome(item.source_uri, "lost", requests=run.requests)
+        raise
     except SilentAudio as exc:
         with ctx.store.repository() as repo:
             repo.skip_item(item.id, owner=ctx.owner, reason_kind=exc.kind, reason=exc.message)
@@ -174,10 +187,12 @@ async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> Fi
     loop = asyncio.get_running_loop()
     last: Chunk | None = None
     all_silent = True
+    decoding: Future[Chunk | None] | None = None
     try:
         while not run.errors and ctx.gate.stopped is None:
             await held.acquire()
-            chunk = await loop.run_in_executor(ctx.decode_pool, _next_chunk, chunks)
+            decoding = ctx.decode_pool.submit(_next_chunk, chunks)
+            chunk = await asyncio.wrap_future(decoding)
             if chunk is None:
                 held.release()
                 break
@@ -194,6 +209,10 @@ async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> Fi
                 continue
             sends.append(asyncio.create_task(_send_chunk(chunk, run=run, ctx=ctx, held=held)))
     finally:
+        if decoding is not None and not decoding.done():
+            # Cancelled while a decode thread runs the generator: closing it from another
+            # thread now would fail ("generator already executing"); let that chunk end.
+            await asyncio.wait([asyncio.wrap_future(decoding)])
         await loop.run_in_executor(ctx.decode_pool, chunks.close)
         await asyncio.gather(*sends, return_exceptions=True)
     return _finish(run, last=last, all_silent=all_silent, ctx=ctx)
@@ -217,7 +236,7 @@ async def _send_chunk(
         _record_chunk(chunk, result, run=run, ctx=ctx)
     except BaseException as exc:
         run.errors.append(exc)
-        if isinstance(exc, CredentialsRejected):
+        if isinstance(exc, (CredentialsRejected, ConfigError)):
             ctx.gate.stop(exc)
         if not isinstance(exc, Exception):
             raise
@@ -298,7 +317,7 @@ def _finish(
 
 def _worst(errors: list[BaseException]) -> BaseException:
     """Credentials first (they stop the run), a lost lease (not ours to record), terminal, first."""
-    for kind in (CredentialsRejected, LeaseLost):
+    for kind in (CredentialsRejected, ConfigError, LeaseLost):
         for error in errors:
             if isinstance(error, kind):
                 return error
@@ -337,14 +356,26 @@ def _release(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome:
 
 
 def _renew_lease_if_due(*, run: _FileRun, ctx: BatchContext) -> None:
-    """Extend the item's lease every third of its length; raises LeaseLost if it is gone."""
-    if time.monotonic() - run.last_renewal <= ctx.lease_s / 3:
+    """Extend the item's lease once a third of it is used; raises LeaseLost if it is gone."""
+    if not _lease_renewal_due(run, lease_s=ctx.lease_s):
         return
     with ctx.store.repository() as repo:
         lost = repo.renew_lease([run.item.id], owner=ctx.owner, lease_s=ctx.lease_s)
     if lost:  # another worker owns the item now: send nothing more for it
         raise LeaseLost(f"lease on item {run.item.id} lost while renewing it")
     run.last_renewal = time.monotonic()
+
+
+def _lease_renewal_due(run: _FileRun, *, lease_s: float) -> bool:
+    """True once a third of the lease (from the claim or our last renewal) has passed."""
+    if run.last_renewal is not None:
+        return time.monotonic() - run.last_renewal > lease_s / 3
+    expires = run.item.lease_expires_at
+    if expires is None:
+        return True
+    if expires.tzinfo is None:  # SQLite gives naive datetimes; the store writes UTC
+        expires = expires.replace(tzinfo=UTC)
+    return (expires - datetime.now(UTC)).total_seconds() < lease_s * 2 / 3
 
 
 def _str_or_none(value: object) -> str | None:

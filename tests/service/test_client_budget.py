@@ -158,3 +158,23 @@ def test_an_error_raised_by_before_attempt_stops_the_call_unretried(devserver_fa
     with pytest.raises(CredentialsRejected):
         asyncio.run(call())
     assert server.ledger.statuses() == [503]
+
+
+def test_waiting_for_the_rate_cap_does_not_use_up_the_retry_budget(devserver_factory) -> None:
+    server = devserver_factory(fault_script=("503", "ok"), retry_after_s=0)
+
+    async def slow_pacing() -> None:
+        await asyncio.sleep(0.6)  # our own rate cap holding the attempt back
+
+    async def call():
+        settings = client_settings(server, max_attempts=5, retry_max_total_s=1.0)
+        async with TranscriptionClient(*settings) as client:
+            return await client.transcribe(
+                make_wav_bytes(seconds=0.5), language="en-IN", before_attempt=slow_pacing
+            )
+
+    # 1.2 s of pacing against a 1 s budget: only the service's time may count.
+    result = asyncio.run(call())
+
+    assert result.attempts == 2
+    assert server.ledger.statuses() == [503, 200]

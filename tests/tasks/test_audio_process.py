@@ -62,6 +62,23 @@ def test_closing_the_generator_early_kills_and_reaps_ffmpeg(dictation: Dictation
     assert process_state(pid) is None  # reaped, not a zombie
 
 
+def test_a_failure_right_after_starting_ffmpeg_leaves_no_child(
+    dictation: Dictation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_descriptors_left() -> None:
+        raise OSError(24, "Too many open files")
+
+    # Running out of file descriptors cannot be provoked on cue without starving the
+    # test itself: the selector's constructor fails instead.
+    monkeypatch.setattr("tasks.decoder.selectors.DefaultSelector", no_descriptors_left)
+    before = children_pids()
+
+    with pytest.raises(OSError, match="Too many open files"):
+        next(iter_chunks(dictation.mp3, max_bytes=500_000))
+
+    assert_no_child_left(before)
+
+
 def test_a_failing_consumer_leaves_no_ffmpeg(dictation: Dictation) -> None:
     before = children_pids()
 

@@ -16,12 +16,15 @@ from config.settings import PipelineSettings, StorageSettings
 from service.client import RetryEvent, TranscriptionClient
 from service.devserver import RunningDevServer
 from service.devserver.tone import encode_tone_dictation
-from service.errors import CredentialsRejected
+from service.errors import CredentialsRejected, TlsNotVerified
 from storage.database import Store
+from storage.errors import StoreUnavailable
+from storage.repository import Repository
 from storage.sources import list_audio
 from tasks.gate import RequestGate
 from tasks.transcribe import CHUNKS_AHEAD_PER_FILE, BatchContext, process_batch
 from tests.servers import client_settings
+from tests.service.tls_certs import make_tls_files
 
 # ~7 s of 16 kHz audio per chunk: several chunks for a short dictation.
 CAP_BYTES = 224_000
@@ -221,3 +224,161 @@ def test_a_lost_lease_stops_the_file_and_sends_nothing_more(
         assert repo.done_chunks(1) == {}  # the only item; our late answer was not recorded
     # One request was on the wire when the lease went; the queued chunks were not sent.
     assert len(server.ledger.entries()) == 1
+
+
+def test_a_store_failure_while_recording_costs_one_file_not_the_batch(
+    store: Store, devserver_factory, recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (recording / "broken.mp3").write_bytes(b"\xff\xfb" + b"\x00" * 300)
+
+    def locked(*_args: object, **_kwargs: object) -> None:
+        raise StoreUnavailable("database is locked")
+
+    # No socket can make SQLite fail on cue: the failure is injected at the repository.
+    monkeypatch.setattr(Repository, "fail_item", locked)
+
+    outcomes = {
+        Path(o.source_uri).name: o.outcome for o in run_once(store, devserver_factory(), recording)
+    }
+
+    assert outcomes == {"note.wav": "done", "broken.mp3": "lost"}
+
+
+def test_a_queued_file_whose_lease_was_taken_over_is_not_sent(
+    store: Store, devserver_factory, recording: Path
+) -> None:
+    server = devserver_factory()
+    with store.repository() as repo:
+        repo.register_items(list_audio(str(recording), settle_s=0).files, language="en-IN")
+        items = repo.claim_batch(owner="test-owner", language="en-IN", limit=1, lease_s=0.01)
+    time.sleep(0.05)  # our claim expires while the file waits for its turn...
+    with store.repository() as repo:  # ...and another worker takes it over
+        assert repo.claim_batch(owner="thief", language="en-IN", limit=1, lease_s=600)
+
+    async def go() -> list:
+        async with TranscriptionClient(*client_settings(server)) as client:
+            ctx = BatchContext(
+                pipeline=PipelineSettings(settle_s=0),
+                store=store,
+                client=client,
+                gate=RequestGate(concurrency=4),
+                owner="test-owner",
+                lease_s=600,
+            )
+            try:
+                return await process_batch(items, ctx=ctx)
+            finally:
+                ctx.close()
+
+    outcomes = asyncio.run(go())
+
+    assert [o.outcome for o in outcomes] == ["lost"]
+    assert server.ledger.entries() == []
+
+
+def test_cancelling_a_run_mid_file_neither_fails_the_item_nor_hides_the_cancel(
+    store: Store, devserver_factory, recording: Path
+) -> None:
+    server = devserver_factory(latency_ms=300)
+
+    async def go() -> None:
+        batch = asyncio.ensure_future(_process(store, server, recording))
+        while not server.ledger.entries():  # a chunk is on the wire, others decoding
+            await asyncio.sleep(0.01)
+        batch.cancel()
+        await batch
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(go())
+    row = item_of(store)
+    assert row.status == "processing"  # left for the lease to give back, not failed
+    assert row.error_kind is None
+
+
+async def _process(store: Store, server: RunningDevServer, folder: Path) -> list:
+    settings = client_settings(server, max_upload_bytes=CAP_BYTES)
+    async with TranscriptionClient(*settings) as client:
+        ctx = BatchContext(
+            pipeline=PipelineSettings(settle_s=0),
+            store=store,
+            client=client,
+            gate=RequestGate(concurrency=1),
+            owner="test-owner",
+            lease_s=60,
+        )
+        try:
+            with store.repository() as repo:
+                repo.register_items(list_audio(str(folder), settle_s=0).files, language="en-IN")
+                items = repo.claim_batch(owner="test-owner", language="en-IN", limit=10, lease_s=60)
+            return await process_batch(items, ctx=ctx)
+        finally:
+            ctx.close()
+
+
+def test_a_queued_file_renews_its_expired_lease_before_sending(
+    store: Store, devserver_factory, recording: Path
+) -> None:
+    server = devserver_factory(latency_ms=200)
+    with store.repository() as repo:
+        repo.register_items(list_audio(str(recording), settle_s=0).files, language="en-IN")
+        items = repo.claim_batch(owner="test-owner", language="en-IN", limit=1, lease_s=0.01)
+    time.sleep(0.05)  # the claim expired while the file waited for its turn
+    taken: list[object] = []
+    done = threading.Event()
+
+    def rival() -> None:  # another worker looking for expired leases once we are sending
+        while not done.is_set() and not server.ledger.entries():
+            time.sleep(0.005)
+        while not done.is_set():
+            with store.repository() as repo:
+                taken.extend(repo.claim_batch(owner="rival", language="en-IN", limit=1, lease_s=60))
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=rival)
+    watcher.start()
+    try:
+        outcomes = asyncio.run(_process_claimed(store, server, items, lease_s=600))
+    finally:
+        done.set()
+        watcher.join()
+
+    assert [o.outcome for o in outcomes] == ["done"]
+    assert taken == []  # renewed at its turn: never up for grabs while we sent its chunks
+
+
+async def _process_claimed(
+    store: Store, server: RunningDevServer, items: list, *, lease_s: float
+) -> list:
+    settings = client_settings(server, max_upload_bytes=CAP_BYTES)
+    async with TranscriptionClient(*settings) as client:
+        ctx = BatchContext(
+            pipeline=PipelineSettings(settle_s=0),
+            store=store,
+            client=client,
+            gate=RequestGate(concurrency=1),
+            owner="test-owner",
+            lease_s=lease_s,
+        )
+        try:
+            return await process_batch(items, ctx=ctx)
+        finally:
+            ctx.close()
+
+
+def test_an_unverified_certificate_stops_the_run_and_fails_no_file(
+    store: Store, devserver_factory, recording: Path, tmp_path: Path
+) -> None:
+    for name in ("second.wav", "third.wav"):
+        soundfile.write(recording / name, encode_tone_dictation(name), 16000, subtype="PCM_16")
+    (tmp_path / "tls").mkdir()
+    tls = make_tls_files(tmp_path / "tls")
+    server = devserver_factory(tls_cert_path=tls.server_cert, tls_key_path=tls.server_key)
+    gate = RequestGate(concurrency=1)
+
+    # No ca_bundle: the private CA is unknown, so no certificate can verify.
+    outcomes = run_once(store, server, recording, gate=gate)
+
+    assert isinstance(gate.stopped, TlsNotVerified)
+    assert {o.outcome for o in outcomes} == {"released"}
+    with store.repository() as repo:
+        assert {row.status for row in repo.export_rows()} == {"pending"}
