@@ -303,6 +303,8 @@ class _TomlSource(PydanticBaseSettingsSource):
             raise ConfigError(f"MEDASR_CONFIG: cannot read {path}: {exc.strerror}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"MEDASR_CONFIG: {path} is not valid TOML: {exc}") from exc
+        except UnicodeDecodeError as exc:  # tomllib reads UTF-8 only
+            raise ConfigError(f"MEDASR_CONFIG: {path} is not UTF-8 text") from exc
 
 
 def _dotenv_values() -> dict[str, str]:

@@ -6,6 +6,7 @@ error, 3 credentials rejected.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -50,6 +51,10 @@ def main() -> None:
         sys.exit(EXIT_USAGE)
     except MedasrError as exc:
         typer.echo(f"medasr: {exc}", err=True)
+        sys.exit(EXIT_SOME_FAILED)
+    except BrokenPipeError:  # `medasr ... | head`: the reader left; results are in the store
+        # Point stdout at /dev/null so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(EXIT_SOME_FAILED)
 
 

@@ -13,6 +13,7 @@ from tasks.audio import WAV_HEADER_BYTES, SplitResult, split_to_dir
 from tasks.errors import AudioError
 
 _MIN_MAX_BYTES = WAV_HEADER_BYTES + 2 * 16_000  # one second of 16 kHz mono s16
+_MAX_MAX_BYTES = 100_000_000  # as MEDASR_MAX_UPLOAD_BYTES: past it a chunk buffer is absurd
 
 
 def split_command(
@@ -28,7 +29,12 @@ def split_command(
     ],
     max_bytes: Annotated[
         int,
-        typer.Option("--max-bytes", min=_MIN_MAX_BYTES, help="Largest chunk, WAV header included."),
+        typer.Option(
+            "--max-bytes",
+            min=_MIN_MAX_BYTES,
+            max=_MAX_MAX_BYTES,
+            help="Largest chunk, WAV header included.",
+        ),
     ] = SERVICE_MAX_UPLOAD_BYTES,
     min_pause_ms: Annotated[
         int, typer.Option("--min-pause-ms", min=20, max=5000, help="Shortest pause to cut in.")

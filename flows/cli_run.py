@@ -24,8 +24,8 @@ from flows.summary import EXIT_CREDENTIALS, EXIT_USAGE, RunStopped, exit_code_fo
 from service.client import max_wav_bytes_for
 from service.errors import CredentialsRejected
 from service.preflight import check_service_config
-from storage.database import Store, database_exists
-from storage.errors import SourceError, SourceNotFound, SourceUnreadable
+from storage.database import Store, database_exists, redact_database_url
+from storage.errors import SourceError, SourceNotFound, SourceUnreadable, StoreError
 from tasks.discover import check_source
 from tasks.plan import plan_backlog, plan_rows
 
@@ -59,6 +59,7 @@ def run_command(
     if dry_run:
         _print_plan(source, settings=settings, language=language, include=include, exclude=exclude)
         return
+    _check_store(settings.storage)
     flow_run = transcribe_backlog(
         source=source,
         language=language,
@@ -88,6 +89,7 @@ def rerun_command(
 ) -> None:
     """Re-queue failures that may succeed now and transcribe them."""
     settings = _checked(lambda: settings_for_run(language=language))
+    _check_store(settings.storage)
     flow_run = rerun_failures(
         language=language, include_permanent=include_permanent, concurrency=concurrency
     )
@@ -106,6 +108,18 @@ def _checked(load: Callable[[], Settings], source: str | None = None) -> Setting
     except SourceError as exc:
         _usage_error("usage error", exc)
     return settings
+
+
+def _check_store(storage: StorageSettings) -> None:
+    """Open the store (a new SQLite file is created and migrated) before Prefect starts."""
+    try:
+        Store.open(storage).dispose()
+    except ConfigError as exc:  # the URL itself: a folder that is not there, a bad dialect
+        _usage_error("configuration error", exc)
+    except StoreError as exc:  # an unreachable server, a file that is not a database
+        where = redact_database_url(storage.database_url)
+        typer.echo(f"medasr: database error: {exc} (MEDASR_DATABASE_URL={where})", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
 
 
 def _usage_error(what: str, exc: Exception) -> NoReturn:

@@ -47,6 +47,10 @@ def check_transport(url: str, *, allow_insecure_http: bool) -> str:
         )
     if not parsed.host:
         raise ConfigError("MEDASR_BASE_URL: the service URL has no host; use https://host")
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise ConfigError(
+            f"MEDASR_BASE_URL: port {parsed.port} is out of range (1-65535) in the service URL"
+        )
     if parsed.scheme == "https" or allow_insecure_http or is_loopback_host(parsed.host):
         return url
     raise InsecureTransport(

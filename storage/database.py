@@ -20,6 +20,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError as AlembicCommandError
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import (
@@ -36,6 +37,7 @@ from config.settings import StorageSettings
 from storage.errors import (
     DatabaseUrlInvalid,
     SchemaOutdated,
+    SchemaUnknown,
     StoreFailed,
     StoreUnavailable,
 )
@@ -215,7 +217,9 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def _upgrade_engine(engine: Engine, revision: str = "head") -> None:
-    if revision == "head" and current_revision(engine) == head_revision():
+    current = current_revision(engine)
+    _refuse_unknown_revision(current)
+    if revision == "head" and current == head_revision():
         return
     _run_alembic(engine, lambda config: command.upgrade(config, revision))
 
@@ -230,8 +234,22 @@ def _run_alembic(engine: Engine, action: Any) -> None:
         action(config)
 
 
+def _refuse_unknown_revision(current: str | None) -> None:
+    """Raise SchemaUnknown when the database is at a revision no migration here defines."""
+    if current is None:
+        return
+    try:
+        ScriptDirectory.from_config(_alembic_config()).get_revision(current)
+    except AlembicCommandError as exc:
+        raise SchemaUnknown(
+            f"the database schema is at revision {current}, which this medasr does not know "
+            f"(its newest is {head_revision()}): a newer medasr migrated it; use that version"
+        ) from exc
+
+
 def _require_newest_schema(engine: Engine) -> None:
     current, head = current_revision(engine), head_revision()
+    _refuse_unknown_revision(current)
     if current != head:
         raise SchemaOutdated(
             f"the database schema is at revision {current or 'none'}, this medasr needs {head}: "

@@ -12,7 +12,8 @@
         └── ConfigError
             ├── UnsupportedSource      unknown scheme, or its fsspec extra is not installed
             ├── DatabaseUrlInvalid     MEDASR_DATABASE_URL unusable (dialect, driver, path)
-            └── SchemaOutdated         the database is not at the newest revision
+            ├── SchemaOutdated         the database is not at the newest revision
+            └── SchemaUnknown          the database is at a revision this medasr does not know
 
 `SourceError` and `StoreError` are mixins, so `except SourceError` catches every
 source failure whatever its `transient`. Messages name paths and URIs but never a
@@ -88,3 +89,9 @@ class SchemaOutdated(StoreError, ConfigError):
     """The database schema is older than this program; run `medasr db upgrade`."""
 
     kind = "schema_outdated"
+
+
+class SchemaUnknown(StoreError, ConfigError):
+    """The database was migrated by a newer medasr; this one must not touch it."""
+
+    kind = "schema_unknown"

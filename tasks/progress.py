@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
+
+logger = logging.getLogger("medasr.progress")
 
 Outcome = Literal["done", "skipped", "failed", "released", "lost"]
 
@@ -70,13 +74,40 @@ class _Silent:
         pass
 
 
+class _Guarded:
+    """Passes events on; an observer that fails (stdout closed by `| head`) is dropped.
+
+    Progress output must never cost a file: the failure is logged once and the run goes
+    on without it.
+    """
+
+    def __init__(self, inner: ProgressObserver) -> None:
+        self._inner: ProgressObserver = inner
+
+    def on_planned(self, *, files: int) -> None:
+        self._call(lambda: self._inner.on_planned(files=files))
+
+    def on_request(self) -> None:
+        self._call(self._inner.on_request)
+
+    def on_file_finished(self, outcome: FileOutcome) -> None:
+        self._call(lambda: self._inner.on_file_finished(outcome))
+
+    def _call(self, event: Callable[[], None]) -> None:
+        try:
+            event()
+        except Exception as exc:
+            logger.warning("progress output failed (%s); going on without it", type(exc).__name__)
+            self._inner = _Silent()
+
+
 _observer: ProgressObserver = _Silent()
 
 
 def set_progress_observer(observer: ProgressObserver | None) -> None:
     """Install the process-wide observer (the CLI's progress bar); None removes it."""
     global _observer  # one observer per process, set by the CLI only
-    _observer = observer if observer is not None else _Silent()
+    _observer = _Guarded(observer) if observer is not None else _Silent()
 
 
 def progress_observer() -> ProgressObserver:

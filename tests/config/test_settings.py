@@ -129,10 +129,17 @@ def test_encryption_without_key_names_the_key_variable(monkeypatch) -> None:
         load_settings()
 
 
-def test_unreadable_toml_is_a_config_error(tmp_path: Path, monkeypatch) -> None:
-    (tmp_path / "bad.toml").write_text("[pipeline\n")
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [(b"[pipeline\n", "not valid TOML"), (b"\xff\xfe[pipeline]\n", "not UTF-8 text")],
+    ids=["broken-toml", "not-utf-8"],
+)
+def test_unreadable_toml_is_a_config_error(
+    tmp_path: Path, monkeypatch, content: bytes, says: str
+) -> None:
+    (tmp_path / "bad.toml").write_bytes(content)
     monkeypatch.setenv("MEDASR_CONFIG", str(tmp_path / "bad.toml"))
-    with pytest.raises(ConfigError, match="MEDASR_CONFIG"):
+    with pytest.raises(ConfigError, match=f"MEDASR_CONFIG: .* {says}"):
         load_settings()
 
 

@@ -6,6 +6,7 @@ ephemeral start-up (~6 s), so only two cases run a flow. One devserver serves th
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -112,6 +113,15 @@ def test_help_lists_every_command(env: dict[str, str], tmp_path: Path) -> None:
         pytest.param({"MEDASR_CONCURRENCY": "0"}, [], "MEDASR_CONCURRENCY", id="concurrency-zero"),
         pytest.param({}, ["--language", "xx-XX"], "unsupported language 'xx-XX'", id="language"),
         pytest.param({"MEDASR_ENCRYPT": "true"}, [], "MEDASR_JWE_KEY", id="encrypt-no-key"),
+        pytest.param(
+            {"MEDASR_BASE_URL": "http://127.0.0.1:99999"}, [], "MEDASR_BASE_URL", id="port-99999"
+        ),
+        pytest.param(
+            {"MEDASR_DATABASE_URL": "sqlite:////nonexistent/dir/m.db"},
+            [],
+            "MEDASR_DATABASE_URL",
+            id="database-folder-missing",
+        ),
         pytest.param(
             {"MEDASR_ENCRYPT": "true"}, ["--dry-run"], "MEDASR_JWE_KEY", id="encrypt-no-key-dry"
         ),
@@ -249,3 +259,29 @@ def test_rejected_token_exits_3_and_leaves_files_pending(
     status = medasr("status", env=env, cwd=tmp_path)
     assert status.returncode == 0, status.stderr
     assert "en-IN\tpending\t3\t" in status.stdout, status.stdout
+
+
+def test_a_reader_that_leaves_early_costs_no_file(
+    env: dict[str, str], recordings: Path, tmp_path: Path
+) -> None:
+    # `medasr run ... | head -1`: stdout closes after the first line.
+    proc = subprocess.Popen(
+        [MEDASR, "run", str(recordings), "--language", "en-IN"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    proc.stdout.close()
+    _, stderr = proc.communicate(timeout=120)
+
+    assert "Traceback" not in stderr
+    out = tmp_path / "rows.jsonl"
+    exported = medasr("export", "--format", "jsonl", "--out", str(out), env=env, cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(row["status"] for row in rows) == ["done"] * len(TEXTS)

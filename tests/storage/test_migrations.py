@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
+from config.settings import StorageSettings
 from storage.database import (
+    Store,
     create_store_engine,
     downgrade_database,
     head_revision,
     upgrade_database,
 )
+from storage.errors import SchemaUnknown
 from storage.models import Base
 
 TABLES = {"items", "chunks", "runs"}
@@ -46,3 +50,20 @@ def test_models_match_the_migrations(store_url: str) -> None:
     finally:
         engine.dispose()
     assert differences == []
+
+
+def test_a_database_from_a_newer_medasr_is_refused_not_touched(store_url: str) -> None:
+    upgrade_database(store_url)
+    engine = create_store_engine(store_url)
+    try:
+        with engine.begin() as connection:
+            connection.exec_driver_sql("UPDATE alembic_version SET version_num = 'ffff9999'")
+    finally:
+        engine.dispose()
+
+    for attempt in (
+        lambda: upgrade_database(store_url),
+        lambda: Store.open(StorageSettings(database_url=store_url)),
+    ):
+        with pytest.raises(SchemaUnknown, match="ffff9999, which this medasr does not know"):
+            attempt()
