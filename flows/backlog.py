@@ -55,9 +55,9 @@ async def finish(summary: dict[str, Any], result: DrainResult, *, title: str) ->
     await publish_summary(summary, title=title)
     if isinstance(result.stopped, CredentialsRejected):
         raise stopped_with(summary, result.stopped)
-    if result.stopped is not None:  # a ConfigError: the CLI exits 2 with its one line
+    if isinstance(result.stopped, ConfigError):  # the CLI exits 2 with its one line
         raise result.stopped
-    return summary
+    return summary  # finished, or interrupted: the summary says which (exit code 130)
 
 
 def _discover(

@@ -17,6 +17,7 @@ from config.errors import ConfigError
 from config.settings import Settings, StorageSettings
 from flows.backlog import settings_for_run, transcribe_backlog
 from flows.console import print_summary, show_progress
+from flows.interrupts import run_interruptibly
 from flows.log_level import medasr_log_level
 from flows.quiet_errors import typed_errors_without_traceback
 from flows.rerun import rerun_failures
@@ -134,6 +135,12 @@ def _run_and_report(flow_run: FlowRun, *, settings: Settings, quiet: bool, title
     print_summary(summary, title=title)
     if stopped is not None:
         _credentials_rejected(stopped)
+    if summary.get("interrupted"):
+        typer.echo(
+            "medasr: interrupted: finished files are recorded, the others are pending; "
+            "run the same command again to go on",
+            err=True,
+        )
     raise typer.Exit(exit_code_for(summary))
 
 
@@ -141,7 +148,7 @@ def _run_flow(flow_run: FlowRun) -> tuple[dict[str, Any], CredentialsRejected | 
     """The flow's summary, and the credentials error that stopped it early, if any."""
     try:
         with typed_errors_without_traceback():
-            return asyncio.run(flow_run), None
+            return asyncio.run(run_interruptibly(flow_run)), None
     except RunStopped as exc:
         return exc.summary, exc
     except CredentialsRejected as exc:  # stopped before there was anything to summarize

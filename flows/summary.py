@@ -10,11 +10,13 @@ from config.errors import ConfigError
 from flows.drain import DrainResult
 from service.errors import CredentialsRejected
 from tasks.discover import Discovery
+from tasks.errors import RunInterrupted
 
 EXIT_OK = 0
 EXIT_SOME_FAILED = 1
 EXIT_USAGE = 2
 EXIT_CREDENTIALS = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report an interrupted command
 
 # Summary keys stored in the run row's count columns (storage RUN_COUNT_COLUMNS) ...
 _RUN_COLUMNS = {
@@ -39,6 +41,7 @@ _RUN_STATUS = {
     EXIT_SOME_FAILED: "some_failed",
     EXIT_USAGE: "stopped",
     EXIT_CREDENTIALS: "stopped",
+    EXIT_INTERRUPTED: "interrupted",
 }
 
 
@@ -75,6 +78,7 @@ def summarize(
         "wall_s": round(result.wall_s, 2),
         "credentials_rejected": isinstance(result.stopped, CredentialsRejected),
         "stopped_by_configuration": isinstance(result.stopped, ConfigError),
+        "interrupted": isinstance(result.stopped, RunInterrupted),
     }
     if discovery is not None:
         summary["files_listed"] = discovery.listed
@@ -92,6 +96,8 @@ def exit_code_for(summary: dict[str, Any]) -> int:
         return EXIT_CREDENTIALS
     if summary.get("stopped_by_configuration"):
         return EXIT_USAGE
+    if summary.get("interrupted"):
+        return EXIT_INTERRUPTED
     if summary.get("files_failed", 0) > 0 or summary.get("files_unreadable", 0) > 0:
         return EXIT_SOME_FAILED
     return EXIT_OK

@@ -10,6 +10,8 @@
             ├── UnsupportedAudio       "unsupported_audio": a format or codec ffmpeg lacks
             ├── DecodeFailed           "decode_failed": ffmpeg failed otherwise, or timed out
             └── SilentAudio            "silent_audio": decodes, but holds no speech to send
+    RunInterrupted                     "interrupted": the operator stopped the run (Ctrl-C,
+                                       SIGTERM); not a file's fault, its item goes back to pending
 
 Every message is one sentence that names the file and says what is wrong, e.g.
 "not an audio file: /x/y.wav (ffmpeg found no audio stream)". ffmpeg's stderr is
@@ -71,3 +73,9 @@ class SilentAudio(AudioError):
     """The whole recording is silent: nothing to send, the item is skipped."""
 
     kind = "silent_audio"
+
+
+class RunInterrupted(TerminalError):
+    """The operator stopped the run (SIGINT or SIGTERM); files not yet sent stay pending."""
+
+    kind = "interrupted"

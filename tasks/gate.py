@@ -10,6 +10,7 @@ any more, not even the retry of a call already in flight.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,10 +18,27 @@ from aiolimiter import AsyncLimiter
 
 from config.errors import ConfigError
 from service.errors import CredentialsRejected
+from tasks.errors import RunInterrupted
 
-# What stops a whole run at once: the service refusing our credentials, or a setting that
-# fails for every request alike (a certificate that does not verify).
-RunStop = CredentialsRejected | ConfigError
+# What stops a whole run at once: the service refusing our credentials, a setting that
+# fails for every request alike (a certificate that does not verify), or the operator.
+RunStop = CredentialsRejected | ConfigError | RunInterrupted
+
+# Every gate alive in this process, so a signal handler can stop the run they belong to.
+_live_gates: weakref.WeakSet[RequestGate] = weakref.WeakSet()
+
+
+_interrupted = False  # set once per process: gates made later start stopped
+
+
+def interrupt_running_gates() -> int:
+    """Stop every live gate, and every later one, with RunInterrupted; returns how many."""
+    global _interrupted  # the process-wide switch a signal handler flips
+    _interrupted = True
+    gates = [gate for gate in _live_gates if gate.stopped is None]
+    for gate in gates:
+        gate.stop(RunInterrupted("interrupted by the operator"))
+    return len(gates)
 
 
 class RequestGate:
@@ -34,6 +52,9 @@ class RequestGate:
         self._slots = asyncio.Semaphore(concurrency)
         self._limiter = _limiter_for(requests_per_s) if requests_per_s else None
         self._stopped: RunStop | None = None
+        if _interrupted:  # the operator stopped the run before this gate existed
+            self._stopped = RunInterrupted("interrupted by the operator")
+        _live_gates.add(self)
 
     @property
     def stopped(self) -> RunStop | None:

@@ -27,7 +27,7 @@ from storage.errors import LeaseLost, StoreError
 from storage.repository import ItemRecord
 from storage.sources import fetch_local, fingerprint
 from tasks.audio import Chunk, iter_chunks
-from tasks.errors import SilentAudio
+from tasks.errors import RunInterrupted, SilentAudio
 from tasks.gate import RequestGate
 from tasks.progress import FileOutcome, RunStats, progress_observer
 
@@ -125,7 +125,7 @@ async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
             if reused is not None:
                 return reused
             return await _split_and_send(path, run=run, ctx=ctx)
-    except (CredentialsRejected, ConfigError) as exc:  # stops the run; the file is not at fault
+    except (CredentialsRejected, ConfigError, RunInterrupted) as exc:  # the run stops, not the file
         ctx.gate.stop(exc)
         return _release(item, ctx=ctx)
     except LeaseLost:
@@ -236,7 +236,7 @@ async def _send_chunk(
         _record_chunk(chunk, result, run=run, ctx=ctx)
     except BaseException as exc:
         run.errors.append(exc)
-        if isinstance(exc, (CredentialsRejected, ConfigError)):
+        if isinstance(exc, (CredentialsRejected, ConfigError, RunInterrupted)):
             ctx.gate.stop(exc)
         if not isinstance(exc, Exception):
             raise
@@ -317,7 +317,7 @@ def _finish(
 
 def _worst(errors: list[BaseException]) -> BaseException:
     """Credentials first (they stop the run), a lost lease (not ours to record), terminal, first."""
-    for kind in (CredentialsRejected, ConfigError, LeaseLost):
+    for kind in (CredentialsRejected, ConfigError, RunInterrupted, LeaseLost):
         for error in errors:
             if isinstance(error, kind):
                 return error

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -285,3 +286,47 @@ def test_a_reader_that_leaves_early_costs_no_file(
     assert exported.returncode == 0, exported.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(row["status"] for row in rows) == ["done"] * len(TEXTS)
+
+
+def test_ctrl_c_finishes_what_is_in_flight_and_gives_the_rest_back(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(12):
+        text = f"note {i}. stable."
+        soundfile.write(folder / f"n{i:02d}.wav", encode_tone_dictation(text), 16000)
+    with start_devserver(token=TOKEN, port=0, engine="tone", latency_ms=300) as slow:
+        run_env = env | {"MEDASR_BASE_URL": slow.url, "MEDASR_CONCURRENCY": "1"}
+        proc = subprocess.Popen(
+            [MEDASR, "run", str(folder), "--language", "en-IN"],
+            env=run_env,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None
+        while not proc.stdout.readline().startswith("[1/"):  # one file is done
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+
+        assert proc.returncode == 130, err
+        assert "Traceback" not in out + err
+        assert "interrupted" in err
+        statuses = export_statuses(run_env, tmp_path)
+        assert set(statuses) <= {"done", "pending"}  # nothing failed, nothing left leased
+        assert 0 < statuses.count("done") < 12
+
+        again = medasr("run", str(folder), "--language", "en-IN", env=run_env, cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert export_statuses(run_env, tmp_path) == ["done"] * 12
+
+
+def export_statuses(env: dict[str, str], cwd: Path) -> list[str]:
+    out = cwd / "statuses.jsonl"
+    exported = medasr("export", "--format", "jsonl", "--out", str(out), env=env, cwd=cwd)
+    assert exported.returncode == 0, exported.stderr
+    return sorted(json.loads(line)["status"] for line in out.read_text().splitlines())

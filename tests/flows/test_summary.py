@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from config.errors import ConfigError
 from flows.drain import DrainResult
 from flows.summary import exit_code_for, run_status, summarize
 from service.errors import CredentialsRejected, TlsNotVerified
+from tasks.errors import RunInterrupted
+from tasks.gate import RunStop
 from tasks.progress import FileOutcome, RunStats
 
 
-def drained(*outcomes: str, stopped: CredentialsRejected | ConfigError | None = None):
+def drained(*outcomes: str, stopped: RunStop | None = None) -> DrainResult:
     stats = RunStats()
     for outcome in outcomes:
         stats.add(FileOutcome(f"/a/{outcome}.wav", outcome))
@@ -23,14 +24,11 @@ def drained(*outcomes: str, stopped: CredentialsRejected | ConfigError | None = 
     [
         (drained("done", "skipped"), 0, "done"),
         (drained("done", "failed"), 1, "some_failed"),
-        (drained("done", "released", stopped=TlsNotVerified("set MEDASR_CA_BUNDLE")), 2, "stopped"),
-        (
-            drained("done", "released", stopped=CredentialsRejected("set MEDASR_TOKEN")),
-            3,
-            "stopped",
-        ),
+        (drained("done", "released", stopped=TlsNotVerified("fix the CA")), 2, "stopped"),
+        (drained("done", "released", stopped=CredentialsRejected("bad token")), 3, "stopped"),
+        (drained("done", "released", stopped=RunInterrupted("ctrl-c")), 130, "interrupted"),
     ],
-    ids=["all-done", "some-failed", "certificate-not-verified", "credentials-rejected"],
+    ids=["all-done", "some-failed", "certificate-not-verified", "credentials-rejected", "ctrl-c"],
 )
 def test_exit_code_and_run_status(result: DrainResult, code: int, status: str) -> None:
     summary = summarize(result)

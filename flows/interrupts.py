@@ -1,0 +1,47 @@
+"""Ctrl-C and SIGTERM during a run: finish what is on the wire, give the rest back, exit 130.
+
+Prefect's engine absorbs the cancellation that asyncio delivers on SIGINT (a run went on
+to its end), so the CLI handles both signals itself. The first stops every request gate
+of the process, as rejected credentials do: requests already on the wire finish and are
+recorded, files not yet sent go back to pending, and the flow ends with its summary.
+The second ends the process at once; the next run on this host takes back its items
+(leases of dead processes, storage/owners.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Coroutine
+from typing import Any
+
+from flows.summary import EXIT_INTERRUPTED
+from tasks.gate import interrupt_running_gates
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+async def run_interruptibly(flow_run: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+    """Await a flow run with our own SIGINT/SIGTERM handling (see the module docstring)."""
+    loop = asyncio.get_running_loop()
+    received: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        if len(received) > 1:
+            os._exit(EXIT_INTERRUPTED)  # asked twice: quit now, the leases come back later
+        interrupt_running_gates()
+        sys.stderr.write(
+            "medasr: interrupted: finishing the requests in flight, giving the other files "
+            "back (press Ctrl-C again to quit at once)\n"
+        )
+
+    for signum in _SIGNALS:
+        loop.add_signal_handler(signum, on_signal, signum)
+    try:
+        return await flow_run
+    finally:
+        for signum in _SIGNALS:
+            loop.remove_signal_handler(signum)
