@@ -266,15 +266,7 @@ def test_a_reader_that_leaves_early_costs_no_file(
     env: dict[str, str], recordings: Path, tmp_path: Path
 ) -> None:
     # `medasr run ... | head -1`: stdout closes after the first line.
-    proc = subprocess.Popen(
-        [MEDASR, "run", str(recordings), "--language", "en-IN"],
-        env=env,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_run(recordings, env=env, cwd=tmp_path)
     assert proc.stdout is not None
     proc.stdout.readline()
     proc.stdout.close()
@@ -298,15 +290,7 @@ def test_ctrl_c_finishes_what_is_in_flight_and_gives_the_rest_back(
         soundfile.write(folder / f"n{i:02d}.wav", encode_tone_dictation(text), 16000)
     with start_devserver(token=TOKEN, port=0, engine="tone", latency_ms=300) as slow:
         run_env = env | {"MEDASR_BASE_URL": slow.url, "MEDASR_CONCURRENCY": "1"}
-        proc = subprocess.Popen(
-            [MEDASR, "run", str(folder), "--language", "en-IN"],
-            env=run_env,
-            cwd=tmp_path,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = start_run(folder, env=run_env, cwd=tmp_path)
         assert proc.stdout is not None
         while not proc.stdout.readline().startswith("[1/"):  # one file is done
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
@@ -330,3 +314,16 @@ def export_statuses(env: dict[str, str], cwd: Path) -> list[str]:
     exported = medasr("export", "--format", "jsonl", "--out", str(out), env=env, cwd=cwd)
     assert exported.returncode == 0, exported.stderr
     return sorted(json.loads(line)["status"] for line in out.read_text().splitlines())
+
+
+def start_run(source: Path, *, env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    """`medasr run SOURCE --language en-IN` in the background, its output on pipes."""
+    return subprocess.Popen(
+        [MEDASR, "run", str(source), "--language", "en-IN"],
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

@@ -296,23 +296,10 @@ def test_cancelling_a_run_mid_file_neither_fails_the_item_nor_hides_the_cancel(
 
 
 async def _process(store: Store, server: RunningDevServer, folder: Path) -> list:
-    settings = client_settings(server, max_upload_bytes=CAP_BYTES)
-    async with TranscriptionClient(*settings) as client:
-        ctx = BatchContext(
-            pipeline=PipelineSettings(settle_s=0),
-            store=store,
-            client=client,
-            gate=RequestGate(concurrency=1),
-            owner="test-owner",
-            lease_s=60,
-        )
-        try:
-            with store.repository() as repo:
-                repo.register_items(list_audio(str(folder), settle_s=0).files, language="en-IN")
-                items = repo.claim_batch(owner="test-owner", language="en-IN", limit=10, lease_s=60)
-            return await process_batch(items, ctx=ctx)
-        finally:
-            ctx.close()
+    with store.repository() as repo:
+        repo.register_items(list_audio(str(folder), settle_s=0).files, language="en-IN")
+        items = repo.claim_batch(owner="test-owner", language="en-IN", limit=10, lease_s=60)
+    return await _process_claimed(store, server, items, lease_s=60)
 
 
 def test_a_queued_file_renews_its_expired_lease_before_sending(
