@@ -25,7 +25,7 @@ from flows.summary import EXIT_CREDENTIALS, EXIT_USAGE, RunStopped, exit_code_fo
 from service.client import max_wav_bytes_for
 from service.errors import CredentialsRejected
 from service.preflight import check_service_config
-from storage.database import Store, database_exists, redact_database_url
+from storage.database import Store, database_exists
 from storage.errors import SourceError, SourceNotFound, SourceUnreadable, StoreError
 from tasks.discover import check_source
 from tasks.plan import plan_backlog, plan_rows
@@ -118,7 +118,7 @@ def _check_store(storage: StorageSettings) -> None:
     except ConfigError as exc:  # the URL itself: a folder that is not there, a bad dialect
         _usage_error("configuration error", exc)
     except StoreError as exc:  # an unreachable server, a file that is not a database
-        where = redact_database_url(storage.database_url)
+        where = storage.database_url_redacted
         typer.echo(f"medasr: database error: {exc} (MEDASR_DATABASE_URL={where})", err=True)
         raise typer.Exit(EXIT_USAGE) from None
 

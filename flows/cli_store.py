@@ -6,7 +6,6 @@ Transcripts are never printed by `status` (only counts and error messages).
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -20,7 +19,8 @@ from rich.text import Text
 
 from config.errors import ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
-from storage.database import Store, database_exists, redact_database_url, upgrade_database
+from flows.console import one_line
+from storage.database import Store, database_exists, upgrade_database
 from storage.export import common_local_root, write_csv, write_jsonl, write_txt_tree
 from storage.records import ITEM_STATUSES, ItemRecord, StatusCount
 
@@ -56,7 +56,7 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
     Rich tables on a terminal, tab-separated lines otherwise. Raises StoreError kinds.
     """
     if not database_exists(storage.database_url):
-        where = redact_database_url(storage.database_url)
+        where = storage.database_url_redacted
         typer.echo(f"nothing recorded yet (no database at {where})")
         return
     store = Store.open(storage)
@@ -104,7 +104,7 @@ def _print_rich(console: Console, counts: list[StatusCount], latest: list[ItemRe
             retry = "yes" if item.retryable else "no"
             cells = (item.source_uri, item.language, item.error_kind, str(item.attempts), retry,
                      item.error_message)  # fmt: skip
-            failures.add_row(*(Text(escape_controls(cell)) for cell in cells))  # no markup
+            failures.add_row(*(Text(one_line(cell)) for cell in cells))  # no markup
         console.print(failures)
 
 
@@ -116,27 +116,10 @@ def _print_plain(counts: list[StatusCount], latest: list[ItemRecord]) -> None:
     if latest:
         typer.echo("latest failures:")
     for item in latest:
-        source, message = escape_controls(item.source_uri), escape_controls(item.error_message)
-        kind = escape_controls(item.error_kind)
+        source, message = one_line(item.source_uri), one_line(item.error_message)
+        kind = one_line(item.error_kind)
         retry = "retryable" if item.retryable else "permanent"
         typer.echo(f"{source}\t{item.language}\t{kind}\t{item.attempts}\t{retry}\t{message}")
-
-
-_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
-def escape_controls(text: str | None) -> str:
-    """One printable line: tabs, newlines and other control characters as escapes."""
-    if not text:
-        return ""
-    return "".join(
-        _NAMED_ESCAPES.get(ch) or (f"\\u{ord(ch):04x}" if _is_control(ch) else ch) for ch in text
-    )
-
-
-def _is_control(ch: str) -> bool:
-    # Cc: C0/C1 controls (ESC, DEL...); Zl/Zp: line and paragraph separators.
-    return unicodedata.category(ch) in ("Cc", "Zl", "Zp")
 
 
 def export_command(
@@ -154,7 +137,7 @@ def export_command(
             )
         storage = load_settings().storage
         if not database_exists(storage.database_url):
-            where = redact_database_url(storage.database_url)
+            where = storage.database_url_redacted
             raise ConfigError(f"no database at {where}: nothing to export")
         store = Store.open(storage)
         try:
@@ -193,5 +176,5 @@ def db_upgrade_command() -> None:
         revision = upgrade_database(
             settings.storage.database_url, busy_timeout_ms=settings.storage.busy_timeout_ms
         )
-        where = redact_database_url(settings.storage.database_url)
+        where = settings.storage.database_url_redacted
     typer.echo(f"database {where} is at revision {revision}")

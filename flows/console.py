@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-import re
 import sys
 import time
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -23,7 +23,7 @@ from rich.table import Table
 
 from tasks.progress import FileOutcome, set_progress_observer
 
-_CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
+_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
 class _BarObserver:
@@ -73,9 +73,26 @@ class _LineObserver:
         )
 
 
-def one_line(text: str) -> str:
-    """`text` with control characters (a newline in a file name) shown as escapes."""
-    return _CONTROL_CHARACTERS.sub(lambda found: repr(found.group())[1:-1], text)
+def one_line(text: str | None) -> str:
+    """`text` as one printable line: tabs, newlines and other control characters as escapes.
+
+    Other controls are C0/C1 (ESC, DEL...) and the line and paragraph separators; None
+    gives "". Shown once per file on a run's progress lines, so printable text is
+    returned as it is, without a pass over its characters.
+    """
+    if not text:
+        return ""
+    if text.isprintable():
+        return text
+    return "".join(
+        _NAMED_ESCAPES.get(ch) or (f"\\u{ord(ch):04x}" if _is_control(ch) else ch) for ch in text
+    )
+
+
+def _is_control(ch: str) -> bool:
+    # Cc: C0/C1 controls; Zl/Zp: line and paragraph separators. Other non-printables
+    # (a no-break space) are shown as they are.
+    return unicodedata.category(ch) in ("Cc", "Zl", "Zp")
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from flows.summary import EXIT_INTERRUPTED
-from tasks.gate import interrupt_running_gates
+from tasks.gate import interrupt_all_gates
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -32,7 +32,7 @@ async def run_interruptibly(flow_run: Coroutine[Any, Any, dict[str, Any]]) -> di
         received.append(signum)
         if len(received) > 1:
             os._exit(EXIT_INTERRUPTED)  # asked twice: quit now, the leases come back later
-        interrupt_running_gates()
+        interrupt_all_gates()
         sys.stderr.write(
             "medasr: interrupted: finishing the requests in flight, giving the other files "
             "back (press Ctrl-C again to quit at once)\n"

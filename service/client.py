@@ -192,10 +192,9 @@ class TranscriptionClient:
             raise RequestRejected(
                 f"unsupported language {language[:16]!r}; use one of {', '.join(LANGUAGES)}"
             )
-        secret = self._service.token
-        token = secret.get_secret_value().strip() if secret is not None else ""
-        if not token:  # blank counts as missing: never send "Bearer   "
+        if self._service.token is None:  # ServiceSettings turns a blank token into None
             raise CredentialsRejected("no token is set; set MEDASR_TOKEN")
+        token = self._service.token.get_secret_value()
         self._check_size(len(wav_bytes))
         return _Upload(wav_bytes=wav_bytes, language=language, filename=filename, token=token)
 

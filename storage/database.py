@@ -116,14 +116,6 @@ def normalize_database_url(database_url: str) -> URL:
     return url
 
 
-def redact_database_url(database_url: str) -> str:
-    """The URL as it may be shown to a person: the password masked."""
-    try:
-        return make_url(database_url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "<unparsable database URL>"
-
-
 def database_exists(database_url: str) -> bool:
     """False only for an SQLite file that is not there yet (a server database may exist)."""
     url = normalize_database_url(database_url)

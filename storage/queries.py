@@ -79,6 +79,14 @@ class Queries:
         found = self._items_where(and_(Item.source_uri == source_uri, Item.language == language))
         return found[0] if found else None
 
+    def find_items(self, *, source_uris: Sequence[str], language: str) -> dict[str, ItemRecord]:
+        """Items of `language` by source URI, many URIs per query (unknown ones left out)."""
+        found: dict[str, ItemRecord] = {}
+        for batch in batches(list(source_uris), self._uri_batch_size()):
+            for item in self._items_where(and_(Item.language == language, self._uri_in(batch))):
+                found[item.source_uri] = item
+        return found
+
     def find_done_with_sha(self, *, sha256: str, language: str) -> ItemRecord | None:
         """The latest done item with this content and language, if any."""
         found = self._items_where(

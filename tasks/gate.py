@@ -2,17 +2,17 @@
 
 A call to the service holds one slot (`slot()`) for all its attempts, retries and
 backoff waits included; each HTTP attempt, the first and every retry, first waits for
-the rate cap (`pace()`). Once the gate is stopped (credentials rejected, or a setting
-that fails every request, such as a certificate that does not verify) no attempt starts
-any more, not even the retry of a call already in flight.
+the rate cap (`pace()`). Once the gate is stopped (credentials rejected, a setting that
+fails every request such as a certificate that does not verify, or the operator's
+Ctrl-C) no attempt starts any more, not even the retry of a call already in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Final
 
 from aiolimiter import AsyncLimiter
 
@@ -20,46 +20,39 @@ from config.errors import ConfigError
 from service.errors import CredentialsRejected
 from tasks.errors import RunInterrupted
 
-# What stops a whole run at once: the service refusing our credentials, a setting that
-# fails for every request alike (a certificate that does not verify), or the operator.
+# What stops a whole run at once; not a file's fault, so a file that meets one goes back
+# to pending. The tuple is for `except` and isinstance, the union for annotations.
+RUN_STOP_ERRORS: Final = (CredentialsRejected, ConfigError, RunInterrupted)
 RunStop = CredentialsRejected | ConfigError | RunInterrupted
 
-# Every gate alive in this process, so a signal handler can stop the run they belong to.
-_live_gates: weakref.WeakSet[RequestGate] = weakref.WeakSet()
+# Set by the CLI's signal handler; every gate of the process, present or future, reads it.
+_interrupted: RunInterrupted | None = None
 
 
-_interrupted = False  # set once per process: gates made later start stopped
-
-
-def interrupt_running_gates() -> int:
-    """Stop every live gate, and every later one, with RunInterrupted; returns how many."""
+def interrupt_all_gates() -> None:
+    """Stop every request gate of this process, and every later one, with RunInterrupted."""
     global _interrupted  # the process-wide switch a signal handler flips
-    _interrupted = True
-    gates = [gate for gate in _live_gates if gate.stopped is None]
-    for gate in gates:
-        gate.stop(RunInterrupted("interrupted by the operator"))
-    return len(gates)
+    if _interrupted is None:
+        _interrupted = RunInterrupted("interrupted by the operator")
 
 
 class RequestGate:
     """Admits at most `concurrency` calls at once and `requests_per_s` attempts per second.
 
-    Once `stop()` is called (a RunStop error), nobody else is admitted: requests
-    already on the wire finish, and every later `slot()` or `pace()` raises the stored error.
+    Once stopped (a RunStop error, by `stop()` or by `interrupt_all_gates()`), nobody else
+    is admitted: requests already on the wire finish, and every later `slot()` or `pace()`
+    raises the stored error.
     """
 
     def __init__(self, *, concurrency: int, requests_per_s: float | None = None) -> None:
         self._slots = asyncio.Semaphore(concurrency)
         self._limiter = _limiter_for(requests_per_s) if requests_per_s else None
         self._stopped: RunStop | None = None
-        if _interrupted:  # the operator stopped the run before this gate existed
-            self._stopped = RunInterrupted("interrupted by the operator")
-        _live_gates.add(self)
 
     @property
     def stopped(self) -> RunStop | None:
         """The error that stopped the run, or None while requests may still go out."""
-        return self._stopped
+        return self._stopped or _interrupted
 
     def stop(self, error: RunStop) -> None:
         """Admit nothing more; later `slot()` and `pace()` calls raise `error`."""
@@ -76,15 +69,15 @@ class RequestGate:
             yield
 
     async def pace(self) -> None:
-        """Wait for the rate cap before one HTTP attempt; raises CredentialsRejected if stopped."""
+        """Wait for the rate cap before one HTTP attempt; raises the RunStop once stopped."""
         self._raise_if_stopped()
         if self._limiter is not None:
             await self._limiter.acquire()
             self._raise_if_stopped()
 
     def _raise_if_stopped(self) -> None:
-        if self._stopped is not None:
-            raise self._stopped
+        if (error := self.stopped) is not None:
+            raise error
 
 
 def _limiter_for(requests_per_s: float) -> AsyncLimiter:

@@ -10,7 +10,7 @@ requests. Reading costs a decode per file that would be sent, and no network.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,7 +130,7 @@ def plan_backlog(
     listing = list_audio(
         source, include=include, exclude=exclude, settle_s=settle_s, storage_options=storage_options
     )
-    known = dict(_known_items(store, listing.files, language=language))
+    known = _known_items(store, listing.files, language=language)
     reader = _Reader(store, language, max_wav_bytes, min_pause_ms, storage_options)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         plans = list(pool.map(lambda f: reader.plan(f, known.get(f.uri)), listing.files))
@@ -177,11 +177,9 @@ def _unchanged(item: ItemRecord, file: SourceFile) -> bool:
 
 def _known_items(
     store: Store | None, files: Sequence[SourceFile], *, language: str
-) -> Iterator[tuple[str, ItemRecord]]:
+) -> dict[str, ItemRecord]:
+    """What the store holds for the listed files, by URI (one query per batch of URIs)."""
     if store is None:
-        return
+        return {}
     with store.repository(read_only=True) as repo:
-        for file in files:
-            item = repo.find_item(source_uri=file.uri, language=language)
-            if item is not None:
-                yield file.uri, item
+        return repo.find_items(source_uris=[file.uri for file in files], language=language)

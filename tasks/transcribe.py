@@ -17,18 +17,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from config.errors import ConfigError, InternalError, MedasrError
+from config.errors import InternalError, MedasrError
 from config.settings import PipelineSettings
 from service.client import Transcription, TranscriptionClient
 from service.contract import chunk_filename
-from service.errors import CredentialsRejected
 from storage.database import Store
 from storage.errors import LeaseLost, StoreError
 from storage.repository import ItemRecord
 from storage.sources import fetch_local, fingerprint
 from tasks.audio import Chunk, iter_chunks
-from tasks.errors import RunInterrupted, SilentAudio
-from tasks.gate import RequestGate
+from tasks.errors import SilentAudio
+from tasks.gate import RUN_STOP_ERRORS, RequestGate
 from tasks.progress import FileOutcome, RunStats, progress_observer
 
 logger = logging.getLogger("medasr.transcribe")
@@ -125,7 +124,7 @@ async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
             if reused is not None:
                 return reused
             return await _split_and_send(path, run=run, ctx=ctx)
-    except (CredentialsRejected, ConfigError, RunInterrupted) as exc:  # the run stops, not the file
+    except RUN_STOP_ERRORS as exc:  # the run stops, not the file
         ctx.gate.stop(exc)
         return _release(item, ctx=ctx)
     except LeaseLost:
@@ -236,7 +235,7 @@ async def _send_chunk(
         _record_chunk(chunk, result, run=run, ctx=ctx)
     except BaseException as exc:
         run.errors.append(exc)
-        if isinstance(exc, (CredentialsRejected, ConfigError, RunInterrupted)):
+        if isinstance(exc, RUN_STOP_ERRORS):
             ctx.gate.stop(exc)
         if not isinstance(exc, Exception):
             raise
@@ -248,7 +247,7 @@ async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Tran
     """One call to the service: a slot for the whole call, the rate cap before every attempt."""
 
     async def before_attempt() -> None:
-        await ctx.gate.pace()  # raises CredentialsRejected once the run has stopped
+        await ctx.gate.pace()  # raises what stopped the run, once it has stopped
         if any(isinstance(error, LeaseLost) for error in run.errors):
             # Another worker owns the file now and sends this chunk itself.
             raise LeaseLost(f"item {run.item.id} was taken over; chunk not sent")
@@ -317,7 +316,7 @@ def _finish(
 
 def _worst(errors: list[BaseException]) -> BaseException:
     """Credentials first (they stop the run), a lost lease (not ours to record), terminal, first."""
-    for kind in (CredentialsRejected, ConfigError, RunInterrupted, LeaseLost):
+    for kind in (*RUN_STOP_ERRORS, LeaseLost):
         for error in errors:
             if isinstance(error, kind):
                 return error
@@ -370,11 +369,9 @@ def _lease_renewal_due(run: _FileRun, *, lease_s: float) -> bool:
     """True once a third of the lease (from the claim or our last renewal) has passed."""
     if run.last_renewal is not None:
         return time.monotonic() - run.last_renewal > lease_s / 3
-    expires = run.item.lease_expires_at
+    expires = run.item.lease_expires_at  # timezone-aware UTC, as the store returns it
     if expires is None:
         return True
-    if expires.tzinfo is None:  # SQLite gives naive datetimes; the store writes UTC
-        expires = expires.replace(tzinfo=UTC)
     return (expires - datetime.now(UTC)).total_seconds() < lease_s * 2 / 3
 
 

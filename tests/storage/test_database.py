@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import event, text
 
 from config.errors import ConfigError
-from config.settings import StorageSettings
+from config.settings import StorageSettings, redact_url_password
 from storage.database import (
     Store,
     current_revision,
@@ -20,7 +20,6 @@ from storage.database import (
     downgrade_database,
     head_revision,
     normalize_database_url,
-    redact_database_url,
 )
 from storage.errors import DatabaseUrlInvalid, SchemaOutdated, StoreUnavailable
 from storage.sources import SourceFile
@@ -66,7 +65,7 @@ def test_missing_sqlite_folder_is_a_configuration_error(tmp_path: Path) -> None:
 
 
 def test_redacted_url_hides_the_password() -> None:
-    shown = redact_database_url("postgresql://medasr:s3cret@db.example/medasr")
+    shown = redact_url_password("postgresql://medasr:s3cret@db.example/medasr")
     assert "s3cret" not in shown
     assert "db.example" in shown
 

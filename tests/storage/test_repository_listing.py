@@ -45,6 +45,19 @@ def test_pending_count_under_a_source_counts_that_folder_only(store: Store) -> N
         assert repo.pending_count(language="hi", source_prefix="/archive") == 0
 
 
+def test_find_items_returns_the_known_ones_by_uri_across_batches(store: Store) -> None:
+    files = listed(_IN_BATCH + 3)
+    register(store, files)
+    register(store, files[:2], language="hi")
+    asked = [f.uri for f in files] + ["/archive/never-listed.wav"]
+    with store.repository(read_only=True) as repo:
+        found = repo.find_items(source_uris=asked, language=LANG)
+        found_hi = repo.find_items(source_uris=asked, language="hi")
+    assert set(found) == {f.uri for f in files}
+    assert all(found[uri].source_uri == uri and found[uri].language == LANG for uri in found)
+    assert set(found_hi) == {f.uri for f in files[:2]}
+
+
 def test_duplicate_uris_in_one_listing_register_once(store: Store) -> None:
     with store.repository() as repo:
         result = repo.register_items([*listed(3), *listed(3)], language=LANG)
