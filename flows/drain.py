@@ -90,6 +90,7 @@ def _batch_context(settings: Settings, *, store: Store, stats: RunStats) -> Batc
         owner=new_lease_owner(),
         lease_s=settings.storage.lease_s,
         stats=stats,
+        quality=settings.quality,
     )
 
 

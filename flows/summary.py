@@ -35,6 +35,7 @@ _RUN_OTHER = {
     "files_not_listed": "not_listed",
     "files_unreadable": "unreadable",
     "requeued": "requeued",
+    "files_needs_review": "needs_review",
 }
 _RUN_STATUS = {
     EXIT_OK: "done",
@@ -67,6 +68,7 @@ def summarize(
     files = result.stats.files
     summary: dict[str, Any] = {
         "files_done": files.get("done", 0),
+        "files_needs_review": files.get("needs_review", 0),
         "files_skipped": files.get("skipped", 0),
         "files_failed": files.get("failed", 0),
         "files_released": files.get("released", 0) + files.get("lost", 0),
@@ -91,7 +93,12 @@ def summarize(
 
 
 def exit_code_for(summary: dict[str, Any]) -> int:
-    """3 if credentials were rejected, 2 if a setting stopped the run, 1 if any file failed."""
+    """3 if credentials were rejected, 2 if a setting stopped the run, 1 if any file failed.
+
+    needs_review files do not change the code: they were transcribed and recorded, and
+    running again cannot help them (a person must, with `medasr review`); a nonzero code
+    would make a scheduler retry or alarm every night until then. The summary counts them.
+    """
     if summary.get("credentials_rejected"):
         return EXIT_CREDENTIALS
     if summary.get("stopped_by_configuration"):
@@ -108,6 +115,7 @@ def run_counts(summary: dict[str, Any]) -> dict[str, int]:
     counts = {column: int(summary.get(key, 0)) for key, column in _RUN_COLUMNS.items()}
     counts["files"] = counts["done"] + counts["failed"] + counts["skipped"]
     counts["files"] += int(summary.get("files_released", 0))
+    counts["files"] += int(summary.get("files_needs_review", 0))
     counts |= {name: int(summary[key]) for key, name in _RUN_OTHER.items() if key in summary}
     return counts
 

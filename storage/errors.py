@@ -13,7 +13,8 @@
             ├── UnsupportedSource      unknown scheme, or its fsspec extra is not installed
             ├── DatabaseUrlInvalid     MEDASR_DATABASE_URL unusable (dialect, driver, path)
             ├── SchemaOutdated         the database is not at the newest revision
-            └── SchemaUnknown          the database is at a revision this medasr does not know
+            ├── SchemaUnknown          the database is at a revision this medasr does not know
+            └── NotUnderReview         `medasr review` given an item that is not needs_review
 
 `SourceError` and `StoreError` are mixins, so `except SourceError` catches every
 source failure whatever its `transient`. Messages name paths and URIs but never a
@@ -95,3 +96,9 @@ class SchemaUnknown(StoreError, ConfigError):
     """The database was migrated by a newer medasr; this one must not touch it."""
 
     kind = "schema_unknown"
+
+
+class NotUnderReview(ConfigError):
+    """`medasr review --accept/--resend` named an item that does not wait for review."""
+
+    kind = "not_under_review"

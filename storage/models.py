@@ -107,6 +107,7 @@ class Item(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     done_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    flags: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True))
 
 
 class Chunk(Base):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-ITEM_STATUSES = ("pending", "processing", "done", "failed", "skipped")
+# needs_review: transcribed, but the quality gate flagged it (tasks/quality.py); a person
+# accepts it (done) or sends it again (pending) with `medasr review`.
+ITEM_STATUSES = ("pending", "processing", "done", "needs_review", "failed", "skipped")
 CHUNK_STATUSES = ("done", "failed", "silent")
 
 
@@ -35,6 +37,9 @@ class ItemRecord:
     created_at: datetime
     updated_at: datetime
     done_at: datetime | None
+    flags: list[str] = field(
+        default_factory=list
+    )  # the quality gate's, in tasks.quality.FLAGS order
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,7 @@ class ExportRow:
     attempts: int
     sha256: str | None
     updated_at: datetime
+    flags: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from tasks.audio import iter_chunks
 from tasks.errors import AudioError, SilentAudio
 
 # Items in these states with the listed version are not claimed again by a run.
-_FINISHED = ("done", "skipped", "failed")
+_FINISHED = ("done", "needs_review", "skipped", "failed")
 
 Verdict = Literal["unchanged", "reused", "silent", "undecodable", "transcribe"]
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from config.errors import InternalError, MedasrError
+from config.quality import QualitySettings
 from config.settings import PipelineSettings
 from service.client import Transcription, TranscriptionClient
 from service.contract import chunk_filename
@@ -29,6 +30,7 @@ from tasks.audio import Chunk, iter_chunks
 from tasks.errors import SilentAudio
 from tasks.gate import RUN_STOP_ERRORS, RequestGate
 from tasks.progress import FileOutcome, RunStats, progress_observer
+from tasks.quality import review_transcript
 
 logger = logging.getLogger("medasr.transcribe")
 
@@ -50,6 +52,7 @@ class BatchContext:
         lease_s: float,
         storage_options: dict[str, Any] | None = None,
         stats: RunStats | None = None,
+        quality: QualitySettings | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.store = store
@@ -59,6 +62,7 @@ class BatchContext:
         self.lease_s = lease_s
         self.storage_options = storage_options
         self.stats = stats if stats is not None else RunStats()
+        self.quality = quality if quality is not None else QualitySettings()
         self.decode_pool = ThreadPoolExecutor(
             max_workers=pipeline.decode_workers, thread_name_prefix="medasr-decode"
         )
@@ -80,6 +84,7 @@ class _FileRun:
 
     item: ItemRecord
     texts: dict[int, str] = field(default_factory=dict)
+    voiced_ms: dict[int, int] = field(default_factory=dict)  # per chunk, for the quality gate
     extras: list[dict[str, Any]] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
     requests: int = 0
@@ -196,6 +201,7 @@ async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> Fi
                 held.release()
                 break
             last = chunk
+            run.voiced_ms[chunk.index] = chunk.voiced_ms
             all_silent = all_silent and chunk.silent
             previous = done.get(chunk.index)
             if previous is not None and (previous.start_ms, previous.end_ms) == (
@@ -296,6 +302,10 @@ def _finish(
     if last is None or all_silent:
         raise SilentAudio(f"no speech found in {run.item.source_uri}; nothing was sent")
     text = " ".join(t.strip() for _, t in sorted(run.texts.items()) if t.strip())
+    extras: dict[str, Any] = {"chunks": run.extras} if run.extras else {}
+    review = review_transcript(
+        run.texts, run.voiced_ms, language=run.item.language, extras=extras, settings=ctx.quality
+    )
     with ctx.store.repository() as repo:
         repo.finish_item(
             run.item.id,
@@ -303,11 +313,12 @@ def _finish(
             text=text,
             duration_ms=last.end_ms,
             chunk_count=last.index,
-            extras={"chunks": run.extras} if run.extras else {},
+            extras=review.annotated(extras),
+            flags=review.flags,
         )
     return FileOutcome(
         run.item.source_uri,
-        "done",
+        "needs_review" if review.flags else "done",
         duration_ms=last.end_ms,
         requests=run.requests,
         chunks=last.index,

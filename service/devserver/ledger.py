@@ -26,6 +26,7 @@ class LedgerEntry:
     retry_after_s: float | None
     fault: str | None  # the injected fault, if any
     txn_id: str | None
+    text_fault: str | None = None  # the text fault of a 200 answer (text_faults.py), if any
 
     def to_json(self) -> dict[str, Any]:
         """The entry as a JSON-ready dict."""
