@@ -30,13 +30,15 @@ EXPORT_COLUMNS = (
     "attempts",
     "sha256",
     "updated_at",
+    "flags",
 )
 
 
 def export_record(row: ExportRow) -> dict[str, Any]:
-    """One row as a JSON-ready dict: EXPORT_COLUMNS, `updated_at` in ISO 8601."""
+    """One row as a JSON-ready dict: EXPORT_COLUMNS, `updated_at` in ISO 8601, `flags` a list."""
     record = {name: getattr(row, name) for name in EXPORT_COLUMNS}
     record["updated_at"] = row.updated_at.isoformat()
+    record["flags"] = list(row.flags)
     return record
 
 
@@ -57,7 +59,8 @@ def write_csv(rows: Iterable[ExportRow], out_path: Path) -> int:
         writer = csv.DictWriter(handle, fieldnames=EXPORT_COLUMNS)
         writer.writeheader()
         for row in rows:
-            writer.writerow(export_record(row))
+            # A cell holds one string: the flags joined with ";" ("" when none).
+            writer.writerow({**export_record(row), "flags": ";".join(row.flags)})
             count += 1
     return count
 
