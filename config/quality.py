@@ -13,6 +13,9 @@ not with speaking rate over the whole recording:
 * A rate measured over a few seconds is noise: speaking-rate estimates settle after
   about 9 s of speech (Arantes, "Speech rate estimation: how long should the utterance
   be?"), hence rates are judged only over at least 10 s of voiced audio.
+* A chunk with a quarter second of voiced audio holds at least a syllable (the audio
+  wing's own shortest speech, tasks/audio.py): no word for it is `empty_text`. Less
+  (a click, a cough) answered with nothing is normal.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ class QualitySettings(BaseModel):
         description="Least voiced audio, seconds, over which a words-per-minute rate is judged.",
     )
     empty_min_voiced_s: float = Field(
-        0.5,
+        0.25,
         ge=0,
         le=600,
         description="A chunk with this much voiced audio, seconds, and no words flags empty_text.",

@@ -215,6 +215,8 @@ def test_a_rate_range_upside_down_is_refused() -> None:
         ([speech("", voiced_s=0.1)], ("empty_text",)),
         ([speech("bp stable", voiced_s=1), speech("", voiced_s=0.1, index=2)], ()),
         ([speech("bp stable", voiced_s=1), speech("", voiced_s=2, index=2)], ("empty_text",)),
+        ([speech("bp stable", voiced_s=1), speech("", voiced_s=0.3, index=2)], ("empty_text",)),
+        ([speech("bp stable", voiced_s=1), speech("", voiced_s=0.2, index=2)], ()),
     ],
     ids=[
         "speech-no-text",
@@ -223,6 +225,8 @@ def test_a_rate_range_upside_down_is_refused() -> None:
         "little-speech-whole-recording-empty",
         "a-cough-chunk-no-text",
         "a-spoken-chunk-no-text",
+        "a-syllable-chunk-no-text",
+        "under-a-syllable-no-text",
     ],
 )
 def test_empty_text_is_no_word_where_there_was_speech(
