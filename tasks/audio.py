@@ -204,7 +204,7 @@ class _Cutter:
             end_ms=end * 1000 // OUTPUT_SAMPLE_RATE_HZ,
             wav=_wav_bytes(self.buffer[:local_end]),
             silent=silent,
-            voiced_ms=0 if silent or not thresholds.has_speech else voiced * FRAME_MS,
+            voiced_ms=0 if silent else voiced * FRAME_MS,
         )
         rest_bytes = self.fill_bytes - 2 * local_end
         self.bytes_view[:rest_bytes] = self.bytes_view[2 * local_end : self.fill_bytes]

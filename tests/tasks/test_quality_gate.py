@@ -12,6 +12,7 @@ import soundfile
 from config.settings import StorageSettings
 from service.devserver.tone import encode_tone_dictation
 from storage.database import Store
+from tasks.audio import iter_chunks
 from tests.tasks.conftest import SR, speechlike
 from tests.tasks.test_transcribe import TEXT, item_of, run_once
 
@@ -122,3 +123,17 @@ def test_resend_sends_every_chunk_again_and_a_clean_answer_is_done(
     sent_again = [e for e in healthy.ledger.entries() if e.status == 200]
     assert len(sent_again) == row.chunks  # not one chunk reused from the looping answers
     assert (item_of(store).status, item_of(store).text) == ("done", TEXT)
+
+
+def test_voiced_ms_counts_each_chunks_speech_not_its_pauses(tmp_path: Path) -> None:
+    text = "patient stable."  # 14 symbols of 50 ms, 12 gaps of 20 ms inside the words
+    speech = encode_tone_dictation(text)
+    path = tmp_path / "late.wav"
+    soundfile.write(path, np.concatenate([np.zeros(6 * SR, dtype=np.int16), speech]), SR)
+
+    chunks = list(iter_chunks(path, max_bytes=44 + 2 * 3 * SR))  # 3 s chunks
+
+    assert [c.voiced_ms for c in chunks if c.silent] == [0, 0]
+    voiced = sum(c.voiced_ms for c in chunks)
+    symbols_ms, gaps_ms = 14 * 50, 12 * 20
+    assert 0.8 * symbols_ms <= voiced <= symbols_ms + gaps_ms + 14 * 20  # a frame of edge each
