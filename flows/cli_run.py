@@ -27,6 +27,7 @@ from service.errors import CredentialsRejected
 from service.preflight import check_service_config
 from storage.database import Store, database_exists
 from storage.errors import SourceError, SourceNotFound, SourceUnreadable, StoreError
+from storage.sources import normalize_source
 from tasks.discover import check_source
 from tasks.plan import plan_backlog, plan_rows
 
@@ -71,7 +72,9 @@ def run_command(
         include=include,
         exclude=exclude,
     )
-    _run_and_report(flow_run, settings=settings, quiet=quiet, title="medasr run")
+    _run_and_report(
+        flow_run, settings=settings, quiet=quiet, title="medasr run", root=normalize_source(source)
+    )
 
 
 def rerun_command(
@@ -85,6 +88,13 @@ def rerun_command(
             help="Re-queue every failure: permanent ones and those past MEDASR_MAX_ATTEMPTS.",
         ),
     ] = False,
+    include_skipped: Annotated[
+        bool,
+        typer.Option(
+            "--include-skipped",
+            help="Re-queue recordings skipped as silent too; their audio is judged afresh.",
+        ),
+    ] = False,
     concurrency: Annotated[int | None, typer.Option(min=1, max=256)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
@@ -92,7 +102,10 @@ def rerun_command(
     settings = _checked(lambda: settings_for_run(language=language))
     _check_store(settings.storage)
     flow_run = rerun_failures(
-        language=language, include_permanent=include_permanent, concurrency=concurrency
+        language=language,
+        include_permanent=include_permanent,
+        include_skipped=include_skipped,
+        concurrency=concurrency,
     )
     _run_and_report(flow_run, settings=settings, quiet=quiet, title="medasr rerun-failures")
 
@@ -128,9 +141,15 @@ def _usage_error(what: str, exc: Exception) -> NoReturn:
     raise typer.Exit(EXIT_USAGE)
 
 
-def _run_and_report(flow_run: FlowRun, *, settings: Settings, quiet: bool, title: str) -> None:
-    """Run a flow with progress output, print its summary table, exit with its code."""
-    with medasr_log_level(settings.pipeline.log_level), show_progress(quiet=quiet):
+def _run_and_report(
+    flow_run: FlowRun, *, settings: Settings, quiet: bool, title: str, root: str | None = None
+) -> None:
+    """Run a flow with progress output (files named relative to `root`), print its summary
+    table, exit with its code."""
+    with (
+        medasr_log_level(settings.pipeline.log_level),
+        show_progress(quiet=quiet, source_root=root),
+    ):
         summary, stopped = _run_flow(flow_run)
     print_summary(summary, title=title)
     if stopped is not None:

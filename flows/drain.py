@@ -55,7 +55,7 @@ async def drain_pending(
         progress=0.0, key=PROGRESS_KEY, description="Files finished in this run (%)"
     )
     result = DrainResult(stats=RunStats(), wall_s=0.0, planned=planned)
-    ctx = _batch_context(settings, store=store, stats=result.stats)
+    ctx = _batch_context(settings, store=store, stats=result.stats, source_root=source_prefix)
     loops = _BatchLoops(
         ctx=ctx,
         result=result,
@@ -77,7 +77,9 @@ async def drain_pending(
     return result
 
 
-def _batch_context(settings: Settings, *, store: Store, stats: RunStats) -> BatchContext:
+def _batch_context(
+    settings: Settings, *, store: Store, stats: RunStats, source_root: str | None
+) -> BatchContext:
     """What every batch of the run shares: client, gate, lease owner, decoders."""
     pipeline = settings.pipeline
     return BatchContext(
@@ -90,6 +92,7 @@ def _batch_context(settings: Settings, *, store: Store, stats: RunStats) -> Batc
         owner=new_lease_owner(),
         lease_s=settings.storage.lease_s,
         stats=stats,
+        source_root=source_root,
     )
 
 

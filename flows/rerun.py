@@ -23,9 +23,11 @@ async def rerun_failures(
     language: str | None = None,
     include_permanent: bool = False,
     concurrency: int | None = None,
+    include_skipped: bool = False,
 ) -> dict[str, Any]:
     """Re-queue due retryable failures under the attempts budget (or, with
-    `include_permanent`, every failure) and process them."""
+    `include_permanent`, every failure; with `include_skipped`, skipped recordings too)
+    and process them."""
     settings = settings_for_run(language=language, concurrency=concurrency)
     store = Store.open(settings.storage)
     try:
@@ -35,8 +37,10 @@ async def rerun_failures(
                 language=language,
                 max_attempts=settings.service.max_attempts,
                 include_permanent=include_permanent,
+                include_skipped=include_skipped,
             )
-            get_run_logger().info("re-queued %d failed items", requeued)
+            what = "failed or skipped" if include_skipped else "failed"
+            get_run_logger().info("re-queued %d %s items", requeued, what)
             result = await drain_pending(settings=settings, store=store, language=language)
             run.summary = summarize(result, requeued=requeued)
     finally:

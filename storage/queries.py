@@ -131,8 +131,12 @@ class Queries:
 
     def list_failures(self, *, limit: int = 20) -> list[ItemRecord]:
         """The latest failed items, newest first."""
+        return self.list_latest(status="failed", limit=limit)
+
+    def list_latest(self, *, status: str, limit: int = 20) -> list[ItemRecord]:
+        """The latest items with `status` (failed, skipped...), newest first."""
         return self._items_where(
-            Item.status == "failed", order_by=(Item.updated_at.desc(), Item.id.desc()), limit=limit
+            Item.status == status, order_by=(Item.updated_at.desc(), Item.id.desc()), limit=limit
         )
 
     def export_rows(self, *, status: str | None = None) -> Iterator[ExportRow]:

@@ -43,17 +43,24 @@ def expected_files(
 
 
 def requeue_failed(
-    store: Store, *, language: str | None, max_attempts: int, include_permanent: bool
+    store: Store,
+    *,
+    language: str | None,
+    max_attempts: int,
+    include_permanent: bool,
+    include_skipped: bool = False,
 ) -> int:
     """Send failures back to pending; returns how many.
 
     Without `include_permanent`: retryable failures whose attempts are under
     `max_attempts` and whose next-attempt time has come. With it: every failed item of
     the language (permanent ones, and retryable ones past the attempts limit too).
+    `include_skipped` adds every skipped (silent) item of the language.
     """
     with store.repository() as repo:
         return repo.requeue_failures(
             language=language,
             max_attempts=max_attempts,
             include_permanent=include_permanent,
+            include_skipped=include_skipped,
         )
