@@ -8,7 +8,7 @@ the summary table, with one line naming MEDASR_TOKEN.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -30,6 +30,7 @@ from storage.errors import SourceError, SourceNotFound, SourceUnreadable, StoreE
 from storage.sources import normalize_source
 from tasks.discover import check_source
 from tasks.plan import plan_backlog, plan_rows
+from tasks.runs import known_sources
 
 FlowRun = Coroutine[Any, Any, dict[str, Any]]
 
@@ -73,7 +74,11 @@ def run_command(
         exclude=exclude,
     )
     _run_and_report(
-        flow_run, settings=settings, quiet=quiet, title="medasr run", root=normalize_source(source)
+        flow_run,
+        settings=settings,
+        quiet=quiet,
+        title="medasr run",
+        roots=(normalize_source(source),),
     )
 
 
@@ -107,7 +112,13 @@ def rerun_command(
         include_skipped=include_skipped,
         concurrency=concurrency,
     )
-    _run_and_report(flow_run, settings=settings, quiet=quiet, title="medasr rerun-failures")
+    _run_and_report(
+        flow_run,
+        settings=settings,
+        quiet=quiet,
+        title="medasr rerun-failures",
+        roots=_known_roots(settings.storage),
+    )
 
 
 def _checked(load: Callable[[], Settings], source: str | None = None) -> Settings:
@@ -136,19 +147,28 @@ def _check_store(storage: StorageSettings) -> None:
         raise typer.Exit(EXIT_USAGE) from None
 
 
+def _known_roots(storage: StorageSettings) -> tuple[str, ...]:
+    """The sources of recorded runs, for naming a rerun's files (the store was checked)."""
+    store = Store.open(storage)
+    try:
+        return known_sources(store)
+    finally:
+        store.dispose()
+
+
 def _usage_error(what: str, exc: Exception) -> NoReturn:
     typer.echo(f"medasr: {what}: {exc}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 
 def _run_and_report(
-    flow_run: FlowRun, *, settings: Settings, quiet: bool, title: str, root: str | None = None
+    flow_run: FlowRun, *, settings: Settings, quiet: bool, title: str, roots: Sequence[str]
 ) -> None:
-    """Run a flow with progress output (files named relative to `root`), print its summary
-    table, exit with its code."""
+    """Run a flow with progress output (files named relative to `roots`), print its
+    summary table, exit with its code."""
     with (
         medasr_log_level(settings.pipeline.log_level),
-        show_progress(quiet=quiet, source_root=root),
+        show_progress(quiet=quiet, source_roots=roots),
     ):
         summary, stopped = _run_flow(flow_run)
     print_summary(summary, title=title)

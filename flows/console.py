@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -51,8 +51,8 @@ class _BarObserver:
 class _LineObserver:
     """One plain line per file (a log file or a cron mail), no control characters."""
 
-    def __init__(self, *, source_root: str | None) -> None:
-        self._root = source_root
+    def __init__(self, *, source_roots: Sequence[str]) -> None:
+        self._roots = source_roots
         self._done = 0
         self._planned = 0
         self._started = time.monotonic()
@@ -70,15 +70,15 @@ class _LineObserver:
         elapsed = time.monotonic() - self._started
         print(
             f"[{self._done}/{self._planned}] {outcome.outcome}{detail}: "
-            f"{recording_name(outcome.source_uri, root=self._root)} ({elapsed:.1f}s)",
+            f"{recording_name(outcome.source_uri, roots=self._roots)} ({elapsed:.1f}s)",
             flush=True,
         )
 
 
 @contextmanager
-def show_progress(*, quiet: bool = False, source_root: str | None = None) -> Iterator[None]:
+def show_progress(*, quiet: bool = False, source_roots: Sequence[str] = ()) -> Iterator[None]:
     """Install a progress observer for the duration of a run; lines name files relative to
-    `source_root` (normalized; None: whole URIs)."""
+    the deepest of `source_roots` (normalized) holding them."""
     if quiet:
         yield
         return
@@ -90,7 +90,7 @@ def show_progress(*, quiet: bool = False, source_root: str | None = None) -> Ite
             finally:
                 set_progress_observer(None)
         return
-    set_progress_observer(_LineObserver(source_root=source_root))
+    set_progress_observer(_LineObserver(source_roots=source_roots))
     try:
         yield
     finally:

@@ -11,6 +11,7 @@ from flows.drain import drain_pending
 from flows.run_record import recorded_run
 from flows.summary import summarize
 from storage.database import Store
+from tasks.runs import known_sources
 from tasks.steps import requeue_failures_task
 
 # What the run row names as the source and language of a rerun over every source.
@@ -41,8 +42,11 @@ async def rerun_failures(
             )
             what = "failed or skipped" if include_skipped else "failed"
             get_run_logger().info("re-queued %d %s items", requeued, what)
-            result = await drain_pending(settings=settings, store=store, language=language)
-            run.summary = summarize(result, requeued=requeued)
+            roots = known_sources(store)
+            result = await drain_pending(
+                settings=settings, store=store, language=language, source_roots=roots
+            )
+            run.summary = summarize(result, requeued=requeued, source_roots=roots)
     finally:
         store.dispose()
     return await finish(run.summary, result, title="medasr rerun of failures")

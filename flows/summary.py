@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from prefect.artifacts import acreate_table_artifact
@@ -68,11 +69,11 @@ def summarize(
     *,
     discovery: Discovery | None = None,
     requeued: int | None = None,
-    source_root: str | None = None,
+    source_roots: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Counts, and the recordings to check by path and reason: no transcript text, no secret.
 
-    Paths are relative to `source_root` (None: whole URIs, a rerun over every source).
+    Paths are relative to the deepest of `source_roots` holding them (else whole URIs).
     """
     files = result.stats.files
     summary: dict[str, Any] = {
@@ -96,7 +97,7 @@ def summarize(
         summary["files_unreadable"] = discovery.unreadable
     if requeued is not None:
         summary["requeued"] = requeued
-    to_check, total = recordings_to_check(result.outcomes, discovery=discovery, root=source_root)
+    to_check, total = recordings_to_check(result.outcomes, discovery=discovery, roots=source_roots)
     summary[TOTAL_KEY] = total
     summary[TO_CHECK_KEY] = to_check
     summary["exit_code"] = exit_code_for(summary)

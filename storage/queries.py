@@ -152,6 +152,10 @@ class Queries:
         query = select(Item.source_uri).execution_options(yield_per=5000)
         yield from self._session.scalars(query)
 
+    def run_sources(self) -> list[str]:
+        """Every source a run was recorded over, sorted."""
+        return list(self._session.scalars(select(Run.source).distinct().order_by(Run.source)))
+
     def latest_runs(self, *, limit: int = 5) -> list[RunRecord]:
         """The latest runs, newest first."""
         rows = self._session.execute(

@@ -59,7 +59,7 @@ def discover_and_register(
         recorded = repo.record_unreadable(unreadable, language=language)
     root = normalize_source(source)
     for skipped in listing.skipped:
-        name, reason = recording_name(skipped.uri, root=root), one_line(skipped.reason)
+        name, reason = recording_name(skipped.uri, roots=(root,)), one_line(skipped.reason)
         if skipped.unreadable:
             logger.warning("cannot read %s (%s): recorded as failed", name, reason)
         else:

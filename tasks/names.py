@@ -4,23 +4,38 @@ from __future__ import annotations
 
 import posixpath
 import unicodedata
+from collections.abc import Sequence
 
 _NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
-def recording_name(uri: str, *, root: str | None) -> str:
-    """`uri` relative to the source `root` (normalized), escaped by one_line.
+def recording_name(uri: str, *, roots: Sequence[str] = ()) -> str:
+    """`uri` relative to the deepest of the source `roots` (normalized) holding it, escaped.
 
-    A single-file source gives its file name; a URI outside `root`, or no root (a rerun
-    over every source), gives the whole URI.
+    A single-file source gives its file name; a URI under no root (or no roots) gives
+    the whole URI.
     """
-    if root is not None:
-        folder = root.rstrip("/") + "/"
-        if uri == root.rstrip("/"):
-            return one_line(posixpath.basename(uri) or uri)
-        if uri.startswith(folder):
-            return one_line(uri[len(folder) :])
-    return one_line(uri)
+    root = root_of(uri, roots=roots)
+    if root is None:
+        return one_line(uri)
+    if uri == root.rstrip("/"):
+        return one_line(posixpath.basename(uri) or uri)
+    return one_line(uri[len(root.rstrip("/")) + 1 :])
+
+
+def root_of(uri: str, *, roots: Sequence[str]) -> str | None:
+    """The deepest root that is `uri` itself or a folder above it (not a name prefix)."""
+    holding = [
+        root for root in roots if uri == root.rstrip("/") or uri.startswith(root.rstrip("/") + "/")
+    ]
+    return max(holding, key=len, default=None)
+
+
+def reason_about(message: str | None, *, uri: str, roots: Sequence[str] = ()) -> str:
+    """`message` (an error's) on one line, the recording's URI in it shortened to its name."""
+    if message and roots:
+        message = message.replace(uri, recording_name(uri, roots=roots))
+    return one_line(message)
 
 
 def one_line(text: str | None) -> str:

@@ -42,6 +42,12 @@ def expected_files(
     return min(pending, limit) if limit is not None else pending
 
 
+def known_sources(store: Store) -> tuple[str, ...]:
+    """The sources of recorded runs: a rerun names each file relative to its own."""
+    with store.repository(read_only=True) as repo:
+        return tuple(repo.run_sources())
+
+
 def requeue_failed(
     store: Store,
     *,

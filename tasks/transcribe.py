@@ -28,7 +28,7 @@ from storage.sources import fetch_local, fingerprint
 from tasks.audio import Chunk, iter_chunks
 from tasks.errors import SilentAudio
 from tasks.gate import RUN_STOP_ERRORS, RequestGate
-from tasks.names import one_line, recording_name
+from tasks.names import reason_about, recording_name
 from tasks.progress import FileOutcome, RunStats, progress_observer
 
 logger = logging.getLogger("medasr.transcribe")
@@ -51,10 +51,10 @@ class BatchContext:
         lease_s: float,
         storage_options: dict[str, Any] | None = None,
         stats: RunStats | None = None,
-        source_root: str | None = None,
+        source_roots: tuple[str, ...] = (),
     ) -> None:
         self.pipeline = pipeline
-        self.source_root = source_root  # log lines name files relative to it
+        self.source_roots = source_roots  # log lines name files relative to these
         self.store = store
         self.client = client
         self.gate = gate
@@ -135,7 +135,8 @@ async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
     except SilentAudio as exc:
         with ctx.store.repository() as repo:
             repo.skip_item(item.id, owner=ctx.owner, reason_kind=exc.kind, reason=exc.message)
-        logger.warning("%s skipped (%s): %s", _name(item, ctx), exc.kind, one_line(exc.message))
+        why = reason_about(exc.message, uri=item.source_uri, roots=ctx.source_roots)
+        logger.warning("%s skipped (%s): %s", _name(item, ctx), exc.kind, why)
         return FileOutcome(
             item.source_uri,
             "skipped",
@@ -347,7 +348,8 @@ def _fail(run: _FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOutcome:
             retryable=exc.transient,
             next_attempt_at=retry_at if exc.transient else None,
         )
-    name, why = _name(run.item, ctx), one_line(exc.message)
+    name = _name(run.item, ctx)
+    why = reason_about(exc.message, uri=run.item.source_uri, roots=ctx.source_roots)
     logger.info("%s failed (%s, retryable=%s): %s", name, exc.kind, exc.transient, why)
     return FileOutcome(
         run.item.source_uri,
@@ -389,7 +391,7 @@ def _lease_renewal_due(run: _FileRun, *, lease_s: float) -> bool:
 
 def _name(item: ItemRecord, ctx: BatchContext) -> str:
     """The item as a person knows it: its path in the source, escaped."""
-    return recording_name(item.source_uri, root=ctx.source_root)
+    return recording_name(item.source_uri, roots=ctx.source_roots)
 
 
 def _str_or_none(value: object) -> str | None:

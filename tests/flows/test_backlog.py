@@ -257,3 +257,7 @@ def test_log_lines_name_each_recording_by_its_path_in_the_source(
     ):
         assert any(line.startswith(start) for line in lines), (start, lines)
     assert not [line for line in lines if re.search(r"\bitem \d", line)]
+    assert (
+        "notes.wav failed (not_audio, retryable=False): not an audio file: notes.wav "
+        "(it holds text)"
+    ) in lines

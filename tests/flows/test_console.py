@@ -68,7 +68,7 @@ def test_summary_title_is_not_wrapped(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_per_file_lines_name_the_path_in_the_source(capsys: pytest.CaptureFixture[str]) -> None:
     root = "/archive/ward 7"
-    with show_progress(source_root=root):  # stdout is not a terminal here: plain lines
+    with show_progress(source_roots=(root,)):  # stdout is not a terminal here: plain lines
         observer = progress_observer()
         observer.on_planned(files=2)
         observer.on_file_finished(FileOutcome(f"{root}/beds/new\nline.wav", "failed",

@@ -62,7 +62,7 @@ def summary_of(*outcomes: FileOutcome, discovery: Discovery | None = None) -> di
     for one in outcomes:
         stats.add(one)
     result = DrainResult(stats=stats, wall_s=1.0, planned=len(outcomes), outcomes=list(outcomes))
-    return summarize(result, discovery=discovery, source_root=ROOT)
+    return summarize(result, discovery=discovery, source_roots=(ROOT,))
 
 
 def test_summary_lists_what_to_check_by_path_in_the_source_with_its_reason() -> None:
@@ -130,3 +130,20 @@ def test_printed_summary_shows_stop_reasons_only_when_true(
     assert "files skipped" in calm  # its own line, even at 0
     assert "interrupted" in stopped
     assert "False" not in stopped
+
+
+def test_thirty_failures_never_hide_a_recording_skipped_as_silent() -> None:
+    failures = [outcome(f"f{i:02d}.wav", "failed", "broken") for i in range(30)]
+    silent = outcome("zz/quiet.wav", "skipped", f"no speech in {ROOT}/zz/quiet.wav")
+
+    summary = summary_of(*failures, silent)
+
+    listed = summary["recordings_to_check"]
+    assert len(listed) == 20
+    assert summary["recordings_to_check_total"] == 31
+    assert listed[-1] == {
+        "recording": "zz/quiet.wav",
+        "status": "skipped",
+        "reason": "no speech in zz/quiet.wav",  # the path in the reason is shortened too
+    }
+    assert [row["recording"] for row in listed[:-1]] == [f"f{i:02d}.wav" for i in range(19)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.names import one_line, recording_name
+from tasks.names import one_line, reason_about, recording_name
 
 
 @pytest.mark.parametrize(
@@ -23,7 +23,7 @@ from tasks.names import one_line, recording_name
     ],
 )
 def test_recording_name(uri: str, root: str | None, name: str) -> None:
-    assert recording_name(uri, root=root) == name
+    assert recording_name(uri, roots=() if root is None else (root,)) == name
 
 
 def test_one_line_is_the_console_escaper() -> None:
@@ -32,3 +32,14 @@ def test_one_line_is_the_console_escaper() -> None:
     assert console_one_line is one_line
     assert one_line(None) == ""
     assert one_line("a\u2028b\r") == "a\\u2028b\\r"
+
+
+def test_a_reason_names_the_recording_by_its_path_in_the_source() -> None:
+    uri = "/data/ward 7/bed\n3.wav"
+    message = f"not an audio file: {uri} (it holds text)"
+
+    assert reason_about(message, uri=uri, roots=("/data",)) == (
+        "not an audio file: ward 7/bed\\n3.wav (it holds text)"
+    )
+    assert reason_about(message, uri=uri) == one_line(message)
+    assert reason_about(None, uri=uri, roots=("/data",)) == ""
