@@ -44,7 +44,7 @@ async def transcribe_backlog(
             result = await drain_pending(
                 settings=settings, store=store, language=language, source_prefix=root, limit=limit
             )
-            run.summary = summarize(result, discovery=discovery)
+            run.summary = summarize(result, discovery=discovery, source_roots=(root,))
     finally:
         store.dispose()
     return await finish(run.summary, result, title=f"medasr backlog run ({language})")

@@ -13,6 +13,7 @@ from storage.database import Store
 from storage.errors import SourceNotFound, SourceUnreadable
 from storage.local_files import printable
 from storage.sources import SkippedFile, list_audio, normalize_source
+from tasks.names import one_line, recording_name
 
 logger = logging.getLogger("medasr.discover")
 
@@ -56,11 +57,13 @@ def discover_and_register(
     with store.repository() as repo:
         registered = repo.register_items(listing.files, language=language)
         recorded = repo.record_unreadable(unreadable, language=language)
+    root = normalize_source(source)
     for skipped in listing.skipped:
+        name, reason = recording_name(skipped.uri, roots=(root,)), one_line(skipped.reason)
         if skipped.unreadable:
-            logger.warning("cannot read %s (%s): recorded as failed", skipped.uri, skipped.reason)
+            logger.warning("cannot read %s (%s): recorded as failed", name, reason)
         else:
-            logger.warning("not listed: %s (%s)", skipped.uri, skipped.reason)
+            logger.warning("not listed: %s (%s)", name, reason)
     return Discovery(
         source=source,
         listed=len(listing.files),

@@ -72,11 +72,21 @@ def expected_files_task(
 
 @task(name="requeue-failures", tags=_TAGS, cache_policy=NONE, persist_result=False)
 def requeue_failures_task(
-    *, store: Store, language: str | None, max_attempts: int, include_permanent: bool
+    *,
+    store: Store,
+    language: str | None,
+    max_attempts: int,
+    include_permanent: bool,
+    include_skipped: bool = False,
 ) -> int:
-    """Send the failures that may succeed now (or all, with include_permanent) to pending."""
+    """Send the failures that may succeed now (or all, with include_permanent; skipped
+    recordings too, with include_skipped) to pending."""
     return requeue_failed(
-        store, language=language, max_attempts=max_attempts, include_permanent=include_permanent
+        store,
+        language=language,
+        max_attempts=max_attempts,
+        include_permanent=include_permanent,
+        include_skipped=include_skipped,
     )
 
 
