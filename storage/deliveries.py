@@ -64,16 +64,17 @@ class DeliveryQueries(Queries):
     """Plan, claim, settle and read deliveries inside one session."""
 
     def set_item_metadata(
-        self, metadata_by_uri: Mapping[str, Mapping[str, str]], *, language: str
+        self, metadata_by_uri: Mapping[str, Mapping[str, str]], *, language: str | None
     ) -> int:
-        """Store the manifest's columns on the items of `language`; returns rows changed."""
+        """Store the manifest's columns on the items (of `language`); returns rows changed."""
         changed = 0
         uris = list(metadata_by_uri)
         for batch in batches(uris, self._uri_batch_size()):
+            condition = self._uri_in(batch)
+            if language is not None:
+                condition = and_(condition, Item.language == language)
             rows = self._session.execute(
-                select(Item.id, Item.source_uri, Item.item_metadata).where(
-                    Item.language == language, self._uri_in(batch)
-                )
+                select(Item.id, Item.source_uri, Item.item_metadata).where(condition)
             )
             updates = [
                 {"id": row.id, "item_metadata": dict(metadata_by_uri[row.source_uri])}

@@ -144,7 +144,12 @@ class _Run:
                 )
             if not claimed:
                 return
-            outcomes = await asyncio.gather(*(self._deliver_one(row) for row in claimed))
+            try:
+                outcomes = await asyncio.gather(*(self._deliver_one(row) for row in claimed))
+            except BaseException:  # Ctrl-C, cancellation: settled rows stay, the rest go back
+                with self.store.repository() as repo:
+                    repo.release_deliveries([row.id for row in claimed], owner=self.owner)
+                raise
             self._count(claimed, outcomes, stats)
 
     def _count(
