@@ -48,7 +48,9 @@ async def docs_endpoint(request: Request) -> Response:
         )
         response = _message(500, MESSAGE_NO_FILE)
     status = 0 if isinstance(response, DroppedResponse) else response.status_code
-    state.ledger.record(dataclasses.replace(trace.entry(status=status), path=DOCS_PATH))
+    entry = trace.entry(status=status)
+    query = request.url.query or None
+    state.ledger.record(dataclasses.replace(entry, path=DOCS_PATH, query=query))
     return response
 
 

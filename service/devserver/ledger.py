@@ -29,6 +29,7 @@ class LedgerEntry:
     fault: str | None  # the injected fault, if any
     txn_id: str | None
     path: str = TRANSCRIBE_PATH  # which endpoint: transcription or document upload
+    query: str | None = None  # a document upload's query string (patient and type ids)
 
     def to_json(self) -> dict[str, Any]:
         """The entry as a JSON-ready dict."""
