@@ -22,7 +22,7 @@ from flows.log_level import medasr_log_level
 from service.contract import LANGUAGES, is_supported_language
 from service.preflight import check_service_config
 from storage.database import Store, database_exists
-from storage.deliveries import transcript_version
+from storage.deliveries import item_version
 from storage.manifest import metadata_by_uri, read_manifest
 from tasks.deliver import deliver_pending, delivery_exit_code, delivery_summary
 from tasks.documents import DocsQuery, parse_docs_query
@@ -154,7 +154,7 @@ def _print_plan(store: Store, *, language: str | None, query: DocsQuery, format_
         if not page:
             break
         for item in page:
-            version = transcript_version(content_sha256=item.sha256, text=item.text or "")
+            version = item_version(item)
             if version in delivered.get(item.id, ()):
                 plan["already_delivered"] += 1
             elif any(not item.metadata.get(name) for name in query.fields):

@@ -1,7 +1,7 @@
 """The deliveries ledger: one row per (item, transcript version), claimed under a lease.
 
 A transcript version names exactly what a receiver would get: the recording's content
-(sha256 of the audio) and the text we hold for it. Either changing is a new version,
+(sha256 of the audio), the language and the text we hold for it. Either changing is a new version,
 delivered once; the same transcript uploaded again is not. The format (txt or FHIR) is
 not part of it: switching formats must not file the same note twice.
 
@@ -33,10 +33,18 @@ _MESSAGE_MAX_CHARS = 4000
 _UNSENT = ("pending", "failed")
 
 
-def transcript_version(*, content_sha256: str | None, text: str) -> str:
-    """sha256 (hex) naming one transcript of one recording's content."""
+def transcript_version(*, content_sha256: str | None, language: str, text: str) -> str:
+    """sha256 (hex) naming one transcript of one recording's content in one language."""
     text_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return hashlib.sha256(f"{content_sha256 or ''}\n{text_sha256}".encode("ascii")).hexdigest()
+    named = f"{content_sha256 or ''}\n{language}\n{text_sha256}"
+    return hashlib.sha256(named.encode("utf-8")).hexdigest()
+
+
+def item_version(item: ItemRecord) -> str:
+    """The transcript version of a finished item as it is stored now."""
+    return transcript_version(
+        content_sha256=item.sha256, language=item.language, text=item.text or ""
+    )
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ from config.settings import Settings
 from service.docs_client import DocsClient
 from service.errors import CredentialsRejected
 from storage.database import Store
-from storage.deliveries import WantedDelivery, transcript_version
+from storage.deliveries import WantedDelivery, item_version
 from storage.errors import LeaseLost
 from storage.owners import new_lease_owner
-from storage.records import DeliveryRecord, ItemRecord
+from storage.records import DeliveryRecord
 from tasks.documents import DocsQuery, build_document, note_of, parse_docs_query
 
 logger = logging.getLogger("medasr.deliver")
@@ -67,7 +67,7 @@ def plan_deliveries(
                 WantedDelivery(
                     item_id=item.id,
                     language=item.language,
-                    version=_version_of(item),
+                    version=item_version(item),
                 )
                 for item in page
             ]
@@ -185,7 +185,7 @@ class _Run:
         with self.store.repository(read_only=True) as repo:
             item = repo.get_item(row.item_id)
             replaced = repo.get_delivery(row.replaces_id) if row.replaces_id else None
-        if item is None or item.status != "done" or _version_of(item) != row.version:
+        if item is None or item.status != "done" or item_version(item) != row.version:
             with self.store.repository() as repo:
                 repo.record_delivery_superseded(row.id, owner=self.owner)
             return _Outcome("superseded")
@@ -227,10 +227,6 @@ class _Run:
 
 # Failures an operator fixes in the manifest: worth another try on a later run.
 _FIXABLE_KINDS = frozenset({"metadata_missing", "document_invalid"})
-
-
-def _version_of(item: ItemRecord) -> str:
-    return transcript_version(content_sha256=item.sha256, text=item.text or "")
 
 
 def _was_sent(exc: MedasrError) -> bool:

@@ -15,7 +15,7 @@ from fhir.resources.R4B.documentreference import DocumentReference
 
 from config.errors import MedasrError
 from storage.database import Store
-from storage.deliveries import transcript_version
+from storage.deliveries import item_version
 from storage.export import write_private_bytes
 from tasks.documents import note_of
 from tasks.fhir import build_bundle, build_document_reference, parse_bundle, resource_json_bytes
@@ -56,7 +56,7 @@ def _documents(store: Store, *, status: str, note_code: str) -> list[DocumentRef
         if not page:
             return found
         for item in page:
-            version = transcript_version(content_sha256=item.sha256, text=item.text or "")
+            version = item_version(item)
             earlier = [v for v in delivered.get(item.id, []) if v != version]
             note = note_of(item, version=version, replaces_version=earlier[-1] if earlier else None)
             try:

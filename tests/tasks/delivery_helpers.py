@@ -39,15 +39,16 @@ def make_done(
     with store.repository() as repo:
         for item in claimed:
             uri = item.source_uri
-            repo.set_fingerprint(item.id, sha256=content_sha(uri, version), size_bytes=10, owner="w")
+            repo.set_fingerprint(
+                item.id, sha256=content_sha(uri, version), size_bytes=10, owner="w"
+            )
             repo.finish_item(
                 item.id, owner="w", text=texts[uri], duration_ms=1000, chunk_count=1, extras={}
             )
         if metadata:
             repo.set_item_metadata(metadata, language=language)
     with store.repository(read_only=True) as repo:
-        found = repo.find_items(source_uris=list(texts), language=language)
-    return found
+        return repo.find_items(source_uris=list(texts), language=language)
 
 
 def delivery_settings(

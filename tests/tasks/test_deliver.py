@@ -60,7 +60,9 @@ def test_each_done_transcript_is_delivered_once_and_a_second_run_sends_nothing(
     assert sorted(e.bytes for e in entries) == sorted(len(t.encode()) for t in TEXTS.values())
     for item in items.values():
         (row,) = rows_of(store, item)
-        assert row.status == "delivered" and row.attempts == 1 and row.delivered_at
+        assert row.status == "delivered"
+        assert row.attempts == 1
+        assert row.delivered_at
         assert set(row.response or {}) == {"document_id"}  # the answer, as it came
 
     second = deliver(settings, store)
@@ -97,7 +99,8 @@ def test_a_changed_recording_is_delivered_again_once_and_names_what_it_replaces(
     first, second = rows_of(store, item)
     assert (stats.delivered, again.delivered) == (1, 0)
     assert first.status == second.status == "delivered"
-    assert second.replaces_id == first.id and first.version != second.version
+    assert second.replaces_id == first.id
+    assert first.version != second.version
     assert len(docs_entries(server)) == 2
     # The FHIR document of the new version says which one it replaces.
     document = json.loads(_last_fhir_upload(server, store, settings))
@@ -143,8 +146,10 @@ def test_the_query_template_is_filled_per_recording_and_a_missing_field_costs_on
     ]
     assert (stats.delivered, stats.failed) == (2, 1)
     (row,) = rows_of(store, items["/archive/sub/b.mp3"])
-    assert row.status == "failed" and row.error_kind == "metadata_missing"
-    assert "doc_type" in (row.error_message or "") and row.retryable
+    assert row.status == "failed"
+    assert row.error_kind == "metadata_missing"
+    assert "doc_type" in (row.error_message or "")
+    assert row.retryable
     assert delivery_summary(stats)["exit_code"] == 1
 
 
@@ -159,7 +164,8 @@ def test_rejected_credentials_stop_the_delivery_and_leave_the_rest_pending(
     )
     stats = deliver(settings, store)
     summary = delivery_summary(stats)
-    assert summary["credentials_rejected"] and summary["exit_code"] == 3
+    assert summary["credentials_rejected"]
+    assert summary["exit_code"] == 3
     statuses = Counter(rows_of(store, item)[0].status for item in items.values())
     assert statuses == {"delivered": 1, "pending": 7}
     assert [e.status for e in docs_entries(server)] == [200, 403]
@@ -172,7 +178,8 @@ def test_a_document_refused_as_too_large_is_recorded_not_retried(
     items = make_done(store, {"/archive/big.wav": "word " * 200, "/archive/s.wav": "short"})
     stats = deliver(delivery_settings(server, store_url), store)
     (row,) = rows_of(store, items["/archive/big.wav"])
-    assert row.status == "failed" and row.error_kind == "payload_too_large"
+    assert row.status == "failed"
+    assert row.error_kind == "payload_too_large"
     assert not row.retryable
     assert (stats.delivered, stats.failed) == (1, 1)
     assert [e.status for e in docs_entries(server)].count(413) == 1
@@ -198,7 +205,8 @@ def test_a_transient_failure_is_retried_on_the_next_run(
     (item,) = make_done(store, {"/archive/a.wav": "alpha"}).values()
     settings = delivery_settings(server, store_url, max_attempts=3)
     first = deliver(settings, store)
-    assert first.failed == 1 and rows_of(store, item)[0].retryable
+    assert first.failed == 1
+    assert rows_of(store, item)[0].retryable
     second = deliver(settings, store)
     assert (second.requeued, second.delivered) == (1, 1)
     assert [e.status for e in docs_entries(server)] == [503, 503, 503, 200]
