@@ -56,6 +56,7 @@ def plan_deliveries(
 ) -> tuple[int, int]:
     """Queue every done transcript version not seen yet; returns (added, requeued)."""
     with store.repository() as repo:
+        repo.release_dead_local_deliveries()  # a killed run's rows need not wait out the lease
         requeued = repo.requeue_delivery_failures(max_attempts=max_attempts)
     added, after = 0, 0
     while True:

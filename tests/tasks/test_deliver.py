@@ -246,3 +246,26 @@ def test_logs_carry_no_transcript_and_no_token(
     assert deliver(delivery_settings(server, store_url), store).delivered == 1
     assert "secret diagnosis" not in caplog.text
     assert server.token not in caplog.text
+
+
+def test_rows_of_a_killed_local_deliverer_are_taken_back_at_once(
+    devserver_factory, store: Store, store_url: str
+) -> None:
+    import subprocess
+    import sys
+
+    from storage.owners import local_host_id
+    from tasks.deliver import plan_deliveries
+
+    server = devserver_factory()
+    make_done(store, {"/archive/a.wav": "alpha", "/archive/b.wav": "bravo"})
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    dead_owner = f"{local_host_id()}:{child.pid}:feedbeef"
+    plan_deliveries(store, language=None, format_name="txt", max_attempts=3)
+    with store.repository() as repo:
+        assert (
+            len(repo.claim_deliveries(owner=dead_owner, language=None, limit=5, lease_s=900)) == 2
+        )
+    stats = deliver(delivery_settings(server, store_url), store)
+    assert stats.delivered == 2  # no 900 s wait for the dead process's lease
