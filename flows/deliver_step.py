@@ -8,7 +8,7 @@ from prefect import get_run_logger
 
 from config.settings import Settings
 from storage.database import Store
-from tasks.deliver import deliver_task
+from tasks.deliver import DeliveryContext, deliver_task
 
 # The delivery counts the backlog summary carries (no text, no secret).
 _CARRIED = (
@@ -29,7 +29,9 @@ async def deliver_after_backlog(
     log; the transcripts stay recorded and the next run delivers them.
     """
     summary = await deliver_task(
-        settings=settings, store=store, language=language, format_name=settings.delivery.format
+        ctx=DeliveryContext(settings=settings, store=store),
+        language=language,
+        format_name=settings.delivery.format,
     )
     logger = get_run_logger()
     logger.info(

@@ -273,12 +273,21 @@ def delivery_exit_code(summary: dict[str, Any]) -> int:
     return 1 if summary.get("documents_failed", 0) > 0 else 0
 
 
+class DeliveryContext:
+    """What the delivery task needs. A plain class on purpose: Prefect does not walk it,
+    so the settings (and their secrets) never become task inputs."""
+
+    def __init__(self, *, settings: Settings, store: Store) -> None:
+        self.settings = settings
+        self.store = store
+
+
 @task(name="deliver", tags=["medasr"], cache_policy=NONE, persist_result=False)
 async def deliver_task(
-    *, settings: Settings, store: Store, language: str | None, format_name: str
+    *, ctx: DeliveryContext, language: str | None, format_name: str
 ) -> dict[str, Any]:
     """The nightly deployment's delivery step (MEDASR_DELIVER=true); returns its summary."""
     stats = await deliver_pending(
-        settings=settings, store=store, language=language, format_name=format_name
+        settings=ctx.settings, store=ctx.store, language=language, format_name=format_name
     )
     return delivery_summary(stats)

@@ -145,3 +145,36 @@ def test_export_fhir_writes_a_valid_bundle(env, tmp_path: Path, archive: Path) -
     again = tmp_path / "again.json"
     assert invoke("export", "--format", "fhir", "--out", str(again)).exit_code == 0
     assert json.loads(again.read_text())["entry"] == raw["entry"]  # stable identifiers
+
+
+def test_run_refuses_a_bad_manifest_before_starting(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEDASR_DATABASE_URL", f"sqlite:///{tmp_path / 'medasr.db'}")
+    source = tmp_path / "archive"
+    source.mkdir()
+    (source / "medasr.csv").write_bytes(b"path,patient_id\na.wav,\xff\n")
+    result = invoke("run", str(source), "--language", "en-IN")
+    assert result.exit_code == 2, result.output
+    assert "manifest error" in result.output
+    assert "not UTF-8" in result.output
+    assert not (tmp_path / "medasr.db").exists()  # stopped before anything else
+
+
+def test_exports_show_each_recordings_manifest_columns(env, archive: Path, tmp_path: Path) -> None:
+    manifest = archive / "medasr.csv"
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text("path,patient_id,author\na.wav,P-1,Dr. Rao\n", encoding="utf-8")
+    assert invoke("deliver", "--manifest", str(manifest), "--dry-run").exit_code == 0
+    assert invoke("deliver", "--manifest", str(manifest)).exit_code == 0
+    out = tmp_path / "x.jsonl"
+    assert invoke("export", "--format", "jsonl", "--out", str(out)).exit_code == 0
+    records = {Path(r["source"]).name: r for r in map(json.loads, out.read_text().splitlines())}
+    assert records["a.wav"]["metadata"] == {"patient_id": "P-1", "author": "Dr. Rao"}
+    assert records["c.wav"]["metadata"] == {}
+    fhir = tmp_path / "b.json"
+    assert invoke("export", "--format", "fhir", "--out", str(fhir)).exit_code == 0
+    (document,) = [
+        e.resource for e in parse_bundle(fhir.read_bytes()).entry if e.resource.subject is not None
+    ]
+    assert document.subject.identifier.value == "P-1"
+    assert document.author[0].display == "Dr. Rao"
