@@ -17,13 +17,13 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NONE
 
-from config.errors import ConfigError, MedasrError
+from config.errors import ConfigError, InternalError, MedasrError
 from config.settings import Settings
 from service.docs_client import DocsClient
 from service.errors import CredentialsRejected
 from storage.database import Store
 from storage.deliveries import WantedDelivery, item_version
-from storage.errors import LeaseLost
+from storage.errors import LeaseLost, StoreUnavailable
 from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord
 from tasks.documents import DocsQuery, build_document, note_of, parse_docs_query
@@ -177,10 +177,25 @@ class _Run:
             return _Outcome("released")
         except _STOPPING as exc:
             return _Outcome("released", error=exc, requests=1)
+        except _Unrecorded as exc:
+            # Filed by the service but not in our store: the row stays ours until its lease
+            # ends, then it is sent again. Say so loudly; there is nothing safer to do.
+            logger.error(
+                "delivery %d was accepted (answer fields %s) but could not be recorded: %s",
+                row.id,
+                sorted(exc.fields),
+                exc.cause,
+            )
+            return _Outcome("failed", requests=1)
         except MedasrError as exc:
             self._settle_failed(row, exc)
             logger.warning("delivery %d failed: %s (%s)", row.id, exc.kind, exc)
             return _Outcome("failed", requests=1 if _was_sent(exc) else 0)
+        except Exception as exc:  # a bug must cost this document only, not the run
+            logger.error("delivery %d: unexpected %s", row.id, type(exc).__name__, exc_info=exc)
+            internal = InternalError(f"unexpected {type(exc).__name__} while delivering")
+            self._settle_failed(row, internal)
+            return _Outcome("failed")
 
     async def _send(self, row: DeliveryRecord) -> _Outcome:
         with self.store.repository(read_only=True) as repo:
@@ -201,8 +216,7 @@ class _Run:
             note_code=self.settings.delivery.note_loinc_code,
         )
         receipt = await self.client.upload(document)
-        with self.store.repository() as repo:
-            repo.record_delivered(row.id, owner=self.owner, response=receipt.fields)
+        await self._record_delivered(row, receipt.fields)
         logger.info(
             "delivered item %d (%s, %d bytes) in %d attempt(s)",
             item.id,
@@ -211,6 +225,18 @@ class _Run:
             receipt.attempts,
         )
         return _Outcome("delivered", requests=1, bytes_sent=receipt.request_bytes)
+
+    async def _record_delivered(self, row: DeliveryRecord, fields: dict[str, Any]) -> None:
+        """The service has the document: a store that is briefly busy must not lose that."""
+        for attempt in range(1, _RECORD_ATTEMPTS + 1):
+            try:
+                with self.store.repository() as repo:
+                    repo.record_delivered(row.id, owner=self.owner, response=fields)
+                return
+            except StoreUnavailable as exc:
+                if attempt == _RECORD_ATTEMPTS:
+                    raise _Unrecorded(fields, exc) from exc
+                await asyncio.sleep(_RECORD_BACKOFF_S * attempt)
 
     def _settle_failed(self, row: DeliveryRecord, exc: MedasrError) -> None:
         try:
@@ -224,8 +250,21 @@ class _Run:
                 )
         except LeaseLost:
             logger.warning("delivery %d was taken over by another worker", row.id)
+        except MedasrError as store_error:  # the store is down: the lease will hand it back
+            logger.error("delivery %d: failure not recorded (%s)", row.id, store_error.kind)
 
 
+class _Unrecorded(Exception):
+    """An accepted upload whose success could not be written to the store."""
+
+    def __init__(self, fields: dict[str, Any], cause: MedasrError) -> None:
+        super().__init__(str(cause))
+        self.fields = fields
+        self.cause = cause
+
+
+_RECORD_ATTEMPTS = 3
+_RECORD_BACKOFF_S = 0.5
 # Failures an operator fixes in the manifest: worth another try on a later run.
 _FIXABLE_KINDS = frozenset({"metadata_missing", "document_invalid"})
 

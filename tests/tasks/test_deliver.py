@@ -269,3 +269,25 @@ def test_rows_of_a_killed_local_deliverer_are_taken_back_at_once(
         )
     stats = deliver(delivery_settings(server, store_url), store)
     assert stats.delivered == 2  # no 900 s wait for the dead process's lease
+
+
+def test_a_bug_on_one_document_costs_that_document_only(
+    devserver_factory, store: Store, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tasks.deliver
+
+    real = tasks.deliver.build_document
+
+    def broken_for_b(item, *args, **kwargs):
+        if item.source_uri.endswith("b.mp3"):
+            raise KeyError("a bug")  # nothing a socket can provoke
+        return real(item, *args, **kwargs)
+
+    monkeypatch.setattr(tasks.deliver, "build_document", broken_for_b)
+    server = devserver_factory()
+    items = make_done(store, TEXTS)
+    stats = deliver(delivery_settings(server, store_url), store)
+    assert (stats.delivered, stats.failed) == (2, 1)
+    (row,) = rows_of(store, items["/archive/sub/b.mp3"])
+    assert row.status == "failed"
+    assert row.error_kind == "internal_error"
