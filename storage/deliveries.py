@@ -65,6 +65,12 @@ class DeliveryCount:
     rows: int
 
 
+def _latest_delivered(rows: Sequence[Any]) -> int | None:
+    """The id of the last delivered row among `rows` (oldest first), if any."""
+    delivered = [r.id for r in rows if r.status == "delivered"]
+    return delivered[-1] if delivered else None
+
+
 def _held_by(owner: str) -> ColumnElement[bool]:
     return and_(Delivery.status == "processing", Delivery.lease_owner == owner)
 
@@ -117,10 +123,15 @@ class DeliveryQueries(Queries):
             inserts = []
             for want in batch:
                 rows = known.get(want.item_id, [])
-                if any(r.version == want.version for r in rows):
+                same = [r for r in rows if r.version == want.version]
+                others = [r for r in rows if r.version != want.version]
+                if same and same[0].status != "superseded":
                     continue
-                self._supersede([r.id for r in rows if r.status in _UNSENT])
-                inserts.append(self._new_row(want, rows, format_name=format_name))
+                self._supersede([r.id for r in others if r.status in _UNSENT])
+                if same:  # back to a version set aside before it was sent
+                    added += self._revive(same[0].id, replaces_id=_latest_delivered(others))
+                else:
+                    inserts.append(self._new_row(want, others, format_name=format_name))
             if inserts:
                 added += self._insert_new_rows(inserts)
         return added
@@ -151,11 +162,19 @@ class DeliveryQueries(Queries):
                 .execution_options(synchronize_session=False)
             )
 
+    def _revive(self, delivery_id: int, *, replaces_id: int | None) -> int:
+        result = self._session.execute(
+            update(Delivery)
+            .where(Delivery.id == delivery_id, Delivery.status == "superseded")
+            .values(status="pending", attempts=0, replaces_id=replaces_id, updated_at=utc_now())
+            .execution_options(synchronize_session=False)
+        )
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
     @staticmethod
     def _new_row(
         want: WantedDelivery, rows: Sequence[Row[Any]], *, format_name: str
     ) -> dict[str, Any]:
-        delivered = [r for r in rows if r.status == "delivered"]
         now = utc_now()
         return {
             "item_id": want.item_id,
@@ -165,7 +184,7 @@ class DeliveryQueries(Queries):
             "status": "pending",
             "attempts": 0,
             "retryable": False,
-            "replaces_id": delivered[-1].id if delivered else None,
+            "replaces_id": _latest_delivered(rows),
             "created_at": now,
             "updated_at": now,
         }

@@ -291,3 +291,22 @@ def test_a_bug_on_one_document_costs_that_document_only(
     (row,) = rows_of(store, items["/archive/sub/b.mp3"])
     assert row.status == "failed"
     assert row.error_kind == "internal_error"
+
+
+def test_a_version_set_aside_before_it_was_sent_is_delivered_when_it_comes_back(
+    devserver_factory, store: Store, store_url: str
+) -> None:
+    from tasks.deliver import plan_deliveries
+
+    server = devserver_factory()
+    uri = "/archive/a.wav"
+    (item,) = make_done(store, {uri: "first"}).values()
+    plan_deliveries(store, language=None, format_name="txt", max_attempts=3)
+    make_done(store, {uri: "second"}, version="v2")
+    plan_deliveries(store, language=None, format_name="txt", max_attempts=3)
+    assert [r.status for r in rows_of(store, item)] == ["superseded", "pending"]
+    make_done(store, {uri: "first"}, version="v1")  # the old file is put back
+    stats = deliver(delivery_settings(server, store_url), store)
+    assert [r.status for r in rows_of(store, item)] == ["delivered", "superseded"]
+    assert stats.delivered == 1
+    assert [e.sha256 for e in docs_entries(server)] == [sha_of_text("first")]
