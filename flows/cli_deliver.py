@@ -61,10 +61,13 @@ def deliver_command(
     format_name = (deliver_format or DeliverFormat(settings.delivery.format)).value
     store = _open_store(settings)
     try:
+        listed = {}
         if manifest is not None:
-            _apply_manifest(store, manifest, language=language, dry_run=dry_run)
+            listed = _apply_manifest(store, manifest, language=language, dry_run=dry_run)
         if dry_run:
-            _print_plan(store, language=language, query=query, format_name=format_name)
+            _print_plan(
+                store, language=language, query=query, format_name=format_name, manifest=listed
+            )
             return
         summary = _deliver(settings, store, language=language, format_name=format_name)
     finally:
@@ -105,8 +108,13 @@ def _open_store(settings: Settings) -> Store:
         _usage_error("database error", exc)
 
 
-def _apply_manifest(store: Store, path: Path, *, language: str | None, dry_run: bool) -> None:
-    """Store the manifest's columns on the recordings it names (not in a dry run)."""
+def _apply_manifest(
+    store: Store, path: Path, *, language: str | None, dry_run: bool
+) -> dict[str, dict[str, str]]:
+    """Store the manifest's columns on the recordings it names (not in a dry run).
+
+    Returns the columns by source URI, which a dry run counts with instead.
+    """
     try:
         rows = read_manifest(path)
     except ConfigError as exc:
@@ -115,10 +123,11 @@ def _apply_manifest(store: Store, path: Path, *, language: str | None, dry_run: 
     by_uri = metadata_by_uri(rows, source_root=str(path.resolve().parent))
     if dry_run:
         typer.echo(f"manifest {path}: {len(by_uri)} row(s) read (a dry run stores nothing)")
-        return
+        return by_uri
     with store.repository() as repo:
         changed = repo.set_item_metadata(by_uri, language=language)
     typer.echo(f"manifest {path}: {len(by_uri)} row(s), {changed} recording(s) updated", err=True)
+    return by_uri
 
 
 def _deliver(
@@ -143,8 +152,15 @@ def _deliver(
     return delivery_summary(stats)
 
 
-def _print_plan(store: Store, *, language: str | None, query: DocsQuery, format_name: str) -> None:
-    """Counts of what a real run would send; reads only."""
+def _print_plan(
+    store: Store,
+    *,
+    language: str | None,
+    query: DocsQuery,
+    format_name: str,
+    manifest: dict[str, dict[str, str]],
+) -> None:
+    """Counts of what a real run would send (with `manifest` over the stored columns)."""
     plan = {"documents_to_send": 0, "already_delivered": 0, "missing_metadata": 0}
     after = 0
     while True:
@@ -155,9 +171,10 @@ def _print_plan(store: Store, *, language: str | None, query: DocsQuery, format_
             break
         for item in page:
             version = item_version(item)
+            columns = manifest.get(item.source_uri, item.metadata)
             if version in delivered.get(item.id, ()):
                 plan["already_delivered"] += 1
-            elif any(not item.metadata.get(name) for name in query.fields):
+            elif any(not columns.get(name) for name in query.fields):
                 plan["missing_metadata"] += 1
             else:
                 plan["documents_to_send"] += 1

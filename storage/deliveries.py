@@ -251,13 +251,25 @@ class DeliveryQueries(Queries):
         )
         return self._deliveries_where(Delivery.id.in_(ids))
 
-    def record_delivered(self, delivery_id: int, *, owner: str, response: dict[str, Any]) -> None:
-        """Mark our delivery done with the response's fields as they came; LeaseLost."""
+    def record_delivered(
+        self,
+        delivery_id: int,
+        *,
+        owner: str,
+        response: dict[str, Any],
+        format_name: str | None = None,
+    ) -> None:
+        """Mark our delivery done with the response's fields as they came; LeaseLost.
+
+        `format_name` is what was sent (a row planned as txt may go out as fhir).
+        """
         now = utc_now()
+        formats = {} if format_name is None else {"format": format_name}
         self._settle_delivery(
             delivery_id,
             owner=owner,
             status="delivered",
+            **formats,
             response=response,
             delivered_at=now,
             error_kind=None,

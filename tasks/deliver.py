@@ -231,7 +231,9 @@ class _Run:
         for attempt in range(1, _RECORD_ATTEMPTS + 1):
             try:
                 with self.store.repository() as repo:
-                    repo.record_delivered(row.id, owner=self.owner, response=fields)
+                    repo.record_delivered(
+                        row.id, owner=self.owner, response=fields, format_name=self.format_name
+                    )
                 return
             except StoreUnavailable as exc:
                 if attempt == _RECORD_ATTEMPTS:

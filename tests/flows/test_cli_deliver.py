@@ -14,6 +14,7 @@ from config.settings import StorageSettings
 from flows.cli import app
 from storage.database import Store
 from tasks.fhir import parse_bundle
+from tests.flows.test_cli import table_rows
 from tests.tasks.delivery_helpers import docs_entries, make_done, sha_of_text
 
 TEXTS = {"a.wav": "alpha words", "sub/b.wav": "bravo words", "c.wav": "charlie words"}
@@ -60,11 +61,23 @@ def test_deliver_sends_each_transcript_once_then_nothing(env) -> None:
     assert len(docs_entries(env)) == 3  # nothing sent twice
 
 
-def test_dry_run_counts_and_sends_nothing(env) -> None:
+def test_dry_run_counts_and_sends_nothing(
+    env, archive: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     result = invoke("deliver", "--dry-run")
     assert result.exit_code == 0, result.output
-    assert "documents to send" in result.output
-    assert "3" in result.output
+    assert table_rows(result.output)["documents to send"] == "3"
+    monkeypatch.setenv("MEDASR_DOCS_QUERY", "patient_id={patient_id}")
+    manifest = archive / "medasr.csv"
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text("path,patient_id\na.wav,P-1\n", encoding="utf-8")
+    counted = invoke("deliver", "--dry-run", "--manifest", str(manifest))
+    assert counted.exit_code == 0, counted.output
+    plan = table_rows(counted.output)
+    assert (plan["documents to send"], plan["missing metadata"]) == ("1", "2")
+    assert docs_entries(env) == []
+    plain = invoke("deliver")  # the dry run stored nothing: a, b and c all lack patient_id
+    assert plain.exit_code == 1
     assert docs_entries(env) == []
 
 

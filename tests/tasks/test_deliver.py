@@ -97,6 +97,7 @@ def test_a_changed_recording_is_delivered_again_once_and_names_what_it_replaces(
     again = deliver(settings, store, format_name="fhir")
 
     first, second = rows_of(store, item)
+    assert first.format == second.format == "fhir"
     assert (stats.delivered, again.delivered) == (1, 0)
     assert first.status == second.status == "delivered"
     assert second.replaces_id == first.id
