@@ -48,11 +48,16 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=300)
     parser.add_argument("--changed", type=int, default=40)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="medasr-delivery-"))
+    with tempfile.TemporaryDirectory(prefix="medasr-delivery-") as folder:
+        measure(Path(folder), items=args.items, changed_count=args.changed)
+
+
+def measure(work: Path, *, items: int, changed_count: int) -> None:
+    """Run the three deliveries in `work` and print the ledger's figures."""
     ledger = work / "ledger.jsonl"
     url = f"sqlite:///{work / 'medasr.db'}"
     store = Store.open(StorageSettings(database_url=url))
-    texts = {f"/archive/{i:04d}.wav": f"dictation {i} text" for i in range(args.items)}
+    texts = {f"/archive/{i:04d}.wav": f"dictation {i} text" for i in range(items)}
     make_done(store, texts)
     with start_devserver(port=0, token="bench", ledger_path=ledger, seed=7, **FAULTS) as server:
         env = {**os.environ, "MEDASR_DATABASE_URL": url, "MEDASR_BASE_URL": server.url,
@@ -63,7 +68,7 @@ def main() -> None:
         after_1 = accepted(ledger)
         codes_2 = deliver(env)
         after_2 = accepted(ledger)
-        changed = {uri: text + " amended" for uri, text in list(texts.items())[: args.changed]}
+        changed = {uri: text + " amended" for uri, text in list(texts.items())[:changed_count]}
         make_done(store, changed, version="v2")
         codes_3 = deliver(env)
         after_3 = accepted(ledger)
@@ -74,14 +79,14 @@ def main() -> None:
         1 for row in _rows(url) if row["replaces_id"] is not None and row["status"] == "delivered"
     )
     store.dispose()
-    print(f"items {args.items}, two deliver processes at once, faults {FAULTS}")
+    print(f"items {items}, two deliver processes at once, faults {FAULTS}")
     print(
         f"run 1 exit codes {codes_1}: accepted {sum(after_1.values())} documents, "
         f"distinct {len(after_1)}, accepted twice {sum(1 for n in after_1.values() if n > 1)}"
     )
     print(f"run 2 exit codes {codes_2}: accepted {sum(after_2.values()) - sum(after_1.values())}")
     print(
-        f"{args.changed} re-transcribed; run 3 exit codes {codes_3}: accepted "
+        f"{changed_count} re-transcribed; run 3 exit codes {codes_3}: accepted "
         f"{sum(after_3.values()) - sum(after_2.values())}, rows with replaces {replaces}"
     )
     print(f"docs requests in all {requests} (retries and faults included); rows {counts}")
