@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -28,7 +29,7 @@ from service.preflight import check_service_config
 from storage.database import Store, database_exists
 from storage.errors import SourceError, SourceNotFound, SourceUnreadable, StoreError
 from storage.sources import normalize_source
-from tasks.discover import check_source
+from tasks.discover import check_manifest, check_source
 from tasks.plan import plan_backlog, plan_rows
 from tasks.runs import known_sources
 
@@ -56,9 +57,17 @@ def run_command(
         bool, typer.Option("--dry-run", help="Print the plan; send nothing.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    manifest: Annotated[
+        Path | None,
+        typer.Option("--manifest", help="Metadata CSV (default: medasr.csv at the source root)."),
+    ] = None,
 ) -> None:
     """Transcribe every new or changed recording under SOURCE."""
     settings = _checked(lambda: settings_for_run(language=language, encrypt=encrypt), source)
+    try:
+        check_manifest(source, manifest=manifest)
+    except ConfigError as exc:  # ManifestInvalid: one line, before Prefect starts
+        _usage_error("manifest error", exc)
     if dry_run:
         _print_plan(source, settings=settings, language=language, include=include, exclude=exclude)
         return
@@ -72,6 +81,7 @@ def run_command(
         batch_size=batch_size,
         include=include,
         exclude=exclude,
+        manifest=str(manifest) if manifest is not None else None,
     )
     _run_and_report(
         flow_run,

@@ -19,6 +19,7 @@ from rich.text import Text
 
 from config.errors import ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
+from flows.cli_fhir import export_fhir
 from flows.console import one_line
 from storage.database import Store, database_exists, upgrade_database
 from storage.export import common_local_root, write_csv, write_jsonl, write_txt_tree
@@ -42,6 +43,7 @@ class ExportFormat(StrEnum):
     jsonl = "jsonl"
     csv = "csv"
     txt = "txt"
+    fhir = "fhir"
 
 
 @contextmanager
@@ -155,7 +157,9 @@ def _print_plain(counts: list[StatusCount], latest: dict[str, list[ItemRecord]])
 
 
 def export_command(
-    export_format: Annotated[ExportFormat, typer.Option("--format", help="jsonl, csv or txt.")],
+    export_format: Annotated[
+        ExportFormat, typer.Option("--format", help="jsonl, csv, txt or fhir (an R4 Bundle).")
+    ],
     out: Annotated[Path, typer.Option("--out", help="Output file (jsonl, csv) or folder (txt).")],
     status: Annotated[
         str | None, typer.Option("--status", help="Only items with this status.")
@@ -182,6 +186,8 @@ def export_command(
 
 
 def _export(store: Store, export_format: ExportFormat, out: Path, status: str | None) -> int:
+    if export_format is ExportFormat.fhir:
+        return export_fhir(store, out, status=status)
     if export_format is ExportFormat.txt:
         if out.exists() and not out.is_dir():
             raise ConfigError(f"--out {out} must be a folder for --format txt")

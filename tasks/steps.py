@@ -31,6 +31,7 @@ def discover_task(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     storage_options: Mapping[str, Any] | None = None,
+    manifest: str | None = None,
 ) -> Discovery:
     """List the source and register its files (no retries: a listing error is the user's)."""
     return discover_and_register(
@@ -41,6 +42,7 @@ def discover_task(
         include=include,
         exclude=exclude,
         storage_options=storage_options,
+        manifest=manifest,
     )
 
 

@@ -33,6 +33,7 @@ COMMANDS = (
     "rerun-failures",
     "status",
     "export",
+    "deliver",
     "split",
     "devserver",
     "serve",
