@@ -14,6 +14,7 @@
             ├── DatabaseUrlInvalid     MEDASR_DATABASE_URL unusable (dialect, driver, path)
             ├── SchemaOutdated         the database is not at the newest revision
             ├── SchemaUnknown          the database is at a revision this medasr does not know
+            ├── ManifestInvalid        the metadata manifest (CSV) cannot be read or used
             └── NotUnderReview         `medasr review` given an item that is not needs_review
 
 `SourceError` and `StoreError` are mixins, so `except SourceError` catches every
@@ -96,6 +97,12 @@ class SchemaUnknown(StoreError, ConfigError):
     """The database was migrated by a newer medasr; this one must not touch it."""
 
     kind = "schema_unknown"
+
+
+class ManifestInvalid(ConfigError):
+    """The metadata manifest (medasr.csv or --manifest) cannot be read or has no `path`."""
+
+    kind = "manifest_invalid"
 
 
 class NotUnderReview(ConfigError):

@@ -10,6 +10,8 @@ from typing import Any
 # accepts it (done) or sends it again (pending) with `medasr review`.
 ITEM_STATUSES = ("pending", "processing", "done", "needs_review", "failed", "skipped")
 CHUNK_STATUSES = ("done", "failed", "silent")
+# superseded: a version never delivered whose recording has a newer transcript now.
+DELIVERY_STATUSES = ("pending", "processing", "delivered", "failed", "superseded")
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class ItemRecord:
     flags: list[str] = field(
         default_factory=list
     )  # the quality gate's, in tasks.quality.FLAGS order
+    metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,30 @@ class ExportRow:
     sha256: str | None
     updated_at: datetime
     flags: list[str] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
+
+
+@dataclass(frozen=True)
+class DeliveryRecord:
+    """One transcript version of one item and what became of its upload."""
+
+    id: int
+    item_id: int
+    language: str
+    version: str
+    format: str
+    status: str
+    attempts: int
+    retryable: bool
+    error_kind: str | None
+    error_message: str | None
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    response: dict[str, Any] | None
+    replaces_id: int | None
+    created_at: datetime
+    updated_at: datetime
+    delivered_at: datetime | None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from service.contract import TRANSCRIBE_PATH
+
 
 @dataclass(frozen=True)
 class LedgerEntry:
@@ -27,6 +29,8 @@ class LedgerEntry:
     fault: str | None  # the injected fault, if any
     txn_id: str | None
     text_fault: str | None = None  # the text fault of a 200 answer (text_faults.py), if any
+    path: str = TRANSCRIBE_PATH  # which endpoint: transcription or document upload
+    query: str | None = None  # a document upload's query string (patient and type ids)
 
     def to_json(self) -> dict[str, Any]:
         """The entry as a JSON-ready dict."""

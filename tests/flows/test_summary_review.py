@@ -11,13 +11,14 @@ from tests.flows.test_summary import drained
 @pytest.mark.parametrize(
     ("outcomes", "code", "status"),
     [
-        (("done", "needs_review"), 0, "done"),
-        (("needs_review",), 0, "done"),
+        (("done", "needs_review"), 1, "some_to_review"),
+        (("needs_review",), 1, "some_to_review"),
+        (("needs_review", "skipped"), 1, "some_skipped"),
         (("needs_review", "failed"), 1, "some_failed"),
     ],
-    ids=["done-and-review", "only-review", "review-and-failed"],
+    ids=["done-and-review", "only-review", "review-and-skipped", "review-and-failed"],
 )
-def test_needs_review_is_counted_but_is_not_a_failure(
+def test_needs_review_is_counted_and_makes_the_run_exit_1(
     outcomes: tuple[str, ...], code: int, status: str
 ) -> None:
     summary = summarize(drained(*outcomes))

@@ -1,5 +1,5 @@
 """Part 8, the quality gate through the real command: spoiled answers end needs_review,
-the run still exits 0, `medasr review` lists them, and a re-sent item is transcribed
+the run exits 1 (a person must look), `medasr review` lists them, and a re-sent item is transcribed
 again (only it) and ends done.
 """
 
@@ -29,7 +29,7 @@ def test_spoiled_answers_wait_for_review_and_a_resend_makes_them_done(
 
     first = medasr.run("run", str(tmp_path / "corpus"), "--language", "en-IN")
 
-    assert first.returncode == 0, first.describe()  # held back for a person, not failed
+    assert first.returncode == 1, first.describe()  # held back: a person must look
     spoiled = {e.txn_id: e.text_fault for e in spoiling.ledger.entries() if e.text_fault}
     item_of_txn = {c["txn_id"]: c["item_id"] for c in chunks(database_url)}
     expected = {item_of_txn[txn]: fault for txn, fault in spoiled.items()}
