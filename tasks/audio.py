@@ -165,7 +165,9 @@ class _Cutter:
             return None
         limit = self.start + self.cap_samples
         self._count_frames(limit // FRAME_SAMPLES)
-        thresholds = self.histogram.thresholds()
+        lo = self.start // FRAME_SAMPLES - self.levels_first
+        hi = limit // FRAME_SAMPLES - self.levels_first
+        thresholds = self.histogram.thresholds().for_chunk(self.levels[lo:hi])
         end = choose_cut(
             self.levels,
             first_frame=self.levels_first,
