@@ -19,9 +19,7 @@ from tests.tasks.room_noise import SR, place, room_noise, tone_speech, write_rec
 
 FIRST = "patient seen on the ward. chest clear. plan to review in the morning."
 SECOND = "addendum. bloods came back normal. discharge tomorrow."
-LONG = " ".join(
-    [FIRST, SECOND, "history of type-2 diabetes on metformin 500mg bd.", FIRST, SECOND]
-)
+LONG = " ".join([FIRST, SECOND, "history of type-2 diabetes on metformin 500mg bd.", FIRST, SECOND])
 FORMATS = (".wav", ".mp3", ".m4a")
 CAP_S = 156  # the default cap: 5 MB of 16 kHz s16
 
@@ -34,7 +32,9 @@ def _lead_in(lead_s: float, text: str, *, seed: int) -> np.ndarray:
 def _gap(gap_s: float, *, seed: int) -> np.ndarray:
     first, second = tone_speech(FIRST), tone_speech(SECOND)
     second_at = len(first) / SR + gap_s
-    return place([(0.0, first), (second_at, second)], total_s=second_at + len(second) / SR + 1, seed=seed)
+    return place(
+        [(0.0, first), (second_at, second)], total_s=second_at + len(second) / SR + 1, seed=seed
+    )
 
 
 def _quieter_late(*, seed: int) -> np.ndarray:

@@ -25,7 +25,9 @@ def room_noise(seconds: float, *, seed: int) -> np.ndarray:
     noise = rng.standard_normal(count, dtype=np.float32) * np.float32(10 ** (NOISE_DBFS / 20))
     t = np.arange(count, dtype=np.float32) / np.float32(SR)
     hum_amplitude = np.float32(10 ** (HUM_DBFS / 20) * np.sqrt(2))
-    hum = hum_amplitude * (np.sin(2 * np.pi * 50 * t) + np.float32(0.3) * np.sin(6 * np.pi * 50 * t))
+    hum = hum_amplitude * (
+        np.sin(2 * np.pi * 50 * t) + np.float32(0.3) * np.sin(6 * np.pi * 50 * t)
+    )
     return noise + hum
 
 
@@ -35,7 +37,9 @@ def tone_speech(text: str, *, gain_db: float = 0.0) -> np.ndarray:
     return samples * np.float32(10 ** (gain_db / 20))
 
 
-def place(parts: Sequence[tuple[float, np.ndarray | None]], *, total_s: float, seed: int) -> np.ndarray:
+def place(
+    parts: Sequence[tuple[float, np.ndarray | None]], *, total_s: float, seed: int
+) -> np.ndarray:
     """Room noise `total_s` long with each (start_s, speech) added at its start."""
     signal = room_noise(total_s, seed=seed)
     for start_s, speech in parts:
@@ -54,9 +58,23 @@ def write_recording(path: Path, signal: np.ndarray) -> Path:
         return path
     source = path.with_suffix(".source.wav")
     soundfile.write(source, clipped, SR, subtype="PCM_16")
-    codec = ["-c:a", "libmp3lame", "-b:a", "48k"] if path.suffix == ".mp3" else ["-c:a", "aac", "-b:a", "48k"]
+    codec = (
+        ["-c:a", "libmp3lame", "-b:a", "48k"]
+        if path.suffix == ".mp3"
+        else ["-c:a", "aac", "-b:a", "48k"]
+    )
     subprocess.run(
-        [find_ffmpeg(), "-nostdin", "-loglevel", "error", "-y", "-i", str(source), *codec, str(path)],
+        [
+            find_ffmpeg(),
+            "-nostdin",
+            "-loglevel",
+            "error",
+            "-y",
+            "-i",
+            str(source),
+            *codec,
+            str(path),
+        ],
         check=True,
     )
     source.unlink()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -91,5 +92,5 @@ def test_decisions_do_not_depend_on_the_cap_history(tmp_path: Path) -> None:
         (c.start_sample, c.end_sample, c.silent) for c in second
     ]
     assert first[0].start_sample == 0
-    assert all(a.end_sample == b.start_sample for a, b in zip(first, first[1:], strict=False))
+    assert all(a.end_sample == b.start_sample for a, b in itertools.pairwise(first))
     assert first[-1].end_sample == len(np.clip(place([], total_s=230, seed=5), -1, 1))
