@@ -93,7 +93,7 @@ def test_speech_after_ten_minutes_of_noise_quieter_speech_silence_and_tone(
         assert (row["status"], row["error_kind"]) == ("skipped", "silent_audio"), row
         assert says in row["error_message"]
     # The 10-minute lead-ins are not sent: at most two chunks per stretch of speech.
-    assert len(server.ledger) <= 2 * 3 + 2 * 2, [e.filename for e in server.ledger]
+    assert len(server.ledger) <= 2 * 3 + 2 * 2, [e.filename for e in server.ledger.entries()]
     figures("long-silence", files=len(files), requests=len(server.ledger), lost=0)
 
 
