@@ -285,7 +285,7 @@ def iter_chunks(
             _check_length(cutter.start + cutter.fill, info=info, exact=exact, path=path)
         except CorruptAudio as exc:
             damage = exc
-    if damage is None and info.truncated is not None:
+    if info.truncated is not None:  # worded as the probe words it (tasks/ffmpeg.py)
         damage = CorruptAudio(info.truncated, path=str(path))
     if damage is not None and cutter.start + cutter.fill == 0:
         raise damage
