@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -44,8 +45,12 @@ async def drain_pending(
     language: str | None,
     source_prefix: str | None = None,
     limit: int | None = None,
+    source_roots: Sequence[str] | None = None,
 ) -> DrainResult:
-    """Claim and transcribe pending items; returns counts, never raises for a single file."""
+    """Claim and transcribe pending items; returns counts, never raises for a single file.
+
+    Log lines name files relative to `source_roots` (default: `source_prefix`).
+    """
     started = time.monotonic()
     planned = expected_files_task(
         store=store, language=language, source_prefix=source_prefix, limit=limit
@@ -55,7 +60,8 @@ async def drain_pending(
         progress=0.0, key=PROGRESS_KEY, description="Files finished in this run (%)"
     )
     result = DrainResult(stats=RunStats(), wall_s=0.0, planned=planned)
-    ctx = _batch_context(settings, store=store, stats=result.stats)
+    roots = source_roots if source_roots is not None else (source_prefix,) if source_prefix else ()
+    ctx = _batch_context(settings, store=store, stats=result.stats, source_roots=tuple(roots))
     loops = _BatchLoops(
         ctx=ctx,
         result=result,
@@ -77,7 +83,9 @@ async def drain_pending(
     return result
 
 
-def _batch_context(settings: Settings, *, store: Store, stats: RunStats) -> BatchContext:
+def _batch_context(
+    settings: Settings, *, store: Store, stats: RunStats, source_roots: tuple[str, ...]
+) -> BatchContext:
     """What every batch of the run shares: client, gate, lease owner, decoders."""
     pipeline = settings.pipeline
     return BatchContext(
@@ -90,6 +98,7 @@ def _batch_context(settings: Settings, *, store: Store, stats: RunStats) -> Batc
         owner=new_lease_owner(),
         lease_s=settings.storage.lease_s,
         stats=stats,
+        source_roots=source_roots,
     )
 
 
