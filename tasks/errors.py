@@ -6,6 +6,8 @@
             ├── AudioNotFound          "audio_not_found": missing, a directory, unreadable
             ├── NotAudio               "not_audio": text, an image, a video without sound
             ├── CorruptAudio           "corrupt_audio": truncated or damaged; ffmpeg's words
+            │   └── DamagedTail        the same kind, raised after the readable chunks:
+            │                          the recording is kept as partial, not failed
             ├── EmptyAudio             "empty_audio": zero bytes, or no samples at all
             ├── UnsupportedAudio       "unsupported_audio": a format or codec ffmpeg lacks
             ├── DecodeFailed           "decode_failed": ffmpeg failed otherwise, or timed out
@@ -49,6 +51,23 @@ class CorruptAudio(AudioError):
     """The file looks like audio but is truncated or damaged."""
 
     kind = "corrupt_audio"
+
+
+class DamagedTail(CorruptAudio):
+    """The recording decodes up to `damaged_at_ms`, then is truncated or damaged.
+
+    Raised by iter_chunks after every readable chunk (one with speech among them) was
+    yielded; `reason` is the sentence the whole-file CorruptAudio would have carried.
+    """
+
+    def __init__(self, reason: str, *, path: str | None, damaged_at_ms: int) -> None:
+        super().__init__(reason, path=path)
+        self.reason = reason
+        self.damaged_at_ms = damaged_at_ms
+
+    def as_partial(self) -> dict[str, object]:
+        """The item's `extras["partial"]` (the contract the quality gate reads)."""
+        return {"damaged_at_ms": self.damaged_at_ms, "reason": self.reason, "error_kind": self.kind}
 
 
 class EmptyAudio(AudioError):
