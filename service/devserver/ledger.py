@@ -26,6 +26,7 @@ class LedgerEntry:
     retry_after_s: float | None
     fault: str | None  # the injected fault, if any
     txn_id: str | None
+    in_flight: int | None = None  # requests in flight on arrival (this one included if admitted)
 
     def to_json(self) -> dict[str, Any]:
         """The entry as a JSON-ready dict."""
