@@ -1,0 +1,215 @@
+"""Throttling benchmark: how much of a capacity-limited service does `medasr run` use?
+
+Run from the repository root: `.venv/bin/python bench/throttle_bench.py [--write-readme]`.
+Each row is `medasr run` (its own process, SQLite store) over 300 short WAVs against
+`medasr devserver --capacity C --retry-after-s 1 --latency-ms 250 --engine hash` in
+another process. Every figure comes from the devserver's ledger and medasr's store:
+
+* the bound: C requests in flight / 0.25 s (12 req/s for C = 3);
+* the window: first request's arrival to the last answer (last 200's arrival + 250 ms);
+* the ratio: answers per second over the window / the bound (same run, same ledger);
+* concurrency over time: requests in flight at the devserver, every 0.5 s, as a sparkline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import re
+import sqlite3
+import sys
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile
+from pipeline_procs import DevServer, machine, medasr_env, run_measured, scratch_dir
+from pipeline_workloads import OUT, WAV_RATE_HZ, dictation
+
+ROOT = Path(__file__).resolve().parents[1]
+MEDASR = ROOT / ".venv" / "bin" / "medasr"
+README = Path(__file__).resolve().parent / "README.md"
+FILES = 300
+FILE_S = 3.0
+LATENCY_MS = 250
+RETRY_AFTER_S = 1
+SPARK = "▁▂▃▄▅▆▇█"
+BUCKET_S = 0.5
+
+
+@dataclass(frozen=True)
+class Row:
+    """One scenario's figures."""
+
+    capacity: int
+    concurrency: int | None  # MEDASR_CONCURRENCY, None for the default
+    target: float
+    wall_s: float
+    requests: int
+    throttled: int
+    statuses: dict[str, int]
+    window_s: float
+    answers: int
+    peak_in_flight: int
+    spark: str
+
+    @property
+    def bound_per_s(self) -> float:
+        return self.capacity / (LATENCY_MS / 1000)
+
+    @property
+    def ratio(self) -> float:
+        return (self.answers / self.window_s) / self.bound_per_s if self.window_s else 0.0
+
+    @property
+    def throttled_share(self) -> float:
+        return self.throttled / max(self.requests, 1)
+
+
+def workload() -> Path:
+    """300 different 3 s tone dictations, 16 kHz mono WAV (decoding is not the bottleneck)."""
+    folder = OUT / f"throttle-{FILES}x{FILE_S:g}s"
+    if len(list(folder.glob("*.wav"))) == FILES:
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    for index in range(FILES):
+        samples = dictation(50_000 + index, seconds=FILE_S, sample_rate_hz=WAV_RATE_HZ)
+        soundfile.write(folder / f"t{index:04d}.wav", samples, WAV_RATE_HZ, subtype="PCM_16")
+    return folder
+
+
+def in_flight_series(entries: list[dict], *, start: float, end: float) -> list[float]:
+    """Mean requests in flight at the devserver per BUCKET_S, from admitted arrivals."""
+    spans = [(e["time"], e["time"] + LATENCY_MS / 1000) for e in entries if e["status"] == 200]
+    steps = np.arange(start, end, 0.05)
+    counts = np.zeros(len(steps))
+    for begin, finish in spans:
+        counts += (steps >= begin) & (steps < finish)
+    per = max(1, round(BUCKET_S / 0.05))
+    return [float(counts[i : i + per].mean()) for i in range(0, len(counts), per)]
+
+
+def sparkline(series: list[float], *, top: float) -> str:
+    steps = len(SPARK) - 1
+    return "".join(SPARK[min(steps, int(v / top * steps + 0.5))] for v in series)
+
+
+def run_row(
+    source: Path, *, capacity: int, concurrency: int | None, target: float, home: Path
+) -> Row:
+    with scratch_dir("medasr-throttle-") as work:
+        args = ["--capacity", str(capacity), "--retry-after-s", str(RETRY_AFTER_S)]
+        with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=args) as server:
+            env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
+            env.pop("MEDASR_CONCURRENCY")  # default settings unless the row says otherwise
+            if concurrency is not None:
+                env["MEDASR_CONCURRENCY"] = str(concurrency)
+            result = run_measured(
+                [str(MEDASR), "run", str(source), "--language", "en-IN"], env=env, cwd=work
+            )
+            entries = [json.loads(line) for line in server.ledger.read_text().splitlines()]
+        with closing(sqlite3.connect(work / "medasr.db")) as db:
+            statuses = dict(db.execute("select status, count(*) from items group by status"))
+    if result.returncode not in (0, 1):
+        sys.exit(f"medasr run failed ({result.returncode}):\n{result.output[-3000:]}")
+    answered = [e for e in entries if e["status"] == 200]
+    start = min(e["time"] for e in entries)
+    end = max(e["time"] for e in answered) + LATENCY_MS / 1000
+    series = in_flight_series(entries, start=start, end=end)
+    return Row(
+        capacity=capacity,
+        concurrency=concurrency,
+        target=target,
+        wall_s=result.wall_s,
+        requests=len(entries),
+        throttled=sum(1 for e in entries if e["status"] == 429),
+        statuses=statuses,
+        window_s=end - start,
+        answers=len(answered),
+        peak_in_flight=max((e.get("in_flight") or 0) for e in answered),
+        spark=sparkline(series, top=capacity),
+    )
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| capacity | MEDASR_CONCURRENCY | files done / failed | requests | 429s | window | "
+        "bound | ratio (target) | met |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        done, failed = row.statuses.get("done", 0), row.statuses.get("failed", 0)
+        met = (
+            row.ratio >= row.target
+            and failed == 0
+            and done == FILES
+            and (row.capacity != 3 or row.throttled_share <= 0.10)
+        )
+        lines.append(
+            f"| {row.capacity} | {row.concurrency or 'default (8)'} | {done} / {failed} | "
+            f"{row.requests} | {row.throttled} ({row.throttled_share:.0%}) | {row.window_s:.1f} s"
+            f" | {row.bound_per_s:g} req/s | {row.ratio:.2f} (>= {row.target}) | "
+            f"{'yes' if met else '**no**'} |"
+        )
+    return "\n".join(lines)
+
+
+def sparks(rows: list[Row]) -> str:
+    lines = [f"Requests in flight at the devserver, every {BUCKET_S:g} s (full block = capacity):"]
+    lines += ["", "```"]
+    for row in rows:
+        lines.append(f"capacity {row.capacity:>2}: {row.spark}")
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def report(rows: list[Row], *, label: str) -> str:
+    header = (
+        f"### {label}\n\nCommand: `.venv/bin/python bench/throttle_bench.py --write-readme "
+        f"--label {label!r}`.\nDate: {datetime.date.today().isoformat()}. Machine: {machine()}.\n"
+        f"{FILES} WAVs of {FILE_S:g} s (one request each), devserver `--capacity C "
+        f"--retry-after-s {RETRY_AFTER_S} --latency-ms {LATENCY_MS} --engine hash`.\n"
+    )
+    return f"{header}\n{table(rows)}\n\n{sparks(rows)}\n"
+
+
+def write_readme(section: str, *, label: str) -> None:
+    text = README.read_text()
+    marker = re.compile(rf"### {re.escape(label)}\n.*?(?=\n### |\n## |\Z)", re.S)
+    if "## Throttling" not in text:
+        text = text.rstrip("\n") + "\n\n## Throttling\n"
+    if marker.search(text):
+        text = marker.sub(lambda _m: section.rstrip("\n"), text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    README.write_text(text.rstrip("\n") + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write-readme", action="store_true")
+    parser.add_argument("--label", default="after")
+    parser.add_argument("--only-capacity", type=int, default=None)
+    options = parser.parse_args()
+    source = workload()
+    rows = []
+    with scratch_dir("medasr-throttle-home-") as home:
+        for capacity, concurrency, target in ((3, None, 0.8), (16, 16, 0.85)):
+            if options.only_capacity not in (None, capacity):
+                continue
+            rows.append(
+                run_row(
+                    source, capacity=capacity, concurrency=concurrency, target=target, home=home
+                )
+            )
+            print(table(rows[-1:]), flush=True)
+    section = report(rows, label=options.label)
+    print(section)
+    if options.write_readme:
+        write_readme(section, label=options.label)
+
+
+if __name__ == "__main__":
+    main()
