@@ -45,6 +45,7 @@ class Row:
 
     capacity: int
     concurrency: int | None  # MEDASR_CONCURRENCY, None for the default
+    reference: bool  # no --capacity; exactly `capacity` in flight, never throttled
     target: float
     wall_s: float
     requests: int
@@ -97,15 +98,24 @@ def sparkline(series: list[float], *, top: float) -> str:
 
 
 def run_row(
-    source: Path, *, capacity: int, concurrency: int | None, target: float, home: Path
+    source: Path,
+    *,
+    capacity: int,
+    concurrency: int | None,
+    target: float,
+    home: Path,
+    reference: bool = False,
 ) -> Row:
+    """One `medasr run`; `reference`: no --capacity, MEDASR_CONCURRENCY=capacity (fixed)."""
     with scratch_dir("medasr-throttle-") as work:
-        args = ["--capacity", str(capacity), "--retry-after-s", str(RETRY_AFTER_S)]
+        args = ["--retry-after-s", str(RETRY_AFTER_S)]
+        if not reference:
+            args += ["--capacity", str(capacity)]
         with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=args) as server:
             env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
             env.pop("MEDASR_CONCURRENCY")  # default settings unless the row says otherwise
-            if concurrency is not None:
-                env["MEDASR_CONCURRENCY"] = str(concurrency)
+            if concurrency is not None or reference:
+                env["MEDASR_CONCURRENCY"] = str(capacity if reference else concurrency)
             result = run_measured(
                 [str(MEDASR), "run", str(source), "--language", "en-IN"], env=env, cwd=work
             )
@@ -120,7 +130,8 @@ def run_row(
     series = in_flight_series(entries, start=start, end=end)
     return Row(
         capacity=capacity,
-        concurrency=concurrency,
+        concurrency=capacity if reference else concurrency,
+        reference=reference,
         target=target,
         wall_s=result.wall_s,
         requests=len(entries),
@@ -135,10 +146,11 @@ def run_row(
 
 def table(rows: list[Row]) -> str:
     lines = [
-        "| capacity | MEDASR_CONCURRENCY | files done / failed | requests | 429s | window | "
-        "bound | ratio (target) | met |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| devserver | MEDASR_CONCURRENCY | files done / failed | requests | 429s | window | "
+        "bound | ratio to bound (target) | met | vs fixed C, unthrottled |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    references = {row.capacity: row for row in rows if row.reference}
     for row in rows:
         done, failed = row.statuses.get("done", 0), row.statuses.get("failed", 0)
         met = (
@@ -147,11 +159,15 @@ def table(rows: list[Row]) -> str:
             and done == FILES
             and (row.capacity != 3 or row.throttled_share <= 0.10)
         )
+        reference = references.get(row.capacity)
+        versus = "-" if row.reference or reference is None else f"{row.ratio / reference.ratio:.2f}"
+        server = f"no cap, fixed {row.capacity}" if row.reference else f"--capacity {row.capacity}"
+        verdict = "(reference)" if row.reference else ("yes" if met else "**no**")
         lines.append(
-            f"| {row.capacity} | {row.concurrency or 'default (8)'} | {done} / {failed} | "
+            f"| {server} | {row.concurrency or 'default (8)'} | {done} / {failed} | "
             f"{row.requests} | {row.throttled} ({row.throttled_share:.0%}) | {row.window_s:.1f} s"
-            f" | {row.bound_per_s:g} req/s | {row.ratio:.2f} (>= {row.target}) | "
-            f"{'yes' if met else '**no**'} |"
+            f" | {row.bound_per_s:g} req/s | {row.ratio:.2f} (>= {row.target}) | {verdict} | "
+            f"{versus} |"
         )
     return "\n".join(lines)
 
@@ -160,7 +176,8 @@ def sparks(rows: list[Row]) -> str:
     lines = [f"Requests in flight at the devserver, every {BUCKET_S:g} s (full block = capacity):"]
     lines += ["", "```"]
     for row in rows:
-        lines.append(f"capacity {row.capacity:>2}: {row.spark}")
+        name = f"fixed {row.capacity}, no cap" if row.reference else f"--capacity {row.capacity}"
+        lines.append(f"{name:>16}: {row.spark}")
     lines.append("```")
     return "\n".join(lines)
 
@@ -199,12 +216,17 @@ def main() -> None:
         for capacity, concurrency, target in ((3, None, 0.8), (16, 16, 0.85)):
             if options.only_capacity not in (None, capacity):
                 continue
-            rows.append(
-                run_row(
-                    source, capacity=capacity, concurrency=concurrency, target=target, home=home
+            for reference in (True, False):
+                row = run_row(
+                    source,
+                    capacity=capacity,
+                    concurrency=concurrency,
+                    target=target,
+                    home=home,
+                    reference=reference,
                 )
-            )
-            print(table(rows[-1:]), flush=True)
+                rows.append(row)
+                print(table(rows[-1:]), flush=True)
     section = report(rows, label=options.label)
     print(section)
     if options.write_readme:

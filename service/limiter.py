@@ -10,7 +10,7 @@ Why this rule (TCP's AIMD with a CUBIC-like plateau; see docs/RELIABILITY.md):
 - A throttled answer (429, or 503) of a request that was sent with k of ours already in
   flight cuts the window to min(k, 0.75 x window): k is what the service took alongside
   it, 0.75 keeps the cut multiplicative when k says little (shared service). One cut per
-  episode: answers to requests sent before the last cut do not cut again.
+  episode: answers to requests sent before the last cut only lower it to their own k.
 - Clean answers grow the window by one per window of them (additive increase), but
   only while the window is full (an idle window proves nothing) and, next to the level
   that was throttled, only after 32 clean answers, doubled each time that level throttles
@@ -97,7 +97,14 @@ class AimdWindow:
         """A throttled answer (429/503); True when it cut the window (once per episode)."""
         self.in_flight -= 1
         if ticket.epoch != self._epoch:
-            return False  # sent before the last cut: the same episode
+            # Sent before the last cut: the same episode, no second cut; but answers come
+            # back in any order, and what it saw in flight bounds the capacity too.
+            if ticket.others_in_flight >= self._limit:
+                return False
+            self._limit = max(1, ticket.others_in_flight)
+            self._throttled_at = ticket.others_in_flight + 1
+            self._clean = 0
+            return True
         level = ticket.others_in_flight + 1
         if self._throttled_at is not None and level >= self._throttled_at:
             self._probe_answers = min(MAX_PROBE_ANSWERS, self._probe_answers * 2)

@@ -49,6 +49,20 @@ def test_a_throttle_cuts_to_what_the_service_took_once_per_episode() -> None:
     assert (window.limit, window.in_flight) == (3, 0)
 
 
+def test_throttles_of_one_episode_in_any_order_settle_on_the_smallest_level() -> None:
+    window = AimdWindow(ceiling=8)
+    tickets = fill(window)
+    assert window.throttled(tickets[7]) is True  # 7 others: cut to min(7, 6)
+    assert window.limit == 6
+    assert window.throttled(tickets[5]) is True  # the same episode, but 5 were enough
+    assert window.throttled(tickets[2]) is True
+    assert window.throttled(tickets[4]) is False
+    assert window.limit == 2
+    for _ in range(FIRST_PROBE_ANSWERS - 1):  # 3 is the level that was throttled: probe late
+        serve_round(window, capacity=2)
+    assert window.limit == 2
+
+
 def test_the_cut_is_multiplicative_when_many_were_in_flight() -> None:
     window = AimdWindow(ceiling=16)
     tickets = fill(window)
