@@ -101,8 +101,13 @@ def _batch_context(
 ) -> BatchContext:
     """What every batch of the run shares: client, gate, lease owner, decoders."""
     pipeline = settings.pipeline
+    ceiling = pipeline.concurrency
+    if pipeline.global_concurrency is not None:
+        # More contenders than shared slots only queue at the Prefect server (and lengthen
+        # its Retry-After for everyone): one worker never needs more than the shared limit.
+        ceiling = min(ceiling, pipeline.global_concurrency)
     gate = RequestGate(
-        concurrency=pipeline.concurrency,
+        concurrency=ceiling,
         requests_per_s=pipeline.requests_per_s,
         shared=shared if isinstance(shared, SharedLimit) else None,
     )
