@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -46,8 +47,12 @@ async def drain_pending(
     language: str | None,
     source_prefix: str | None = None,
     limit: int | None = None,
+    source_roots: Sequence[str] | None = None,
 ) -> DrainResult:
-    """Claim and transcribe pending items; returns counts, never raises for a single file."""
+    """Claim and transcribe pending items; returns counts, never raises for a single file.
+
+    Log lines name files relative to `source_roots` (default: `source_prefix`).
+    """
     started = time.monotonic()
     planned = expected_files_task(
         store=store, language=language, source_prefix=source_prefix, limit=limit
@@ -57,7 +62,14 @@ async def drain_pending(
         progress=0.0, key=PROGRESS_KEY, description="Files finished in this run (%)"
     )
     result = DrainResult(stats=RunStats(), wall_s=0.0, planned=planned)
-    ctx = _batch_context(settings, store=store, stats=result.stats, shared=await _shared(settings))
+    roots = source_roots if source_roots is not None else (source_prefix,) if source_prefix else ()
+    ctx = _batch_context(
+        settings,
+        store=store,
+        stats=result.stats,
+        source_roots=tuple(roots),
+        shared=await _shared(settings),
+    )
     loops = _BatchLoops(
         ctx=ctx,
         result=result,
@@ -97,6 +109,7 @@ def _batch_context(
     *,
     store: Store,
     stats: RunStats,
+    source_roots: tuple[str, ...],
     shared: SharedLimit | SharedLimitUnavailable | None = None,
 ) -> BatchContext:
     """What every batch of the run shares: client, gate, lease owner, decoders."""
@@ -123,6 +136,7 @@ def _batch_context(
         owner=new_lease_owner(),
         lease_s=settings.storage.lease_s,
         stats=stats,
+        source_roots=source_roots,
     )
 
 

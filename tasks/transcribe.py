@@ -28,6 +28,7 @@ from storage.sources import fetch_local, fingerprint
 from tasks.audio import Chunk, iter_chunks
 from tasks.errors import SilentAudio
 from tasks.gate import RUN_STOP_ERRORS, RequestGate
+from tasks.names import reason_about, recording_name
 from tasks.progress import FileOutcome, RunStats, progress_observer
 
 logger = logging.getLogger("medasr.transcribe")
@@ -50,8 +51,10 @@ class BatchContext:
         lease_s: float,
         storage_options: dict[str, Any] | None = None,
         stats: RunStats | None = None,
+        source_roots: tuple[str, ...] = (),
     ) -> None:
         self.pipeline = pipeline
+        self.source_roots = source_roots  # log lines name files relative to these
         self.store = store
         self.client = client
         self.gate = gate
@@ -107,10 +110,10 @@ async def transcribe_file(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome
     try:
         return await _settle(run, ctx=ctx)
     except LeaseLost:
-        logger.warning("lost the lease on item %s; another worker owns it now", item.id)
+        logger.warning("lost the lease on %s; another worker owns it now", _name(item, ctx))
         return FileOutcome(item.source_uri, "lost", requests=run.requests)
     except StoreError as exc:  # recording the outcome failed: the lease gives the item back
-        logger.error("could not record the outcome of item %s: %s", item.id, exc)
+        logger.error("could not record the outcome of %s: %s", _name(item, ctx), exc)
         return FileOutcome(item.source_uri, "lost", requests=run.requests)
 
 
@@ -132,11 +135,19 @@ async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
     except SilentAudio as exc:
         with ctx.store.repository() as repo:
             repo.skip_item(item.id, owner=ctx.owner, reason_kind=exc.kind, reason=exc.message)
-        return FileOutcome(item.source_uri, "skipped", requests=run.requests, error_kind=exc.kind)
+        why = reason_about(exc.message, uri=item.source_uri, roots=ctx.source_roots)
+        logger.warning("%s skipped (%s): %s", _name(item, ctx), exc.kind, why)
+        return FileOutcome(
+            item.source_uri,
+            "skipped",
+            requests=run.requests,
+            error_kind=exc.kind,
+            reason=exc.message,
+        )
     except MedasrError as exc:
         return _fail(run, exc, ctx=ctx)
     except Exception as exc:  # a bug must cost one file, not the batch
-        logger.exception("unexpected error on item %s", item.id)
+        logger.exception("unexpected error on %s", _name(item, ctx))
         internal = InternalError(f"unexpected internal error ({type(exc).__name__}); see the logs")
         return _fail(run, internal, ctx=ctx)
 
@@ -338,13 +349,16 @@ def _fail(run: _FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOutcome:
             retryable=exc.transient,
             next_attempt_at=retry_at if exc.transient else None,
         )
-    logger.info("item %s failed (%s, retryable=%s)", run.item.id, exc.kind, exc.transient)
+    name = _name(run.item, ctx)
+    why = reason_about(exc.message, uri=run.item.source_uri, roots=ctx.source_roots)
+    logger.info("%s failed (%s, retryable=%s): %s", name, exc.kind, exc.transient, why)
     return FileOutcome(
         run.item.source_uri,
         "failed",
         requests=run.requests,
         error_kind=exc.kind,
         retryable=exc.transient,
+        reason=exc.message,
     )
 
 
@@ -374,6 +388,11 @@ def _lease_renewal_due(run: _FileRun, *, lease_s: float) -> bool:
     if expires is None:
         return True
     return (expires - datetime.now(UTC)).total_seconds() < lease_s * 2 / 3
+
+
+def _name(item: ItemRecord, ctx: BatchContext) -> str:
+    """The item as a person knows it: its path in the source, escaped."""
+    return recording_name(item.source_uri, roots=ctx.source_roots)
 
 
 def _str_or_none(value: object) -> str | None:

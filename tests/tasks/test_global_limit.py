@@ -67,7 +67,9 @@ def test_an_unreachable_server_stops_the_gate_before_any_request(monkeypatch, tm
     settings = Settings(pipeline={"global_concurrency": 3})
     shared = asyncio.run(drain._shared(settings))
     store = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 's.db'}"))
-    ctx = drain._batch_context(settings, store=store, stats=RunStats(), shared=shared)
+    ctx = drain._batch_context(
+        settings, store=store, stats=RunStats(), source_roots=(), shared=shared
+    )
     try:
         assert ctx.gate.stopped is shared  # fail closed: every later attempt raises it
     finally:
