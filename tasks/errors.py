@@ -14,6 +14,10 @@
             └── SilentAudio            "silent_audio": decodes, but holds no speech to send
     RunInterrupted                     "interrupted": the operator stopped the run (Ctrl-C,
                                        SIGTERM); not a file's fault, its item goes back to pending
+    ConfigError (config/errors.py)
+    └── SharedLimitUnavailable         "shared_limit_unavailable": MEDASR_GLOBAL_CONCURRENCY is
+                                       set but the Prefect server gives no slot; the run stops
+                                       (fail closed), items go back to pending
 
 Every message is one sentence that names the file and says what is wrong, e.g.
 "not an audio file: /x/y.wav (ffmpeg found no audio stream)". ffmpeg's stderr is
@@ -22,7 +26,7 @@ summarized to one line; audio content never appears in a message.
 
 from __future__ import annotations
 
-from config.errors import TerminalError
+from config.errors import ConfigError, TerminalError
 
 
 class AudioError(TerminalError):
@@ -98,3 +102,9 @@ class RunInterrupted(TerminalError):
     """The operator stopped the run (SIGINT or SIGTERM); files not yet sent stay pending."""
 
     kind = "interrupted"
+
+
+class SharedLimitUnavailable(ConfigError):
+    """The Prefect server holding the shared request limit gave no slot: send nothing."""
+
+    kind = "shared_limit_unavailable"

@@ -265,7 +265,7 @@ async def _send_chunk(
 
 
 async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Transcription:
-    """One call to the service: a slot for the whole call, the rate cap before every attempt."""
+    """One call: a slot for the whole call; the adaptive window and rate cap for each attempt."""
 
     async def before_attempt() -> None:
         await ctx.gate.pace()  # raises what stopped the run, once it has stopped
@@ -281,6 +281,7 @@ async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Tran
             language=run.item.language,
             filename=chunk_filename(chunk.index),
             before_attempt=before_attempt,
+            around_attempt=ctx.gate.attempt,
         )
 
 

@@ -30,6 +30,7 @@ class LedgerEntry:
     txn_id: str | None
     path: str = TRANSCRIBE_PATH  # which endpoint: transcription or document upload
     query: str | None = None  # a document upload's query string (patient and type ids)
+    in_flight: int | None = None  # requests in flight on arrival (this one included if admitted)
 
     def to_json(self) -> dict[str, Any]:
         """The entry as a JSON-ready dict."""
