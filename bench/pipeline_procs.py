@@ -210,12 +210,13 @@ def run_measured(command: Sequence[str], *, env: dict[str, str], cwd: Path) -> R
 class DevServer:
     """`medasr devserver` in its own process (its CPU is not medasr's), with a ledger file."""
 
-    def __init__(self, *, latency_ms: float, work: Path) -> None:
+    def __init__(self, *, latency_ms: float, work: Path, extra_args: Sequence[str] = ()) -> None:
         self.token = secrets.token_urlsafe(16)
         self.ledger = work / f"ledger-{latency_ms:g}ms-{secrets.token_hex(3)}.jsonl"
         command = [
             str(MEDASR), "devserver", "--port", "0", "--token", self.token,
             "--latency-ms", f"{latency_ms:g}", "--engine", "hash", "--ledger", str(self.ledger),
+            *extra_args,
         ]  # fmt: skip
         self.proc = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=work

@@ -58,6 +58,7 @@ FLAT_VARIABLES: dict[str, tuple[str, str]] = {
     "MEDASR_DATABASE_URL": ("storage", "database_url"),
     "MEDASR_CONCURRENCY": ("pipeline", "concurrency"),
     "MEDASR_REQUESTS_PER_S": ("pipeline", "requests_per_s"),
+    "MEDASR_GLOBAL_CONCURRENCY": ("pipeline", "global_concurrency"),
     "MEDASR_BATCH_SIZE": ("pipeline", "batch_size"),
     "MEDASR_LOG_LEVEL": ("pipeline", "log_level"),
     "MEDASR_DELIVER": ("delivery", "enabled"),
@@ -209,9 +210,29 @@ def redact_url_password(url: str) -> str:
 class PipelineSettings(BaseModel):
     """How a run moves through a backlog."""
 
-    concurrency: int = Field(8, ge=1, le=256, description="Requests in flight at once.")
+    concurrency: int = Field(
+        8,
+        ge=1,
+        le=256,
+        description="Most requests in flight at once; medasr adapts below it when throttled.",
+    )
     requests_per_s: float | None = Field(
-        None, gt=0, le=10_000, description="Optional cap on requests started per second."
+        None,
+        gt=0,
+        le=10_000,
+        description=(
+            "Optional cap on requests started per second (shared by every worker when "
+            "MEDASR_GLOBAL_CONCURRENCY is set)."
+        ),
+    )
+    global_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=10_000,
+        description=(
+            "Requests in flight across every worker of one Prefect server (the Prefect "
+            "global concurrency limit medasr-requests); unset: no shared limit."
+        ),
     )
     batch_size: int = Field(
         50, ge=1, le=10_000, description="Files per Prefect task run (a claim batch)."

@@ -60,6 +60,8 @@ _FLAGS = (
     _Flag("seed", int, "Seed of the fault draws."),
     _Flag("engine", str, "Engine: default, tone or hash."),
     _Flag("legacy_response_tag", bool, "Tag encrypted replies with the 32-byte HMAC."),
+    _Flag("capacity", int | None, "Answer 429 when this many requests are already in flight."),
+    _Flag("rate", float | None, "Answer 429 beyond this many requests per second (a bucket)."),
 )
 
 _DEFAULTS = DevServerConfig()

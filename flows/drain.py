@@ -18,7 +18,9 @@ from config.settings import Settings
 from service.client import TranscriptionClient
 from storage.database import Store
 from storage.repository import new_lease_owner
+from tasks.errors import SharedLimitUnavailable
 from tasks.gate import RequestGate, RunStop
+from tasks.global_limit import SharedLimit, ensure_shared_limits
 from tasks.progress import FileOutcome, RunStats, progress_observer
 from tasks.steps import expected_files_task, transcribe_batch_task
 from tasks.transcribe import BatchContext
@@ -61,7 +63,13 @@ async def drain_pending(
     )
     result = DrainResult(stats=RunStats(), wall_s=0.0, planned=planned)
     roots = source_roots if source_roots is not None else (source_prefix,) if source_prefix else ()
-    ctx = _batch_context(settings, store=store, stats=result.stats, source_roots=tuple(roots))
+    ctx = _batch_context(
+        settings,
+        store=store,
+        stats=result.stats,
+        source_roots=tuple(roots),
+        shared=await _shared(settings),
+    )
     loops = _BatchLoops(
         ctx=ctx,
         result=result,
@@ -83,18 +91,48 @@ async def drain_pending(
     return result
 
 
+async def _shared(settings: Settings) -> SharedLimit | SharedLimitUnavailable | None:
+    """The Prefect-held limit of every worker, if configured; its error stops the run."""
+    pipeline = settings.pipeline
+    if pipeline.global_concurrency is None:
+        return None
+    try:
+        return await ensure_shared_limits(
+            limit=pipeline.global_concurrency, requests_per_s=pipeline.requests_per_s
+        )
+    except SharedLimitUnavailable as exc:
+        return exc
+
+
 def _batch_context(
-    settings: Settings, *, store: Store, stats: RunStats, source_roots: tuple[str, ...]
+    settings: Settings,
+    *,
+    store: Store,
+    stats: RunStats,
+    source_roots: tuple[str, ...],
+    shared: SharedLimit | SharedLimitUnavailable | None = None,
 ) -> BatchContext:
     """What every batch of the run shares: client, gate, lease owner, decoders."""
     pipeline = settings.pipeline
+    ceiling = pipeline.concurrency
+    if pipeline.global_concurrency is not None:
+        # More contenders than shared slots only queue at the Prefect server (and lengthen
+        # its Retry-After for everyone): one worker never needs more than the shared limit.
+        ceiling = min(ceiling, pipeline.global_concurrency)
+    gate = RequestGate(
+        concurrency=ceiling,
+        requests_per_s=pipeline.requests_per_s,
+        shared=shared if isinstance(shared, SharedLimit) else None,
+    )
+    if isinstance(shared, SharedLimitUnavailable):
+        gate.stop(shared)  # fail closed: nothing is sent without the shared limit
     return BatchContext(
         pipeline=pipeline,
         store=store,
         client=TranscriptionClient(
             settings.service, settings.encryption, on_retry=stats.count_retry
         ),
-        gate=RequestGate(concurrency=pipeline.concurrency, requests_per_s=pipeline.requests_per_s),
+        gate=gate,
         owner=new_lease_owner(),
         lease_s=settings.storage.lease_s,
         stats=stats,

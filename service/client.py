@@ -13,6 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -37,6 +38,7 @@ from service.errors import (
     PayloadTooLarge,
     RequestRejected,
     ServiceUnavailable,
+    Throttled,
 )
 from service.status import certificate_failure, check_transport, error_for_status, tls_verify
 
@@ -46,6 +48,8 @@ logger = logging.getLogger(__name__)
 # but one that rarely heals on its own: give it a smaller budget.
 _SERVER_FAULT_MAX_ATTEMPTS = 2
 _FULL_BUDGET_STATUSES = frozenset({429, 502, 503, 504})
+# An attempt with less time left than this could only time out.
+_LEAST_ATTEMPT_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -146,26 +150,30 @@ class TranscriptionClient:
         language: str,
         filename: str = "chunk-0001.wav",
         before_attempt: Callable[[], Awaitable[None]] | None = None,
+        around_attempt: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     ) -> Transcription:
         """Send one WAV chunk, retrying transient failures within retry_max_total_s seconds.
 
-        `before_attempt` is awaited before every HTTP attempt, retries included (a rate
-        limiter; it may raise to stop the call). Raises the service/errors.py tree (the
-        last transient error once a budget is spent).
+        `around_attempt` is entered around every HTTP attempt (a concurrency limiter that
+        sees how it ended), `before_attempt` awaited inside it before the request (a rate
+        limiter); either may raise to stop the call. A 429 uses no attempt of max_attempts,
+        only time. Raises the service/errors.py tree (the last transient error once a budget
+        is spent).
         """
         upload = self._checked_upload(wav_bytes, language=language, filename=filename)
         # One clock for the whole call: attempts and backoff waits come out of this budget;
-        # waiting in `before_attempt` (our own rate cap) does not.
+        # waiting in the hooks (our own limits) does not.
         deadline = _Deadline(time.monotonic() + self._service.retry_max_total_s)
         result: Transcription | None = None
         async for attempt in self._retrying(deadline=deadline):
             with attempt:
                 number = attempt.retry_state.attempt_number
-                if before_attempt is not None:
-                    paced_from_s = time.monotonic()
-                    await before_attempt()
-                    deadline.at_s += time.monotonic() - paced_from_s
-                result = await self._send_once(upload, attempt=number, deadline=deadline)
+                waited_from_s = time.monotonic()
+                async with around_attempt() if around_attempt else nullcontext():
+                    if before_attempt is not None:
+                        await before_attempt()
+                    deadline.at_s += time.monotonic() - waited_from_s
+                    result = await self._send_once(upload, attempt=number, deadline=deadline)
         if result is None:  # tenacity re-raises the last error before we get here
             raise ServiceUnavailable("the request was not attempted")
         return result
@@ -313,9 +321,12 @@ class TranscriptionClient:
 
     def _retrying(self, *, deadline: _Deadline) -> AsyncRetrying:
         server_faults: list[int] = []  # this call's answers that get the small budget
+        budgeted: list[str] = []  # this call's failures that use an attempt (not 429s)
 
         def should_stop(state: RetryCallState) -> bool:
-            return self._should_stop(state, server_faults=server_faults, deadline=deadline)
+            return self._should_stop(
+                state, server_faults=server_faults, budgeted=budgeted, deadline=deadline
+            )
 
         return AsyncRetrying(
             retry=retry_if_exception_type(ServiceUnavailable),
@@ -327,24 +338,37 @@ class TranscriptionClient:
 
     def _wait_s(self, state: RetryCallState) -> float:
         """Full-jitter backoff, but never shorter than the server's Retry-After."""
-        backoff_s = self._backoff(state)
-        retry_after_s = getattr(_failure(state), "retry_after_s", None)
-        return max(backoff_s, retry_after_s or 0.0)
+        error = _failure(state)
+        retry_after_s = getattr(error, "retry_after_s", None)
+        if isinstance(error, Throttled) and retry_after_s is not None:
+            # The server said when; the limiter paces everyone from then on.
+            return float(retry_after_s)
+        return max(self._backoff(state), retry_after_s or 0.0)
 
     def _should_stop(
-        self, state: RetryCallState, *, server_faults: list[int], deadline: _Deadline
+        self,
+        state: RetryCallState,
+        *,
+        server_faults: list[int],
+        budgeted: list[str],
+        deadline: _Deadline,
     ) -> bool:
-        status = getattr(_failure(state), "status", None)
+        error = _failure(state)
+        status = getattr(error, "status", None)
         if status is not None and status not in _FULL_BUDGET_STATUSES:
             server_faults.append(status)
         # The small budget counts 500s only: a 429 or a timeout before one must not use it up.
         if len(server_faults) >= _SERVER_FAULT_MAX_ATTEMPTS:
             return True
-        if state.attempt_number >= self._service.max_attempts:
+        # Throttling is no fault of the chunk: while the service keeps answering, a 429
+        # costs only time, and the total budget below ends it.
+        if not isinstance(error, Throttled):
+            budgeted.append(type(error).__name__)
+        if len(budgeted) >= self._service.max_attempts:
             return True
-        # Waiting to the end of the total budget leaves no time for the attempt: give up now
-        # with the real error.
-        return time.monotonic() + state.upcoming_sleep >= deadline.at_s
+        # Waiting to (almost) the end of the total budget leaves no time for the attempt:
+        # give up now with the real error.
+        return time.monotonic() + state.upcoming_sleep + _LEAST_ATTEMPT_S >= deadline.at_s
 
     def _before_sleep(self, state: RetryCallState) -> None:
         error = _failure(state)

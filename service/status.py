@@ -134,7 +134,7 @@ def error_for_status(response: httpx.Response, *, sent_bytes: int, token: str) -
     if status == 413:
         return PayloadTooLarge(
             f"the service refused a {sent_bytes}-byte request as too large (HTTP 413); "
-            "lower MEDASR_MAX_UPLOAD_BYTES",
+            "lower MEDASR_MAX_UPLOAD_BYTES and rerun (audio already answered is not sent again)",
             status=status,
         )
     retry_after_s = parse_retry_after(response.headers.get("retry-after"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -31,6 +30,7 @@ from storage.errors import (
 )
 from storage.local_files import list_local, printable, require_regular_file
 from storage.records import Listing, SkippedFile, SourceFile
+from storage.scratch import create_private_file, private_folder
 
 AUDIO_EXTENSIONS = (
     ".wav",
@@ -165,18 +165,19 @@ def fetch_local(uri: str, *, storage_options: Mapping[str, Any] | None = None) -
 def fetch_and_fingerprint(
     uri: str, *, storage_options: Mapping[str, Any] | None = None
 ) -> Iterator[FetchedFile]:
-    """Fetch (remote: into a private 0700 temp dir, removed after) and hash in one read."""
+    """Fetch (remote: a 0600 copy in a 0700 folder of ours, removed after) and hash in
+    one read (storage/scratch.py)."""
     location = _parse_location(uri)
     if location.protocol is None:
         require_regular_file(location.path)
         yield FetchedFile(Path(location.path), fingerprint(uri))
         return
-    with tempfile.TemporaryDirectory(prefix="medasr-fetch-") as private_dir:
-        target = Path(private_dir) / f"source{_safe_suffix(location.path)}"
+    with private_folder("fetch") as private_dir:
+        target = private_dir / f"source{_safe_suffix(location.path)}"
         with (
             _open_binary(uri, storage_options) as handle,
             _translated(uri),
-            open(target, "xb") as out,
+            create_private_file(target) as out,
         ):
             digest, size = _copy_hashing(handle, out)
         yield FetchedFile(target, Fingerprint(sha256=digest, size_bytes=size))

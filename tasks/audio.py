@@ -8,10 +8,12 @@ run per file: it describes the input, then decodes it). Nothing is written to di
 except by `split_to_dir`, into the directory it is given (folder 0700, files 0600).
 
 Errors (tasks/errors.py) found before the first sample (missing, empty, not audio,
-truncated per its header, unsupported) are raised before the first chunk. Damage that
-only the decode reveals is raised when the decoder reaches the end, before the last
-chunk is yielded; the chunks yielded before it were sound. A recording in which every
-chunk is silent raises SilentAudio after its (silent) chunks.
+unsupported, a WAV cut short per its header) are raised before the first chunk. A
+truncated or damaged tail (ffmpeg's errors at the end of the decode, fewer samples than
+the header promises, a compressed file shorter than its header says) does not throw
+away what decodes: every readable chunk is yielded, then DamagedTail says where the
+damage starts (or, when nothing readable holds speech, the CorruptAudio itself). A
+recording in which every chunk is silent raises SilentAudio after its (silent) chunks.
 
 Libraries: soundfile writes each chunk's WAV (header and samples, in memory). pydub is
 not used at run time: it holds the whole decoded recording in memory (gigabytes for a
@@ -24,7 +26,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +35,7 @@ import numpy.typing as npt
 import soundfile
 
 from service.contract import chunk_filename
-from tasks.errors import AudioError, CorruptAudio, EmptyAudio, SilentAudio
+from tasks.errors import AudioError, CorruptAudio, DamagedTail, EmptyAudio, SilentAudio
 from tasks.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, find_ffmpeg, probe_audio
 from tasks.native_wav import open_pcm_source
 from tasks.pauses import (
@@ -122,9 +124,12 @@ def max_chunk_samples(max_bytes: int) -> int:
 class _Cutter:
     """Holds the samples not yet emitted and decides where each chunk ends."""
 
-    def __init__(self, *, cap_samples: int, min_pause_ms: int) -> None:
+    def __init__(
+        self, *, cap_samples: int, min_pause_ms: int, cut_at_samples: Sequence[int] = ()
+    ) -> None:
         self.cap_samples = cap_samples
         self.min_pause_ms = min_pause_ms
+        self.cut_at = sorted(set(cut_at_samples), reverse=True)  # next one last
         self.buffer = np.empty(cap_samples + _READ_SAMPLES, dtype=np.int16)
         self.bytes_view = self.buffer.view(np.uint8).data
         self.fill_bytes = 0
@@ -162,13 +167,32 @@ class _Cutter:
             self.histogram.add(self.levels[lo:hi])
             self.counted_frames = upto_frame
 
+    def _next_cut_at(self) -> int | None:
+        """The next required cut after the chunk's start, if any."""
+        while self.cut_at and self.cut_at[-1] <= self.start:
+            self.cut_at.pop()
+        return self.cut_at[-1] if self.cut_at else None
+
+    def _cut_required(self, *, available: int) -> Chunk | None:
+        """The chunk up to a required cut within `available` samples (and the cap)."""
+        required = self._next_cut_at()
+        if required is None or required - self.start > min(available, self.cap_samples):
+            return None
+        self._count_frames(required // FRAME_SAMPLES)
+        return self._emit(required)
+
     def cut_full(self) -> Chunk | None:
-        """The next chunk if more samples are buffered than fit in one; else None."""
+        """The next chunk if a required cut is buffered or more samples than fit in one;
+        else None."""
+        if (required := self._cut_required(available=self.fill)) is not None:
+            return required
         if self.fill <= self.cap_samples:
             return None
         limit = self.start + self.cap_samples
         self._count_frames(limit // FRAME_SAMPLES)
-        thresholds = self.histogram.thresholds()
+        lo = self.start // FRAME_SAMPLES - self.levels_first
+        hi = limit // FRAME_SAMPLES - self.levels_first
+        thresholds = self.histogram.thresholds().for_chunk(self.levels[lo:hi])
         end = choose_cut(
             self.levels,
             first_frame=self.levels_first,
@@ -180,9 +204,12 @@ class _Cutter:
         return self._emit(end)
 
     def cut_rest(self) -> Chunk | None:
-        """At the end of the stream: everything still buffered as the last chunk."""
+        """At the end of the stream: the next chunk up to a required cut, else everything
+        still buffered; None when nothing is left."""
         if self.fill == 0:
             return None
+        if (required := self._cut_required(available=self.fill - 1)) is not None:
+            return required
         self._count_frames(self.levels_first + len(self.levels))
         return self._emit(self.start + self.fill)
 
@@ -193,7 +220,7 @@ class _Cutter:
         hi = -(-end // FRAME_SAMPLES) - self.levels_first
         thresholds = self.histogram.thresholds()
         silent = is_silent(self.levels[lo:hi], thresholds)
-        voiced = count_speech_frames(self.levels[lo:hi], quiet_below_db=thresholds.quiet_below_db)
+        voiced = count_speech_frames(self.levels[lo:hi], speech_above_db=thresholds.speech_above_db)
         self.heard_speech = self.heard_speech or not silent
         self.index += 1
         chunk = Chunk(
@@ -230,34 +257,62 @@ def _check_length(decoded_samples: int, *, info: AudioInfo, exact: bool, path: P
 
 
 def iter_chunks(
-    path: Path, *, max_bytes: int, min_pause_ms: int = 250, timeout_s: float = 3600
+    path: Path,
+    *,
+    max_bytes: int,
+    min_pause_ms: int = 250,
+    timeout_s: float = 3600,
+    cut_at_samples: Sequence[int] = (),
 ) -> Generator[Chunk, None, None]:
-    """Chunks of `path` as 16 kHz mono WAVs of at most `max_bytes`, cut at pauses.
+    """Chunks of `path` as 16 kHz mono WAVs of at most `max_bytes`, cut at pauses, and
+    at each of `cut_at_samples` (the edges of audio already answered, tasks/coverage.py).
 
     Raises AudioError subclasses (see the module docstring for when); ValueError for a
     cap under one second. `timeout_s` bounds the time spent waiting for ffmpeg.
     Closing the generator early kills ffmpeg.
     """
-    cutter = _Cutter(cap_samples=max_chunk_samples(max_bytes), min_pause_ms=min_pause_ms)
+    cutter = _Cutter(
+        cap_samples=max_chunk_samples(max_bytes),
+        min_pause_ms=min_pause_ms,
+        cut_at_samples=cut_at_samples,
+    )
     # A WAV already at 16 kHz mono s16le is read as it is: no ffmpeg process at all.
     info, exact, source = open_pcm_source(
         path, timeout_s=timeout_s, probe_timeout_s=min(timeout_s, _PROBE_TIMEOUT_S)
     )
+    damage: CorruptAudio | None = None
     with source as decoder:
         while count := decoder.readinto(cutter.free_view()):
             cutter.take(count)
             while chunk := cutter.cut_full():
                 yield chunk
-        decoder.finish()
-    _check_length(cutter.start + cutter.fill, info=info, exact=exact, path=path)
-    last = cutter.cut_rest()
-    if last is not None:
+        try:
+            decoder.finish()
+            _check_length(cutter.start + cutter.fill, info=info, exact=exact, path=path)
+        except CorruptAudio as exc:
+            damage = exc
+    if info.truncated is not None:  # worded as the probe words it (tasks/ffmpeg.py)
+        damage = CorruptAudio(info.truncated, path=str(path))
+    if damage is not None and cutter.start + cutter.fill == 0:
+        raise damage
+    while (last := cutter.cut_rest()) is not None:
         yield last
+    if damage is not None:
+        raise _damaged_tail(damage, heard_speech=cutter.heard_speech, samples=cutter.start)
     if not cutter.heard_speech:
         message = _silence_message(
             path, samples=cutter.start, thresholds=cutter.histogram.thresholds()
         )
         raise SilentAudio(message, path=str(path))
+
+
+def _damaged_tail(damage: CorruptAudio, *, heard_speech: bool, samples: int) -> CorruptAudio:
+    """DamagedTail (keep the readable part) when speech was heard before the damage; else
+    the damage itself (nothing worth keeping: the file fails as corrupt)."""
+    if not heard_speech:
+        return damage
+    damaged_at_ms = samples * 1000 // OUTPUT_SAMPLE_RATE_HZ
+    return DamagedTail(damage.message, path=damage.path, damaged_at_ms=damaged_at_ms)
 
 
 def _silence_message(path: Path, *, samples: int, thresholds: Thresholds) -> str:

@@ -168,7 +168,7 @@ class PcmDecoder:
         try:
             self._read_header(timeout_s=timeout_s)
             header = self._log.header.decode("utf-8", errors="replace")
-            info = parse_probe(header, path=self.path, head=head)
+            info = parse_probe(header, path=self.path, head=head, keep_truncated=True)
         except BaseException:
             self.close()
             raise

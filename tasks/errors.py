@@ -6,12 +6,18 @@
             ├── AudioNotFound          "audio_not_found": missing, a directory, unreadable
             ├── NotAudio               "not_audio": text, an image, a video without sound
             ├── CorruptAudio           "corrupt_audio": truncated or damaged; ffmpeg's words
+            │   └── DamagedTail        the same kind, raised after the readable chunks:
+            │                          the recording is kept as partial, not failed
             ├── EmptyAudio             "empty_audio": zero bytes, or no samples at all
             ├── UnsupportedAudio       "unsupported_audio": a format or codec ffmpeg lacks
             ├── DecodeFailed           "decode_failed": ffmpeg failed otherwise, or timed out
             └── SilentAudio            "silent_audio": decodes, but holds no speech to send
     RunInterrupted                     "interrupted": the operator stopped the run (Ctrl-C,
                                        SIGTERM); not a file's fault, its item goes back to pending
+    ConfigError (config/errors.py)
+    └── SharedLimitUnavailable         "shared_limit_unavailable": MEDASR_GLOBAL_CONCURRENCY is
+                                       set but the Prefect server gives no slot; the run stops
+                                       (fail closed), items go back to pending
 
 Every message is one sentence that names the file and says what is wrong, e.g.
 "not an audio file: /x/y.wav (ffmpeg found no audio stream)". ffmpeg's stderr is
@@ -20,7 +26,7 @@ summarized to one line; audio content never appears in a message.
 
 from __future__ import annotations
 
-from config.errors import TerminalError
+from config.errors import ConfigError, TerminalError
 
 
 class AudioError(TerminalError):
@@ -51,6 +57,23 @@ class CorruptAudio(AudioError):
     kind = "corrupt_audio"
 
 
+class DamagedTail(CorruptAudio):
+    """The recording decodes up to `damaged_at_ms`, then is truncated or damaged.
+
+    Raised by iter_chunks after every readable chunk (one with speech among them) was
+    yielded; `reason` is the sentence the whole-file CorruptAudio would have carried.
+    """
+
+    def __init__(self, reason: str, *, path: str | None, damaged_at_ms: int) -> None:
+        super().__init__(reason, path=path)
+        self.reason = reason
+        self.damaged_at_ms = damaged_at_ms
+
+    def as_partial(self) -> dict[str, object]:
+        """The item's `extras["partial"]` (the contract the quality gate reads)."""
+        return {"damaged_at_ms": self.damaged_at_ms, "reason": self.reason, "error_kind": self.kind}
+
+
 class EmptyAudio(AudioError):
     """The file has zero bytes, or decodes to zero samples."""
 
@@ -79,3 +102,9 @@ class RunInterrupted(TerminalError):
     """The operator stopped the run (SIGINT or SIGTERM); files not yet sent stay pending."""
 
     kind = "interrupted"
+
+
+class SharedLimitUnavailable(ConfigError):
+    """The Prefect server holding the shared request limit gave no slot: send nothing."""
+
+    kind = "shared_limit_unavailable"

@@ -15,7 +15,7 @@ import re
 import shutil
 import stat
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import imageio_ffmpeg
@@ -50,6 +50,8 @@ class AudioInfo:
     channels: int | None
     codec: str | None
     container: str | None
+    # Why the file holds less audio than its header promises (found by the probe), if so.
+    truncated: str | None = None
 
 
 @functools.cache
@@ -163,8 +165,12 @@ def _duration_ms(stderr: str) -> int | None:
     return round((hours * 3600 + minutes * 60 + seconds) * 1000)
 
 
-def parse_probe(stderr: str, *, path: Path, head: bytes) -> AudioInfo:
-    """AudioInfo from `ffmpeg -i` stderr; raises the AudioError the stderr describes."""
+def parse_probe(stderr: str, *, path: Path, head: bytes, keep_truncated: bool = False) -> AudioInfo:
+    """AudioInfo from `ffmpeg -i` stderr; raises the AudioError the stderr describes.
+
+    With `keep_truncated`, a file shorter than its header promises is not an error: the
+    reason is returned in `truncated`, so that its readable part can still be decoded.
+    """
     container_match = re.search(r"^Input #0, (.+?), from ", stderr, re.MULTILINE)
     if not container_match:
         raise _open_failure(stderr, path=path, head=head)
@@ -189,23 +195,27 @@ def parse_probe(stderr: str, *, path: Path, head: bytes) -> AudioInfo:
         codec=codec,
         container=container_match.group(1),
     )
-    _check_size_against_duration(stderr, info=info, path=path)
-    return info
+    shortfall = _size_shortfall(stderr, info=info, path=path)
+    if shortfall is None:
+        return info
+    if keep_truncated:
+        return replace(info, truncated=shortfall)
+    raise CorruptAudio(shortfall, path=str(path))
 
 
-def _check_size_against_duration(stderr: str, *, info: AudioInfo, path: Path) -> None:
-    """Raise CorruptAudio when the file holds far less audio than its header promises."""
+def _size_shortfall(stderr: str, *, info: AudioInfo, path: Path) -> str | None:
+    """Why the file holds far less audio than its header promises; None if it does not."""
     if info.container not in _SIZE_CHECKED_CONTAINERS or info.duration_ms is None:
-        return
+        return None
     file_kbps = re.search(r"Duration: [^\n]*bitrate: (\d+) kb/s", stderr)
     stream_kbps = re.search(r"Stream #0:\d+\S*: Audio: [^\n]*?(\d+) kb/s", stderr)
     if not file_kbps or not stream_kbps or "Estimating duration" in stderr:
-        return
+        return None
     ratio = int(file_kbps.group(1)) / max(1, int(stream_kbps.group(1)))
-    if ratio < 0.9 and info.duration_ms > 1000:
-        promised_s = info.duration_ms / 1000
-        raise CorruptAudio(
-            f"truncated audio file: {path} (the header promises {promised_s:.1f} s, "
-            f"the file holds about {promised_s * ratio:.1f} s)",
-            path=str(path),
-        )
+    if ratio >= 0.9 or info.duration_ms <= 1000:
+        return None
+    promised_s = info.duration_ms / 1000
+    return (
+        f"truncated audio file: {path} (the header promises {promised_s:.1f} s, "
+        f"the file holds about {promised_s * ratio:.1f} s)"
+    )

@@ -1,10 +1,13 @@
 """The gate every request passes: bounded concurrency, an optional rate cap, a stop switch.
 
 A call to the service holds one slot (`slot()`) for all its attempts, retries and
-backoff waits included; each HTTP attempt, the first and every retry, first waits for
-the rate cap (`pace()`). Once the gate is stopped (credentials rejected, a setting that
-fails every request such as a certificate that does not verify, or the operator's
-Ctrl-C) no attempt starts any more, not even the retry of a call already in flight.
+backoff waits included (MEDASR_CONCURRENCY: the ceiling). Each HTTP attempt, the first
+and every retry, holds a place of the adaptive window below that ceiling and, with
+MEDASR_GLOBAL_CONCURRENCY, a slot of the limit shared by every worker (`attempt()`), and
+inside it waits for the rate cap (`pace()`; shared too with the global limit). Once the
+gate is stopped (credentials rejected, a setting that fails every request such as a
+certificate that does not verify, or the operator's Ctrl-C) no attempt starts any more,
+not even the retry of a call already in flight.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from aiolimiter import AsyncLimiter
 
 from config.errors import ConfigError
 from service.errors import CredentialsRejected
+from service.limiter import AdaptiveLimiter
 from tasks.errors import RunInterrupted
+from tasks.global_limit import SharedLimit
 
 # What stops a whole run at once; not a file's fault, so a file that meets one goes back
 # to pending. The tuple is for `except` and isinstance, the union for annotations.
@@ -44,9 +49,18 @@ class RequestGate:
     raises the stored error.
     """
 
-    def __init__(self, *, concurrency: int, requests_per_s: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        concurrency: int,
+        requests_per_s: float | None = None,
+        shared: SharedLimit | None = None,
+    ) -> None:
         self._slots = asyncio.Semaphore(concurrency)
-        self._limiter = _limiter_for(requests_per_s) if requests_per_s else None
+        self.window = AdaptiveLimiter(ceiling=concurrency)
+        self._shared = shared
+        local_rate = requests_per_s if shared is None else None  # else the shared one paces
+        self._limiter = _limiter_for(local_rate) if local_rate else None
         self._stopped: RunStop | None = None
 
     @property
@@ -68,9 +82,29 @@ class RequestGate:
             self._raise_if_stopped()
             yield
 
+    @asynccontextmanager
+    async def attempt(self) -> AsyncIterator[None]:
+        """Hold a place of the adaptive window (and a shared slot) for one HTTP attempt.
+
+        Raises the RunStop once stopped, SharedLimitUnavailable when the shared limit's
+        Prefect server gives no slot (nothing is sent without it).
+        """
+        self._raise_if_stopped()
+        async with self.window.attempt():
+            self._raise_if_stopped()  # the run may have stopped while we waited
+            if self._shared is None:
+                yield
+                return
+            async with self._shared.slot():
+                self._raise_if_stopped()
+                yield
+
     async def pace(self) -> None:
         """Wait for the rate cap before one HTTP attempt; raises the RunStop once stopped."""
         self._raise_if_stopped()
+        if self._shared is not None:
+            await self._shared.pace()
+            self._raise_if_stopped()
         if self._limiter is not None:
             await self._limiter.acquire()
             self._raise_if_stopped()

@@ -1,16 +1,30 @@
 """Where to cut a stream of 16 kHz samples: levels, a speech threshold, the best pause.
 
 Levels are RMS in dBFS of 20 ms frames on a grid fixed to the start of the recording.
-The threshold is relative to the recording's own levels, learned while streaming from a
-histogram of every frame seen up to the current decision (0.5 dB bins, so it is cheap
+The thresholds are relative to the recording's own levels, learned while streaming from
+a histogram of every frame seen up to the current decision (0.5 dB bins, so it is cheap
 and exact to query, and the same input always gives the same answers):
 
-* speech level = 95th percentile, noise floor = 5th percentile (clamped at -90 dBFS);
-* a frame is quiet below max(floor + 6 dB, speech - 35 dB), but never above the
-  midpoint of floor and speech (so background noise and hum raise the threshold with
-  the floor, and a quiet recording is judged against its own speech);
-* there is speech at all only when the speech level is 10 dB above the floor and above
-  -70 dBFS: noise, hum or near-digital silence alone is "silent".
+* noise floor = 5th percentile of the frames (clamped at -90 dBFS). A low percentile
+  does not move when speech is rare: 30 minutes of room noise before a minute of
+  dictation only make it surer;
+* a frame is speech when it rises clearly above the floor: 8 dB (for stationary room
+  noise and hum a 20 ms frame hardly ever strays 2 dB) and above -70 dBFS. A chunk holds
+  speech when at least two of its frames are speech (one loud frame is a click); a
+  recording is silent when none of its chunks does;
+* speech level = 95th percentile of the speech frames only (of every frame when there
+  are none): how much silence surrounds the speech does not change it. The quiet
+  threshold for cutting is max(floor + 6 dB, speech - 35 dB), never above the midpoint
+  of floor and speech, with the speech level of the chunk being cut (`for_chunk`) so
+  that a speaker 35 dB quieter late in the file is cut at his own pauses.
+
+An earlier design took the speech level as the 95th percentile of every frame and called
+a chunk silent when it held nothing near that level: after ten minutes of room noise
+the "speech level" was the noise, and the dictation that followed was skipped as silent.
+Deciding per chunk against the floor seen so far keeps the decode one streaming pass
+(memory bounded by a chunk); the floor of a prefix can only be higher than the whole
+file's when the quietest stretch comes later, and then what is judged silent is sound
+that does not rise above the background around it.
 
 Cut rule (DESIGN.md §4): within the window that is the last 40% of the chunk's cap,
 cut in the middle of the longest pause (a run of quiet frames at least min_pause_ms
@@ -23,7 +37,7 @@ sentence break in.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -38,7 +52,8 @@ _BIN_DB = 0.5
 _BINS = int(-_MIN_DB / _BIN_DB) + 1
 _FLOOR_CLAMP_DB = -90.0
 _MIN_SPEECH_DB = -70.0
-_MIN_RANGE_DB = 10.0
+_MIN_RANGE_DB = 10.0  # a level spread under this is a steady sound, not speech
+_SPEECH_MARGIN_DB = 8.0  # a frame this far above the noise floor stands out of it
 _MIN_SPEECH_FRAMES = 2  # one loud frame is a click, not a word
 
 
@@ -55,12 +70,28 @@ def frame_levels_db(samples: npt.NDArray[np.int16]) -> npt.NDArray[np.float32]:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The speech threshold of the recording so far, in dBFS."""
+    """The recording's levels so far, in dBFS: what is noise, what is speech, where to cut."""
 
     speech_db: float
     floor_db: float
     quiet_below_db: float
     has_speech: bool
+    speech_above_db: float = _MIN_SPEECH_DB  # frames at or above this are speech
+
+    def for_chunk(self, levels_db: npt.NDArray[np.float32]) -> Thresholds:
+        """These thresholds with the speech level (and so the quiet threshold) of one chunk."""
+        speech = levels_db[levels_db >= self.speech_above_db]
+        if len(speech) < _MIN_SPEECH_FRAMES:
+            return self
+        speech_db = float(np.percentile(speech, 95))
+        return replace(
+            self, speech_db=speech_db, quiet_below_db=_quiet_below(self.floor_db, speech_db)
+        )
+
+
+def _quiet_below(floor_db: float, speech_db: float) -> float:
+    """max(floor + 6, speech - 35), never above the midpoint of floor and speech."""
+    return min(max(floor_db + 6.0, speech_db - 35.0), (floor_db + speech_db) / 2)
 
 
 class LevelHistogram:
@@ -74,22 +105,35 @@ class LevelHistogram:
         bins = np.clip(((levels_db - _MIN_DB) / _BIN_DB).astype(np.int64), 0, _BINS - 1)
         self._counts += np.bincount(bins, minlength=_BINS)
 
-    def percentile_db(self, share: float) -> float:
-        """The level below which `share` (0-1) of the counted frames lie; -120 if none."""
-        total = int(self._counts.sum())
+    def percentile_db(self, share: float, *, above_db: float = _MIN_DB) -> float:
+        """The level below which `share` (0-1) of the counted frames at or above `above_db`
+        lie; -120 if there are none."""
+        counts = self._counts[_bin_of(above_db) :]
+        total = int(counts.sum())
         if total == 0:
             return _MIN_DB
         rank = max(1, math.ceil(share * total))
-        index = int(np.searchsorted(np.cumsum(self._counts), rank))
-        return _MIN_DB + index * _BIN_DB
+        index = int(np.searchsorted(np.cumsum(counts), rank))
+        return _MIN_DB + (index + _bin_of(above_db)) * _BIN_DB
+
+    def count_at_or_above(self, level_db: float) -> int:
+        """Frames counted at or above `level_db` (to the bin)."""
+        return int(self._counts[_bin_of(level_db) :].sum())
 
     def thresholds(self) -> Thresholds:
-        """Speech level, noise floor and the quiet threshold from the frames counted so far."""
-        speech_db = self.percentile_db(0.95)
+        """Noise floor, speech level and the quiet threshold from the frames counted so far."""
         floor_db = max(self.percentile_db(0.05), _FLOOR_CLAMP_DB)
-        quiet_db = min(max(floor_db + 6.0, speech_db - 35.0), (floor_db + speech_db) / 2)
-        has_speech = speech_db - floor_db >= _MIN_RANGE_DB and speech_db >= _MIN_SPEECH_DB
-        return Thresholds(speech_db, floor_db, quiet_db, has_speech)
+        speech_above_db = max(floor_db + _SPEECH_MARGIN_DB, _MIN_SPEECH_DB)
+        has_speech = self.count_at_or_above(speech_above_db) >= _MIN_SPEECH_FRAMES
+        above_db = speech_above_db if has_speech else _MIN_DB
+        speech_db = self.percentile_db(0.95, above_db=above_db)
+        quiet_db = _quiet_below(floor_db, speech_db)
+        return Thresholds(speech_db, floor_db, quiet_db, has_speech, speech_above_db)
+
+
+def _bin_of(level_db: float) -> int:
+    """The histogram bin holding `level_db`."""
+    return min(max(math.ceil((level_db - _MIN_DB) / _BIN_DB), 0), _BINS - 1)
 
 
 def _runs(mask: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
@@ -126,16 +170,16 @@ def choose_cut(
     return (lo + quietest) * FRAME_SAMPLES + FRAME_SAMPLES // 2
 
 
-def count_speech_frames(levels_db: npt.NDArray[np.float32], *, quiet_below_db: float) -> int:
-    """Frames at or above the quiet threshold."""
-    return int(np.count_nonzero(levels_db >= quiet_below_db))
+def count_speech_frames(levels_db: npt.NDArray[np.float32], *, speech_above_db: float) -> int:
+    """Frames at or above the speech threshold."""
+    return int(np.count_nonzero(levels_db >= speech_above_db))
 
 
 def is_silent(levels_db: npt.NDArray[np.float32], thresholds: Thresholds) -> bool:
-    """True when these frames hold no speech under `thresholds`."""
+    """True when no two of these frames rise clearly above the noise floor."""
     if not thresholds.has_speech:
         return True
-    speech = count_speech_frames(levels_db, quiet_below_db=thresholds.quiet_below_db)
+    speech = count_speech_frames(levels_db, speech_above_db=thresholds.speech_above_db)
     return speech < _MIN_SPEECH_FRAMES
 
 

@@ -10,6 +10,7 @@ requests. Reading costs a decode per file that would be sent, and no network.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ from storage.errors import SourceError
 from storage.records import ChunkRecord, ItemRecord, SourceFile
 from storage.sources import fetch_local, fingerprint, list_audio
 from tasks.audio import iter_chunks
-from tasks.errors import AudioError, SilentAudio
+from tasks.coverage import Coverage
+from tasks.errors import AudioError, DamagedTail, SilentAudio
 
 # Items in these states with the listed version are not claimed again by a run.
 _FINISHED = ("done", "needs_review", "skipped", "failed")
@@ -81,16 +83,18 @@ class _Reader:
 
     def _split(self, path: Path, *, finished: Mapping[int, ChunkRecord]) -> FilePlan:
         chunks = requests = audio_ms = 0
-        for chunk in iter_chunks(
-            path, max_bytes=self.max_wav_bytes, min_pause_ms=self.min_pause_ms
-        ):
-            chunks, audio_ms = chunks + 1, chunk.end_ms
-            done = finished.get(chunk.index)
-            reused = done is not None and (done.start_ms, done.end_ms) == (
-                chunk.start_ms,
-                chunk.end_ms,
-            )
-            requests += not (chunk.silent or reused)
+        coverage = Coverage(finished)  # what the run reuses: answered audio, by range
+        split = iter_chunks(
+            path,
+            max_bytes=self.max_wav_bytes,
+            min_pause_ms=self.min_pause_ms,
+            cut_at_samples=coverage.cut_points(),
+        )
+        with contextlib.suppress(DamagedTail):  # the run keeps the readable part
+            for chunk in split:
+                chunks, audio_ms = chunks + 1, chunk.end_ms
+                reused = coverage.reused_text(chunk) is not None
+                requests += not (chunk.silent or reused)
         if chunks == 0:
             return FilePlan("silent")
         return FilePlan("transcribe", audio_ms=audio_ms, chunks=chunks, requests=requests)

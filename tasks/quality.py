@@ -57,7 +57,8 @@ _EDGE_PUNCTUATION = re.compile(r"^\W+|\W+$")
 
 @dataclass(frozen=True)
 class ChunkSpeech:
-    """One chunk as the gate sees it: its index, voiced audio (ms) and text."""
+    """One chunk as the gate sees it: its key (index or start ms; ordered as the text),
+    voiced audio (ms) and text."""
 
     index: int
     voiced_ms: int
@@ -216,7 +217,8 @@ def review_transcript(
     extras: Mapping[str, Any],
     settings: QualitySettings,
 ) -> QualityReport:
-    """The report of a recording from its chunks' texts and voiced ms, both by chunk index."""
+    """The report of a recording from its chunks' texts and voiced ms, both keyed alike
+    (the pipeline keys them by the chunk's start ms)."""
     chunks = [
         ChunkSpeech(index=index, voiced_ms=voiced_ms.get(index, 0), text=texts.get(index, ""))
         for index in sorted(set(texts) | set(voiced_ms))

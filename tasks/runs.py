@@ -9,6 +9,7 @@ import logging
 from collections.abc import Mapping
 
 from storage.database import Store
+from storage.scratch import remove_dead_leftovers
 
 logger = logging.getLogger("medasr.runs")
 
@@ -28,7 +29,8 @@ def finish_run(store: Store, run_id: int, *, counts: Mapping[str, int], status: 
 def expected_files(
     store: Store, *, language: str | None, source_prefix: str | None, limit: int | None
 ) -> int:
-    """Take back items of dead local runs; how many files a drain expects to do.
+    """Take back items (and remove temp folders) of dead local runs; how many files a
+    drain expects to do.
 
     Counts pending items of `language` under `source_prefix` (a normalized source), so
     a run over one folder does not count another folder's backlog.
@@ -39,6 +41,9 @@ def expected_files(
         pending = repo.pending_count(language=language, source_prefix=source_prefix)
     if reclaimed:
         logger.warning("took back %d items left in progress by an ended run", reclaimed)
+    # ... and maybe patient audio in the temp directory: delete it.
+    if swept := remove_dead_leftovers():
+        logger.warning("removed %d temp folders left by ended runs", swept)
     return min(pending, limit) if limit is not None else pending
 
 

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,8 @@ from storage.errors import LeaseLost, StoreError
 from storage.repository import ItemRecord
 from storage.sources import fetch_local, fingerprint
 from tasks.audio import Chunk, iter_chunks
-from tasks.errors import SilentAudio
+from tasks.coverage import Coverage
+from tasks.errors import CorruptAudio, DamagedTail, SilentAudio
 from tasks.gate import RUN_STOP_ERRORS, RequestGate
 from tasks.names import reason_about, recording_name
 from tasks.progress import FileOutcome, RunStats, progress_observer
@@ -87,9 +88,10 @@ class _FileRun:
 
     item: ItemRecord
     texts: dict[int, str] = field(default_factory=dict)
-    voiced_ms: dict[int, int] = field(default_factory=dict)  # per chunk, for the quality gate
+    voiced_ms: dict[int, int] = field(default_factory=dict)  # by start_ms, for the quality gate
     extras: list[dict[str, Any]] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
+    damage: DamagedTail | None = None  # the tail could not be read: the item is partial
     requests: int = 0
     last_renewal: float | None = None  # monotonic s of our last renewal; None: the claim's
 
@@ -190,12 +192,13 @@ async def _reuse_known_content(
 async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> FileOutcome:
     """Decode in a worker thread, send each chunk as it appears, then record the file."""
     with ctx.store.repository() as repo:
-        done = repo.done_chunks(run.item.id)
+        coverage = Coverage(repo.done_chunks(run.item.id))
     chunks = iter_chunks(
         path,
         max_bytes=ctx.client.max_wav_bytes,
         min_pause_ms=ctx.pipeline.min_pause_ms,
         timeout_s=ctx.pipeline.ffmpeg_timeout_s,
+        cut_at_samples=coverage.cut_points(),
     )
     held = asyncio.Semaphore(CHUNKS_AHEAD_PER_FILE)
     sends: list[asyncio.Task[None]] = []
@@ -207,22 +210,20 @@ async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> Fi
         while not run.errors and ctx.gate.stopped is None:
             await held.acquire()
             decoding = ctx.decode_pool.submit(_next_chunk, chunks)
-            chunk = await asyncio.wrap_future(decoding)
+            chunk = await _decoded(decoding, run=run)
             if chunk is None:
                 held.release()
                 break
             last = chunk
-            run.voiced_ms[chunk.index] = chunk.voiced_ms
-            all_silent = all_silent and chunk.silent
-            previous = done.get(chunk.index)
-            if previous is not None and (previous.start_ms, previous.end_ms) == (
-                chunk.start_ms,
-                chunk.end_ms,
-            ):
-                run.texts[chunk.index] = previous.text or ""
+            run.voiced_ms[chunk.start_ms] = chunk.voiced_ms  # keyed as run.texts
+            reused = coverage.reused_text(chunk)
+            all_silent = all_silent and chunk.silent and reused is None
+            if reused is not None:  # answered before, by an earlier split: never paid twice
+                run.texts[chunk.start_ms] = reused
                 ctx.stats.chunks_reused += 1
                 held.release()
                 continue
+            chunk = replace(chunk, index=coverage.row_index(chunk))
             sends.append(asyncio.create_task(_send_chunk(chunk, run=run, ctx=ctx, held=held)))
     finally:
         if decoding is not None and not decoding.done():
@@ -236,6 +237,15 @@ async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> Fi
 
 def _next_chunk(chunks: Iterator[Chunk]) -> Chunk | None:
     return next(chunks, None)
+
+
+async def _decoded(decoding: Future[Chunk | None], *, run: _FileRun) -> Chunk | None:
+    """The next chunk; None at the end, or at a damaged tail (kept in `run.damage`)."""
+    try:
+        return await asyncio.wrap_future(decoding)
+    except DamagedTail as exc:
+        run.damage = exc
+        return None
 
 
 async def _send_chunk(
@@ -261,7 +271,7 @@ async def _send_chunk(
 
 
 async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Transcription:
-    """One call to the service: a slot for the whole call, the rate cap before every attempt."""
+    """One call: a slot for the whole call; the adaptive window and rate cap for each attempt."""
 
     async def before_attempt() -> None:
         await ctx.gate.pace()  # raises what stopped the run, once it has stopped
@@ -277,6 +287,7 @@ async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Tran
             language=run.item.language,
             filename=chunk_filename(chunk.index),
             before_attempt=before_attempt,
+            around_attempt=ctx.gate.attempt,
         )
 
 
@@ -296,7 +307,7 @@ def _record_chunk(chunk: Chunk, result: Transcription, *, run: _FileRun, ctx: Ba
             txn_id=_str_or_none(extras.get("txn_id")),
             latency_ms=result.latency_ms,
         )
-    run.texts[chunk.index] = result.text
+    run.texts[chunk.start_ms] = result.text
     _renew_lease_if_due(run=run, ctx=ctx)
     if extras:
         run.extras.append({"chunk": chunk.index, **extras})
@@ -311,9 +322,14 @@ def _finish(
     if ctx.gate.stopped is not None:
         raise ctx.gate.stopped
     if last is None or all_silent:
+        if run.damage is not None:
+            raise CorruptAudio(run.damage.reason, path=run.damage.path)
         raise SilentAudio(f"no speech found in {run.item.source_uri}; nothing was sent")
     text = " ".join(t.strip() for _, t in sorted(run.texts.items()) if t.strip())
     extras: dict[str, Any] = {"chunks": run.extras} if run.extras else {}
+    if run.damage is not None:
+        extras["partial"] = run.damage.as_partial()
+        logger.warning("item %s is partial: %s", run.item.id, run.damage.reason)
     review = review_transcript(
         run.texts, run.voiced_ms, language=run.item.language, extras=extras, settings=ctx.quality
     )

@@ -28,6 +28,7 @@ from service.contract import (
     TRANSCRIBE_PATH,
     is_supported_language,
 )
+from service.devserver.capacity import CapacityGuard
 from service.devserver.config import DevServerConfig
 from service.devserver.engines import Engine, UnreadableAudio, make_engine, read_wav
 from service.devserver.faults import FaultInjector
@@ -66,6 +67,7 @@ class DevServerState:
     engine: Engine
     key: jwe.JweKey | None
     text_faults: TextFaults
+    capacity: CapacityGuard
     txn_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
 
@@ -87,6 +89,7 @@ def build_state(config: DevServerConfig) -> DevServerState:
             p_wrong_script=config.p_wrong_script,
             seed=config.seed,
         ),
+        capacity=CapacityGuard(capacity=config.capacity, rate_per_s=config.rate),
     )
 
 
@@ -105,6 +108,7 @@ class _Trace:
     fault: str | None = None
     txn_id: str | None = None
     text_fault: str | None = None
+    in_flight: int | None = None
 
     def entry(self, *, status: int) -> LedgerEntry:
         return LedgerEntry(
@@ -120,6 +124,7 @@ class _Trace:
             fault=self.fault,
             txn_id=self.txn_id,
             text_fault=self.text_fault,
+            in_flight=self.in_flight,
         )
 
 
@@ -130,8 +135,10 @@ def _message(status: int, message: str, *, headers: dict[str, str] | None = None
 async def _transcribe_endpoint(request: Request) -> Response:
     state: DevServerState = request.app.state.devserver
     trace = _Trace(time=time.time(), language=request.query_params.get("language"))
+    admission = state.capacity.admit()  # on arrival, before latency and work
+    trace.in_flight = admission.in_flight
     try:
-        response = await _answer(request, state, trace)
+        response = await _answer_admitted(request, state, trace, refused=admission.refused)
     except Refusal as refusal:
         response = _message(refusal.status, refusal.message)
     except Exception as exc:  # a devserver bug: still one ledger line and a contract-shaped 500
@@ -139,9 +146,23 @@ async def _transcribe_endpoint(request: Request) -> Response:
             "devserver: unexpected %s handling a request", type(exc).__name__, exc_info=exc
         )
         response = _message(500, MESSAGE_NO_FILE)
+    finally:
+        if admission.refused is None:
+            state.capacity.release()
     status = 0 if isinstance(response, DroppedResponse) else response.status_code
     state.ledger.record(trace.entry(status=status))
     return response
+
+
+async def _answer_admitted(
+    request: Request, state: DevServerState, trace: _Trace, *, refused: str | None
+) -> Response:
+    """The answer, or a 429 at once for a request over --capacity or --rate."""
+    if refused is None:
+        return await _answer(request, state, trace)
+    trace.fault = refused
+    await _identify_audio(request, state=state, trace=trace)  # read the body: keep the socket
+    return _fault_response("429", state=state, trace=trace)
 
 
 async def _answer(request: Request, state: DevServerState, trace: _Trace) -> Response:

@@ -60,6 +60,10 @@ class DevServerConfig:
     # Serve https:// with this PEM certificate chain and key (both or neither).
     tls_cert_path: Path | None = None
     tls_key_path: Path | None = None
+    # Throttling by load (service/devserver/capacity.py): 429 + Retry-After on arrival when
+    # `capacity` requests are already in flight, or when the bucket of `rate` req/s is empty.
+    capacity: int | None = None
+    rate: float | None = None
 
     def __post_init__(self) -> None:
         problems = _range_problems(self) + _choice_problems(self) + _key_and_tls_problems(self)
@@ -90,6 +94,8 @@ def _range_problems(config: DevServerConfig) -> list[str]:
         "--token-ttl-s must be positive": config.token_ttl_s <= 0,
         "--auth-fail-after must not be negative": (config.auth_fail_after or 0) < 0,
         "--token must not be empty": config.token == "",
+        "--capacity must be at least 1": config.capacity is not None and config.capacity < 1,
+        "--rate must be positive": config.rate is not None and config.rate <= 0,
     }
     return problems + [message for message, failed in checks.items() if failed]
 

@@ -31,6 +31,7 @@ class LedgerEntry:
     text_fault: str | None = None  # the text fault of a 200 answer (text_faults.py), if any
     path: str = TRANSCRIBE_PATH  # which endpoint: transcription or document upload
     query: str | None = None  # a document upload's query string (patient and type ids)
+    in_flight: int | None = None  # requests in flight on arrival (this one included if admitted)
 
     def to_json(self) -> dict[str, Any]:
         """The entry as a JSON-ready dict."""

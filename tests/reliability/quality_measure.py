@@ -170,7 +170,7 @@ def _spoiled_chunks(
             for chunk in iter_chunks(Path(item.source_uri), max_bytes=max_wav):
                 fault = by_sha.get(hashlib.sha256(chunk.wav).hexdigest())
                 if fault is not None:
-                    spoiled[item.id, chunk.index] = fault
+                    spoiled[item.id, chunk.start_ms] = fault  # the gate's chunk key
         except AudioError:
             continue
     asyncio.run(client_cap.aclose())

@@ -9,6 +9,7 @@ listed by that run and is picked up by the next one. The 3-hour recording is its
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import struct
@@ -99,8 +100,10 @@ KINDS = [
          "failed", "empty_audio", "0 bytes"),
     Kind("text-named-wav", "notes.wav", lambda p: p.write_text("dictation to follow\n"),
          "failed", "not_audio", "not an audio file"),
+    # The readable half is kept, marked partial (tests/reliability/test_damaged_tail.py).
     Kind("truncated-mp3", "cut.mp3", _truncated(("-c:a", "libmp3lame", "-b:a", "64k"), "mp3"),
-         "failed", "corrupt_audio", "truncated"),
+         "done", says="truncated", text="truncated recording."),
+    # moov at the end: without its index not one sample of an m4a can be found.
     Kind("truncated-m4a", "cut.m4a", _truncated(("-c:a", "aac", "-b:a", "64k"), "m4a"),
          "failed", "corrupt_audio", "truncated"),
     Kind("wav-header-lies-about-length", "liar.wav", _lying_header,
@@ -235,6 +238,10 @@ def test_each_kind_gets_its_outcome_and_a_clear_message(bad_batch: BadBatch, kin
     assert (row["status"], row["error_kind"]) == (kind.status, kind.error_kind), row
     if kind.status == "done":
         assert row["text"] == kind.text
+        partial = json.loads(row["extras"] or "{}").get("partial")
+        assert (partial is not None) == bool(kind.says), row["extras"]
+        if partial is not None:
+            assert kind.says in partial["reason"]
         return
     message = row["error_message"]
     assert kind.says in message, message

@@ -204,11 +204,10 @@ def test_transient_failures_are_retried(devserver_factory, script, statuses, att
     ("faults", "error", "status", "requests"),
     [
         ({"rate_503": 1.0}, ServiceUnavailable, 503, 4),
-        ({"rate_429": 1.0, "retry_after_s": 0}, Throttled, 429, 4),
         ({"rate_500": 1.0}, ServiceUnavailable, 500, 2),  # the small budget for 500
         ({"rate_reset": 1.0}, ServiceUnavailable, None, 4),
     ],
-    ids=["503", "429", "500-small-budget", "reset"],
+    ids=["503", "500-small-budget", "reset"],
 )
 def test_retries_are_bounded_and_end_with_the_typed_error(
     devserver_factory, faults, error, status, requests
@@ -222,6 +221,16 @@ def test_retries_are_bounded_and_end_with_the_typed_error(
     assert caught.value.status == status
     assert len(server.ledger) == requests
     assert len(events) == requests - 1
+
+
+def test_throttling_uses_no_attempts_only_the_total_budget(devserver_factory) -> None:
+    server = devserver_factory(rate_429=1.0, retry_after_s=0)
+    started = time.perf_counter()
+    with pytest.raises(Throttled) as caught:
+        transcribe(server, max_attempts=2, retry_max_total_s=1.0)
+    assert time.perf_counter() - started < 2.0
+    assert caught.value.status == 429
+    assert len(server.ledger) > 2  # far past max_attempts: a 429 is not the chunk's fault
 
 
 def test_slow_response_times_out_and_is_retried(devserver_factory) -> None:

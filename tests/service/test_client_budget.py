@@ -1,8 +1,9 @@
 """Retry budgets: the small one of HTTP 500, max_attempts, and the total time of a call.
 
 A 500 ("file not passed", which we never do) gets one retry; a 429 or 503 before it must
-not use that retry up, while the overall budget (max_attempts) still bounds the call.
-retry_max_total_s bounds waits and attempts together.
+not use that retry up, while the overall budget (max_attempts) still bounds the call
+(429s excepted: throttling costs time, not attempts). retry_max_total_s bounds waits and
+attempts together.
 """
 
 from __future__ import annotations
@@ -55,13 +56,14 @@ def test_a_second_500_ends_the_call(devserver_factory) -> None:
     assert server.ledger.statuses() == [500, 429, 500]
 
 
-def test_the_overall_budget_still_bounds_the_call(devserver_factory) -> None:
-    server = devserver_factory(fault_script=("429", "503", "500"), retry_after_s=0)
+def test_the_overall_budget_still_bounds_the_call_but_429s_use_none(devserver_factory) -> None:
+    server = devserver_factory(fault_script=("429", "503", "429", "500", "504"), retry_after_s=0)
 
-    with pytest.raises(ServiceUnavailable):
+    with pytest.raises(ServiceUnavailable) as caught:
         transcribe(server, max_attempts=3)
 
-    assert server.ledger.statuses() == [429, 503, 500]
+    assert caught.value.status == 504
+    assert server.ledger.statuses() == [429, 503, 429, 500, 504]
 
 
 # -- the total time budget covers the attempts, not only the waits -----------------------

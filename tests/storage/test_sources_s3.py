@@ -86,6 +86,8 @@ def test_fingerprint_and_fetch_stream_the_object(s3_server: S3Server, s3_bucket:
         assert local.read_bytes() == content
         assert local.suffix == ".m4a"
         assert stat.S_IMODE(local.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(local.stat().st_mode) == 0o600  # patient audio: owner only
+        assert local.parent.name.startswith(f"medasr-{os.getpid()}-")  # ours, by process
         kept = local
     assert not kept.exists()
     assert not kept.parent.exists()

@@ -1,0 +1,72 @@
+"""A truncated recording yields every readable chunk, then says where the damage starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import soundfile
+
+from service.devserver.tone import decode_wav_bytes, encode_tone_dictation
+from tasks.audio import Chunk, iter_chunks
+from tasks.errors import CorruptAudio, DamagedTail
+from tests.tasks.conftest import ffmpeg
+
+TEXT = " ".join(["patient seen on the ward. chest clear."] * 12)  # about 65 s
+CAP_BYTES = 20 * 32_000 + 44
+CODECS = {
+    "flac": ("-c:a", "flac"),
+    "mp3": ("-c:a", "libmp3lame", "-b:a", "64k"),
+    "m4a": ("-c:a", "aac", "-b:a", "64k", "-movflags", "+faststart"),
+}
+
+
+def truncated(tmp_path: Path, suffix: str, *, keep_share: float = 0.6) -> Path:
+    """TEXT as tone dictation encoded to `suffix`, then cut to `keep_share` of its bytes."""
+    source = tmp_path / "source.wav"
+    soundfile.write(source, encode_tone_dictation(TEXT, sample_rate_hz=44_100), 44_100)
+    full = tmp_path / f"full.{suffix}"
+    ffmpeg("-i", str(source), *CODECS[suffix], str(full))
+    data = full.read_bytes()
+    cut = tmp_path / f"cut.{suffix}"
+    cut.write_bytes(data[: round(len(data) * keep_share)])
+    return cut
+
+
+def assert_readable_prefix(text: str, *, full: str) -> None:
+    """`text` is the start of `full`, its last word possibly cut by the damage."""
+    words, expected = text.split(), full.split()
+    assert len(words) >= len(expected) // 2, text
+    assert words[:-1] == expected[: len(words) - 1]
+
+
+@pytest.mark.parametrize("suffix", sorted(CODECS))
+def test_readable_part_is_yielded_before_the_damage(tmp_path: Path, suffix: str) -> None:
+    path = truncated(tmp_path, suffix)
+    chunks: list[Chunk] = []
+
+    with pytest.raises(DamagedTail) as caught:
+        chunks.extend(iter_chunks(path, max_bytes=CAP_BYTES))  # keeps what came before
+
+    assert chunks, "nothing readable was yielded"
+    assert caught.value.damaged_at_ms == chunks[-1].end_ms
+    assert 30_000 <= caught.value.damaged_at_ms <= 45_000  # about 60% of 65 s
+    assert caught.value.kind == "corrupt_audio"
+    assert str(path) in caught.value.reason
+    text = " ".join(decode_wav_bytes(c.wav) for c in chunks if not c.silent)
+    assert_readable_prefix(text, full=TEXT)
+
+
+def test_m4a_with_its_index_cut_off_has_nothing_readable(tmp_path: Path) -> None:
+    """moov at the end (no faststart): without the index no sample can be found."""
+    source = tmp_path / "source.wav"
+    soundfile.write(source, encode_tone_dictation("short note.", sample_rate_hz=16_000), 16_000)
+    full = tmp_path / "full.m4a"
+    ffmpeg("-i", str(source), "-c:a", "aac", str(full))
+    cut = tmp_path / "cut.m4a"
+    cut.write_bytes(full.read_bytes()[: full.stat().st_size // 2])
+
+    with pytest.raises(CorruptAudio) as caught:
+        list(iter_chunks(cut, max_bytes=CAP_BYTES))
+
+    assert not isinstance(caught.value, DamagedTail)
