@@ -33,6 +33,7 @@ from pydantic_settings import (
 )
 
 from config.errors import ConfigError
+from config.quality import QualitySettings
 
 ENV_PREFIX = "MEDASR_"
 
@@ -292,6 +293,7 @@ class Settings(BaseSettings):
     encryption: EncryptionSettings = Field(default_factory=EncryptionSettings)  # type: ignore[arg-type]
     storage: StorageSettings = Field(default_factory=StorageSettings)  # type: ignore[arg-type]
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)  # type: ignore[arg-type]
+    quality: QualitySettings = Field(default_factory=QualitySettings)  # type: ignore[arg-type]
     delivery: DeliverySettings = Field(default_factory=DeliverySettings)  # type: ignore[arg-type]
 
     @classmethod

@@ -79,6 +79,7 @@ def _print_transcripts(storage: Any, console: Console) -> None:
                     shown = text if len(text) <= 240 else f"{text[:240]}... ({len(text)} chars)"
                     console.print(f"[bold]{name}[/bold]: {shown}")
                 else:
-                    console.print(f"[bold]{name}[/bold]: {row.status} ({row.error_message})")
+                    detail = ", ".join(row.flags) or row.error_message  # flags: needs_review
+                    console.print(f"[bold]{name}[/bold]: {row.status} ({detail})")
     finally:
         store.dispose()

@@ -136,6 +136,7 @@ def _batch_context(
         owner=new_lease_owner(),
         lease_s=settings.storage.lease_s,
         stats=stats,
+        quality=settings.quality,
         source_roots=source_roots,
     )
 

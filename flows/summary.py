@@ -37,9 +37,11 @@ _RUN_OTHER = {
     "files_not_listed": "not_listed",
     "files_unreadable": "unreadable",
     "requeued": "requeued",
+    "files_needs_review": "needs_review",
 }
 # Counts that make a finished run exit 1.
-_NOT_ALL_DONE = ("files_failed", "files_unreadable", "files_skipped")
+# needs_review too: the gate held a transcript back, a person must accept or resend it.
+_NOT_ALL_DONE = ("files_failed", "files_unreadable", "files_skipped", "files_needs_review")
 _RUN_STATUS = {
     EXIT_OK: "done",
     EXIT_SOME_FAILED: "some_failed",  # or some_skipped, when none failed (run_status)
@@ -78,6 +80,7 @@ def summarize(
     files = result.stats.files
     summary: dict[str, Any] = {
         "files_done": files.get("done", 0),
+        "files_needs_review": files.get("needs_review", 0),
         "files_skipped": files.get("skipped", 0),
         "files_failed": files.get("failed", 0),
         "files_released": files.get("released", 0) + files.get("lost", 0),
@@ -106,7 +109,8 @@ def summarize(
 
 def exit_code_for(summary: dict[str, Any]) -> int:
     """3 credentials rejected, 2 a setting stopped the run, 130 interrupted, 1 any file
-    failed or was skipped (a silent recording may be a lost note: a person must look)."""
+    failed, was skipped (a silent recording may be a lost note) or needs review: a
+    person must look."""
     if summary.get("credentials_rejected"):
         return EXIT_CREDENTIALS
     if summary.get("stopped_by_configuration"):
@@ -123,16 +127,17 @@ def run_counts(summary: dict[str, Any]) -> dict[str, int]:
     counts = {column: int(summary.get(key, 0)) for key, column in _RUN_COLUMNS.items()}
     counts["files"] = counts["done"] + counts["failed"] + counts["skipped"]
     counts["files"] += int(summary.get("files_released", 0))
+    counts["files"] += int(summary.get("files_needs_review", 0))
     counts |= {name: int(summary[key]) for key, name in _RUN_OTHER.items() if key in summary}
     return counts
 
 
 def run_status(summary: dict[str, Any]) -> str:
-    """done, some_failed, some_skipped (none failed), stopped or interrupted."""
+    """done, some_failed, some_skipped or some_to_review (none failed), stopped, interrupted."""
     status = _RUN_STATUS[exit_code_for(summary)]
     failed = summary.get("files_failed", 0) + summary.get("files_unreadable", 0)
     if status == "some_failed" and not failed:
-        return "some_skipped"
+        return "some_skipped" if summary.get("files_skipped", 0) else "some_to_review"
     return status
 
 

@@ -14,7 +14,8 @@
             ├── DatabaseUrlInvalid     MEDASR_DATABASE_URL unusable (dialect, driver, path)
             ├── SchemaOutdated         the database is not at the newest revision
             ├── SchemaUnknown          the database is at a revision this medasr does not know
-            └── ManifestInvalid        the metadata manifest (CSV) cannot be read or used
+            ├── ManifestInvalid        the metadata manifest (CSV) cannot be read or used
+            └── NotUnderReview         `medasr review` given an item that is not needs_review
 
 `SourceError` and `StoreError` are mixins, so `except SourceError` catches every
 source failure whatever its `transient`. Messages name paths and URIs but never a
@@ -102,3 +103,9 @@ class ManifestInvalid(ConfigError):
     """The metadata manifest (medasr.csv or --manifest) cannot be read or has no `path`."""
 
     kind = "manifest_invalid"
+
+
+class NotUnderReview(ConfigError):
+    """`medasr review --accept/--resend` named an item that does not wait for review."""
+
+    kind = "not_under_review"

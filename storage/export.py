@@ -30,14 +30,16 @@ EXPORT_COLUMNS = (
     "attempts",
     "sha256",
     "updated_at",
+    "flags",
     "metadata",  # the manifest's columns (an object; a JSON string in csv)
 )
 
 
 def export_record(row: ExportRow) -> dict[str, Any]:
-    """One row as a JSON-ready dict: EXPORT_COLUMNS, `updated_at` in ISO 8601."""
+    """One row as a JSON-ready dict: EXPORT_COLUMNS, `updated_at` in ISO 8601, `flags` a list."""
     record = {name: getattr(row, name) for name in EXPORT_COLUMNS}
     record["updated_at"] = row.updated_at.isoformat()
+    record["flags"] = list(row.flags)
     return record
 
 
@@ -60,6 +62,8 @@ def write_csv(rows: Iterable[ExportRow], out_path: Path) -> int:
         for row in rows:
             record = export_record(row)
             record["metadata"] = json.dumps(record["metadata"], ensure_ascii=False)
+            # A cell holds one string: the flags joined with ";" ("" when none).
+            record["flags"] = ";".join(row.flags)
             writer.writerow(record)
             count += 1
     return count

@@ -116,6 +116,7 @@ class Item(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     done_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    flags: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True))
     # "metadata" is taken by the declarative base: the attribute has another name.
     item_metadata: Mapped[dict[str, str] | None] = mapped_column(
         "metadata", JSON(none_as_null=True)

@@ -175,6 +175,7 @@ class Queries:
 def _item_record(row: Row[Any]) -> ItemRecord:
     values = row._asdict()
     values["extras"] = values["extras"] or {}
+    values["flags"] = list(values["flags"] or [])
     values["metadata"] = values.get("metadata") or {}
     return ItemRecord(**values)
 
@@ -192,6 +193,7 @@ def _export_row(row: Row[Any]) -> ExportRow:
         attempts=row.attempts,
         sha256=row.sha256,
         updated_at=row.updated_at,
+        flags=list(row.flags or []),
         metadata=row.metadata or {},
     )
 

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-ITEM_STATUSES = ("pending", "processing", "done", "failed", "skipped")
+# needs_review: transcribed, but the quality gate flagged it (tasks/quality.py); a person
+# accepts it (done) or sends it again (pending) with `medasr review`.
+ITEM_STATUSES = ("pending", "processing", "done", "needs_review", "failed", "skipped")
 CHUNK_STATUSES = ("done", "failed", "silent")
 # superseded: a version never delivered whose recording has a newer transcript now.
 DELIVERY_STATUSES = ("pending", "processing", "delivered", "failed", "superseded")
@@ -37,6 +39,9 @@ class ItemRecord:
     created_at: datetime
     updated_at: datetime
     done_at: datetime | None
+    flags: list[str] = field(
+        default_factory=list
+    )  # the quality gate's, in tasks.quality.FLAGS order
     metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
 
 
@@ -96,6 +101,7 @@ class ExportRow:
     attempts: int
     sha256: str | None
     updated_at: datetime
+    flags: list[str] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
 
 

@@ -30,6 +30,7 @@ from storage.records import (
     SourceFile,
     StatusCount,
 )
+from storage.reviews import Reviews
 
 if TYPE_CHECKING:
     # id, source_uri, source_version, size_bytes, status, lease_expires_at
@@ -53,7 +54,7 @@ _MESSAGE_MAX_CHARS = 4000
 UNREADABLE_VERSION = "unreadable"
 
 
-class Repository(Claims, DeliveryQueries):
+class Repository(Reviews, Claims, DeliveryQueries):
     """Queries and updates of items, chunks and runs inside one session."""
 
     def register_items(self, files: Sequence[SourceFile], *, language: str) -> RegisterResult:
@@ -232,13 +233,16 @@ class Repository(Claims, DeliveryQueries):
         duration_ms: int | None,
         chunk_count: int,
         extras: Mapping[str, Any],
+        flags: Sequence[str] = (),
     ) -> None:
-        """Mark our item done with its transcript; raises LeaseLost if it is no longer ours."""
+        """Mark our item done with its transcript, or needs_review when the quality gate
+        flagged it; raises LeaseLost if it is no longer ours."""
         now = utc_now()
         self._settle(
             item_id,
             owner=owner,
-            status="done",
+            status="needs_review" if flags else "done",
+            flags=list(flags) or None,
             text=text,
             duration_ms=duration_ms,
             chunk_count=chunk_count,
@@ -384,6 +388,7 @@ def _back_to_pending(item_id: int, listed: SourceFile, *, now: datetime) -> dict
         "duration_ms": None,
         "chunk_count": None,
         "extras": None,
+        "flags": None,
         "done_at": None,
         "updated_at": now,
         **cleared_lease(),

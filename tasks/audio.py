@@ -39,10 +39,12 @@ from tasks.errors import AudioError, CorruptAudio, DamagedTail, EmptyAudio, Sile
 from tasks.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, find_ffmpeg, probe_audio
 from tasks.native_wav import open_pcm_source
 from tasks.pauses import (
+    FRAME_MS,
     FRAME_SAMPLES,
     LevelHistogram,
     Thresholds,
     choose_cut,
+    count_speech_frames,
     frame_levels_db,
     is_silent,
     is_steady_sound,
@@ -88,6 +90,7 @@ class Chunk:
     end_ms: int
     wav: bytes  # complete WAV, header included
     silent: bool  # no speech: the pipeline does not send it
+    voiced_ms: int = 0  # its 20 ms frames at or above the speech threshold (quality gate)
 
 
 @dataclass(frozen=True)
@@ -215,7 +218,9 @@ class _Cutter:
         local_end = end - self.start
         lo = self.start // FRAME_SAMPLES - self.levels_first
         hi = -(-end // FRAME_SAMPLES) - self.levels_first
-        silent = is_silent(self.levels[lo:hi], self.histogram.thresholds())
+        thresholds = self.histogram.thresholds()
+        silent = is_silent(self.levels[lo:hi], thresholds)
+        voiced = count_speech_frames(self.levels[lo:hi], speech_above_db=thresholds.speech_above_db)
         self.heard_speech = self.heard_speech or not silent
         self.index += 1
         chunk = Chunk(
@@ -226,6 +231,7 @@ class _Cutter:
             end_ms=end * 1000 // OUTPUT_SAMPLE_RATE_HZ,
             wav=_wav_bytes(self.buffer[:local_end]),
             silent=silent,
+            voiced_ms=0 if silent else voiced * FRAME_MS,
         )
         rest_bytes = self.fill_bytes - 2 * local_end
         self.bytes_view[:rest_bytes] = self.bytes_view[2 * local_end : self.fill_bytes]

@@ -26,7 +26,7 @@ from tasks.coverage import Coverage
 from tasks.errors import AudioError, DamagedTail, SilentAudio
 
 # Items in these states with the listed version are not claimed again by a run.
-_FINISHED = ("done", "skipped", "failed")
+_FINISHED = ("done", "needs_review", "skipped", "failed")
 
 Verdict = Literal["unchanged", "reused", "silent", "undecodable", "transcribe"]
 

@@ -9,7 +9,7 @@ from typing import Literal, Protocol
 
 logger = logging.getLogger("medasr.progress")
 
-Outcome = Literal["done", "skipped", "failed", "released", "lost"]
+Outcome = Literal["done", "needs_review", "skipped", "failed", "released", "lost"]
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from config.errors import InternalError, MedasrError
+from config.quality import QualitySettings
 from config.settings import PipelineSettings
 from service.client import Transcription, TranscriptionClient
 from service.contract import chunk_filename
@@ -31,6 +32,7 @@ from tasks.errors import CorruptAudio, DamagedTail, SilentAudio
 from tasks.gate import RUN_STOP_ERRORS, RequestGate
 from tasks.names import reason_about, recording_name
 from tasks.progress import FileOutcome, RunStats, progress_observer
+from tasks.quality import review_transcript
 
 logger = logging.getLogger("medasr.transcribe")
 
@@ -52,6 +54,7 @@ class BatchContext:
         lease_s: float,
         storage_options: dict[str, Any] | None = None,
         stats: RunStats | None = None,
+        quality: QualitySettings | None = None,
         source_roots: tuple[str, ...] = (),
     ) -> None:
         self.pipeline = pipeline
@@ -63,6 +66,7 @@ class BatchContext:
         self.lease_s = lease_s
         self.storage_options = storage_options
         self.stats = stats if stats is not None else RunStats()
+        self.quality = quality if quality is not None else QualitySettings()
         self.decode_pool = ThreadPoolExecutor(
             max_workers=pipeline.decode_workers, thread_name_prefix="medasr-decode"
         )
@@ -84,6 +88,7 @@ class _FileRun:
 
     item: ItemRecord
     texts: dict[int, str] = field(default_factory=dict)
+    voiced_ms: dict[int, int] = field(default_factory=dict)  # by start_ms, for the quality gate
     extras: list[dict[str, Any]] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
     damage: DamagedTail | None = None  # the tail could not be read: the item is partial
@@ -210,6 +215,7 @@ async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> Fi
                 held.release()
                 break
             last = chunk
+            run.voiced_ms[chunk.start_ms] = chunk.voiced_ms  # keyed as run.texts
             reused = coverage.reused_text(chunk)
             all_silent = all_silent and chunk.silent and reused is None
             if reused is not None:  # answered before, by an earlier split: never paid twice
@@ -324,6 +330,9 @@ def _finish(
     if run.damage is not None:
         extras["partial"] = run.damage.as_partial()
         logger.warning("item %s is partial: %s", run.item.id, run.damage.reason)
+    review = review_transcript(
+        run.texts, run.voiced_ms, language=run.item.language, extras=extras, settings=ctx.quality
+    )
     with ctx.store.repository() as repo:
         repo.finish_item(
             run.item.id,
@@ -331,11 +340,12 @@ def _finish(
             text=text,
             duration_ms=last.end_ms,
             chunk_count=last.index,
-            extras=extras,
+            extras=review.annotated(extras),
+            flags=review.flags,
         )
     return FileOutcome(
         run.item.source_uri,
-        "done",
+        "needs_review" if review.flags else "done",
         duration_ms=last.end_ms,
         requests=run.requests,
         chunks=last.index,

@@ -39,6 +39,7 @@ from service.devserver.responses import (
     retry_after_value,
     tamper_envelope,
 )
+from service.devserver.text_faults import TextFaults, spoil_text
 from service.devserver.tokens import TokenAuthority, TokenCheck
 from service.devserver.uploads import Refusal, audio_from_envelope, audio_from_multipart
 
@@ -65,6 +66,7 @@ class DevServerState:
     faults: FaultInjector
     engine: Engine
     key: jwe.JweKey | None
+    text_faults: TextFaults
     capacity: CapacityGuard
     txn_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -81,6 +83,12 @@ def build_state(config: DevServerConfig) -> DevServerState:
         faults=FaultInjector(config),
         engine=make_engine(config.engine),
         key=key,
+        text_faults=TextFaults(
+            p_empty=config.p_empty,
+            p_repeat=config.p_repeat,
+            p_wrong_script=config.p_wrong_script,
+            seed=config.seed,
+        ),
         capacity=CapacityGuard(capacity=config.capacity, rate_per_s=config.rate),
     )
 
@@ -99,6 +107,7 @@ class _Trace:
     retry_after_s: float | None = None
     fault: str | None = None
     txn_id: str | None = None
+    text_fault: str | None = None
     in_flight: int | None = None
 
     def entry(self, *, status: int) -> LedgerEntry:
@@ -114,6 +123,7 @@ class _Trace:
             retry_after_s=self.retry_after_s,
             fault=self.fault,
             txn_id=self.txn_id,
+            text_fault=self.text_fault,
             in_flight=self.in_flight,
         )
 
@@ -258,6 +268,9 @@ async def _transcribe_audio(
     except UnreadableAudio as exc:
         raise Refusal(400, str(exc)) from exc
     trace.txn_id = _next_txn_id(state, trace)
+    trace.text_fault = state.text_faults.draw()
+    if trace.text_fault is not None:
+        text = spoil_text(text, fault=trace.text_fault, language=language)
     return {"text": text, "txn_id": trace.txn_id, "audio_duration": round(duration_s, 3)}
 
 

@@ -9,6 +9,7 @@ from typing import Final
 from config.errors import ConfigError
 from service import jwe
 from service.contract import SERVICE_MAX_UPLOAD_BYTES
+from service.devserver.text_faults import text_fault_problems
 from service.errors import EncryptionError
 
 # Names a fault script may use; "ok" lets a request through untouched. Each other name
@@ -45,6 +46,10 @@ class DevServerConfig:
     rate_badjson: float = 0.0
     rate_notext: float = 0.0
     slow_s: float = 2.0
+    # Text faults on answers that carry a text (text_faults.py), drawn from their own stream.
+    p_empty: float = 0.0
+    p_repeat: float = 0.0
+    p_wrong_script: float = 0.0
     fault_script: tuple[str, ...] = ()  # faults for the first requests, in order, before rates
     auth_fail_after: int | None = None
     ledger_path: Path | None = None
@@ -78,6 +83,7 @@ def _range_problems(config: DevServerConfig) -> list[str]:
             problems.append(f"--rate-{name} must be between 0 and 1 (got {rate})")
     if sum(config.fault_rates.values()) > 1.0 + 1e-9:
         problems.append("the fault rates add up to more than 1")
+    problems += text_fault_problems(config.p_empty, config.p_repeat, config.p_wrong_script)
     if not 0 <= config.port <= 65_535:
         problems.append(f"--port must be between 0 and 65535 (got {config.port})")
     checks = {

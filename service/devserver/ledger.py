@@ -28,6 +28,7 @@ class LedgerEntry:
     retry_after_s: float | None
     fault: str | None  # the injected fault, if any
     txn_id: str | None
+    text_fault: str | None = None  # the text fault of a 200 answer (text_faults.py), if any
     path: str = TRANSCRIBE_PATH  # which endpoint: transcription or document upload
     query: str | None = None  # a document upload's query string (patient and type ids)
     in_flight: int | None = None  # requests in flight on arrival (this one included if admitted)

@@ -1,0 +1,101 @@
+"""`medasr review`: the recordings the quality gate held back, and a person's decision on them.
+
+Without options it lists the needs_review items (id, source, language, flags, audio),
+never their text. `--accept ID` makes an item done as it is; `--resend ID` forgets its
+transcript and chunks and puts it back to pending, so the next `medasr run` over its
+source sends every chunk again. All the decisions of one command are made in one
+transaction: one ID that is not waiting for review changes nothing and exits 2.
+Exit codes: 0 done, 2 usage (unknown ID, no database, conflicting options), 1 store error.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from config.errors import ConfigError
+from config.settings import load_settings
+from flows.cli_store import _command_errors
+from flows.console import one_line
+from service.contract import is_supported_language
+from storage.database import Store, database_exists
+from storage.records import ItemRecord
+
+_HEADER = "id\tsource\tlanguage\tflags\taudio_min\tupdated_at"
+
+
+def review_command(
+    accept: Annotated[
+        list[int] | None, typer.Option("--accept", help="Accept item ID as it is (done).")
+    ] = None,
+    resend: Annotated[
+        list[int] | None,
+        typer.Option("--resend", help="Re-queue item ID: its chunks are sent again."),
+    ] = None,
+    language: Annotated[
+        str | None, typer.Option("--language", help="Only list items of this language.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="List at most N (0: all).")] = 0,
+) -> None:
+    """List transcripts flagged by the quality gate; accept or re-queue them by ID."""
+    with _command_errors():
+        accepted, resent = list(dict.fromkeys(accept or ())), list(dict.fromkeys(resend or ()))
+        _check_options(accepted, resent, language=language)
+        store = _open_store()
+        try:
+            if accepted or resent:
+                _decide(store, accepted=accepted, resent=resent)
+            else:
+                _list(store, language=language, limit=limit)
+        finally:
+            store.dispose()
+
+
+def _check_options(accepted: list[int], resent: list[int], *, language: str | None) -> None:
+    """Raises ConfigError for an ID both accepted and re-sent, or an unknown language."""
+    both = sorted(set(accepted) & set(resent))
+    if both:
+        raise ConfigError(f"item(s) {both} given to both --accept and --resend; choose one")
+    if language is not None and not is_supported_language(language):
+        raise ConfigError(f"unsupported language {language[:16]!r}")
+
+
+def _open_store() -> Store:
+    storage = load_settings().storage
+    if not database_exists(storage.database_url):
+        raise ConfigError(f"no database at {storage.database_url_redacted}: nothing to review")
+    return Store.open(storage)
+
+
+def _decide(store: Store, *, accepted: list[int], resent: list[int]) -> None:
+    """Accept and re-queue in one transaction (all or nothing); prints one line per item."""
+    lines = []
+    with store.repository() as repo:
+        for item_id in accepted:
+            item = repo.accept_review(item_id)
+            lines.append(f"accepted item {item.id} ({_source(item)}): done")
+        for item_id in resent:
+            item = repo.resend_review(item_id)
+            lines.append(
+                f"re-queued item {item.id} ({_source(item)}): pending; "
+                "the next `medasr run` over its source sends its chunks again"
+            )
+    for line in lines:
+        typer.echo(line)
+
+
+def _list(store: Store, *, language: str | None, limit: int) -> None:
+    with store.repository(read_only=True) as repo:
+        items = repo.list_needs_review(language=language, limit=limit)
+    typer.echo(_HEADER)
+    for item in items:
+        minutes = f"{(item.duration_ms or 0) / 60_000:.1f}"
+        flags = ",".join(item.flags)
+        updated = item.updated_at.isoformat(timespec="seconds")
+        typer.echo(f"{item.id}\t{_source(item)}\t{item.language}\t{flags}\t{minutes}\t{updated}")
+    typer.echo(f"{len(items)} item(s) need review", err=True)
+
+
+def _source(item: ItemRecord) -> str:
+    return one_line(item.source_uri)

@@ -1,0 +1,78 @@
+"""Items the quality gate flagged (needs_review): list them, accept one, or send it again.
+
+A person decides; nothing here runs inside a transcription. Accepting keeps the
+transcript and moves the item to done (the flags it had are kept in its extras under
+"review"); sending again forgets the transcript and every chunk, so the next run
+transcribes the recording from scratch.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select, update
+
+from storage.errors import NotUnderReview
+from storage.models import Chunk, Item
+from storage.queries import Queries, utc_now
+from storage.records import ItemRecord
+
+
+class Reviews(Queries):
+    """needs_review items: list, accept, re-queue."""
+
+    def list_needs_review(self, *, language: str | None = None, limit: int = 0) -> list[ItemRecord]:
+        """Items waiting for review (of `language`), oldest first; `limit` 0 means all."""
+        condition = Item.status == "needs_review"
+        if language is not None:
+            condition = condition & (Item.language == language)
+        return self._items_where(condition, order_by=(Item.updated_at, Item.id), limit=limit)
+
+    def accept_review(self, item_id: int) -> ItemRecord:
+        """needs_review -> done with its transcript; raises NotUnderReview otherwise."""
+        item = self._under_review(item_id)
+        now = utc_now()
+        extras = {**item.extras, "review": {"accepted_at": now.isoformat(), "flags": item.flags}}
+        self._session.execute(
+            update(Item)
+            .where(Item.id == item_id, Item.status == "needs_review")
+            .values(status="done", flags=None, extras=extras, updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        return self._reread(item_id)
+
+    def resend_review(self, item_id: int) -> ItemRecord:
+        """needs_review -> pending, transcript and chunks forgotten; raises NotUnderReview."""
+        self._under_review(item_id)
+        self._session.execute(delete(Chunk).where(Chunk.item_id == item_id))
+        self._session.execute(
+            update(Item)
+            .where(Item.id == item_id, Item.status == "needs_review")
+            .values(
+                status="pending",
+                text=None,
+                flags=None,
+                extras=None,
+                chunk_count=None,
+                done_at=None,
+                next_attempt_at=None,
+                updated_at=utc_now(),
+            )
+            .execution_options(synchronize_session=False)
+        )
+        return self._reread(item_id)
+
+    def _under_review(self, item_id: int) -> ItemRecord:
+        """The item, locked, if it waits for review; raises NotUnderReview otherwise."""
+        self._session.execute(select(Item.id).where(Item.id == item_id).with_for_update())
+        item = self.get_item(item_id)
+        if item is None:
+            raise NotUnderReview(f"there is no item {item_id} (see `medasr review` for the list)")
+        if item.status != "needs_review":
+            raise NotUnderReview(
+                f"item {item_id} is {item.status}, not needs_review; nothing was changed"
+            )
+        return item
+
+    def _reread(self, item_id: int) -> ItemRecord:
+        item = self.get_item(item_id)
+        assert item is not None  # locked by _under_review in this transaction
+        return item

@@ -1,0 +1,37 @@
+"""needs_review in the end-of-run summary: counted, in the run row, and its exit code."""
+
+from __future__ import annotations
+
+import pytest
+
+from flows.summary import exit_code_for, run_counts, run_status, summarize
+from tests.flows.test_summary import drained
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "code", "status"),
+    [
+        (("done", "needs_review"), 1, "some_to_review"),
+        (("needs_review",), 1, "some_to_review"),
+        (("needs_review", "skipped"), 1, "some_skipped"),
+        (("needs_review", "failed"), 1, "some_failed"),
+    ],
+    ids=["done-and-review", "only-review", "review-and-skipped", "review-and-failed"],
+)
+def test_needs_review_is_counted_and_makes_the_run_exit_1(
+    outcomes: tuple[str, ...], code: int, status: str
+) -> None:
+    summary = summarize(drained(*outcomes))
+
+    assert summary["files_needs_review"] == outcomes.count("needs_review")
+    assert summary["files_done"] == outcomes.count("done")
+    assert exit_code_for(summary) == code
+    assert run_status(summary) == status
+
+
+def test_the_run_row_keeps_the_needs_review_count() -> None:
+    counts = run_counts(summarize(drained("done", "needs_review", "needs_review", "skipped")))
+
+    assert counts["needs_review"] == 2
+    assert counts["files"] == 4
+    assert counts["done"] == 1
