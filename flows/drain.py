@@ -1,7 +1,8 @@
 """Work through pending items in batches until none are left, the limit is hit, or credentials fail.
 
 Shared by the backlog flow and the rerun flow. Two batch loops run side by side so
-the request slots stay busy while one batch finishes its slowest file.
+the request slots stay busy while one batch finishes its slowest file. Paid answers a
+run before could not store (the journal) are recorded first, before anything is sent.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from service.client import TranscriptionClient
 from storage.database import Store
 from storage.repository import new_lease_owner
 from tasks.gate import RequestGate, RunStop
+from tasks.journal import Journal, replay_journal
 from tasks.progress import FileOutcome, RunStats, progress_observer
 from tasks.steps import expected_files_task, transcribe_batch_task
 from tasks.transcribe import BatchContext
@@ -51,11 +53,13 @@ async def drain_pending(
         store=store, language=language, source_prefix=source_prefix, limit=limit
     )
     progress_observer().on_planned(files=planned)
+    journal = Journal(settings.storage.data_dir / "journal")
+    await asyncio.to_thread(replay_journal, store, journal)
     artifact = await acreate_progress_artifact(
         progress=0.0, key=PROGRESS_KEY, description="Files finished in this run (%)"
     )
     result = DrainResult(stats=RunStats(), wall_s=0.0, planned=planned)
-    ctx = _batch_context(settings, store=store, stats=result.stats)
+    ctx = _batch_context(settings, store=store, stats=result.stats, journal=journal)
     loops = _BatchLoops(
         ctx=ctx,
         result=result,
@@ -69,7 +73,7 @@ async def drain_pending(
         await asyncio.gather(*(loops.run() for _ in range(BATCH_LOOPS)))
     finally:
         await ctx.client.aclose()
-        ctx.close()
+        await ctx.aclose()
     result.stopped = ctx.gate.stopped
     if result.stopped is None:  # every expected file is through: the bar ends full
         await aupdate_progress_artifact(artifact_id=artifact, progress=100.0)
@@ -77,7 +81,9 @@ async def drain_pending(
     return result
 
 
-def _batch_context(settings: Settings, *, store: Store, stats: RunStats) -> BatchContext:
+def _batch_context(
+    settings: Settings, *, store: Store, stats: RunStats, journal: Journal
+) -> BatchContext:
     """What every batch of the run shares: client, gate, lease owner, decoders."""
     pipeline = settings.pipeline
     return BatchContext(
@@ -90,6 +96,8 @@ def _batch_context(settings: Settings, *, store: Store, stats: RunStats) -> Batc
         owner=new_lease_owner(),
         lease_s=settings.storage.lease_s,
         stats=stats,
+        journal=journal,
+        store_retry_s=settings.storage.store_retry_s,
     )
 
 

@@ -35,6 +35,7 @@ class ItemRecord:
     created_at: datetime
     updated_at: datetime
     done_at: datetime | None
+    lease_token: str | None = None  # this claim's own token; every lease check compares it
 
 
 @dataclass(frozen=True)
