@@ -40,6 +40,8 @@ def test_two_throttled_workers_pay_no_chunk_twice(
             MEDASR_BATCH_SIZE="3",
             MEDASR_STORAGE__LEASE_S=str(LEASE_S),
             MEDASR_PIPELINE__SETTLE_S="0",
+            # Two ephemeral Prefect servers start at once on a shared 2-core machine.
+            PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180",
         )
         for _ in range(2)
     ]
