@@ -121,6 +121,42 @@ async def record_paid_chunk(
         raise StoreUnavailable(f"{exc.message}; the paid answer was kept in the journal") from exc
 
 
+async def store_chunk_answer(
+    store: Store,
+    answer: PaidChunk,
+    *,
+    lease_token: str | None,
+    silent: bool,
+    journal: Journal,
+    retry_s: float,
+) -> None:
+    """Record one chunk's answer under our claim; a paid one as `record_paid_chunk` says.
+
+    A silent chunk was never sent (nothing paid): one write, no journal.
+    """
+
+    def write() -> None:
+        with store.repository() as repo:
+            repo.record_chunk_result(
+                answer.item_id,
+                lease_token=lease_token,
+                index=answer.index,
+                start_ms=answer.start_ms,
+                end_ms=answer.end_ms,
+                size_bytes=answer.size_bytes,
+                text=answer.text,
+                status="silent" if silent else "done",
+                attempts=answer.attempts,
+                txn_id=answer.txn_id,
+                latency_ms=answer.latency_ms,
+            )
+
+    if silent:
+        await asyncio.to_thread(write)
+    else:
+        await record_paid_chunk(write, paid=answer, journal=journal, retry_s=retry_s)
+
+
 def replay_journal(store: Store, journal: Journal) -> ReplayResult:
     """Record every journal entry whose item still has the same content; delete what is done.
 
@@ -160,4 +196,5 @@ __all__ = [
     "ReplayResult",
     "record_paid_chunk",
     "replay_journal",
+    "store_chunk_answer",
 ]

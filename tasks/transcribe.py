@@ -29,7 +29,7 @@ from storage.sources import Fingerprint, fetch_local, fingerprint
 from tasks.audio import Chunk, iter_chunks
 from tasks.errors import SilentAudio
 from tasks.gate import RUN_STOP_ERRORS, RequestGate
-from tasks.journal import Journal, PaidChunk, record_paid_chunk
+from tasks.journal import Journal, PaidChunk, store_chunk_answer
 from tasks.lease_keeper import LeaseKeeper
 from tasks.progress import FileOutcome, RunStats, progress_observer
 from tasks.store_calls import in_store
@@ -304,7 +304,7 @@ async def _record_chunk(
 ) -> None:
     """Commit one chunk's answer, retried while the store is busy; journaled if it stays down."""
     extras = {k: v for k, v in result.extras.items() if k != "text"}
-    paid = PaidChunk(
+    answer = PaidChunk(
         item_id=run.item.id,
         source_uri=run.item.source_uri,
         sha256=run.sha256,
@@ -317,27 +317,14 @@ async def _record_chunk(
         txn_id=_str_or_none(extras.get("txn_id")),
         latency_ms=result.latency_ms,
     )
-
-    def write() -> None:
-        with ctx.store.repository() as repo:
-            repo.record_chunk_result(
-                paid.item_id,
-                lease_token=run.item.lease_token,
-                index=paid.index,
-                start_ms=paid.start_ms,
-                end_ms=paid.end_ms,
-                size_bytes=paid.size_bytes,
-                text=paid.text,
-                status="silent" if chunk.silent else "done",
-                attempts=paid.attempts,
-                txn_id=paid.txn_id,
-                latency_ms=paid.latency_ms,
-            )
-
-    if chunk.silent:  # nothing was paid: no journal needed
-        await asyncio.to_thread(write)
-    else:
-        await record_paid_chunk(write, paid=paid, journal=ctx.journal, retry_s=ctx.store_retry_s)
+    await store_chunk_answer(
+        ctx.store,
+        answer,
+        lease_token=run.item.lease_token,
+        silent=chunk.silent,
+        journal=ctx.journal,
+        retry_s=ctx.store_retry_s,
+    )
     run.texts[chunk.index] = result.text
     if extras:
         run.extras.append({"chunk": chunk.index, **extras})
