@@ -60,6 +60,10 @@ FLAT_VARIABLES: dict[str, tuple[str, str]] = {
     "MEDASR_REQUESTS_PER_S": ("pipeline", "requests_per_s"),
     "MEDASR_BATCH_SIZE": ("pipeline", "batch_size"),
     "MEDASR_LOG_LEVEL": ("pipeline", "log_level"),
+    "MEDASR_DELIVER": ("delivery", "enabled"),
+    "MEDASR_DELIVER_FORMAT": ("delivery", "format"),
+    "MEDASR_DOCS_QUERY": ("delivery", "docs_query"),
+    "MEDASR_FHIR_NOTE_CODE": ("delivery", "note_loinc_code"),
 }
 
 
@@ -243,6 +247,27 @@ class PipelineSettings(BaseModel):
     )
 
 
+class DeliverySettings(BaseModel):
+    """Uploading finished transcripts to the patient record (POST /mr/api/v2/docs)."""
+
+    enabled: bool = Field(
+        False, description="Deliver done transcripts at the end of each nightly backlog run."
+    )
+    format: Literal["txt", "fhir"] = Field(
+        "txt", description="What the nightly delivery uploads: txt or a FHIR DocumentReference."
+    )
+    docs_query: str = Field(
+        "",
+        max_length=2000,
+        description="Query-string template of the upload, filled from the manifest's columns.",
+    )
+    note_loinc_code: str = Field(
+        "11506-3",
+        pattern=r"^[0-9]{1,7}-[0-9]$",
+        description="LOINC code of the FHIR DocumentReference type (11506-3: progress note).",
+    )
+
+
 class Settings(BaseSettings):
     """Everything medasr can be told, grouped by concern."""
 
@@ -257,6 +282,7 @@ class Settings(BaseSettings):
     encryption: EncryptionSettings = Field(default_factory=EncryptionSettings)  # type: ignore[arg-type]
     storage: StorageSettings = Field(default_factory=StorageSettings)  # type: ignore[arg-type]
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)  # type: ignore[arg-type]
+    delivery: DeliverySettings = Field(default_factory=DeliverySettings)  # type: ignore[arg-type]
 
     @classmethod
     def settings_customise_sources(

@@ -8,6 +8,7 @@ from prefect import flow, get_run_logger
 
 from config.errors import ConfigError
 from config.settings import Settings, load_settings
+from flows.deliver_step import deliver_after_backlog
 from flows.drain import DrainResult, drain_pending
 from flows.run_record import recorded_run
 from flows.summary import publish_summary, stopped_with, summarize
@@ -29,8 +30,12 @@ async def transcribe_backlog(
     batch_size: int | None = None,
     include: list[str] | None = None,
     exclude: list[str] | None = None,
+    manifest: str | None = None,
 ) -> dict[str, Any]:
-    """Transcribe every new or changed file under `source`; returns the run summary."""
+    """Transcribe every new or changed file under `source`; returns the run summary.
+
+    With MEDASR_DELIVER=true, done transcripts are then delivered (flows/deliver_step.py).
+    """
     settings = settings_for_run(
         language=language, concurrency=concurrency, encrypt=encrypt, batch_size=batch_size
     )
@@ -39,12 +44,19 @@ async def transcribe_backlog(
     try:
         with recorded_run(store, source=root, language=language) as run:
             discovery = _discover(
-                source, language=language, store=store, settings=settings, globs=(include, exclude)
+                source,
+                language=language,
+                store=store,
+                settings=settings,
+                globs=(include, exclude),
+                manifest=manifest,
             )
             result = await drain_pending(
                 settings=settings, store=store, language=language, source_prefix=root, limit=limit
             )
-            run.summary = summarize(result, discovery=discovery)
+            run.summary = summarize(result, discovery=discovery, source_roots=(root,))
+            if result.stopped is None and settings.delivery.enabled:
+                run.summary |= await deliver_after_backlog(settings, store, language=language)
     finally:
         store.dispose()
     return await finish(run.summary, result, title=f"medasr backlog run ({language})")
@@ -67,6 +79,7 @@ def _discover(
     store: Store,
     settings: Settings,
     globs: tuple[list[str] | None, list[str] | None],
+    manifest: str | None = None,
 ) -> Discovery:
     """List and register the source (a Prefect task), and say what was found."""
     include, exclude = globs
@@ -77,6 +90,7 @@ def _discover(
         settle_s=settings.pipeline.settle_s,
         include=include or (),
         exclude=exclude or (),
+        manifest=manifest,
     )
     get_run_logger().info(
         "listed %d files (%d new, %d changed, %d not listed, %d newly unreadable)",

@@ -13,6 +13,7 @@ import typer
 
 from config.errors import ConfigError, MedasrError
 from flows.cli_audio import split_command
+from flows.cli_deliver import deliver_command
 from flows.cli_devserver import devserver_command
 from flows.cli_run import rerun_command, run_command
 from flows.cli_store import db_app, export_command, status_command
@@ -35,6 +36,7 @@ app.command("run")(run_command)
 app.command("rerun-failures")(rerun_command)
 app.command("status")(status_command)
 app.command("export")(export_command)
+app.command("deliver")(deliver_command)
 app.command("split")(split_command)
 app.command("devserver")(devserver_command)
 app.command("serve")(serve_command)

@@ -8,7 +8,8 @@ the summary table, with one line naming MEDASR_TOKEN.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -27,8 +28,10 @@ from service.errors import CredentialsRejected
 from service.preflight import check_service_config
 from storage.database import Store, database_exists
 from storage.errors import SourceError, SourceNotFound, SourceUnreadable, StoreError
-from tasks.discover import check_source
+from storage.sources import normalize_source
+from tasks.discover import check_manifest, check_source
 from tasks.plan import plan_backlog, plan_rows
+from tasks.runs import known_sources
 
 FlowRun = Coroutine[Any, Any, dict[str, Any]]
 
@@ -54,9 +57,17 @@ def run_command(
         bool, typer.Option("--dry-run", help="Print the plan; send nothing.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    manifest: Annotated[
+        Path | None,
+        typer.Option("--manifest", help="Metadata CSV (default: medasr.csv at the source root)."),
+    ] = None,
 ) -> None:
     """Transcribe every new or changed recording under SOURCE."""
     settings = _checked(lambda: settings_for_run(language=language, encrypt=encrypt), source)
+    try:
+        check_manifest(source, manifest=manifest)
+    except ConfigError as exc:  # ManifestInvalid: one line, before Prefect starts
+        _usage_error("manifest error", exc)
     if dry_run:
         _print_plan(source, settings=settings, language=language, include=include, exclude=exclude)
         return
@@ -70,8 +81,15 @@ def run_command(
         batch_size=batch_size,
         include=include,
         exclude=exclude,
+        manifest=str(manifest) if manifest is not None else None,
     )
-    _run_and_report(flow_run, settings=settings, quiet=quiet, title="medasr run")
+    _run_and_report(
+        flow_run,
+        settings=settings,
+        quiet=quiet,
+        title="medasr run",
+        roots=(normalize_source(source),),
+    )
 
 
 def rerun_command(
@@ -85,6 +103,13 @@ def rerun_command(
             help="Re-queue every failure: permanent ones and those past MEDASR_MAX_ATTEMPTS.",
         ),
     ] = False,
+    include_skipped: Annotated[
+        bool,
+        typer.Option(
+            "--include-skipped",
+            help="Re-queue recordings skipped as silent too; their audio is judged afresh.",
+        ),
+    ] = False,
     concurrency: Annotated[int | None, typer.Option(min=1, max=256)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
@@ -92,9 +117,18 @@ def rerun_command(
     settings = _checked(lambda: settings_for_run(language=language))
     _check_store(settings.storage)
     flow_run = rerun_failures(
-        language=language, include_permanent=include_permanent, concurrency=concurrency
+        language=language,
+        include_permanent=include_permanent,
+        include_skipped=include_skipped,
+        concurrency=concurrency,
     )
-    _run_and_report(flow_run, settings=settings, quiet=quiet, title="medasr rerun-failures")
+    _run_and_report(
+        flow_run,
+        settings=settings,
+        quiet=quiet,
+        title="medasr rerun-failures",
+        roots=_known_roots(settings.storage),
+    )
 
 
 def _checked(load: Callable[[], Settings], source: str | None = None) -> Settings:
@@ -123,14 +157,29 @@ def _check_store(storage: StorageSettings) -> None:
         raise typer.Exit(EXIT_USAGE) from None
 
 
+def _known_roots(storage: StorageSettings) -> tuple[str, ...]:
+    """The sources of recorded runs, for naming a rerun's files (the store was checked)."""
+    store = Store.open(storage)
+    try:
+        return known_sources(store)
+    finally:
+        store.dispose()
+
+
 def _usage_error(what: str, exc: Exception) -> NoReturn:
     typer.echo(f"medasr: {what}: {exc}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 
-def _run_and_report(flow_run: FlowRun, *, settings: Settings, quiet: bool, title: str) -> None:
-    """Run a flow with progress output, print its summary table, exit with its code."""
-    with medasr_log_level(settings.pipeline.log_level), show_progress(quiet=quiet):
+def _run_and_report(
+    flow_run: FlowRun, *, settings: Settings, quiet: bool, title: str, roots: Sequence[str]
+) -> None:
+    """Run a flow with progress output (files named relative to `roots`), print its
+    summary table, exit with its code."""
+    with (
+        medasr_log_level(settings.pipeline.log_level),
+        show_progress(quiet=quiet, source_roots=roots),
+    ):
         summary, stopped = _run_flow(flow_run)
     print_summary(summary, title=title)
     if stopped is not None:

@@ -19,6 +19,7 @@ from rich.text import Text
 
 from config.errors import ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
+from flows.cli_fhir import export_fhir
 from flows.console import one_line
 from storage.database import Store, database_exists, upgrade_database
 from storage.export import common_local_root, write_csv, write_jsonl, write_txt_tree
@@ -27,6 +28,13 @@ from storage.records import ITEM_STATUSES, ItemRecord, StatusCount
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
 
 _MS_PER_HOUR = 3_600_000
+# Statuses a person should look at, most urgent first, each listed in its own section
+# (those the schema knows: needs_review arrives with the quality gate).
+_TO_CHECK: tuple[str, ...] = tuple(
+    s for s in ("failed", "needs_review", "skipped") if s in ITEM_STATUSES
+)
+_SECTION_TITLES = {"failed": "latest failures", "needs_review": "latest needing review"}
+_SKIPPED_HINT = "skipped recordings: `medasr rerun-failures --include-skipped` re-queues them"
 
 
 class ExportFormat(StrEnum):
@@ -35,6 +43,7 @@ class ExportFormat(StrEnum):
     jsonl = "jsonl"
     csv = "csv"
     txt = "txt"
+    fhir = "fhir"
 
 
 @contextmanager
@@ -51,7 +60,8 @@ def _command_errors() -> Iterator[None]:
 
 
 def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
-    """Print counts by status and language, audio hours done and the latest failures.
+    """Print counts by status and language, audio hours done, and the latest `failures`
+    failed, skipped (and needing review) items, a section each.
 
     Rich tables on a terminal, tab-separated lines otherwise. Raises StoreError kinds.
     """
@@ -63,7 +73,10 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
     try:
         with store.repository(read_only=True) as repo:
             counts = repo.status_counts()
-            latest = repo.list_failures(limit=failures) if failures else []
+            latest = {
+                status: repo.list_latest(status=status, limit=failures) if failures else []
+                for status in _TO_CHECK
+            }
     finally:
         store.dispose()
     console = Console()
@@ -75,10 +88,13 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
 
 def status_command(
     failures: Annotated[
-        int, typer.Option("--failures", min=0, help="How many latest failures to list.")
+        int,
+        typer.Option(
+            "--failures", min=0, help="How many of the latest failed (and skipped) items to list."
+        ),
     ] = 10,
 ) -> None:
-    """Show items by status and language, audio hours done, and the latest failures."""
+    """Show items by status and language, audio hours done, the latest failed and skipped."""
     with _command_errors():
         print_status(load_settings().storage, failures=failures)
 
@@ -87,7 +103,21 @@ def _audio_hours(counts: list[StatusCount], status: str) -> float:
     return sum(c.audio_ms for c in counts if c.status == status) / _MS_PER_HOUR
 
 
-def _print_rich(console: Console, counts: list[StatusCount], latest: list[ItemRecord]) -> None:
+def _section_title(status: str) -> str:
+    return _SECTION_TITLES.get(status, f"latest {status.replace('_', ' ')}")
+
+
+def _retry_cell(item: ItemRecord, *, plain: bool) -> str:
+    if item.status != "failed":
+        return item.status
+    if plain:
+        return "retryable" if item.retryable else "permanent"
+    return "yes" if item.retryable else "no"
+
+
+def _print_rich(
+    console: Console, counts: list[StatusCount], latest: dict[str, list[ItemRecord]]
+) -> None:
     table = Table(title="Items")
     for name, justify in (("Language", "left"), ("Status", "left"), ("Items", "right"),
                           ("Audio h", "right")):  # fmt: skip
@@ -96,34 +126,40 @@ def _print_rich(console: Console, counts: list[StatusCount], latest: list[ItemRe
         table.add_row(c.language, c.status, str(c.items), f"{c.audio_ms / _MS_PER_HOUR:.2f}")
     console.print(table)
     console.print(f"Audio done: {_audio_hours(counts, 'done'):.2f} h")
-    if latest:
-        failures = Table(title="Latest failures")
+    for status, items in latest.items():
+        if not items:
+            continue
+        caption = _SKIPPED_HINT if status == "skipped" else None
+        section = Table(title=_section_title(status).capitalize(), caption=caption)
         for name in ("Source", "Language", "Kind", "Attempts", "Retry", "Message"):
-            failures.add_column(name, overflow="fold")
-        for item in latest:
-            retry = "yes" if item.retryable else "no"
-            cells = (item.source_uri, item.language, item.error_kind, str(item.attempts), retry,
-                     item.error_message)  # fmt: skip
-            failures.add_row(*(Text(one_line(cell)) for cell in cells))  # no markup
-        console.print(failures)
+            section.add_column(name, overflow="fold")
+        for item in items:
+            cells = (item.source_uri, item.language, item.error_kind, str(item.attempts),
+                     _retry_cell(item, plain=False), item.error_message)  # fmt: skip
+            section.add_row(*(Text(one_line(cell)) for cell in cells))  # no markup
+        console.print(section)
 
 
-def _print_plain(counts: list[StatusCount], latest: list[ItemRecord]) -> None:
+def _print_plain(counts: list[StatusCount], latest: dict[str, list[ItemRecord]]) -> None:
     typer.echo("language\tstatus\titems\taudio_hours")
     for c in counts:
         typer.echo(f"{c.language}\t{c.status}\t{c.items}\t{c.audio_ms / _MS_PER_HOUR:.2f}")
     typer.echo(f"audio hours done: {_audio_hours(counts, 'done'):.2f}")
-    if latest:
-        typer.echo("latest failures:")
-    for item in latest:
-        source, message = one_line(item.source_uri), one_line(item.error_message)
-        kind = one_line(item.error_kind)
-        retry = "retryable" if item.retryable else "permanent"
-        typer.echo(f"{source}\t{item.language}\t{kind}\t{item.attempts}\t{retry}\t{message}")
+    for status, items in latest.items():
+        if items:
+            typer.echo(f"{_section_title(status)}:")
+        for item in items:
+            source, message = one_line(item.source_uri), one_line(item.error_message)
+            kind, retry = one_line(item.error_kind), _retry_cell(item, plain=True)
+            typer.echo(f"{source}\t{item.language}\t{kind}\t{item.attempts}\t{retry}\t{message}")
+    if latest.get("skipped"):
+        typer.echo(_SKIPPED_HINT, err=True)  # for a person; stdout stays one row per line
 
 
 def export_command(
-    export_format: Annotated[ExportFormat, typer.Option("--format", help="jsonl, csv or txt.")],
+    export_format: Annotated[
+        ExportFormat, typer.Option("--format", help="jsonl, csv, txt or fhir (an R4 Bundle).")
+    ],
     out: Annotated[Path, typer.Option("--out", help="Output file (jsonl, csv) or folder (txt).")],
     status: Annotated[
         str | None, typer.Option("--status", help="Only items with this status.")
@@ -150,6 +186,8 @@ def export_command(
 
 
 def _export(store: Store, export_format: ExportFormat, out: Path, status: str | None) -> int:
+    if export_format is ExportFormat.fhir:
+        return export_fhir(store, out, status=status)
     if export_format is ExportFormat.txt:
         if out.exists() and not out.is_dir():
             raise ConfigError(f"--out {out} must be a folder for --format txt")

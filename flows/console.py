@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,9 +20,11 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from flows.attention import TO_CHECK_KEY, to_check_lines
+from tasks.names import one_line, recording_name
 from tasks.progress import FileOutcome, set_progress_observer
 
-_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+__all__ = ["logs_through", "one_line", "print_summary", "show_progress"]
 
 
 class _BarObserver:
@@ -50,7 +51,8 @@ class _BarObserver:
 class _LineObserver:
     """One plain line per file (a log file or a cron mail), no control characters."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, source_roots: Sequence[str]) -> None:
+        self._roots = source_roots
         self._done = 0
         self._planned = 0
         self._started = time.monotonic()
@@ -68,36 +70,15 @@ class _LineObserver:
         elapsed = time.monotonic() - self._started
         print(
             f"[{self._done}/{self._planned}] {outcome.outcome}{detail}: "
-            f"{one_line(outcome.source_uri)} ({elapsed:.1f}s)",
+            f"{recording_name(outcome.source_uri, roots=self._roots)} ({elapsed:.1f}s)",
             flush=True,
         )
 
 
-def one_line(text: str | None) -> str:
-    """`text` as one printable line: tabs, newlines and other control characters as escapes.
-
-    Other controls are C0/C1 (ESC, DEL...) and the line and paragraph separators; None
-    gives "". Shown once per file on a run's progress lines, so printable text is
-    returned as it is, without a pass over its characters.
-    """
-    if not text:
-        return ""
-    if text.isprintable():
-        return text
-    return "".join(
-        _NAMED_ESCAPES.get(ch) or (f"\\u{ord(ch):04x}" if _is_control(ch) else ch) for ch in text
-    )
-
-
-def _is_control(ch: str) -> bool:
-    # Cc: C0/C1 controls; Zl/Zp: line and paragraph separators. Other non-printables
-    # (a no-break space) are shown as they are.
-    return unicodedata.category(ch) in ("Cc", "Zl", "Zp")
-
-
 @contextmanager
-def show_progress(*, quiet: bool = False) -> Iterator[None]:
-    """Install a progress observer for the duration of a run."""
+def show_progress(*, quiet: bool = False, source_roots: Sequence[str] = ()) -> Iterator[None]:
+    """Install a progress observer for the duration of a run; lines name files relative to
+    the deepest of `source_roots` (normalized) holding them."""
     if quiet:
         yield
         return
@@ -109,7 +90,7 @@ def show_progress(*, quiet: bool = False) -> Iterator[None]:
             finally:
                 set_progress_observer(None)
         return
-    set_progress_observer(_LineObserver())
+    set_progress_observer(_LineObserver(source_roots=source_roots))
     try:
         yield
     finally:
@@ -165,10 +146,17 @@ def _rich_console_handlers() -> list[Any]:
 
 
 def print_summary(summary: dict[str, Any], *, title: str) -> None:
-    """A short two-column table of the run's counts."""
+    """A short two-column table of the run's counts, then the recordings to check.
+
+    Yes/no rows (credentials rejected, interrupted...) are shown only when true.
+    """
     table = Table(title=title, show_header=False, min_width=len(title))
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in summary.items():
+        if value is False or key == TO_CHECK_KEY:
+            continue
         table.add_row(key.replace("_", " "), str(value))
     Console().print(table)
+    for line in to_check_lines(summary):  # one line each: never wrapped, no markup
+        print(line, flush=True)

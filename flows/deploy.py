@@ -71,7 +71,9 @@ def build_deployments(
             name="nightly-backlog",
             schedules=[Cron(nightly_cron, timezone=timezone)],
             parameters={"source": source, "language": language},
-            description="Transcribe new and changed recordings under the source.",
+            # With MEDASR_DELIVER=true the same flow then delivers (flows/deliver_step.py).
+            description="Transcribe new and changed recordings under the source, then "
+            "deliver done transcripts when MEDASR_DELIVER=true.",
             tags=["medasr"],
             concurrency_limit=1,
         ),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -46,8 +47,12 @@ async def drain_pending(
     language: str | None,
     source_prefix: str | None = None,
     limit: int | None = None,
+    source_roots: Sequence[str] | None = None,
 ) -> DrainResult:
-    """Claim and transcribe pending items; returns counts, never raises for a single file."""
+    """Claim and transcribe pending items; returns counts, never raises for a single file.
+
+    Log lines name files relative to `source_roots` (default: `source_prefix`).
+    """
     started = time.monotonic()
     planned = expected_files_task(
         store=store, language=language, source_prefix=source_prefix, limit=limit
@@ -59,7 +64,10 @@ async def drain_pending(
         progress=0.0, key=PROGRESS_KEY, description="Files finished in this run (%)"
     )
     result = DrainResult(stats=RunStats(), wall_s=0.0, planned=planned)
-    ctx = _batch_context(settings, store=store, stats=result.stats, journal=journal)
+    roots = source_roots if source_roots is not None else (source_prefix,) if source_prefix else ()
+    ctx = _batch_context(
+        settings, store=store, stats=result.stats, source_roots=tuple(roots), journal=journal
+    )
     loops = _BatchLoops(
         ctx=ctx,
         result=result,
@@ -82,7 +90,12 @@ async def drain_pending(
 
 
 def _batch_context(
-    settings: Settings, *, store: Store, stats: RunStats, journal: Journal
+    settings: Settings,
+    *,
+    store: Store,
+    stats: RunStats,
+    source_roots: tuple[str, ...],
+    journal: Journal,
 ) -> BatchContext:
     """What every batch of the run shares: client, gate, lease owner, decoders."""
     pipeline = settings.pipeline
@@ -98,6 +111,7 @@ def _batch_context(
         stats=stats,
         journal=journal,
         store_retry_s=settings.storage.store_retry_s,
+        source_roots=source_roots,
     )
 
 

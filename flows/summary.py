@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from prefect.artifacts import acreate_table_artifact
 
 from config.errors import ConfigError
+from flows.attention import TO_CHECK_KEY, TOTAL_KEY, recordings_to_check
 from flows.drain import DrainResult
 from service.errors import CredentialsRejected
 from tasks.discover import Discovery
@@ -36,9 +38,11 @@ _RUN_OTHER = {
     "files_unreadable": "unreadable",
     "requeued": "requeued",
 }
+# Counts that make a finished run exit 1.
+_NOT_ALL_DONE = ("files_failed", "files_unreadable", "files_skipped")
 _RUN_STATUS = {
     EXIT_OK: "done",
-    EXIT_SOME_FAILED: "some_failed",
+    EXIT_SOME_FAILED: "some_failed",  # or some_skipped, when none failed (run_status)
     EXIT_USAGE: "stopped",
     EXIT_CREDENTIALS: "stopped",
     EXIT_INTERRUPTED: "interrupted",
@@ -61,9 +65,16 @@ def stopped_with(summary: dict[str, Any], error: CredentialsRejected) -> RunStop
 
 
 def summarize(
-    result: DrainResult, *, discovery: Discovery | None = None, requeued: int | None = None
+    result: DrainResult,
+    *,
+    discovery: Discovery | None = None,
+    requeued: int | None = None,
+    source_roots: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Counts only: no transcript text, no secret, safe for artifacts and logs."""
+    """Counts, and the recordings to check by path and reason: no transcript text, no secret.
+
+    Paths are relative to the deepest of `source_roots` holding them (else whole URIs).
+    """
     files = result.stats.files
     summary: dict[str, Any] = {
         "files_done": files.get("done", 0),
@@ -86,19 +97,23 @@ def summarize(
         summary["files_unreadable"] = discovery.unreadable
     if requeued is not None:
         summary["requeued"] = requeued
+    to_check, total = recordings_to_check(result.outcomes, discovery=discovery, roots=source_roots)
+    summary[TOTAL_KEY] = total
+    summary[TO_CHECK_KEY] = to_check
     summary["exit_code"] = exit_code_for(summary)
     return summary
 
 
 def exit_code_for(summary: dict[str, Any]) -> int:
-    """3 if credentials were rejected, 2 if a setting stopped the run, 1 if any file failed."""
+    """3 credentials rejected, 2 a setting stopped the run, 130 interrupted, 1 any file
+    failed or was skipped (a silent recording may be a lost note: a person must look)."""
     if summary.get("credentials_rejected"):
         return EXIT_CREDENTIALS
     if summary.get("stopped_by_configuration"):
         return EXIT_USAGE
     if summary.get("interrupted"):
         return EXIT_INTERRUPTED
-    if summary.get("files_failed", 0) > 0 or summary.get("files_unreadable", 0) > 0:
+    if any(summary.get(key, 0) > 0 for key in _NOT_ALL_DONE):
         return EXIT_SOME_FAILED
     return EXIT_OK
 
@@ -113,11 +128,21 @@ def run_counts(summary: dict[str, Any]) -> dict[str, int]:
 
 
 def run_status(summary: dict[str, Any]) -> str:
-    """done, some_failed or stopped (credentials), from the summary's exit code."""
-    return _RUN_STATUS[exit_code_for(summary)]
+    """done, some_failed, some_skipped (none failed), stopped or interrupted."""
+    status = _RUN_STATUS[exit_code_for(summary)]
+    failed = summary.get("files_failed", 0) + summary.get("files_unreadable", 0)
+    if status == "some_failed" and not failed:
+        return "some_skipped"
+    return status
 
 
 async def publish_summary(summary: dict[str, Any], *, title: str) -> None:
-    """Attach the summary to the flow run as a table artifact."""
-    rows = [{"metric": key, "value": value} for key, value in summary.items()]
+    """Attach the summary to the flow run as a table artifact, a row per recording to check."""
+    rows = [
+        {"metric": key, "value": value} for key, value in summary.items() if key != TO_CHECK_KEY
+    ]
+    rows += [
+        {"metric": f"{row['status']}: {row['recording']}", "value": row["reason"]}
+        for row in summary.get(TO_CHECK_KEY, [])
+    ]
     await acreate_table_artifact(table=rows, key="medasr-summary", description=title)

@@ -106,6 +106,8 @@ class TranscriptionClient:
     settings up front and reports each as a ConfigError.
     """
 
+    _path = TRANSCRIBE_PATH  # service/docs_client.py reuses this machinery for another path
+
     def __init__(
         self,
         service: ServiceSettings,
@@ -116,7 +118,7 @@ class TranscriptionClient:
     ) -> None:
         self._service = service
         self._url = check_transport(
-            service.effective_base_url + TRANSCRIBE_PATH,
+            service.effective_base_url + self._path,
             allow_insecure_http=service.allow_insecure_http,
         )
         self._key = _key_of(encryption)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Final
 
 TRANSCRIBE_PATH: Final = "/voice/get-asr"
+# Document upload into the patient record (plain multipart `file`, or a JWE envelope).
+DOCS_PATH: Final = "/mr/api/v2/docs"
 
 # Exactly the codes of the spec; anything else is refused before a request is made.
 LANGUAGES: Final[dict[str, str]] = {

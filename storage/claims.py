@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, case, delete, func, or_, select, update
 
 from storage.leases import new_lease_token, store_now
-from storage.models import Item
+from storage.models import Chunk, Item
 from storage.owners import is_dead_local_owner, local_owner_prefix, new_lease_owner
 from storage.queries import IN_BATCH, Queries, batches, under_source, utc_now
 from storage.records import ItemRecord
@@ -214,27 +214,42 @@ class Claims(Queries):
         language: str | None,
         max_attempts: int,
         include_permanent: bool,
+        include_skipped: bool = False,
         now: datetime | None = None,
     ) -> int:
         """Send failures back to pending; returns how many.
 
         Without `include_permanent`: retryable failures under `max_attempts` whose
         next-attempt time has come. With it: every failed item (of `language`).
+        `include_skipped`: every skipped item too, its silent chunks forgotten so the
+        next run judges its audio afresh (they cost nothing to judge again).
         """
         now = now or utc_now()
-        conditions: list[ColumnElement[bool]] = [Item.status == "failed"]
+        failed: list[ColumnElement[bool]] = [Item.status == "failed"]
         if not include_permanent:
-            conditions += [
+            failed += [
                 Item.retryable.is_(True),
                 Item.attempts < max_attempts,
                 or_(Item.next_attempt_at.is_(None), Item.next_attempt_at <= now),
             ]
+        chosen = and_(*failed)
+        if include_skipped:
+            chosen = or_(chosen, Item.status == "skipped")
+            self._forget_silent_chunks(language=language)
         if language is not None:
-            conditions.append(Item.language == language)
+            chosen = and_(chosen, Item.language == language)
         result = self._session.execute(
             update(Item)
-            .where(*conditions)
+            .where(chosen)
             .values(status="pending", next_attempt_at=None, updated_at=now, **cleared_lease())
             .execution_options(synchronize_session=False)
         )
         return int(result.rowcount)  # type: ignore[attr-defined]
+
+    def _forget_silent_chunks(self, *, language: str | None) -> None:
+        skipped = select(Item.id).where(Item.status == "skipped")
+        if language is not None:
+            skipped = skipped.where(Item.language == language)
+        self._session.execute(
+            delete(Chunk).where(Chunk.status == "silent", Chunk.item_id.in_(skipped))
+        )

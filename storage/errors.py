@@ -13,7 +13,8 @@
             ├── UnsupportedSource      unknown scheme, or its fsspec extra is not installed
             ├── DatabaseUrlInvalid     MEDASR_DATABASE_URL unusable (dialect, driver, path)
             ├── SchemaOutdated         the database is not at the newest revision
-            └── SchemaUnknown          the database is at a revision this medasr does not know
+            ├── SchemaUnknown          the database is at a revision this medasr does not know
+            └── ManifestInvalid        the metadata manifest (CSV) cannot be read or used
 
 `SourceError` and `StoreError` are mixins, so `except SourceError` catches every
 source failure whatever its `transient`. Messages name paths and URIs but never a
@@ -95,3 +96,9 @@ class SchemaUnknown(StoreError, ConfigError):
     """The database was migrated by a newer medasr; this one must not touch it."""
 
     kind = "schema_unknown"
+
+
+class ManifestInvalid(ConfigError):
+    """The metadata manifest (medasr.csv or --manifest) cannot be read or has no `path`."""
+
+    kind = "manifest_invalid"

@@ -30,6 +30,7 @@ EXPORT_COLUMNS = (
     "attempts",
     "sha256",
     "updated_at",
+    "metadata",  # the manifest's columns (an object; a JSON string in csv)
 )
 
 
@@ -57,7 +58,9 @@ def write_csv(rows: Iterable[ExportRow], out_path: Path) -> int:
         writer = csv.DictWriter(handle, fieldnames=EXPORT_COLUMNS)
         writer.writeheader()
         for row in rows:
-            writer.writerow(export_record(row))
+            record = export_record(row)
+            record["metadata"] = json.dumps(record["metadata"], ensure_ascii=False)
+            writer.writerow(record)
             count += 1
     return count
 
@@ -131,6 +134,12 @@ def _write_private_text(path: Path, text: str) -> None:
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with open(descriptor, "w", encoding="utf-8", newline="") as handle:
         handle.write(text)
+
+
+def write_private_bytes(out_path: Path, data: bytes) -> None:
+    """Write `data` to a 0600 file beside `out_path` and rename it into place."""
+    with _private_replace(out_path) as handle:
+        handle.write(data.decode("utf-8"))
 
 
 @contextmanager

@@ -29,9 +29,18 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from storage.records import CHUNK_STATUSES, ITEM_STATUSES
+from storage.records import CHUNK_STATUSES, DELIVERY_STATUSES, ITEM_STATUSES
 
-__all__ = ["CHUNK_STATUSES", "ITEM_STATUSES", "RUN_COUNT_COLUMNS", "Base", "Chunk", "Item", "Run"]
+__all__ = [
+    "CHUNK_STATUSES",
+    "ITEM_STATUSES",
+    "RUN_COUNT_COLUMNS",
+    "Base",
+    "Chunk",
+    "Delivery",
+    "Item",
+    "Run",
+]
 
 # Stable constraint names, so migrations can drop and alter them on every dialect.
 NAMING_CONVENTION = {
@@ -108,6 +117,10 @@ class Item(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     done_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # "metadata" is taken by the declarative base: the attribute has another name.
+    item_metadata: Mapped[dict[str, str] | None] = mapped_column(
+        "metadata", JSON(none_as_null=True)
+    )
 
 
 class Chunk(Base):
@@ -149,6 +162,37 @@ class Run(Base):
     requests: Mapped[int] = mapped_column(Integer, default=0)
     retries: Mapped[int] = mapped_column(Integer, default=0)
     other_counts: Mapped[dict[str, int] | None] = mapped_column(JSON(none_as_null=True))
+
+
+class Delivery(Base):
+    """One transcript version of one item, uploaded (or to upload) to the patient record."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        UniqueConstraint("item_id", "version"),
+        CheckConstraint(f"status IN ({_in(DELIVERY_STATUSES)})", name="status"),
+        Index("ix_deliveries_status_id", "status", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
+    language: Mapped[str] = mapped_column(String(16))
+    version: Mapped[str] = mapped_column(String(64))
+    format: Mapped[str] = mapped_column(String(8))
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    retryable: Mapped[bool] = mapped_column(Boolean, default=False)
+    error_kind: Mapped[str | None] = mapped_column(String(64))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    lease_owner: Mapped[str | None] = mapped_column(String(255))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    response: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    replaces_id: Mapped[int | None] = mapped_column(
+        ForeignKey("deliveries.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 RUN_COUNT_COLUMNS = ("files", "done", "failed", "skipped", "requests", "retries")

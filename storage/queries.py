@@ -131,8 +131,12 @@ class Queries:
 
     def list_failures(self, *, limit: int = 20) -> list[ItemRecord]:
         """The latest failed items, newest first."""
+        return self.list_latest(status="failed", limit=limit)
+
+    def list_latest(self, *, status: str, limit: int = 20) -> list[ItemRecord]:
+        """The latest items with `status` (failed, skipped...), newest first."""
         return self._items_where(
-            Item.status == "failed", order_by=(Item.updated_at.desc(), Item.id.desc()), limit=limit
+            Item.status == status, order_by=(Item.updated_at.desc(), Item.id.desc()), limit=limit
         )
 
     def export_rows(self, *, status: str | None = None) -> Iterator[ExportRow]:
@@ -147,6 +151,10 @@ class Queries:
         """Every item's source URI (all statuses and languages, duplicates possible), streamed."""
         query = select(Item.source_uri).execution_options(yield_per=5000)
         yield from self._session.scalars(query)
+
+    def run_sources(self) -> list[str]:
+        """Every source a run was recorded over, sorted."""
+        return list(self._session.scalars(select(Run.source).distinct().order_by(Run.source)))
 
     def latest_runs(self, *, limit: int = 5) -> list[RunRecord]:
         """The latest runs, newest first."""
@@ -167,6 +175,7 @@ class Queries:
 def _item_record(row: Row[Any]) -> ItemRecord:
     values = row._asdict()
     values["extras"] = values["extras"] or {}
+    values["metadata"] = values.get("metadata") or {}
     return ItemRecord(**values)
 
 
@@ -183,6 +192,7 @@ def _export_row(row: Row[Any]) -> ExportRow:
         attempts=row.attempts,
         sha256=row.sha256,
         updated_at=row.updated_at,
+        metadata=row.metadata or {},
     )
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 ITEM_STATUSES = ("pending", "processing", "done", "failed", "skipped")
 CHUNK_STATUSES = ("done", "failed", "silent")
+# superseded: a version never delivered whose recording has a newer transcript now.
+DELIVERY_STATUSES = ("pending", "processing", "delivered", "failed", "superseded")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class ItemRecord:
     created_at: datetime
     updated_at: datetime
     done_at: datetime | None
+    metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
     lease_token: str | None = None  # this claim's own token; every lease check compares it
 
 
@@ -94,6 +97,30 @@ class ExportRow:
     attempts: int
     sha256: str | None
     updated_at: datetime
+    metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
+
+
+@dataclass(frozen=True)
+class DeliveryRecord:
+    """One transcript version of one item and what became of its upload."""
+
+    id: int
+    item_id: int
+    language: str
+    version: str
+    format: str
+    status: str
+    attempts: int
+    retryable: bool
+    error_kind: str | None
+    error_message: str | None
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    response: dict[str, Any] | None
+    replaces_id: int | None
+    created_at: datetime
+    updated_at: datetime
+    delivered_at: datetime | None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from storage.claims import Claims, cleared_lease, new_lease_owner
+from storage.deliveries import DeliveryQueries
 from storage.errors import LeaseLost, SourceUnreadable
 from storage.leases import held_under, store_now
 from storage.models import RUN_COUNT_COLUMNS, Chunk, Item, Run
@@ -53,7 +54,7 @@ _MESSAGE_MAX_CHARS = 4000
 UNREADABLE_VERSION = "unreadable"
 
 
-class Repository(Claims):
+class Repository(Claims, DeliveryQueries):
     """Queries and updates of items, chunks and runs inside one session."""
 
     def register_items(self, files: Sequence[SourceFile], *, language: str) -> RegisterResult:

@@ -7,12 +7,15 @@ import os
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from storage.database import Store
 from storage.errors import SourceNotFound, SourceUnreadable
 from storage.local_files import printable
+from storage.manifest import default_manifest, metadata_by_uri, read_manifest
 from storage.sources import SkippedFile, list_audio, normalize_source
+from tasks.names import one_line, recording_name
 
 logger = logging.getLogger("medasr.discover")
 
@@ -39,12 +42,16 @@ def discover_and_register(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     storage_options: Mapping[str, Any] | None = None,
+    manifest: str | None = None,
 ) -> Discovery:
     """List audio under `source` and upsert one item per (file, language); raises SourceError.
 
     Files that are there but cannot be read are recorded as failed (source_unreadable);
-    files still being written are left for the next run.
+    files still being written are left for the next run. The metadata manifest
+    (`manifest`, else medasr.csv at a local source's root) is stored on the items it
+    names; a bad one raises ManifestInvalid before anything is listed.
     """
+    metadata = manifest_metadata(source, manifest=manifest)
     listing = list_audio(
         source,
         include=include,
@@ -56,11 +63,15 @@ def discover_and_register(
     with store.repository() as repo:
         registered = repo.register_items(listing.files, language=language)
         recorded = repo.record_unreadable(unreadable, language=language)
+        if metadata:
+            repo.set_item_metadata(metadata, language=language)
+    root = normalize_source(source)
     for skipped in listing.skipped:
+        name, reason = recording_name(skipped.uri, roots=(root,)), one_line(skipped.reason)
         if skipped.unreadable:
-            logger.warning("cannot read %s (%s): recorded as failed", skipped.uri, skipped.reason)
+            logger.warning("cannot read %s (%s): recorded as failed", name, reason)
         else:
-            logger.warning("not listed: %s (%s)", skipped.uri, skipped.reason)
+            logger.warning("not listed: %s (%s)", name, reason)
     return Discovery(
         source=source,
         listed=len(listing.files),
@@ -70,6 +81,20 @@ def discover_and_register(
         skipped=tuple(listing.skipped),
         unreadable=recorded,
     )
+
+
+def manifest_metadata(source: str, *, manifest: str | None) -> dict[str, dict[str, str]]:
+    """The manifest's columns by source URI ({} without one); raises ManifestInvalid."""
+    root = normalize_source(source)
+    path = Path(manifest) if manifest is not None else default_manifest(root)
+    if path is None:
+        return {}
+    return metadata_by_uri(read_manifest(path), source_root=root)
+
+
+def check_manifest(source: str, *, manifest: Path | None) -> None:
+    """Read the manifest a run would use, so a bad one stops it first; ManifestInvalid."""
+    manifest_metadata(source, manifest=str(manifest) if manifest is not None else None)
 
 
 def check_source(source: str) -> None:

@@ -23,6 +23,7 @@ class FileOutcome:
     chunks: int = 0
     error_kind: str | None = None
     retryable: bool = False
+    reason: str | None = None  # why it failed or was skipped, in words (the error's message)
 
 
 @dataclass

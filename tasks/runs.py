@@ -42,18 +42,31 @@ def expected_files(
     return min(pending, limit) if limit is not None else pending
 
 
+def known_sources(store: Store) -> tuple[str, ...]:
+    """The sources of recorded runs: a rerun names each file relative to its own."""
+    with store.repository(read_only=True) as repo:
+        return tuple(repo.run_sources())
+
+
 def requeue_failed(
-    store: Store, *, language: str | None, max_attempts: int, include_permanent: bool
+    store: Store,
+    *,
+    language: str | None,
+    max_attempts: int,
+    include_permanent: bool,
+    include_skipped: bool = False,
 ) -> int:
     """Send failures back to pending; returns how many.
 
     Without `include_permanent`: retryable failures whose attempts are under
     `max_attempts` and whose next-attempt time has come. With it: every failed item of
     the language (permanent ones, and retryable ones past the attempts limit too).
+    `include_skipped` adds every skipped (silent) item of the language.
     """
     with store.repository() as repo:
         return repo.requeue_failures(
             language=language,
             max_attempts=max_attempts,
             include_permanent=include_permanent,
+            include_skipped=include_skipped,
         )

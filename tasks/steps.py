@@ -32,6 +32,7 @@ def discover_task(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     storage_options: Mapping[str, Any] | None = None,
+    manifest: str | None = None,
 ) -> Discovery:
     """List the source and register its files (no retries: a listing error is the user's)."""
     return discover_and_register(
@@ -42,6 +43,7 @@ def discover_task(
         include=include,
         exclude=exclude,
         storage_options=storage_options,
+        manifest=manifest,
     )
 
 
@@ -75,11 +77,21 @@ def expected_files_task(
 
 @task(name="requeue-failures", tags=_TAGS, cache_policy=NONE, persist_result=False)
 def requeue_failures_task(
-    *, store: Store, language: str | None, max_attempts: int, include_permanent: bool
+    *,
+    store: Store,
+    language: str | None,
+    max_attempts: int,
+    include_permanent: bool,
+    include_skipped: bool = False,
 ) -> int:
-    """Send the failures that may succeed now (or all, with include_permanent) to pending."""
+    """Send the failures that may succeed now (or all, with include_permanent; skipped
+    recordings too, with include_skipped) to pending."""
     return requeue_failed(
-        store, language=language, max_attempts=max_attempts, include_permanent=include_permanent
+        store,
+        language=language,
+        max_attempts=max_attempts,
+        include_permanent=include_permanent,
+        include_skipped=include_skipped,
     )
 
 

@@ -31,6 +31,7 @@ from tasks.errors import SilentAudio
 from tasks.gate import RUN_STOP_ERRORS, RequestGate
 from tasks.journal import Journal, PaidChunk, store_chunk_answer
 from tasks.lease_keeper import LeaseKeeper
+from tasks.names import reason_about, recording_name
 from tasks.progress import FileOutcome, RunStats, progress_observer
 from tasks.store_calls import in_store
 
@@ -56,8 +57,10 @@ class BatchContext:
         stats: RunStats | None = None,
         journal: Journal | None = None,
         store_retry_s: float | None = None,
+        source_roots: tuple[str, ...] = (),
     ) -> None:
         self.pipeline = pipeline
+        self.source_roots = source_roots  # log lines name files relative to these
         self.store = store
         self.client = client
         self.gate = gate
@@ -128,10 +131,10 @@ async def transcribe_file(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome
     try:
         return await _settle(run, ctx=ctx)
     except LeaseLost:
-        logger.warning("lost the lease on item %s; another worker owns it now", item.id)
+        logger.warning("lost the lease on %s; another worker owns it now", _name(item, ctx))
         return FileOutcome(item.source_uri, "lost", requests=run.requests)
     except StoreError as exc:  # recording the outcome failed: the lease gives the item back
-        logger.error("could not record the outcome of item %s: %s", item.id, exc)
+        logger.error("could not record the outcome of %s: %s", _name(item, ctx), exc)
         return FileOutcome(item.source_uri, "lost", requests=run.requests)
 
 
@@ -158,11 +161,19 @@ async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
                 item.id, lease_token=item.lease_token, reason_kind=kind, reason=reason
             ),
         )
-        return FileOutcome(item.source_uri, "skipped", requests=run.requests, error_kind=kind)
+        why = reason_about(reason, uri=item.source_uri, roots=ctx.source_roots)
+        logger.warning("%s skipped (%s): %s", _name(item, ctx), kind, why)
+        return FileOutcome(
+            item.source_uri,
+            "skipped",
+            requests=run.requests,
+            error_kind=kind,
+            reason=reason,
+        )
     except MedasrError as exc:
         return await _fail(run, exc, ctx=ctx)
     except Exception as exc:  # a bug must cost one file, not the batch
-        logger.exception("unexpected error on item %s", item.id)
+        logger.exception("unexpected error on %s", _name(item, ctx))
         internal = InternalError(f"unexpected internal error ({type(exc).__name__}); see the logs")
         return await _fail(run, internal, ctx=ctx)
 
@@ -386,13 +397,16 @@ async def _fail(run: _FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOu
             next_attempt_at=retry_at if exc.transient else None,
         ),
     )
-    logger.info("item %s failed (%s, retryable=%s)", run.item.id, exc.kind, exc.transient)
+    name = _name(run.item, ctx)
+    why = reason_about(exc.message, uri=run.item.source_uri, roots=ctx.source_roots)
+    logger.info("%s failed (%s, retryable=%s): %s", name, exc.kind, exc.transient, why)
     return FileOutcome(
         run.item.source_uri,
         "failed",
         requests=run.requests,
         error_kind=exc.kind,
         retryable=exc.transient,
+        reason=exc.message,
     )
 
 
@@ -402,6 +416,11 @@ async def _release(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome:
         token = item.lease_token
         await in_store(ctx.store, lambda repo: repo.release_items([token]))
     return FileOutcome(item.source_uri, "released")
+
+
+def _name(item: ItemRecord, ctx: BatchContext) -> str:
+    """The item as a person knows it: its path in the source, escaped."""
+    return recording_name(item.source_uri, roots=ctx.source_roots)
 
 
 def _str_or_none(value: object) -> str | None:

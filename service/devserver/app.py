@@ -20,6 +20,7 @@ from starlette.routing import Route
 
 from service import jwe
 from service.contract import (
+    DOCS_PATH,
     MESSAGE_FORBIDDEN,
     MESSAGE_NO_FILE,
     MESSAGE_TOO_LARGE,
@@ -266,9 +267,14 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(config: DevServerConfig, *, state: DevServerState | None = None) -> Starlette:
-    """The Starlette app serving POST /voice/get-asr; raises ConfigError for bad options."""
+    """The Starlette app serving POST /voice/get-asr and /mr/api/v2/docs; raises ConfigError."""
+    from service.devserver.docs import docs_endpoint  # docs.py builds on this module
+
     app = Starlette(
-        routes=[Route(TRANSCRIBE_PATH, _transcribe_endpoint, methods=["POST"])],
+        routes=[
+            Route(TRANSCRIBE_PATH, _transcribe_endpoint, methods=["POST"]),
+            Route(DOCS_PATH, docs_endpoint, methods=["POST"]),
+        ],
         exception_handlers={HTTPException: _http_error},
     )
     app.state.devserver = state if state is not None else build_state(config)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from service.contract import TRANSCRIBE_PATH
+
 
 @dataclass(frozen=True)
 class LedgerEntry:
@@ -26,6 +28,8 @@ class LedgerEntry:
     retry_after_s: float | None
     fault: str | None  # the injected fault, if any
     txn_id: str | None
+    path: str = TRANSCRIBE_PATH  # which endpoint: transcription or document upload
+    query: str | None = None  # a document upload's query string (patient and type ids)
 
     def to_json(self) -> dict[str, Any]:
         """The entry as a JSON-ready dict."""

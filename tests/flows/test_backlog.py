@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -233,3 +235,29 @@ def test_silence_is_skipped_not_sent(
 
     assert summary["files_skipped"] == 1
     assert flow_server.ledger.entries() == []
+
+
+def test_log_lines_name_each_recording_by_its_path_in_the_source(
+    pinned: Settings,
+    corpus: Corpus,
+    flow_server: RunningDevServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    (corpus.root / "ward" / "gone.wav").symlink_to(corpus.root / "nowhere.wav")
+    caplog.set_level(logging.INFO)
+
+    run_backlog(corpus.root)
+
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith(("medasr.", "tasks."))]
+    for start in (
+        "notes.wav failed (not_audio, retryable=False): ",
+        "corrupt.mp3 failed (",
+        "silence.wav skipped (silent_audio): ",
+        "cannot read ward/gone.wav (broken symbolic link)",
+    ):
+        assert any(line.startswith(start) for line in lines), (start, lines)
+    assert not [line for line in lines if re.search(r"\bitem \d", line)]
+    assert (
+        "notes.wav failed (not_audio, retryable=False): not an audio file: notes.wav "
+        "(it holds text)"
+    ) in lines

@@ -33,6 +33,7 @@ COMMANDS = (
     "rerun-failures",
     "status",
     "export",
+    "deliver",
     "split",
     "devserver",
     "serve",
@@ -175,7 +176,7 @@ def test_run_prints_plain_lines_and_a_summary(
     assert "medasr: 3 files to process" in out
     progress = re.findall(r"^\[(\d)/3\] done: (\S+)", out, flags=re.M)
     assert sorted(n for n, _ in progress) == ["1", "2", "3"]
-    assert {uri.rsplit("recordings/", 1)[1] for _, uri in progress} == set(TEXTS)
+    assert {name for _, name in progress} == set(TEXTS)  # the path in the source, not the URI
     summary = table_rows(out)
     assert (summary["files done"], summary["files failed"], summary["requests"]) == ("3", "0", "3")
     assert service.ledger.statuses() == [200, 200, 200]

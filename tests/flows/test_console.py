@@ -10,7 +10,8 @@ import pytest
 from prefect.logging.handlers import PrefectConsoleHandler
 from rich.console import Console
 
-from flows.console import logs_through, print_summary
+from flows.console import logs_through, print_summary, show_progress
+from tasks.progress import FileOutcome, progress_observer
 
 
 @pytest.fixture
@@ -63,3 +64,18 @@ def test_handlers_are_restored_when_the_run_fails(
 def test_summary_title_is_not_wrapped(capsys: pytest.CaptureFixture[str]) -> None:
     print_summary({"files": 3, "sent": 0}, title="medasr dry run (en-IN): nothing sent")
     assert "medasr dry run (en-IN): nothing sent" in capsys.readouterr().out
+
+
+def test_per_file_lines_name_the_path_in_the_source(capsys: pytest.CaptureFixture[str]) -> None:
+    root = "/archive/ward 7"
+    with show_progress(source_roots=(root,)):  # stdout is not a terminal here: plain lines
+        observer = progress_observer()
+        observer.on_planned(files=2)
+        observer.on_file_finished(FileOutcome(f"{root}/beds/new\nline.wav", "failed",
+                                              error_kind="not_audio"))  # fmt: skip
+        observer.on_file_finished(FileOutcome(f"{root}/a.wav", "done"))
+
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("[1/2] failed (not_audio): beds/new\\nline.wav (")
+    assert lines[2].startswith("[2/2] done: a.wav (")
+    assert root not in "".join(lines[1:])

@@ -129,3 +129,31 @@ def test_include_permanent_does_not_wait_for_the_next_attempt_time(
 
     assert summary["requeued"] == len(corpus.texts) + len(PERMANENT)
     assert summary["files_done"] == len(corpus.texts)
+
+
+def test_include_skipped_requeues_silent_recordings(
+    corpus: Corpus, up: RunningDevServer, tmp_path: Path
+) -> None:
+    settings = pointed_at(settings_for(up, tmp_path / "m.db"), up, retry_delay_s=0.0)
+    with pinned_settings(settings):
+        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+    assert statuses(settings, corpus.root)["silence.wav"] == ("skipped", 1)
+    # A failure flag leaves a recording judged silent where it is.
+    assert rerun(settings, include_permanent=True)["requeued"] == len(PERMANENT)
+    assert statuses(settings, corpus.root)["silence.wav"] == ("skipped", 1)
+
+    with pinned_settings(settings):
+        result = CliRunner().invoke(
+            app, ["rerun-failures", "--language", "en-IN", "--include-skipped"]
+        )
+
+    # Judged again (still silent: nothing sent) and counted: exit 1, not a quiet 0.
+    assert result.exit_code == 1, result.output
+    summary = table_rows(result.output)
+    assert summary["requeued"] == "1"
+    assert summary["files skipped"] == "1"
+    assert statuses(settings, corpus.root)["silence.wav"] == ("skipped", 2)
+    # Named by its path in the source of the run that found it, in the line and the list.
+    assert "[1/1] skipped (silent_audio): silence.wav (" in result.output
+    assert "skipped: silence.wav: " in result.output
+    assert f"{corpus.root}/silence.wav" not in result.output

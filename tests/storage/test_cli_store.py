@@ -261,3 +261,32 @@ def test_status_does_not_wait_behind_a_writer(
     assert result.exit_code == 0, result.output
     assert "en-IN\tdone\t3\t1.50" in result.stdout.splitlines()
     assert elapsed < 2
+
+
+def test_status_lists_skipped_recordings_in_their_own_section(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    quiet, broken = str(tmp_path / "a" / "quiet.wav"), str(tmp_path / "a" / "broken.wav")
+    fill(tmp_path, {broken: ""}, message="not an audio file")
+    store = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
+    with store.repository() as repo:
+        repo.register_items([SourceFile(quiet, 10, "v1")], language=LANG)
+        [item] = repo.claim_batch(owner="w", language=LANG, limit=1, lease_s=60)
+    with store.repository() as repo:
+        repo.skip_item(item.id, lease_token=item.lease_token, reason_kind="silent_audio",
+                       reason="no speech: a steady tone, hum or noise")  # fmt: skip
+    store.dispose()
+
+    result = runner.invoke(app, ["status"])
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "en-IN\tskipped\t1\t0.00" in lines
+    failures = lines[lines.index("latest failures:") + 1 : lines.index("latest skipped:")]
+    assert [line.split("\t")[0] for line in failures] == [broken]
+    skipped = lines[lines.index("latest skipped:") + 1 :]
+    assert skipped[0] == (
+        f"{quiet}\t{LANG}\tsilent_audio\t1\tskipped\tno speech: a steady tone, hum or noise"
+    )
+    assert len(skipped) == 1
+    assert "--include-skipped" in result.stderr

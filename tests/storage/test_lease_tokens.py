@@ -9,12 +9,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 
 from config.settings import StorageSettings
 from storage import claims, leases, queries
 from storage.database import (
     Store,
+    _alembic_config,
     create_store_engine,
     downgrade_database,
     upgrade_database,
@@ -116,11 +118,12 @@ def _item_columns(url: str) -> set[str]:
 
 
 def test_revision_0002_adds_and_drops_the_token_column(store_url: str) -> None:
-    assert upgrade_database(store_url, revision="0001") == "0001"
+    before = str(ScriptDirectory.from_config(_alembic_config()).get_revision("0002").down_revision)
+    assert upgrade_database(store_url, revision=before) == before
     assert "lease_token" not in _item_columns(store_url)
     assert upgrade_database(store_url, revision="0002") == "0002"
     assert "lease_token" in _item_columns(store_url)
-    assert downgrade_database(store_url, revision="0001") == "0001"
+    assert downgrade_database(store_url, revision=before) == before
     assert "lease_token" not in _item_columns(store_url)
     upgrade_database(store_url, revision="0002")
     assert "lease_token" in _item_columns(store_url)

@@ -18,7 +18,7 @@ from storage.database import (
 from storage.errors import SchemaUnknown
 from storage.models import Base
 
-TABLES = {"items", "chunks", "runs"}
+TABLES = {"items", "chunks", "runs", "deliveries"}
 
 
 def tables_of(url: str) -> set[str]:

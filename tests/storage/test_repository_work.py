@@ -8,6 +8,7 @@ import pytest
 
 from storage.database import Store
 from storage.errors import LeaseLost
+from storage.records import ItemRecord
 from tests.storage.repository_helpers import (
     LANG,
     claim,
@@ -358,3 +359,43 @@ def test_runs_record_counts(store: Store) -> None:
         "retries": 0,
         "chunks": 7,
     }
+
+
+def skip(store: Store, item: ItemRecord) -> None:
+    with store.repository() as repo:
+        repo.skip_item(
+            item.id, lease_token=item.lease_token, reason_kind="silent_audio", reason="no speech"
+        )
+
+
+def test_requeue_skipped_only_with_the_flag_and_judged_afresh(store: Store) -> None:
+    register(store, listed(3))
+    silent, failed, other = claim(store, limit=3)
+    record(store, silent.id, 0, "", status="silent")
+    skip(store, silent)
+    fail(store, failed, retryable=False, at=None)
+    record(store, other.id, 0, "", status="silent")
+    skip(store, other)
+    with store.repository() as repo:  # a failure flag never touches skipped recordings
+        assert repo.requeue_failures(language=LANG, max_attempts=5, include_permanent=True) == 1
+    assert get(store, silent.id).status == "skipped"
+
+    with store.repository() as repo:
+        count = repo.requeue_failures(
+            language=LANG, max_attempts=1, include_permanent=False, include_skipped=True
+        )
+
+    # Every skipped recording, whatever its attempts; its silent chunks are forgotten so
+    # the next run judges the audio afresh instead of reusing the old "silent" verdict.
+    assert count == 2
+    assert {get(store, i.id).status for i in (silent, other)} == {"pending"}
+    with store.repository(read_only=True) as repo:
+        assert repo.done_chunks(silent.id) == {}
+        assert repo.done_chunks(other.id) == {}
+    with store.repository() as repo:
+        assert (
+            repo.requeue_failures(
+                language="hi", max_attempts=5, include_permanent=False, include_skipped=True
+            )
+            == 0
+        )

@@ -1,7 +1,7 @@
 """Each claim has its own token: items.lease_token.
 
 Revision ID: 0002
-Revises: 0001
+Revises: 0004
 Create Date: 2026-11-23 00:00:00
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0002"
-down_revision: str | Sequence[str] | None = "0001"
+down_revision: str | Sequence[str] | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,189 @@
+"""`medasr deliver`: upload done transcripts to the patient record (POST /mr/api/v2/docs).
+
+Exit codes: 0 every document delivered (or nothing to do), 1 some failed, 2 usage or
+configuration (settings, MEDASR_DOCS_QUERY, the manifest, no database), 3 credentials
+rejected, 130 interrupted. Runs without Prefect: a delivery is a few requests, not a
+backlog; the nightly deployment runs the same code as a task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from config.errors import ConfigError, MedasrError
+from config.settings import Settings, load_settings
+from flows.console import print_summary
+from flows.log_level import medasr_log_level
+from service.contract import LANGUAGES, is_supported_language
+from service.preflight import check_service_config
+from storage.database import Store, database_exists
+from storage.deliveries import item_version
+from storage.manifest import metadata_by_uri, read_manifest
+from tasks.deliver import deliver_pending, delivery_exit_code, delivery_summary
+from tasks.documents import DocsQuery, parse_docs_query
+
+_PAGE = 500
+EXIT_INTERRUPTED = 130
+
+
+class DeliverFormat(StrEnum):
+    """What `medasr deliver` uploads."""
+
+    txt = "txt"
+    fhir = "fhir"
+
+
+def deliver_command(
+    language: Annotated[
+        str | None, typer.Option("--language", "-l", help="Only this language.")
+    ] = None,
+    deliver_format: Annotated[
+        DeliverFormat | None,
+        typer.Option("--format", help="txt, or fhir (a FHIR R4 DocumentReference)."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print what would be sent; send nothing.")
+    ] = False,
+    manifest: Annotated[
+        Path | None,
+        typer.Option(
+            "--manifest", help="Metadata CSV (column 'path' relative to the CSV's folder)."
+        ),
+    ] = None,
+) -> None:
+    """Upload every done transcript not yet delivered in its current version."""
+    settings, query = _checked_settings(language)
+    format_name = (deliver_format or DeliverFormat(settings.delivery.format)).value
+    store = _open_store(settings)
+    try:
+        listed = {}
+        if manifest is not None:
+            listed = _apply_manifest(store, manifest, language=language, dry_run=dry_run)
+        if dry_run:
+            _print_plan(
+                store, language=language, query=query, format_name=format_name, manifest=listed
+            )
+            return
+        summary = _deliver(settings, store, language=language, format_name=format_name)
+    finally:
+        store.dispose()
+    print_summary(summary, title=f"medasr deliver ({format_name})")
+    if summary["credentials_rejected"]:
+        typer.echo(
+            "medasr: stopped: credentials rejected; undelivered documents stay pending "
+            "(set a valid MEDASR_TOKEN)",
+            err=True,
+        )
+    raise typer.Exit(summary["exit_code"])
+
+
+def _checked_settings(language: str | None) -> tuple[Settings, DocsQuery]:
+    try:
+        if language is not None and not is_supported_language(language):
+            raise ConfigError(
+                f"unsupported language {language!r}; use one of: {', '.join(LANGUAGES)}"
+            )
+        settings = load_settings()
+        check_service_config(service=settings.service, encryption=settings.encryption)
+        return settings, parse_docs_query(settings.delivery.docs_query)
+    except ConfigError as exc:
+        _usage_error("configuration error", exc)
+
+
+def _open_store(settings: Settings) -> Store:
+    storage = settings.storage
+    try:
+        if not database_exists(storage.database_url):
+            where = storage.database_url_redacted
+            raise ConfigError(f"no database at {where}: nothing to deliver")
+        return Store.open(storage)
+    except ConfigError as exc:
+        _usage_error("configuration error", exc)
+    except MedasrError as exc:
+        _usage_error("database error", exc)
+
+
+def _apply_manifest(
+    store: Store, path: Path, *, language: str | None, dry_run: bool
+) -> dict[str, dict[str, str]]:
+    """Store the manifest's columns on the recordings it names (not in a dry run).
+
+    Returns the columns by source URI, which a dry run counts with instead.
+    """
+    try:
+        rows = read_manifest(path)
+    except ConfigError as exc:
+        store.dispose()
+        _usage_error("manifest error", exc)
+    by_uri = metadata_by_uri(rows, source_root=str(path.resolve().parent))
+    if dry_run:
+        typer.echo(f"manifest {path}: {len(by_uri)} row(s) read (a dry run stores nothing)")
+        return by_uri
+    with store.repository() as repo:
+        changed = repo.set_item_metadata(by_uri, language=language)
+    typer.echo(f"manifest {path}: {len(by_uri)} row(s), {changed} recording(s) updated", err=True)
+    return by_uri
+
+
+def _deliver(
+    settings: Settings, store: Store, *, language: str | None, format_name: str
+) -> dict[str, Any]:
+    with medasr_log_level(settings.pipeline.log_level):
+        try:
+            stats = asyncio.run(
+                deliver_pending(
+                    settings=settings, store=store, language=language, format_name=format_name
+                )
+            )
+        except KeyboardInterrupt:
+            typer.echo(
+                "medasr: interrupted: delivered documents are recorded, the others are "
+                "pending; run the same command again to go on",
+                err=True,
+            )
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except ConfigError as exc:
+            _usage_error("configuration error", exc)
+    return delivery_summary(stats)
+
+
+def _print_plan(
+    store: Store,
+    *,
+    language: str | None,
+    query: DocsQuery,
+    format_name: str,
+    manifest: dict[str, dict[str, str]],
+) -> None:
+    """Counts of what a real run would send (with `manifest` over the stored columns)."""
+    plan = {"documents_to_send": 0, "already_delivered": 0, "missing_metadata": 0}
+    after = 0
+    while True:
+        with store.repository(read_only=True) as repo:
+            page = repo.done_items_page(language=language, after_id=after, limit=_PAGE)
+            delivered = repo.delivered_versions([item.id for item in page])
+        if not page:
+            break
+        for item in page:
+            version = item_version(item)
+            columns = manifest.get(item.source_uri, item.metadata)
+            if version in delivered.get(item.id, ()):
+                plan["already_delivered"] += 1
+            elif any(not columns.get(name) for name in query.fields):
+                plan["missing_metadata"] += 1
+            else:
+                plan["documents_to_send"] += 1
+        after = page[-1].id
+    summary: dict[str, Any] = {**plan, "sent": 0}
+    summary["exit_code"] = delivery_exit_code(summary)
+    print_summary(summary, title=f"medasr deliver dry run ({format_name}): nothing sent")
+
+
+def _usage_error(what: str, exc: Exception) -> NoReturn:
+    typer.echo(f"medasr: {what}: {exc}", err=True)
+    raise typer.Exit(2)
