@@ -371,10 +371,10 @@ def skip(store: Store, item: ItemRecord) -> None:
 def test_requeue_skipped_only_with_the_flag_and_judged_afresh(store: Store) -> None:
     register(store, listed(3))
     silent, failed, other = claim(store, limit=3)
-    record(store, silent.id, 0, "", status="silent")
+    record(store, silent, 0, "", status="silent")
     skip(store, silent)
     fail(store, failed, retryable=False, at=None)
-    record(store, other.id, 0, "", status="silent")
+    record(store, other, 0, "", status="silent")
     skip(store, other)
     with store.repository() as repo:  # a failure flag never touches skipped recordings
         assert repo.requeue_failures(language=LANG, max_attempts=5, include_permanent=True) == 1
