@@ -166,7 +166,12 @@ def seed_done(folder: Path, *, database_url: str) -> int:
             )
             for item in items:
                 repo.finish_item(
-                    item.id, owner="bench", text="seeded", duration_ms=250, chunk_count=1, extras={}
+                    item.id,
+                    lease_token=item.lease_token,
+                    text="seeded",
+                    duration_ms=250,
+                    chunk_count=1,
+                    extras={},
                 )
     finally:
         store.dispose()

@@ -56,6 +56,7 @@ FLAT_VARIABLES: dict[str, tuple[str, str]] = {
     "MEDASR_JWE_KEY": ("encryption", "jwe_key"),
     "MEDASR_JWE_KID": ("encryption", "jwe_kid"),
     "MEDASR_DATABASE_URL": ("storage", "database_url"),
+    "MEDASR_DATA_DIR": ("storage", "data_dir"),
     "MEDASR_CONCURRENCY": ("pipeline", "concurrency"),
     "MEDASR_REQUESTS_PER_S": ("pipeline", "requests_per_s"),
     "MEDASR_GLOBAL_CONCURRENCY": ("pipeline", "global_concurrency"),
@@ -175,6 +176,16 @@ class StorageSettings(BaseModel):
     )
     busy_timeout_ms: int = Field(
         30_000, ge=0, le=600_000, description="SQLite wait for a locked database, ms."
+    )
+    data_dir: Path = Field(
+        Path(".medasr"),
+        description="medasr's own files (journal of paid answers), a 0700 folder.",
+    )
+    store_retry_s: float = Field(
+        60.0,
+        ge=0,
+        le=3600,
+        description="How long a paid answer's store write is retried before it is journaled, s.",
     )
 
     @property

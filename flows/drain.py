@@ -1,7 +1,8 @@
 """Work through pending items in batches until none are left, the limit is hit, or credentials fail.
 
 Shared by the backlog flow and the rerun flow. Two batch loops run side by side so
-the request slots stay busy while one batch finishes its slowest file.
+the request slots stay busy while one batch finishes its slowest file. Paid answers a
+run before could not store (the journal) are recorded first, before anything is sent.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from storage.repository import new_lease_owner
 from tasks.errors import SharedLimitUnavailable
 from tasks.gate import RequestGate, RunStop
 from tasks.global_limit import SharedLimit, ensure_shared_limits
+from tasks.journal import Journal, replay_journal
 from tasks.progress import FileOutcome, RunStats, progress_observer
 from tasks.steps import expected_files_task, transcribe_batch_task
 from tasks.transcribe import BatchContext
@@ -58,6 +60,8 @@ async def drain_pending(
         store=store, language=language, source_prefix=source_prefix, limit=limit
     )
     progress_observer().on_planned(files=planned)
+    journal = Journal(settings.storage.data_dir / "journal")
+    await asyncio.to_thread(replay_journal, store, journal)
     artifact = await acreate_progress_artifact(
         progress=0.0, key=PROGRESS_KEY, description="Files finished in this run (%)"
     )
@@ -69,6 +73,7 @@ async def drain_pending(
         stats=result.stats,
         source_roots=tuple(roots),
         shared=await _shared(settings),
+        journal=journal,
     )
     loops = _BatchLoops(
         ctx=ctx,
@@ -83,7 +88,7 @@ async def drain_pending(
         await asyncio.gather(*(loops.run() for _ in range(BATCH_LOOPS)))
     finally:
         await ctx.client.aclose()
-        ctx.close()
+        await ctx.aclose()
     result.stopped = ctx.gate.stopped
     if result.stopped is None:  # every expected file is through: the bar ends full
         await aupdate_progress_artifact(artifact_id=artifact, progress=100.0)
@@ -110,6 +115,7 @@ def _batch_context(
     store: Store,
     stats: RunStats,
     source_roots: tuple[str, ...],
+    journal: Journal,
     shared: SharedLimit | SharedLimitUnavailable | None = None,
 ) -> BatchContext:
     """What every batch of the run shares: client, gate, lease owner, decoders."""
@@ -137,6 +143,8 @@ def _batch_context(
         lease_s=settings.storage.lease_s,
         stats=stats,
         quality=settings.quality,
+        journal=journal,
+        store_retry_s=settings.storage.store_retry_s,
         source_roots=source_roots,
     )
 

@@ -3,7 +3,10 @@
 PostgreSQL: the claimable rows are locked with `FOR UPDATE SKIP LOCKED`, so concurrent
 claimers split the work. SQLite: the write session began with BEGIN IMMEDIATE, so only
 one claimer runs at a time (SQLite renders no FOR UPDATE). An item whose lease expired
-is claimable again, and work reported by a worker that lost its lease raises LeaseLost.
+is claimable again, except by the process (owner) that held it: it may still be working
+on it. Each claim writes its own lease token (storage/leases.py) and every check compares
+that token, so work reported under a claim that is no longer current raises LeaseLost.
+Expiry is judged on the store's clock (PostgreSQL `now()`), not this host's.
 Items held by a process of this machine that has ended (killed, crashed) are given
 back at once by `release_dead_local_leases`, without waiting for the lease to expire.
 """
@@ -16,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, and_, case, delete, func, or_, select, update
 
+from storage.leases import new_lease_token, store_now
 from storage.models import Chunk, Item
 from storage.owners import is_dead_local_owner, local_owner_prefix, new_lease_owner
 from storage.queries import IN_BATCH, Queries, batches, under_source, utc_now
@@ -23,32 +27,33 @@ from storage.records import ItemRecord
 
 _SCAN_PAGE = 1000
 
-__all__ = ["Claims", "cleared_lease", "held_by", "new_lease_owner"]
+__all__ = ["Claims", "cleared_lease", "new_lease_owner"]
 
 
 def _claimable(
-    now: datetime, *, language: str | None, source_prefix: str | None
+    now: datetime, *, owner: str, language: str | None, source_prefix: str | None
 ) -> list[ColumnElement[bool]]:
-    """Expired leases, then pending items: two conditions, so that each query walks the
-    (status, language, id) index in id order and stops at the limit instead of sorting
-    every pending row."""
+    """Expired leases of other owners, then pending items: two conditions, so that each
+    query walks the (status, language, id) index in id order and stops at the limit
+    instead of sorting every pending row. `owner`'s own lapsed leases are left alone: a
+    live process may still be working on them (its lease keeper was late)."""
     narrowing = []
     if language is not None:
         narrowing.append(Item.language == language)
     if source_prefix is not None:
         narrowing.append(under_source(source_prefix))
-    expired = and_(Item.status == "processing", Item.lease_expires_at < now, *narrowing)
+    expired = and_(
+        Item.status == "processing",
+        Item.lease_expires_at < now,
+        or_(Item.lease_owner.is_(None), Item.lease_owner != owner),
+        *narrowing,
+    )
     return [expired, and_(Item.status == "pending", *narrowing)]
-
-
-def held_by(owner: str) -> ColumnElement[bool]:
-    """The item is being processed under `owner`'s lease."""
-    return and_(Item.status == "processing", Item.lease_owner == owner)
 
 
 def cleared_lease() -> dict[str, Any]:
     """Column values of an item no one holds."""
-    return {"lease_owner": None, "lease_expires_at": None}
+    return {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
 
 
 class Claims(Queries):
@@ -67,14 +72,17 @@ class Claims(Queries):
     ) -> list[ItemRecord]:
         """Claim up to `limit` pending (or lease-expired) items, oldest first; attempts += 1.
 
-        `uris` restricts the claim to those sources; `source_prefix` to sources under a
-        normalized folder or bucket prefix (see storage.sources.normalize_source).
+        Each item gets its own lease token (in the returned records): pass it to every
+        later write. `uris` restricts the claim to those sources; `source_prefix` to
+        sources under a normalized folder or bucket prefix (see
+        storage.sources.normalize_source). `now` stands in for the store's clock (tests).
         """
-        now = now or utc_now()
+        now = now or store_now(self._session)
         if limit <= 0:
             return []
         ids: list[int] = []
-        for claimable in _claimable(now, language=language, source_prefix=source_prefix):
+        claimable_now = _claimable(now, owner=owner, language=language, source_prefix=source_prefix)
+        for claimable in claimable_now:
             ids += self._lock_claimable(claimable, limit=limit - len(ids), uris=uris)
             if len(ids) >= limit:
                 break
@@ -92,6 +100,8 @@ class Claims(Queries):
             )
             .execution_options(synchronize_session=False)
         )
+        tokens = [{"id": item_id, "lease_token": new_lease_token()} for item_id in ids]
+        self._session.execute(update(Item), tokens)
         return self._items_where(Item.id.in_(ids))
 
     def _lock_claimable(
@@ -133,37 +143,36 @@ class Claims(Queries):
         # SQLite renders no FOR UPDATE, its BEGIN IMMEDIATE already excludes claimers).
         return list(self._session.scalars(query.with_for_update(skip_locked=True)))
 
-    def renew_lease(self, item_ids: Sequence[int], *, owner: str, lease_s: float) -> frozenset[int]:
-        """Extend our leases by `lease_s` from now; returns the ids we no longer hold.
+    def renew_leases(self, lease_tokens: Sequence[str], *, lease_s: float) -> frozenset[str]:
+        """Extend the leases of these claims to `lease_s` from the store's now; returns the
+        tokens no longer held.
 
-        An id in the returned (frozen) set is not ours any more: another worker claimed
-        it after our lease expired, or a new listing sent it back to pending because its
-        content changed, or it was released or settled. The caller must stop working on
-        those items at once (send no more chunks, decode nothing more): every later
-        write for them (record_chunk_result, set_fingerprint, finish/skip/fail_item)
-        raises LeaseLost. A lease that expired but was not taken over is still ours and
-        is renewed. Ids not in the set are held until `now + lease_s`.
+        A returned token's claim is over: another worker claimed the item after the lease
+        lapsed, a new listing sent it back to pending because its content changed, or it
+        was released or settled. The caller must stop working on that item at once (send
+        no more chunks): every later write under that token raises LeaseLost. A lapsed
+        lease that no one took over is still ours and is renewed.
         """
-        expires = utc_now() + timedelta(seconds=lease_s)
-        renewed: set[int] = set()
-        for batch in batches(list(item_ids)):
+        expires = store_now(self._session) + timedelta(seconds=lease_s)
+        renewed: set[str] = set()
+        for batch in batches(list(lease_tokens)):
             renewed.update(
                 self._session.scalars(
                     update(Item)
-                    .where(Item.id.in_(batch), held_by(owner))
+                    .where(Item.status == "processing", Item.lease_token.in_(batch))
                     .values(lease_expires_at=expires)
-                    .returning(Item.id)
+                    .returning(Item.lease_token)
                     .execution_options(synchronize_session=False)
                 )
             )
-        return frozenset(item_ids) - renewed
+        return frozenset(lease_tokens) - renewed
 
-    def release_items(self, item_ids: Sequence[int], *, owner: str) -> None:
-        """Give our items back (pending, attempts - 1): the stop was not the item's fault."""
-        for batch in batches(list(item_ids)):
+    def release_items(self, lease_tokens: Sequence[str]) -> None:
+        """Give our claims back (pending, attempts - 1): the stop was not the item's fault."""
+        for batch in batches(list(lease_tokens)):
             self._session.execute(
                 update(Item)
-                .where(Item.id.in_(batch), held_by(owner))
+                .where(Item.status == "processing", Item.lease_token.in_(batch))
                 .values(
                     status="pending",
                     attempts=case((Item.attempts > 0, Item.attempts - 1), else_=0),

@@ -110,6 +110,7 @@ class Item(Base):
     next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     lease_owner: Mapped[str | None] = mapped_column(String(255))
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    lease_token: Mapped[str | None] = mapped_column(String(64))  # one per claim (0002)
     text: Mapped[str | None] = mapped_column(Text)
     extras: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     chunk_count: Mapped[int | None] = mapped_column(Integer)

@@ -43,6 +43,7 @@ class ItemRecord:
         default_factory=list
     )  # the quality gate's, in tasks.quality.FLAGS order
     metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
+    lease_token: str | None = None  # this claim's own token; every lease check compares it
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from sqlalchemy import Row, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from storage.claims import Claims, cleared_lease, held_by, new_lease_owner
+from storage.claims import Claims, cleared_lease, new_lease_owner
 from storage.deliveries import DeliveryQueries
 from storage.errors import LeaseLost, SourceUnreadable
+from storage.leases import held_under, store_now
 from storage.models import RUN_COUNT_COLUMNS, Chunk, Item, Run
 from storage.queries import ITEMS, batches, utc_now
 from storage.records import (
@@ -68,7 +69,7 @@ class Repository(Reviews, Claims, DeliveryQueries):
         """
         by_uri = {f.uri: f for f in files}
         new = changed = unchanged = 0
-        now = utc_now()
+        now = store_now(self._session)  # leases lapse on the store's clock
         for batch in batches(list(by_uri), self._uri_batch_size()):
             known = self._known_items(batch, language=language)
             inserts, updates = [], []
@@ -153,10 +154,12 @@ class Repository(Reviews, Claims, DeliveryQueries):
             recorded += len(updates)
         return recorded
 
-    def set_fingerprint(self, item_id: int, *, sha256: str, size_bytes: int, owner: str) -> None:
+    def set_fingerprint(
+        self, item_id: int, *, sha256: str, size_bytes: int, lease_token: str | None
+    ) -> None:
         """Record the content fingerprint; different content drops the old chunks. LeaseLost."""
         row = self._session.execute(
-            select(Item.sha256).where(Item.id == item_id, held_by(owner)).with_for_update()
+            select(Item.sha256).where(Item.id == item_id, held_under(lease_token)).with_for_update()
         ).one_or_none()
         if row is None:
             raise LeaseLost(f"item {item_id} is no longer held by this worker")
@@ -177,7 +180,7 @@ class Repository(Reviews, Claims, DeliveryQueries):
         self,
         item_id: int,
         *,
-        owner: str,
+        lease_token: str | None,
         index: int,
         start_ms: int,
         end_ms: int,
@@ -188,26 +191,51 @@ class Repository(Reviews, Claims, DeliveryQueries):
         txn_id: str | None = None,
         latency_ms: float | None = None,
     ) -> None:
-        """Insert or replace one chunk's result while `owner` holds the item; else LeaseLost.
+        """Insert or replace one chunk's result while our claim holds the item; else LeaseLost.
 
         The item row is locked first, so a new owner's set_fingerprint (which drops the
         chunks of changed content) cannot interleave with this write. Commit right
         after: one chunk, one transaction.
         """
-        self._require_held(item_id, owner=owner)
-        values = {
-            "item_id": item_id,
-            "index": index,
-            "start_ms": start_ms,
-            "end_ms": end_ms,
-            "size_bytes": size_bytes,
-            "status": status,
-            "text": text,
-            "attempts": attempts,
-            "txn_id": txn_id,
-            "latency_ms": latency_ms,
-            "updated_at": utc_now(),
-        }
+        self._require_held(item_id, lease_token=lease_token)
+        self._upsert_chunk(
+            {
+                "item_id": item_id,
+                "index": index,
+                "start_ms": start_ms,
+                "end_ms": end_ms,
+                "size_bytes": size_bytes,
+                "status": status,
+                "text": text,
+                "attempts": attempts,
+                "txn_id": txn_id,
+                "latency_ms": latency_ms,
+            }
+        )
+
+    def record_recovered_chunk(
+        self, item_id: int, *, source_uri: str, sha256: str | None, **chunk: Any
+    ) -> bool:
+        """Record a paid answer kept in the journal (no lease: its worker is gone).
+
+        Only while the item is the same source with the same content and not yet done;
+        returns False (nothing written) otherwise. `chunk` holds index, start_ms, end_ms,
+        size_bytes, text, attempts, txn_id and latency_ms.
+        """
+        row = self._session.execute(
+            select(Item.source_uri, Item.sha256, Item.status)
+            .where(Item.id == item_id)
+            .with_for_update()
+        ).one_or_none()
+        if row is None or row.status == "done" or sha256 is None:
+            return False
+        if (row.source_uri, row.sha256) != (source_uri, sha256):
+            return False
+        self._upsert_chunk({"item_id": item_id, "status": "done", **chunk})
+        return True
+
+    def _upsert_chunk(self, values: dict[str, Any]) -> None:
+        values = {**values, "updated_at": utc_now()}
         dialect = self._session.get_bind().dialect.name
         upsert = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(Chunk)
         statement = upsert.values(values).on_conflict_do_update(
@@ -216,10 +244,10 @@ class Repository(Reviews, Claims, DeliveryQueries):
         )
         self._session.execute(statement)
 
-    def _require_held(self, item_id: int, *, owner: str) -> None:
-        """Lock the item's row if `owner` holds it; raise LeaseLost otherwise."""
+    def _require_held(self, item_id: int, *, lease_token: str | None) -> None:
+        """Lock the item's row if our claim (`lease_token`) holds it; raise LeaseLost otherwise."""
         held = self._session.scalar(
-            select(Item.id).where(Item.id == item_id, held_by(owner)).with_for_update()
+            select(Item.id).where(Item.id == item_id, held_under(lease_token)).with_for_update()
         )
         if held is None:
             raise LeaseLost(f"item {item_id} is no longer held by this worker")
@@ -228,7 +256,7 @@ class Repository(Reviews, Claims, DeliveryQueries):
         self,
         item_id: int,
         *,
-        owner: str,
+        lease_token: str | None,
         text: str,
         duration_ms: int | None,
         chunk_count: int,
@@ -240,7 +268,7 @@ class Repository(Reviews, Claims, DeliveryQueries):
         now = utc_now()
         self._settle(
             item_id,
-            owner=owner,
+            lease_token=lease_token,
             status="needs_review" if flags else "done",
             flags=list(flags) or None,
             text=text,
@@ -258,7 +286,7 @@ class Repository(Reviews, Claims, DeliveryQueries):
         self,
         item_id: int,
         *,
-        owner: str,
+        lease_token: str | None,
         reason_kind: str,
         reason: str,
         duration_ms: int | None = None,
@@ -266,7 +294,7 @@ class Repository(Reviews, Claims, DeliveryQueries):
         """Mark our item skipped (silent, empty...) with the reason; raises LeaseLost."""
         self._settle(
             item_id,
-            owner=owner,
+            lease_token=lease_token,
             status="skipped",
             error_kind=reason_kind,
             error_message=reason[:_MESSAGE_MAX_CHARS],
@@ -280,7 +308,7 @@ class Repository(Reviews, Claims, DeliveryQueries):
         self,
         item_id: int,
         *,
-        owner: str,
+        lease_token: str | None,
         error_kind: str,
         message: str,
         retryable: bool,
@@ -289,7 +317,7 @@ class Repository(Reviews, Claims, DeliveryQueries):
         """Mark our item failed with its error and when it may be retried; raises LeaseLost."""
         self._settle(
             item_id,
-            owner=owner,
+            lease_token=lease_token,
             status="failed",
             error_kind=error_kind,
             error_message=message[:_MESSAGE_MAX_CHARS],
@@ -297,10 +325,10 @@ class Repository(Reviews, Claims, DeliveryQueries):
             next_attempt_at=next_attempt_at,
         )
 
-    def _settle(self, item_id: int, *, owner: str, **values: Any) -> None:
+    def _settle(self, item_id: int, *, lease_token: str | None, **values: Any) -> None:
         result = self._session.execute(
             update(Item)
-            .where(Item.id == item_id, held_by(owner))
+            .where(Item.id == item_id, held_under(lease_token))
             .values(updated_at=utc_now(), **cleared_lease(), **values)
             .execution_options(synchronize_session=False)
         )

@@ -16,6 +16,7 @@ from storage.database import Store
 from tasks.discover import Discovery, discover_and_register
 from tasks.progress import FileOutcome
 from tasks.runs import expected_files, finish_run, requeue_failed, start_run
+from tasks.store_calls import in_store
 from tasks.transcribe import BatchContext, process_batch
 
 _TAGS = ["medasr"]
@@ -51,14 +52,16 @@ async def transcribe_batch_task(
     *, ctx: BatchContext, language: str | None, max_files: int, source_prefix: str | None
 ) -> list[FileOutcome]:
     """Claim up to `max_files` items under a lease and transcribe them; [] when none are left."""
-    with ctx.store.repository() as repo:
-        items = repo.claim_batch(
+    items = await in_store(  # in a thread: the other batch loop has requests in flight
+        ctx.store,
+        lambda repo: repo.claim_batch(
             owner=ctx.owner,
             language=language,
             limit=max_files,
             lease_s=ctx.lease_s,
             source_prefix=source_prefix,
-        )
+        ),
+    )
     if not items:
         return []
     return await process_batch(items, ctx=ctx)

@@ -2,14 +2,15 @@
 
 `transcribe_file` is the plain function; `process_batch` runs many of them with
 bounded concurrency (the gate) and bounded decoding (a thread pool of ffmpeg readers).
-Every finished chunk is committed at once, so a crash never pays for it twice.
+Every finished chunk is committed at once (or kept in the journal while the store is
+down), so a crash never pays for it twice. The lease keeper renews the batch's claims
+on a timer; store calls run in worker threads, never on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -19,20 +20,23 @@ from typing import Any
 
 from config.errors import InternalError, MedasrError
 from config.quality import QualitySettings
-from config.settings import PipelineSettings
+from config.settings import PipelineSettings, StorageSettings
 from service.client import Transcription, TranscriptionClient
 from service.contract import chunk_filename
 from storage.database import Store
 from storage.errors import LeaseLost, StoreError
-from storage.repository import ItemRecord
-from storage.sources import fetch_local, fingerprint
+from storage.repository import ItemRecord, Repository
+from storage.sources import Fingerprint, fetch_local, fingerprint
 from tasks.audio import Chunk, iter_chunks
 from tasks.coverage import Coverage
 from tasks.errors import CorruptAudio, DamagedTail, SilentAudio
 from tasks.gate import RUN_STOP_ERRORS, RequestGate
+from tasks.journal import Journal, PaidChunk, store_chunk_answer
+from tasks.lease_keeper import LeaseKeeper
 from tasks.names import reason_about, recording_name
 from tasks.progress import FileOutcome, RunStats, progress_observer
 from tasks.quality import review_transcript
+from tasks.store_calls import in_store
 
 logger = logging.getLogger("medasr.transcribe")
 
@@ -55,6 +59,8 @@ class BatchContext:
         storage_options: dict[str, Any] | None = None,
         stats: RunStats | None = None,
         quality: QualitySettings | None = None,
+        journal: Journal | None = None,
+        store_retry_s: float | None = None,
         source_roots: tuple[str, ...] = (),
     ) -> None:
         self.pipeline = pipeline
@@ -67,6 +73,12 @@ class BatchContext:
         self.storage_options = storage_options
         self.stats = stats if stats is not None else RunStats()
         self.quality = quality if quality is not None else QualitySettings()
+        storage_defaults = StorageSettings()
+        self.journal = journal or Journal(storage_defaults.data_dir / "journal")
+        self.store_retry_s = (
+            storage_defaults.store_retry_s if store_retry_s is None else store_retry_s
+        )
+        self.leases = LeaseKeeper(store=store, lease_s=lease_s)
         self.decode_pool = ThreadPoolExecutor(
             max_workers=pipeline.decode_workers, thread_name_prefix="medasr-decode"
         )
@@ -81,6 +93,11 @@ class BatchContext:
         """Stop the decode threads (waits for running decodes to end)."""
         self.decode_pool.shutdown(wait=True, cancel_futures=True)
 
+    async def aclose(self) -> None:
+        """Stop the lease keeper, then the decode threads."""
+        await self.leases.aclose()
+        await asyncio.to_thread(self.close)
+
 
 @dataclass
 class _FileRun:
@@ -93,22 +110,26 @@ class _FileRun:
     errors: list[BaseException] = field(default_factory=list)
     damage: DamagedTail | None = None  # the tail could not be read: the item is partial
     requests: int = 0
-    last_renewal: float | None = None  # monotonic s of our last renewal; None: the claim's
+    sha256: str | None = None  # the content fingerprint, once computed
 
 
 async def process_batch(items: Sequence[ItemRecord], *, ctx: BatchContext) -> list[FileOutcome]:
     """Transcribe claimed items concurrently; one bad file never stops the others."""
 
     async def one(item: ItemRecord) -> FileOutcome:
-        async with ctx.files_at_once:
-            if ctx.gate.stopped is not None:
-                return _release(item, ctx=ctx)
-            outcome = await transcribe_file(item, ctx=ctx)
+        try:
+            async with ctx.files_at_once:
+                if ctx.gate.stopped is not None:
+                    return await _release(item, ctx=ctx)
+                outcome = await transcribe_file(item, ctx=ctx)
+        finally:
+            ctx.leases.let_go(item)
         ctx.stats.add(outcome)
         progress_observer().on_file_finished(outcome)
         return outcome
 
-    return list(await asyncio.gather(*(one(item) for item in items)))
+    async with ctx.leases.holding(items):  # renewed while they wait for a file slot too
+        return list(await asyncio.gather(*(one(item) for item in items)))
 
 
 async def transcribe_file(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome:
@@ -128,7 +149,7 @@ async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
     """Process the file and record its outcome; raises LeaseLost or StoreError only."""
     item = run.item
     try:
-        _renew_lease_if_due(run=run, ctx=ctx)  # it may have waited in the queue since its claim
+        await ctx.leases.require(item)  # taken over while it waited for a slot?
         with fetch_local(item.source_uri, storage_options=ctx.storage_options) as path:
             reused = await _reuse_known_content(path, run=run, ctx=ctx)
             if reused is not None:
@@ -136,27 +157,32 @@ async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
             return await _split_and_send(path, run=run, ctx=ctx)
     except RUN_STOP_ERRORS as exc:  # the run stops, not the file
         ctx.gate.stop(exc)
-        return _release(item, ctx=ctx)
+        return await _release(item, ctx=ctx)
     except LeaseLost:
         raise
     except SilentAudio as exc:
-        with ctx.store.repository() as repo:
-            repo.skip_item(item.id, owner=ctx.owner, reason_kind=exc.kind, reason=exc.message)
-        why = reason_about(exc.message, uri=item.source_uri, roots=ctx.source_roots)
-        logger.warning("%s skipped (%s): %s", _name(item, ctx), exc.kind, why)
+        kind, reason = exc.kind, exc.message
+        await in_store(
+            ctx.store,
+            lambda repo: repo.skip_item(
+                item.id, lease_token=item.lease_token, reason_kind=kind, reason=reason
+            ),
+        )
+        why = reason_about(reason, uri=item.source_uri, roots=ctx.source_roots)
+        logger.warning("%s skipped (%s): %s", _name(item, ctx), kind, why)
         return FileOutcome(
             item.source_uri,
             "skipped",
             requests=run.requests,
-            error_kind=exc.kind,
-            reason=exc.message,
+            error_kind=kind,
+            reason=reason,
         )
     except MedasrError as exc:
-        return _fail(run, exc, ctx=ctx)
+        return await _fail(run, exc, ctx=ctx)
     except Exception as exc:  # a bug must cost one file, not the batch
         logger.exception("unexpected error on %s", _name(item, ctx))
         internal = InternalError(f"unexpected internal error ({type(exc).__name__}); see the logs")
-        return _fail(run, internal, ctx=ctx)
+        return await _fail(run, internal, ctx=ctx)
 
 
 async def _reuse_known_content(
@@ -165,34 +191,44 @@ async def _reuse_known_content(
     """Skip the service when this exact content was already transcribed; record the hash."""
     item = run.item
     print_ = await asyncio.to_thread(fingerprint, str(path))
-    with ctx.store.repository() as repo:
-        if item.sha256 == print_.sha256 and item.text is not None:
-            twin: ItemRecord | None = item
-        else:
-            twin = repo.find_done_with_sha(sha256=print_.sha256, language=item.language)
-        if item.sha256 is not None and item.sha256 != print_.sha256:
-            repo.reset_chunks(item.id)  # old content's chunks must not be reused
-        repo.set_fingerprint(
-            item.id, sha256=print_.sha256, size_bytes=print_.size_bytes, owner=ctx.owner
-        )
-        if twin is None or twin.text is None:
-            return None
-        extras = {"reused_from": twin.source_uri} if twin.id != item.id else {}
-        repo.finish_item(
-            item.id,
-            owner=ctx.owner,
-            text=twin.text,
-            duration_ms=twin.duration_ms,
-            chunk_count=twin.chunk_count or 0,
-            extras=extras,
-        )
+    run.sha256 = print_.sha256
+    return await in_store(ctx.store, lambda repo: _reuse_or_fingerprint(repo, item, print_))
+
+
+def _reuse_or_fingerprint(
+    repo: Repository, item: ItemRecord, print_: Fingerprint
+) -> FileOutcome | None:
+    """In one transaction: record the fingerprint; finish the item from a twin if any."""
+    if item.sha256 == print_.sha256 and item.text is not None:
+        twin: ItemRecord | None = item
+    else:
+        twin = repo.find_done_with_sha(sha256=print_.sha256, language=item.language)
+    if item.sha256 is not None and item.sha256 != print_.sha256:
+        repo.reset_chunks(item.id)  # old content's chunks must not be reused
+    repo.set_fingerprint(
+        item.id,
+        sha256=print_.sha256,
+        size_bytes=print_.size_bytes,
+        lease_token=item.lease_token,
+    )
+    if twin is None or twin.text is None:
+        return None
+    extras = {"reused_from": twin.source_uri} if twin.id != item.id else {}
+    repo.finish_item(
+        item.id,
+        lease_token=item.lease_token,
+        text=twin.text,
+        duration_ms=twin.duration_ms,
+        chunk_count=twin.chunk_count or 0,
+        extras=extras,
+    )
     return FileOutcome(item.source_uri, "done", duration_ms=twin.duration_ms)
 
 
 async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> FileOutcome:
     """Decode in a worker thread, send each chunk as it appears, then record the file."""
-    with ctx.store.repository() as repo:
-        coverage = Coverage(repo.done_chunks(run.item.id))
+    done = await in_store(ctx.store, lambda repo: repo.done_chunks(run.item.id), read_only=True)
+    coverage = Coverage(done)
     chunks = iter_chunks(
         path,
         max_bytes=ctx.client.max_wav_bytes,
@@ -232,7 +268,7 @@ async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> Fi
             await asyncio.wait([asyncio.wrap_future(decoding)])
         await loop.run_in_executor(ctx.decode_pool, chunks.close)
         await asyncio.gather(*sends, return_exceptions=True)
-    return _finish(run, last=last, all_silent=all_silent, ctx=ctx)
+    return await _finish(run, last=last, all_silent=all_silent, ctx=ctx)
 
 
 def _next_chunk(chunks: Iterator[Chunk]) -> Chunk | None:
@@ -259,7 +295,7 @@ async def _send_chunk(
             result = await _transcribe(chunk, run=run, ctx=ctx)
             run.requests += result.attempts
             ctx.stats.chunks_sent += 1
-        _record_chunk(chunk, result, run=run, ctx=ctx)
+        await _record_chunk(chunk, result, run=run, ctx=ctx)
     except BaseException as exc:
         run.errors.append(exc)
         if isinstance(exc, RUN_STOP_ERRORS):
@@ -278,6 +314,7 @@ async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Tran
         if any(isinstance(error, LeaseLost) for error in run.errors):
             # Another worker owns the file now and sends this chunk itself.
             raise LeaseLost(f"item {run.item.id} was taken over; chunk not sent")
+        await ctx.leases.require(run.item)  # never send on a lease that may have lapsed
         progress_observer().on_request()
 
     async with ctx.gate.slot():
@@ -291,29 +328,38 @@ async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Tran
         )
 
 
-def _record_chunk(chunk: Chunk, result: Transcription, *, run: _FileRun, ctx: BatchContext) -> None:
+async def _record_chunk(
+    chunk: Chunk, result: Transcription, *, run: _FileRun, ctx: BatchContext
+) -> None:
+    """Commit one chunk's answer, retried while the store is busy; journaled if it stays down."""
     extras = {k: v for k, v in result.extras.items() if k != "text"}
-    with ctx.store.repository() as repo:
-        repo.record_chunk_result(
-            run.item.id,
-            owner=ctx.owner,
-            index=chunk.index,
-            start_ms=chunk.start_ms,
-            end_ms=chunk.end_ms,
-            size_bytes=len(chunk.wav),
-            text=result.text,
-            status="silent" if chunk.silent else "done",
-            attempts=result.attempts,
-            txn_id=_str_or_none(extras.get("txn_id")),
-            latency_ms=result.latency_ms,
-        )
+    answer = PaidChunk(
+        item_id=run.item.id,
+        source_uri=run.item.source_uri,
+        sha256=run.sha256,
+        index=chunk.index,
+        start_ms=chunk.start_ms,
+        end_ms=chunk.end_ms,
+        size_bytes=len(chunk.wav),
+        text=result.text,
+        attempts=result.attempts,
+        txn_id=_str_or_none(extras.get("txn_id")),
+        latency_ms=result.latency_ms,
+    )
+    await store_chunk_answer(
+        ctx.store,
+        answer,
+        lease_token=run.item.lease_token,
+        silent=chunk.silent,
+        journal=ctx.journal,
+        retry_s=ctx.store_retry_s,
+    )
     run.texts[chunk.start_ms] = result.text
-    _renew_lease_if_due(run=run, ctx=ctx)
     if extras:
         run.extras.append({"chunk": chunk.index, **extras})
 
 
-def _finish(
+async def _finish(
     run: _FileRun, *, last: Chunk | None, all_silent: bool, ctx: BatchContext
 ) -> FileOutcome:
     """Record the file from its chunk texts, or raise the error that stopped it."""
@@ -333,16 +379,18 @@ def _finish(
     review = review_transcript(
         run.texts, run.voiced_ms, language=run.item.language, extras=extras, settings=ctx.quality
     )
-    with ctx.store.repository() as repo:
-        repo.finish_item(
+    await in_store(
+        ctx.store,
+        lambda repo: repo.finish_item(
             run.item.id,
-            owner=ctx.owner,
+            lease_token=run.item.lease_token,
             text=text,
             duration_ms=last.end_ms,
             chunk_count=last.index,
             extras=review.annotated(extras),
             flags=review.flags,
-        )
+        ),
+    )
     return FileOutcome(
         run.item.source_uri,
         "needs_review" if review.flags else "done",
@@ -364,17 +412,19 @@ def _worst(errors: list[BaseException]) -> BaseException:
     return errors[0]
 
 
-def _fail(run: _FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOutcome:
+async def _fail(run: _FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOutcome:
     retry_at = datetime.now(UTC) + timedelta(seconds=ctx.pipeline.retry_delay_s)
-    with ctx.store.repository() as repo:
-        repo.fail_item(
+    await in_store(
+        ctx.store,
+        lambda repo: repo.fail_item(
             run.item.id,
-            owner=ctx.owner,
+            lease_token=run.item.lease_token,
             error_kind=exc.kind,
             message=exc.message,
             retryable=exc.transient,
             next_attempt_at=retry_at if exc.transient else None,
-        )
+        ),
+    )
     name = _name(run.item, ctx)
     why = reason_about(exc.message, uri=run.item.source_uri, roots=ctx.source_roots)
     logger.info("%s failed (%s, retryable=%s): %s", name, exc.kind, exc.transient, why)
@@ -388,32 +438,12 @@ def _fail(run: _FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOutcome:
     )
 
 
-def _release(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome:
+async def _release(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome:
     """Give a claimed item back untouched (the run stopped for credentials)."""
-    with ctx.store.repository() as repo:
-        repo.release_items([item.id], owner=ctx.owner)
+    if item.lease_token is not None:
+        token = item.lease_token
+        await in_store(ctx.store, lambda repo: repo.release_items([token]))
     return FileOutcome(item.source_uri, "released")
-
-
-def _renew_lease_if_due(*, run: _FileRun, ctx: BatchContext) -> None:
-    """Extend the item's lease once a third of it is used; raises LeaseLost if it is gone."""
-    if not _lease_renewal_due(run, lease_s=ctx.lease_s):
-        return
-    with ctx.store.repository() as repo:
-        lost = repo.renew_lease([run.item.id], owner=ctx.owner, lease_s=ctx.lease_s)
-    if lost:  # another worker owns the item now: send nothing more for it
-        raise LeaseLost(f"lease on item {run.item.id} lost while renewing it")
-    run.last_renewal = time.monotonic()
-
-
-def _lease_renewal_due(run: _FileRun, *, lease_s: float) -> bool:
-    """True once a third of the lease (from the claim or our last renewal) has passed."""
-    if run.last_renewal is not None:
-        return time.monotonic() - run.last_renewal > lease_s / 3
-    expires = run.item.lease_expires_at  # timezone-aware UTC, as the store returns it
-    if expires is None:
-        return True
-    return (expires - datetime.now(UTC)).total_seconds() < lease_s * 2 / 3
 
 
 def _name(item: ItemRecord, ctx: BatchContext) -> str:

@@ -43,13 +43,19 @@ def ids(store: Store) -> dict[str, int]:
         repo.register_items([SourceFile(f"/a/{n}.wav", 10, "v1") for n in names], language=LANG)
         claimed = repo.claim_batch(owner="w", language=LANG, limit=9, lease_s=60)
     by_name = {Path(item.source_uri).stem: item.id for item in claimed}
+    tokens = {item.id: item.lease_token for item in claimed}
     flags = {"loop": ["repetition"], "tamil": ["script_mismatch", "partial"], "clean": []}
     with store.repository() as repo:
         for name, item_id in by_name.items():
-            repo.record_chunk_result(item_id, owner="w", index=1, start_ms=0, end_ms=60_000,
-                                     size_bytes=9, text=SECRET_TEXT)  # fmt: skip
-            repo.finish_item(item_id, owner="w", text=SECRET_TEXT, duration_ms=60_000,
-                             chunk_count=1, extras={"chunks": []}, flags=flags[name])  # fmt: skip
+            token = tokens[item_id]
+            repo.record_chunk_result(
+                item_id, lease_token=token, index=1, start_ms=0, end_ms=60_000, size_bytes=9,
+                text=SECRET_TEXT,
+            )  # fmt: skip
+            repo.finish_item(
+                item_id, lease_token=token, text=SECRET_TEXT, duration_ms=60_000, chunk_count=1,
+                extras={"chunks": []}, flags=flags[name],
+            )  # fmt: skip
     return by_name
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from config.settings import StorageSettings
 from storage.database import Store
 from storage.errors import LeaseLost
+from storage.records import ItemRecord
 from storage.repository import Repository
 
 LANG = "en-IN"
@@ -56,20 +57,25 @@ def run_worker(plan: WorkerPlan) -> None:
                 log.flush()
                 time.sleep(3600)  # holding the lease until SIGKILL
             for item in items:
-                log.write(_finish(store, item.id, plan.owner))
+                log.write(_finish(store, item, plan.owner))
                 log.flush()
     store.dispose()
 
 
-def _finish(store: Store, item_id: int, owner: str) -> str:
+def _finish(store: Store, item: ItemRecord, owner: str) -> str:
     try:
         with store.repository() as repo:
             repo.finish_item(
-                item_id, owner=owner, text=owner, duration_ms=1, chunk_count=1, extras={}
+                item.id,
+                lease_token=item.lease_token,
+                text=owner,
+                duration_ms=1,
+                chunk_count=1,
+                extras={},
             )
     except LeaseLost:
-        return f"lost {item_id}\n"
-    return f"done {item_id}\n"
+        return f"lost {item.id}\n"
+    return f"done {item.id}\n"
 
 
 def _all_done(store: Store, total_items: int) -> bool:

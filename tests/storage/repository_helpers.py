@@ -34,20 +34,25 @@ def get(store: Store, item_id: int) -> ItemRecord:
     return item
 
 
-def finish(store: Store, item: ItemRecord, owner: str = "w1", text: str = "hello") -> None:
+def finish(store: Store, item: ItemRecord, text: str = "hello") -> None:
+    """Finish the item under the claim that returned `item`."""
     with store.repository() as repo:
         repo.finish_item(
-            item.id, owner=owner, text=text, duration_ms=1500, chunk_count=1, extras={}
+            item.id,
+            lease_token=item.lease_token,
+            text=text,
+            duration_ms=1500,
+            chunk_count=1,
+            extras={},
         )
 
 
-def record(
-    store: Store, item_id: int, index: int, text: str, status: str = "done", owner: str = "w1"
-) -> None:
+def record(store: Store, item: ItemRecord, index: int, text: str, status: str = "done") -> None:
+    """Record a chunk under the claim that returned `item`."""
     with store.repository() as repo:
         repo.record_chunk_result(
-            item_id,
-            owner=owner,
+            item.id,
+            lease_token=item.lease_token,
             index=index,
             start_ms=index * 1000,
             end_ms=(index + 1) * 1000,
@@ -63,7 +68,7 @@ def fail(store: Store, item: ItemRecord, *, retryable: bool, at: datetime | None
     with store.repository() as repo:
         repo.fail_item(
             item.id,
-            owner=item.lease_owner or "w1",
+            lease_token=item.lease_token,
             error_kind="service_unavailable" if retryable else "request_rejected",
             message="503 from the service" if retryable else "400 from the service",
             retryable=retryable,

@@ -59,16 +59,19 @@ def filled(runner: CliRunner, tmp_path: Path, archive: Path) -> dict[str, str]:
     with store.repository() as repo:
         for key, text in texts.items():
             item = claimed[sources[key], LANG]
-            repo.finish_item(item.id, owner="w", text=text, duration_ms=1_800_000,
-                             chunk_count=2, extras={})  # fmt: skip
-        hindi = claimed[sources["a"], "hi"].id
-        repo.finish_item(
-            hindi, owner="w", text="namaste", duration_ms=900_000, chunk_count=1, extras={}
-        )
-        repo.fail_item(claimed[sources["c"], LANG].id, owner="w", error_kind="request_rejected",
+            repo.finish_item(item.id, lease_token=item.lease_token, text=text,
+                             duration_ms=1_800_000, chunk_count=2, extras={})  # fmt: skip
+        hindi = claimed[sources["a"], "hi"]
+        repo.finish_item(hindi.id, lease_token=hindi.lease_token, text="namaste",
+                         duration_ms=900_000, chunk_count=1, extras={})  # fmt: skip
+        rejected = claimed[sources["c"], LANG]
+        repo.fail_item(rejected.id, lease_token=rejected.lease_token,
+                       error_kind="request_rejected",
                        message="the service refused the request (400)", retryable=False,
                        next_attempt_at=None)  # fmt: skip
-        repo.release_items([claimed[sources["e"], LANG].id], owner="w")
+        released = claimed[sources["e"], LANG].lease_token
+        assert released is not None
+        repo.release_items([released])
     store.dispose()
     return sources
 
@@ -207,11 +210,12 @@ def fill(tmp_path: Path, outcomes: dict[str, str], *, message: str = "refused") 
         for item in items:
             text = outcomes[item.source_uri]
             if text:
-                repo.finish_item(item.id, owner="w", text=text, duration_ms=1,
-                                 chunk_count=1, extras={})  # fmt: skip
+                repo.finish_item(item.id, lease_token=item.lease_token, text=text,
+                                 duration_ms=1, chunk_count=1, extras={})  # fmt: skip
             else:
-                repo.fail_item(item.id, owner="w", error_kind="request_rejected",
-                               message=message, retryable=False, next_attempt_at=None)  # fmt: skip
+                repo.fail_item(item.id, lease_token=item.lease_token,
+                               error_kind="request_rejected", message=message,
+                               retryable=False, next_attempt_at=None)  # fmt: skip
     store.dispose()
 
 
@@ -269,7 +273,7 @@ def test_status_lists_skipped_recordings_in_their_own_section(
         repo.register_items([SourceFile(quiet, 10, "v1")], language=LANG)
         [item] = repo.claim_batch(owner="w", language=LANG, limit=1, lease_s=60)
     with store.repository() as repo:
-        repo.skip_item(item.id, owner="w", reason_kind="silent_audio",
+        repo.skip_item(item.id, lease_token=item.lease_token, reason_kind="silent_audio",
                        reason="no speech: a steady tone, hum or noise")  # fmt: skip
     store.dispose()
 

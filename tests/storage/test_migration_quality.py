@@ -28,7 +28,7 @@ def _flagged_item(url: str) -> int:
         with store.repository() as repo:
             repo.finish_item(
                 item.id,
-                owner="w1",
+                lease_token=item.lease_token,
                 text="the patient the patient the patient the patient",
                 duration_ms=4000,
                 chunk_count=1,

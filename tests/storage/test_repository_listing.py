@@ -68,7 +68,9 @@ def test_changed_version_sends_done_item_back_to_pending(store: Store) -> None:
     register(store, listed(1))
     [item] = claim(store)
     with store.repository() as repo:
-        repo.set_fingerprint(item.id, sha256="a" * 64, size_bytes=1000, owner="w1")
+        repo.set_fingerprint(
+            item.id, sha256="a" * 64, size_bytes=1000, lease_token=item.lease_token
+        )
     finish(store, item)
     register(store, listed(1, version="v2"))
     again = get(store, item.id)
@@ -86,11 +88,13 @@ def test_changed_version_resets_skipped_and_failed_items(store: Store, settle: s
     [item] = claim(store)
     with store.repository() as repo:
         if settle == "skip":
-            repo.skip_item(item.id, owner="w1", reason_kind="silent", reason="all silent")
+            repo.skip_item(
+                item.id, lease_token=item.lease_token, reason_kind="silent", reason="all silent"
+            )
         else:
             repo.fail_item(
                 item.id,
-                owner="w1",
+                lease_token=item.lease_token,
                 error_kind="bad_audio",
                 message="undecodable",
                 retryable=False,
@@ -138,7 +142,7 @@ def test_back_to_pending_forgets_the_old_result(store: Store) -> None:
     register(store, listed(1))
     [item] = claim(store)
     with store.repository() as repo:
-        repo.finish_item(item.id, owner="w1", text="old", duration_ms=7_200_000,
+        repo.finish_item(item.id, lease_token=item.lease_token, text="old", duration_ms=7_200_000,
                          chunk_count=12, extras={"txn_ids": ["t1"]})  # fmt: skip
     register(store, listed(1, version="v2"))
     again = get(store, item.id)
@@ -165,7 +169,7 @@ def test_a_changed_file_under_an_expired_lease_takes_the_new_version(store: Stor
     again = get(store, item.id)
     assert (again.status, again.source_version, again.lease_owner) == ("pending", "v2", None)
     with pytest.raises(LeaseLost):  # the late worker's old content is not recorded
-        finish(store, item, owner="w1")
+        finish(store, item)
     [taken] = claim(store, owner="w2")
     assert (taken.id, taken.source_version) == (item.id, "v2")
 
@@ -208,8 +212,8 @@ def test_expired_lease_is_reclaimed_by_another_worker(store: Store) -> None:
     assert {i.id for i in taken} == {i.id for i in first}
     assert all(i.attempts == 2 and i.lease_owner == "w2" for i in taken)
     with pytest.raises(LeaseLost):
-        finish(store, first[0], owner="w1")
-    finish(store, taken[0], owner="w2")
+        finish(store, first[0])
+    finish(store, taken[0])
     assert get(store, taken[0].id).status == "done"
 
 
@@ -242,8 +246,8 @@ def test_release_gives_items_back_without_counting_an_attempt(store: Store) -> N
     register(store, listed(3))
     items = claim(store, limit=3)
     with store.repository() as repo:
-        repo.release_items([i.id for i in items[:2]], owner="w1")
-        repo.release_items([items[2].id], owner="someone-else")  # not theirs: ignored
+        repo.release_items([i.lease_token for i in items[:2] if i.lease_token])
+        repo.release_items(["not-a-claim-of-ours"])  # not theirs: ignored
     released = [get(store, i.id) for i in items]
     assert [(r.status, r.attempts, r.lease_owner) for r in released] == [
         ("pending", 0, None),
@@ -252,14 +256,14 @@ def test_release_gives_items_back_without_counting_an_attempt(store: Store) -> N
     ]
 
 
-def test_renew_lease_extends_ours_and_reports_lost_ones(store: Store) -> None:
+def test_renew_leases_extends_ours_and_reports_lost_ones(store: Store) -> None:
     register(store, listed(2))
     start = datetime.now(UTC)
     mine = claim(store, owner="w1", lease_s=5, now=start - timedelta(seconds=60))
     stolen = claim(store, owner="w2", limit=1, now=start)  # w1's lease had expired
     with store.repository() as repo:
-        lost = repo.renew_lease([i.id for i in mine], owner="w1", lease_s=300)
-    assert lost == {stolen[0].id}
+        lost = repo.renew_leases([i.lease_token for i in mine if i.lease_token], lease_s=300)
+    assert lost == {next(i.lease_token for i in mine if i.id == stolen[0].id)}
     kept = next(i for i in mine if i.id != stolen[0].id)
     renewed = get(store, kept.id)
     assert renewed.lease_expires_at is not None

@@ -8,6 +8,7 @@ import pytest
 
 from storage.database import Store
 from storage.errors import LeaseLost
+from storage.records import ItemRecord
 from tests.storage.repository_helpers import (
     LANG,
     claim,
@@ -25,10 +26,10 @@ from tests.storage.repository_helpers import (
 def test_chunk_results_are_kept_and_replaced(store: Store) -> None:
     register(store, listed(1))
     [item] = claim(store)
-    record(store, item.id, 0, "first")
-    record(store, item.id, 1, "", status="silent")
-    record(store, item.id, 2, "", status="failed")
-    record(store, item.id, 0, "first again")
+    record(store, item, 0, "first")
+    record(store, item, 1, "", status="silent")
+    record(store, item, 2, "", status="failed")
+    record(store, item, 0, "first again")
     with store.repository(read_only=True) as repo:
         chunks = repo.done_chunks(item.id)
     assert sorted(chunks) == [0, 1]
@@ -41,10 +42,16 @@ def test_chunk_results_are_kept_and_replaced(store: Store) -> None:
 def test_a_committed_chunk_survives_a_later_failure(store: Store) -> None:
     register(store, listed(1))
     [item] = claim(store)
-    record(store, item.id, 0, "kept")
+    record(store, item, 0, "kept")
     with pytest.raises(RuntimeError), store.repository() as repo:  # noqa: PT012
         repo.record_chunk_result(
-            item.id, owner="w1", index=1, start_ms=1000, end_ms=2000, size_bytes=1, text="lost"
+            item.id,
+            lease_token=item.lease_token,
+            index=1,
+            start_ms=1000,
+            end_ms=2000,
+            size_bytes=1,
+            text="lost",
         )
         raise RuntimeError("crash before commit")
     with store.repository(read_only=True) as repo:
@@ -56,7 +63,13 @@ def test_repository_commit_ends_the_transaction(store: Store) -> None:
     [item] = claim(store)
     with pytest.raises(RuntimeError), store.repository() as repo:  # noqa: PT012
         repo.record_chunk_result(
-            item.id, owner="w1", index=0, start_ms=0, end_ms=1, size_bytes=1, text="a"
+            item.id,
+            lease_token=item.lease_token,
+            index=0,
+            start_ms=0,
+            end_ms=1,
+            size_bytes=1,
+            text="a",
         )
         repo.commit()
         raise RuntimeError("crash after commit")
@@ -71,11 +84,11 @@ def test_fingerprint_change_drops_old_chunks(store: Store, new_sha: str, chunks_
     register(store, listed(1))
     [item] = claim(store)
     with store.repository() as repo:
-        repo.set_fingerprint(item.id, sha256="a" * 64, size_bytes=10, owner="w1")
-    record(store, item.id, 0, "x")
-    record(store, item.id, 1, "y")
+        repo.set_fingerprint(item.id, sha256="a" * 64, size_bytes=10, lease_token=item.lease_token)
+    record(store, item, 0, "x")
+    record(store, item, 1, "y")
     with store.repository() as repo:
-        repo.set_fingerprint(item.id, sha256=new_sha, size_bytes=11, owner="w1")
+        repo.set_fingerprint(item.id, sha256=new_sha, size_bytes=11, lease_token=item.lease_token)
         assert sorted(repo.done_chunks(item.id)) == chunks_left
     assert (get(store, item.id).sha256, get(store, item.id).size_bytes) == (new_sha, 11)
 
@@ -83,7 +96,7 @@ def test_fingerprint_change_drops_old_chunks(store: Store, new_sha: str, chunks_
 def test_reset_chunks_forgets_them(store: Store) -> None:
     register(store, listed(1))
     [item] = claim(store)
-    record(store, item.id, 0, "x")
+    record(store, item, 0, "x")
     with store.repository() as repo:
         repo.reset_chunks(item.id)
         assert repo.done_chunks(item.id) == {}
@@ -95,7 +108,7 @@ def test_finish_records_transcript_and_extras(store: Store) -> None:
     with store.repository() as repo:
         repo.finish_item(
             item.id,
-            owner="w1",
+            lease_token=item.lease_token,
             text="patient is stable",
             duration_ms=61_000,
             chunk_count=2,
@@ -122,24 +135,39 @@ def test_work_by_a_worker_without_the_lease_raises_lease_lost(store: Store, acti
     with pytest.raises(LeaseLost), store.repository() as repo:  # noqa: PT012
         if action == "finish":
             repo.finish_item(
-                item.id, owner="w2", text="", duration_ms=None, chunk_count=0, extras={}
+                item.id,
+                lease_token="another-claim",
+                text="",
+                duration_ms=None,
+                chunk_count=0,
+                extras={},
             )
         elif action == "skip":
-            repo.skip_item(item.id, owner="w2", reason_kind="silent", reason="silent")
+            repo.skip_item(
+                item.id, lease_token="another-claim", reason_kind="silent", reason="silent"
+            )
         elif action == "fail":
             repo.fail_item(
                 item.id,
-                owner="w2",
+                lease_token="another-claim",
                 error_kind="x",
                 message="x",
                 retryable=True,
                 next_attempt_at=None,
             )
         elif action == "fingerprint":
-            repo.set_fingerprint(item.id, sha256="c" * 64, size_bytes=1, owner="w2")
+            repo.set_fingerprint(
+                item.id, sha256="c" * 64, size_bytes=1, lease_token="another-claim"
+            )
         else:
             repo.record_chunk_result(
-                item.id, owner="w2", index=0, start_ms=0, end_ms=1, size_bytes=1, text="x"
+                item.id,
+                lease_token="another-claim",
+                index=0,
+                start_ms=0,
+                end_ms=1,
+                size_bytes=1,
+                text="x",
             )
     assert get(store, item.id).status == "processing"
     with store.repository(read_only=True) as repo:
@@ -151,14 +179,16 @@ def test_a_worker_that_lost_its_lease_cannot_write_a_chunk(store: Store) -> None
     start = datetime.now(UTC)
     [late] = claim(store, owner="w1", lease_s=5, now=start - timedelta(seconds=60))
     with store.repository() as repo:
-        repo.set_fingerprint(late.id, sha256="a" * 64, size_bytes=10, owner="w1")
-    record(store, late.id, 0, "old content", owner="w1")
+        repo.set_fingerprint(late.id, sha256="a" * 64, size_bytes=10, lease_token=late.lease_token)
+    record(store, late, 0, "old content")
     [taken] = claim(store, owner="w2", now=start)  # w1's lease had expired
     with store.repository() as repo:  # the content changed: the old chunks go
-        repo.set_fingerprint(taken.id, sha256="b" * 64, size_bytes=11, owner="w2")
+        repo.set_fingerprint(
+            taken.id, sha256="b" * 64, size_bytes=11, lease_token=taken.lease_token
+        )
     with pytest.raises(LeaseLost):
-        record(store, late.id, 1, "old content, later chunk", owner="w1")
-    record(store, taken.id, 0, "new content", owner="w2")
+        record(store, late, 1, "old content, later chunk")
+    record(store, taken, 0, "new content")
     with store.repository(read_only=True) as repo:
         chunks = repo.done_chunks(taken.id)
     assert {i: c.text for i, c in chunks.items()} == {0: "new content"}
@@ -170,14 +200,14 @@ def test_no_chunk_is_written_for_an_item_no_longer_processing(store: Store, sett
     an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
     [item] = claim(store, owner="w1", lease_s=5, now=an_hour_ago)  # expired, not taken over
     if settle == "finished":
-        finish(store, item, owner="w1")
+        finish(store, item)
     elif settle == "released":
         with store.repository() as repo:
-            repo.release_items([item.id], owner="w1")
+            repo.release_items([item.lease_token])
     else:
         register(store, listed(1, version="v2"))  # changed under an expired lease: pending
     with pytest.raises(LeaseLost):
-        record(store, item.id, 0, "late", owner="w1")
+        record(store, item, 0, "late")
     with store.repository(read_only=True) as repo:
         assert repo.done_chunks(item.id) == {}
 
@@ -192,7 +222,9 @@ def test_find_done_with_sha(store: Store) -> None:
     items = claim(store, limit=2)
     with store.repository() as repo:
         for item in items:
-            repo.set_fingerprint(item.id, sha256="d" * 64, size_bytes=5, owner="w1")
+            repo.set_fingerprint(
+                item.id, sha256="d" * 64, size_bytes=5, lease_token=item.lease_token
+            )
     finish(store, items[0], text="once")
     with store.repository(read_only=True) as repo:
         found = repo.find_done_with_sha(sha256="d" * 64, language=LANG)
@@ -208,7 +240,11 @@ def test_skip_records_reason_and_duration(store: Store) -> None:
     [item] = claim(store)
     with store.repository() as repo:
         repo.skip_item(
-            item.id, owner="w1", reason_kind="silent_audio", reason="no speech", duration_ms=900
+            item.id,
+            lease_token=item.lease_token,
+            reason_kind="silent_audio",
+            reason="no speech",
+            duration_ms=900,
         )
     skipped = get(store, item.id)
     assert (skipped.status, skipped.error_kind, skipped.error_message, skipped.duration_ms) == (
@@ -325,19 +361,21 @@ def test_runs_record_counts(store: Store) -> None:
     }
 
 
-def skip(store: Store, item_id: int) -> None:
+def skip(store: Store, item: ItemRecord) -> None:
     with store.repository() as repo:
-        repo.skip_item(item_id, owner="w1", reason_kind="silent_audio", reason="no speech")
+        repo.skip_item(
+            item.id, lease_token=item.lease_token, reason_kind="silent_audio", reason="no speech"
+        )
 
 
 def test_requeue_skipped_only_with_the_flag_and_judged_afresh(store: Store) -> None:
     register(store, listed(3))
     silent, failed, other = claim(store, limit=3)
-    record(store, silent.id, 0, "", status="silent")
-    skip(store, silent.id)
+    record(store, silent, 0, "", status="silent")
+    skip(store, silent)
     fail(store, failed, retryable=False, at=None)
-    record(store, other.id, 0, "", status="silent")
-    skip(store, other.id)
+    record(store, other, 0, "", status="silent")
+    skip(store, other)
     with store.repository() as repo:  # a failure flag never touches skipped recordings
         assert repo.requeue_failures(language=LANG, max_attempts=5, include_permanent=True) == 1
     assert get(store, silent.id).status == "skipped"

@@ -66,7 +66,12 @@ def test_a_done_item_keeps_its_transcript_when_its_file_turns_unreadable(store: 
         repo.register_items([SourceFile("/archive/a.wav", 10, "v1")], language=LANG)
         (claimed,) = repo.claim_batch(owner="w1", language=LANG, limit=1, lease_s=60)
         repo.finish_item(
-            claimed.id, owner="w1", text="kept", duration_ms=1, chunk_count=1, extras={}
+            claimed.id,
+            lease_token=claimed.lease_token,
+            text="kept",
+            duration_ms=1,
+            chunk_count=1,
+            extras={},
         )
 
     assert record(store, SkippedFile("/archive/a.wav", "symbolic link loop", unreadable=True)) == 0

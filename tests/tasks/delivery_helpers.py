@@ -40,10 +40,18 @@ def make_done(
         for item in claimed:
             uri = item.source_uri
             repo.set_fingerprint(
-                item.id, sha256=content_sha(uri, version), size_bytes=10, owner="w"
+                item.id,
+                sha256=content_sha(uri, version),
+                size_bytes=10,
+                lease_token=item.lease_token,
             )
             repo.finish_item(
-                item.id, owner="w", text=texts[uri], duration_ms=1000, chunk_count=1, extras={}
+                item.id,
+                lease_token=item.lease_token,
+                text=texts[uri],
+                duration_ms=1000,
+                chunk_count=1,
+                extras={},
             )
         if metadata:
             repo.set_item_metadata(metadata, language=language)

@@ -6,6 +6,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -196,16 +197,25 @@ def test_stopped_gate_stops_retries_in_flight(
 def test_a_lost_lease_stops_the_file_and_sends_nothing_more(
     store: Store, devserver_factory, recording: Path
 ) -> None:
-    # Each request takes longer than the lease: another worker takes the item over
-    # while our first chunk is on the wire.
+    # Another worker takes the item over while our first chunk is on the wire: it saw
+    # the lease lapse (a store clock an hour on stands for a process stalled that long).
     server = devserver_factory(latency_ms=1500)
     stolen = threading.Event()
 
     def thief() -> None:
         deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with store.repository(read_only=True) as repo:
+                if any(row.sha256 for row in repo.export_rows()):
+                    break  # fingerprinted: the first chunk goes out now, for 1.5 s
+            time.sleep(0.01)
+        time.sleep(0.3)
+        later = datetime.now(UTC) + timedelta(hours=1)
         while not stolen.is_set() and time.monotonic() < deadline:
             with store.repository() as repo:
-                if repo.claim_batch(owner="thief", language="en-IN", limit=1, lease_s=600):
+                if repo.claim_batch(
+                    owner="thief", language="en-IN", limit=1, lease_s=600, now=later
+                ):
                     stolen.set()
             time.sleep(0.05)
 

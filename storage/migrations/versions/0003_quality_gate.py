@@ -1,7 +1,7 @@
 """Quality gate: the needs_review status and the items' flags.
 
 Revision ID: 0003
-Revises: 0004
+Revises: 0002
 Create Date: 2026-11-23 00:00:00
 
 SQLite cannot alter a CHECK constraint: batch mode copies the table (the named
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0003"
-down_revision: str | Sequence[str] | None = "0004"
+down_revision: str | Sequence[str] | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

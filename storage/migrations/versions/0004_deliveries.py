@@ -1,7 +1,7 @@
 """Delivery into the patient record: a deliveries table and per-recording metadata.
 
 Revision ID: 0004
-Revises: 0001
+Revises: 0003
 Create Date: 2026-11-23 00:00:00
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0004"
-down_revision: str | Sequence[str] | None = "0001"
+down_revision: str | Sequence[str] | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,50 @@
+"""Lease tokens and the lease clock: who holds an item, and whose clock says when it lapses.
+
+Every claim writes a fresh random token on the item; every later check (renewal,
+chunk result, fingerprint, settling, release) compares that token, not the owner name.
+So one process never passes the checks of a claim it did not make, not even its own
+earlier claim of the same item in another batch loop.
+
+Expiry is judged on the store's clock: PostgreSQL's `now()` (the start of the current
+transaction, read once per claim or renewal) for every host alike, so a host whose wall
+clock runs ahead cannot see a live lease as lapsed. SQLite is a file on one host: every
+process reads the same system clock, which is the store's clock there.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy import ColumnElement, and_, false, func, select
+from sqlalchemy.orm import Session
+
+from storage.models import Item
+
+__all__ = ["held_under", "new_lease_token", "store_now"]
+
+
+def new_lease_token() -> str:
+    """A token unique to one claim of one item (32 hex characters)."""
+    return uuid.uuid4().hex
+
+
+def held_under(lease_token: str | None) -> ColumnElement[bool]:
+    """The item is being processed under the claim that wrote `lease_token` (None: never)."""
+    if lease_token is None:
+        return false()
+    return and_(Item.status == "processing", Item.lease_token == lease_token)
+
+
+def store_now(session: Session) -> datetime:
+    """The store's current time, timezone-aware UTC: PostgreSQL's now(), else this host's."""
+    if session.get_bind().dialect.name == "postgresql":
+        now = session.scalar(select(func.now()))
+        if isinstance(now, datetime):
+            return now.astimezone(UTC)
+    return host_now()
+
+
+def host_now() -> datetime:
+    """This host's wall clock, timezone-aware UTC."""
+    return datetime.now(UTC)

@@ -1,0 +1,200 @@
+"""Paid answers kept on local disk until the store has them: a journal, one file per chunk.
+
+After an HTTP 200 the text is paid for. Its store write is retried with backoff
+(`record_paid_chunk`); if the store stays down, the answer goes to
+`<data dir>/journal/<item>-<chunk>-<random>.json` (file 0600, folder 0700, written to a
+temporary name and renamed, so a crash leaves a whole entry or none), and the next run
+records it (`replay_journal`) before it sends anything. The transcript text is in the
+entry and nowhere else: no log line, message or exception carries it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay
+from tenacity.wait import wait_random_exponential
+
+from storage.database import Store
+from storage.errors import StoreUnavailable
+
+logger = logging.getLogger("medasr.journal")
+
+_SUFFIX = ".json"
+
+
+@dataclass(frozen=True)
+class PaidChunk:
+    """One answered chunk as the store would record it, with the content it belongs to."""
+
+    item_id: int
+    source_uri: str
+    sha256: str | None  # the content fingerprint the chunk was cut from
+    index: int
+    start_ms: int
+    end_ms: int
+    size_bytes: int
+    text: str
+    attempts: int
+    txn_id: str | None
+    latency_ms: float | None
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What a replay did: entries recorded, dropped (stale), and left for later."""
+
+    recorded: int = 0
+    dropped: int = 0
+    kept: int = 0
+
+
+class Journal:
+    """The folder of paid answers not yet in the store."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def keep(self, paid: PaidChunk) -> Path:
+        """Write one entry (0600, in a 0700 folder made here); returns its path. Raises OSError."""
+        self._make_folder()
+        name = f"{paid.item_id}-{paid.index}-{uuid.uuid4().hex[:12]}"
+        partial = self.folder / f".{name}.tmp"
+        final = self.folder / f"{name}{_SUFFIX}"
+        descriptor = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            json.dump(asdict(paid), handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, final)
+        return final
+
+    def entries(self) -> Iterator[tuple[Path, PaidChunk | None]]:
+        """Every whole entry, oldest name first; None for one that cannot be read back."""
+        if not self.folder.is_dir():
+            return
+        for path in sorted(self.folder.glob(f"*{_SUFFIX}")):
+            try:
+                yield path, PaidChunk(**json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError, TypeError):
+                yield path, None
+
+    def _make_folder(self) -> None:
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.folder.chmod(0o700)  # mkdir's mode is masked by the umask; exist_ok keeps old modes
+
+
+async def record_paid_chunk(
+    write: Callable[[], None], *, paid: PaidChunk, journal: Journal, retry_s: float
+) -> None:
+    """Run the store write in a thread, retrying a busy or unreachable store for `retry_s`.
+
+    If the store is still unavailable, the answer goes to the journal and
+    StoreUnavailable is raised (the file cannot finish now; its answer is safe).
+    LeaseLost and StoreFailed are raised at once: no retry helps them.
+    """
+    try:
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception_type(StoreUnavailable),
+            wait=wait_random_exponential(multiplier=0.1, max=5.0),
+            stop=stop_after_delay(retry_s),
+            reraise=True,
+        ):
+            with attempt:
+                await asyncio.to_thread(write)
+    except StoreUnavailable as exc:
+        where = await asyncio.to_thread(journal.keep, paid)
+        logger.error(
+            "the store is unavailable; chunk %s of item %s was kept in %s and will be "
+            "recorded by the next run",
+            paid.index,
+            paid.item_id,
+            where,
+        )
+        raise StoreUnavailable(f"{exc.message}; the paid answer was kept in the journal") from exc
+
+
+async def store_chunk_answer(
+    store: Store,
+    answer: PaidChunk,
+    *,
+    lease_token: str | None,
+    silent: bool,
+    journal: Journal,
+    retry_s: float,
+) -> None:
+    """Record one chunk's answer under our claim; a paid one as `record_paid_chunk` says.
+
+    A silent chunk was never sent (nothing paid): one write, no journal.
+    """
+
+    def write() -> None:
+        with store.repository() as repo:
+            repo.record_chunk_result(
+                answer.item_id,
+                lease_token=lease_token,
+                index=answer.index,
+                start_ms=answer.start_ms,
+                end_ms=answer.end_ms,
+                size_bytes=answer.size_bytes,
+                text=answer.text,
+                status="silent" if silent else "done",
+                attempts=answer.attempts,
+                txn_id=answer.txn_id,
+                latency_ms=answer.latency_ms,
+            )
+
+    if silent:
+        await asyncio.to_thread(write)
+    else:
+        await record_paid_chunk(write, paid=answer, journal=journal, retry_s=retry_s)
+
+
+def replay_journal(store: Store, journal: Journal) -> ReplayResult:
+    """Record every journal entry whose item still has the same content; delete what is done.
+
+    An entry whose item is gone, done, or whose content changed is dropped (its answer is
+    no longer wanted). Raises StoreError when the store cannot take them (entries kept).
+    """
+    recorded = dropped = kept = 0
+    for path, paid in journal.entries():
+        if paid is None:
+            logger.error("journal entry %s cannot be read; left in place for a person", path)
+            kept += 1
+            continue
+        with store.repository() as repo:
+            taken = repo.record_recovered_chunk(
+                paid.item_id,
+                source_uri=paid.source_uri,
+                sha256=paid.sha256,
+                index=paid.index,
+                start_ms=paid.start_ms,
+                end_ms=paid.end_ms,
+                size_bytes=paid.size_bytes,
+                text=paid.text,
+                attempts=paid.attempts,
+                txn_id=paid.txn_id,
+                latency_ms=paid.latency_ms,
+            )
+        path.unlink()
+        recorded, dropped = recorded + taken, dropped + (not taken)
+    if recorded or dropped:
+        logger.info("journal: %d paid answers recorded, %d no longer wanted", recorded, dropped)
+    return ReplayResult(recorded=recorded, dropped=dropped, kept=kept)
+
+
+__all__ = [
+    "Journal",
+    "PaidChunk",
+    "ReplayResult",
+    "record_paid_chunk",
+    "replay_journal",
+    "store_chunk_answer",
+]

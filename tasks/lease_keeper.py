@@ -1,0 +1,127 @@
+"""Renew, on a timer, the lease of every file this process holds: one store call per tick.
+
+A file's lease must not lapse while it waits for a file slot, a request slot, the rate
+cap or a long Retry-After, so renewal does not wait for a chunk to finish: every third
+of the lease, one UPDATE renews all held claims at once (in a thread: no store I/O on
+the event loop). A claim the store no longer knows is lost: nothing more may be sent
+for it. While a renewal cannot be confirmed (store down) and the last confirmed one is
+older than most of the lease, sending waits; it never goes ahead on a lease that may
+have lapsed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+from storage.database import Store
+from storage.errors import LeaseLost, StoreError
+from storage.records import ItemRecord
+
+logger = logging.getLogger("medasr.leases")
+
+# Share of the lease after the last confirmed renewal within which sending goes ahead.
+_SAFE_SHARE = 0.8
+
+
+class LeaseKeeper:
+    """The claims this process holds, kept alive by one background task."""
+
+    def __init__(self, *, store: Store, lease_s: float) -> None:
+        self._store = store
+        self._lease_s = lease_s
+        self._tick_s = lease_s / 3
+        self._confirmed: dict[str, float] = {}  # lease token -> monotonic s known good
+        self._lost: set[str] = set()
+        self._renewed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @asynccontextmanager
+    async def holding(self, items: Sequence[ItemRecord]) -> AsyncIterator[None]:
+        """Keep these claims renewed until the block ends (or `let_go` is called).
+
+        Renews them once at once: a claim may be older than it looks (it waited for a
+        batch slot, or was made with a shorter lease), and only the store can say.
+        """
+        for item in items:
+            if item.lease_token is not None:
+                self._confirmed[item.lease_token] = -math.inf  # unconfirmed until renewed
+        try:
+            await self.renew_now()
+            if self._task is None or self._task.done():
+                self._task = asyncio.create_task(self._renew_until_empty(), name="medasr-leases")
+            yield
+        finally:
+            for item in items:
+                self.let_go(item)
+
+    def let_go(self, item: ItemRecord) -> None:
+        """Stop renewing this claim (the file is settled, released or lost)."""
+        if item.lease_token is not None:
+            self._confirmed.pop(item.lease_token, None)
+            self._lost.discard(item.lease_token)
+
+    async def require(self, item: ItemRecord) -> None:
+        """Return while the claim is safely ours; wait while unconfirmed; raise LeaseLost.
+
+        Waits at most one lease for a confirming renewal, then gives up with LeaseLost.
+        """
+        token = item.lease_token
+        if token is None or (token not in self._confirmed and token not in self._lost):
+            return  # not kept here (claimed outside a batch): the store's checks decide
+        deadline = time.monotonic() + self._lease_s
+        while True:
+            if token in self._lost:
+                raise LeaseLost(f"item {item.id} was taken over; nothing more is sent for it")
+            confirmed = self._confirmed.get(token)
+            if confirmed is None:
+                return  # let go meanwhile: the file is settled
+            if time.monotonic() - confirmed < self._lease_s * _SAFE_SHARE:
+                return
+            if time.monotonic() > deadline:
+                raise LeaseLost(f"the lease on item {item.id} could not be renewed in time")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._renewed.wait(), timeout=self._tick_s)
+
+    async def aclose(self) -> None:
+        """Stop the renewal task."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _renew_until_empty(self) -> None:
+        while self._confirmed:
+            await asyncio.sleep(self._tick_s)
+            await self.renew_now()
+
+    async def renew_now(self) -> None:
+        """One renewal of every held claim; marks the lost ones. Logs, never raises StoreError."""
+        tokens = list(self._confirmed)
+        if not tokens:
+            return
+        asked = time.monotonic()
+        try:
+            lost = await asyncio.to_thread(self._renew, tokens)
+        except StoreError as exc:
+            logger.warning("could not renew the leases of %d files: %s", len(tokens), exc)
+            return
+        for token in tokens:
+            if token in lost:
+                self._lost.add(token)
+                self._confirmed.pop(token, None)
+            elif token in self._confirmed:
+                self._confirmed[token] = asked
+        if lost:
+            logger.warning("%d files were taken over by another worker; stopping them", len(lost))
+        self._renewed.set()
+        self._renewed = asyncio.Event()
+
+    def _renew(self, tokens: list[str]) -> frozenset[str]:
+        with self._store.repository() as repo:
+            return repo.renew_leases(tokens, lease_s=self._lease_s)
