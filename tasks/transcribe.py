@@ -106,6 +106,7 @@ class _FileRun:
     item: ItemRecord
     texts: dict[int, str] = field(default_factory=dict)
     voiced_ms: dict[int, int] = field(default_factory=dict)  # by start_ms, for the quality gate
+    answer_keys: dict[int, int] = field(default_factory=dict)  # reused answer start -> key
     extras: list[dict[str, Any]] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
     damage: DamagedTail | None = None  # the tail could not be read: the item is partial
@@ -251,11 +252,13 @@ async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> Fi
                 held.release()
                 break
             last = chunk
-            run.voiced_ms[chunk.start_ms] = chunk.voiced_ms  # keyed as run.texts
+            key = _speech_key(chunk, run=run, coverage=coverage)
+            run.voiced_ms[key] = run.voiced_ms.get(key, 0) + chunk.voiced_ms
             reused = coverage.reused_text(chunk)
             all_silent = all_silent and chunk.silent and reused is None
             if reused is not None:  # answered before, by an earlier split: never paid twice
-                run.texts[chunk.start_ms] = reused
+                if reused or key not in run.texts:
+                    run.texts[key] = reused
                 ctx.stats.chunks_reused += 1
                 held.release()
                 continue
@@ -269,6 +272,15 @@ async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> Fi
         await loop.run_in_executor(ctx.decode_pool, chunks.close)
         await asyncio.gather(*sends, return_exceptions=True)
     return await _finish(run, last=last, all_silent=all_silent, ctx=ctx)
+
+
+def _speech_key(chunk: Chunk, *, run: _FileRun, coverage: Coverage) -> int:
+    """Where a chunk's text and voiced ms are kept: its start, or for a piece of audio one
+    earlier answer covers, the start of that answer's first piece (one text, its speech)."""
+    answered = coverage.covering(chunk)
+    if answered is None:
+        return chunk.start_ms
+    return run.answer_keys.setdefault(answered.start_ms, chunk.start_ms)
 
 
 def _next_chunk(chunks: Iterator[Chunk]) -> Chunk | None:
@@ -375,7 +387,7 @@ async def _finish(
     extras: dict[str, Any] = {"chunks": run.extras} if run.extras else {}
     if run.damage is not None:
         extras["partial"] = run.damage.as_partial()
-        logger.warning("item %s is partial: %s", run.item.id, run.damage.reason)
+        logger.warning("%s is partial: %s", _name(run.item, ctx), run.damage.reason)
     review = review_transcript(
         run.texts, run.voiced_ms, language=run.item.language, extras=extras, settings=ctx.quality
     )
@@ -397,6 +409,7 @@ async def _finish(
         duration_ms=last.end_ms,
         requests=run.requests,
         chunks=last.index,
+        reason=f"held for review: {', '.join(review.flags)}" if review.flags else None,
     )
 
 

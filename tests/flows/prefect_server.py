@@ -37,6 +37,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+# Prefect's temporary server starts in 7-14 s on an idle 2-core machine and gives up after
+# 20 s by default; these tests judge medasr, not how fast Prefect starts on a busy host.
+SLOW_PREFECT_START = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
+
+
 def clean_env(prefect_home: Path, **extra: str) -> dict[str, str]:
     """This environment without PREFECT_*/MEDASR_* variables, plus a private PREFECT_HOME."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MEDASR_"))}
@@ -47,6 +52,7 @@ def clean_env(prefect_home: Path, **extra: str) -> dict[str, str]:
         "PREFECT_SERVER_UI_ENABLED": "false",
         "PYTHONUNBUFFERED": "1",
         "COLUMNS": "200",
+        **SLOW_PREFECT_START,
     }
     return env | extra
 

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.flows.prefect_server import SLOW_PREFECT_START
+
 MEDASR = Path(sys.executable).with_name("medasr")
 PREFECT = Path(sys.executable).with_name("prefect")
 RUN_TIMEOUT_S = 600.0
@@ -39,7 +41,8 @@ def migrate_prefect_home(home: Path) -> None:
 
 def clean_environment() -> dict[str, str]:
     """This process's environment without any MEDASR_* or PREFECT_* variable."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("MEDASR_", "PREFECT_"))}
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("MEDASR_", "PREFECT_"))}
+    return kept | SLOW_PREFECT_START
 
 
 @dataclass(frozen=True)

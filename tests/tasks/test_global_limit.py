@@ -14,6 +14,7 @@ from storage.database import Store
 from tasks.errors import SharedLimitUnavailable
 from tasks.gate import RequestGate
 from tasks.global_limit import SharedLimit, ensure_shared_limits
+from tasks.journal import Journal
 from tasks.progress import RunStats
 from tests.flows.prefect_server import free_port
 from tests.servers import client_settings, make_wav_bytes
@@ -68,7 +69,12 @@ def test_an_unreachable_server_stops_the_gate_before_any_request(monkeypatch, tm
     shared = asyncio.run(drain._shared(settings))
     store = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 's.db'}"))
     ctx = drain._batch_context(
-        settings, store=store, stats=RunStats(), source_roots=(), shared=shared
+        settings,
+        store=store,
+        stats=RunStats(),
+        source_roots=(),
+        journal=Journal(tmp_path / "journal"),
+        shared=shared,
     )
     try:
         assert ctx.gate.stopped is shared  # fail closed: every later attempt raises it
