@@ -107,6 +107,7 @@ class _FileRun:
     texts: dict[int, str] = field(default_factory=dict)
     voiced_ms: dict[int, int] = field(default_factory=dict)  # by start_ms, for the quality gate
     answer_keys: dict[int, int] = field(default_factory=dict)  # reused answer start -> key
+    decoded_all: bool = False  # every chunk was read (and sent or reused)
     extras: list[dict[str, Any]] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
     damage: DamagedTail | None = None  # the tail could not be read: the item is partial
@@ -249,6 +250,7 @@ async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> Fi
             decoding = ctx.decode_pool.submit(_next_chunk, chunks)
             chunk = await _decoded(decoding, run=run)
             if chunk is None:
+                run.decoded_all = True
                 held.release()
                 break
             last = chunk
@@ -377,7 +379,9 @@ async def _finish(
     """Record the file from its chunk texts, or raise the error that stopped it."""
     if run.errors:
         raise _worst(run.errors)
-    if ctx.gate.stopped is not None:
+    if ctx.gate.stopped is not None and not run.decoded_all:
+        # Stopped part-way: the rest goes back to pending. A file whose every chunk was
+        # answered before the stop is finished below: its answers are paid for.
         raise ctx.gate.stopped
     if last is None or all_silent:
         if run.damage is not None:
