@@ -13,10 +13,14 @@ import itertools
 from pathlib import Path
 
 import numpy as np
+import pytest
 import soundfile
 
 from tests.reliability.corpus import age_files, tone_samples
 from tests.reliability.evidence import chunks, items
+
+# Several medasr runs with Prefect start-ups (about a minute): CI runs it, `make test` does not.
+pytestmark = pytest.mark.slow
 
 SLOW_START = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
 SENTENCE = "note {}. patient seen on the ward. chest clear."  # 7 s of tone dictation

@@ -11,12 +11,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.reliability.corpus import age_files
 from tests.reliability.evidence import items
 from tests.tasks.test_audio_damaged_tail import TEXT, assert_readable_prefix, truncated
 
 CAP_BYTES = 20 * 32_000 + 44  # 20 s chunks: the readable part is two or more chunks
 # Four test suites share two cores today: give Prefect's ephemeral server time to start.
+# Several medasr runs with Prefect start-ups (about a minute): CI runs it, `make test` does not.
+pytestmark = pytest.mark.slow
+
 SLOW_START = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
 
 
