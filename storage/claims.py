@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, delete, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, case, delete, or_, select, update
 
-from storage.leases import new_lease_token, store_now
+from storage.leases import new_lease_token, release_dead_local_holders, store_now
 from storage.models import Chunk, Item
-from storage.owners import is_dead_local_owner, local_owner_prefix, new_lease_owner
+from storage.owners import new_lease_owner
 from storage.queries import IN_BATCH, Queries, batches, under_source, utc_now
 from storage.records import ItemRecord
 
@@ -188,25 +188,7 @@ class Claims(Queries):
         A killed run's items need not wait out their lease. Attempts are kept: the
         crash may have been the item's doing. Owners on other hosts are left alone.
         """
-        prefix = local_owner_prefix()
-        owners = self._session.scalars(
-            select(Item.lease_owner)
-            .distinct()
-            .where(
-                Item.status == "processing",
-                func.substr(Item.lease_owner, 1, len(prefix)) == prefix,
-            )
-        ).all()
-        dead = [owner for owner in owners if owner is not None and is_dead_local_owner(owner)]
-        if not dead:
-            return 0
-        result = self._session.execute(
-            update(Item)
-            .where(Item.status == "processing", Item.lease_owner.in_(dead))
-            .values(status="pending", updated_at=utc_now(), **cleared_lease())
-            .execution_options(synchronize_session=False)
-        )
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        return release_dead_local_holders(self._session, Item, cleared=cleared_lease())
 
     def requeue_failures(
         self,

@@ -24,8 +24,8 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from storage.errors import LeaseLost
+from storage.leases import release_dead_local_holders
 from storage.models import Delivery, Item
-from storage.owners import is_dead_local_owner, local_owner_prefix
 from storage.queries import Queries, batches, utc_now
 from storage.records import DeliveryRecord, ItemRecord
 
@@ -326,25 +326,9 @@ class DeliveryQueries(Queries):
         Their upload may have reached the service before the process died: the row goes
         back to pending all the same (the FHIR identifiers let a receiver deduplicate).
         """
-        prefix = local_owner_prefix()
-        owners = self._session.scalars(
-            select(Delivery.lease_owner)
-            .distinct()
-            .where(
-                Delivery.status == "processing",
-                func.substr(Delivery.lease_owner, 1, len(prefix)) == prefix,
-            )
-        ).all()
-        dead = [owner for owner in owners if owner is not None and is_dead_local_owner(owner)]
-        if not dead:
-            return 0
-        result = self._session.execute(
-            update(Delivery)
-            .where(Delivery.status == "processing", Delivery.lease_owner.in_(dead))
-            .values(status="pending", lease_owner=None, lease_expires_at=None, updated_at=utc_now())
-            .execution_options(synchronize_session=False)
+        return release_dead_local_holders(
+            self._session, Delivery, cleared={"lease_owner": None, "lease_expires_at": None}
         )
-        return int(result.rowcount)  # type: ignore[attr-defined]
 
     def get_delivery(self, delivery_id: int) -> DeliveryRecord | None:
         """One delivery row by id."""

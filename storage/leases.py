@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import ColumnElement, and_, false, func, select
+from sqlalchemy import ColumnElement, and_, false, func, select, update
 from sqlalchemy.orm import Session
 
-from storage.models import Item
+from storage.models import Delivery, Item
+from storage.owners import is_dead_local_owner, local_owner_prefix
+from storage.queries import utc_now
 
 __all__ = ["held_under", "new_lease_token", "store_now"]
 
@@ -48,3 +51,30 @@ def store_now(session: Session) -> datetime:
 def host_now() -> datetime:
     """This host's wall clock, timezone-aware UTC."""
     return datetime.now(UTC)
+
+
+def release_dead_local_holders(
+    session: Session, model: type[Item] | type[Delivery], *, cleared: dict[str, Any]
+) -> int:
+    """Set rows of `model` held by ended processes of this machine back to pending.
+
+    Owners on other hosts are left alone; `cleared` is the lease columns' empty values.
+    """
+    prefix = local_owner_prefix()
+    owners = session.scalars(
+        select(model.lease_owner)
+        .distinct()
+        .where(
+            model.status == "processing", func.substr(model.lease_owner, 1, len(prefix)) == prefix
+        )
+    ).all()
+    dead = [owner for owner in owners if owner is not None and is_dead_local_owner(owner)]
+    if not dead:
+        return 0
+    result = session.execute(
+        update(model)
+        .where(model.status == "processing", model.lease_owner.in_(dead))
+        .values(status="pending", updated_at=utc_now(), **cleared)
+        .execution_options(synchronize_session=False)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
