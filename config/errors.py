@@ -1,21 +1,30 @@
-"""The root of every medasr error, and the configuration wing.
+"""The root of every medasr error, the errors that stop a whole run, and the exit codes.
 
-Each wing keeps its own errors module; all of them hang off these two roots so a
-caller can decide "retry later" or "give up on this item" without knowing the wing::
+Each wing keeps its own errors module; all of them hang off these roots so a caller can
+decide "retry later", "give up on this item" or "stop the run" without knowing the wing::
 
     MedasrError                      kind: str, transient: bool, message for a person
     ├── TransientError               worth retrying later (network, throttling, lease lost)
     └── TerminalError                retrying the same thing gives the same answer
-        └── ConfigError              a setting is missing or invalid (exit code 2)
+        ├── InternalError            a bug caught at a file boundary; the batch goes on
+        └── RunStop                  not a file's fault: the whole run stops, files not
+            │                        yet finished go back to pending (RUN_STOP_ERRORS)
+            ├── ConfigError          a setting is missing or invalid (exit code 2)
+            ├── RunInterrupted       the operator stopped the run: Ctrl-C, SIGTERM (exit 130)
+            └── CredentialsRejected  401/403 (exit code 3); lives in service/errors.py
 
-Wings: service/errors.py (talking to the service), tasks/errors.py (audio),
-storage/errors.py (sources and the store).
+Wings: service/errors.py (talking to the service), storage/errors.py (sources and the
+store), tasks/errors.py (audio), tasks/delivery_errors.py (documents for the record).
+`EXIT_CODES` is the one table of the `medasr` command's exit codes; the README's
+"Troubleshooting by exit code" documents each (tests/config/test_errors.py checks it).
 Messages never contain a token, a key or transcript text.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import ClassVar, Final
 
 
 class MedasrError(Exception):
@@ -46,13 +55,48 @@ class TerminalError(MedasrError):
     transient = False
 
 
-class ConfigError(TerminalError):
+class InternalError(TerminalError):
+    """A bug in medasr caught at a file boundary so that the rest of the batch goes on."""
+
+    kind = "internal_error"
+
+
+class RunStop(TerminalError):
+    """Stops the whole run, not one file: nothing more is sent, unfinished files stay pending."""
+
+    kind = "run_stop"
+
+
+class ConfigError(RunStop):
     """A setting is missing or invalid; the message names the variable to fix."""
 
     kind = "config"
 
 
-class InternalError(TerminalError):
-    """A bug in medasr caught at a file boundary so that the rest of the batch goes on."""
+class RunInterrupted(RunStop):
+    """The operator stopped the run (SIGINT or SIGTERM); files not yet sent stay pending."""
 
-    kind = "internal_error"
+    kind = "interrupted"
+
+
+# For `except` and isinstance: what stops a run at once (a file meeting one goes back to
+# pending). RunStop is its only member; the name is what call sites import.
+RUN_STOP_ERRORS: Final = (RunStop,)
+
+EXIT_OK: Final = 0
+EXIT_SOME_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_CREDENTIALS: Final = 3
+EXIT_INTERRUPTED: Final = 130  # 128 + SIGINT, as shells report an interrupted command
+
+# Every exit code of the `medasr` command, and what it means.
+EXIT_CODES: Final[Mapping[int, str]] = MappingProxyType(
+    {
+        EXIT_OK: "everything asked for is done",
+        EXIT_SOME_FAILED: "some files failed, were skipped as silent or wait for review "
+        "(or a store or audio error outside a run)",
+        EXIT_USAGE: "usage or configuration error (a ConfigError): nothing was sent",
+        EXIT_CREDENTIALS: "credentials rejected (401/403): the run stopped at once",
+        EXIT_INTERRUPTED: "interrupted by the operator (Ctrl-C or SIGTERM)",
+    }
+)

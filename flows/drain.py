@@ -15,12 +15,13 @@ from uuid import UUID
 
 from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifact
 
+from config.errors import RunStop
 from config.settings import Settings
 from service.client import TranscriptionClient
 from storage.database import Store
 from storage.repository import new_lease_owner
 from tasks.errors import SharedLimitUnavailable
-from tasks.gate import RequestGate, RunStop
+from tasks.gate import RequestGate
 from tasks.global_limit import SharedLimit, ensure_shared_limits
 from tasks.journal import Journal, replay_journal
 from tasks.progress import FileOutcome, RunStats, progress_observer

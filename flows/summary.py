@@ -7,18 +7,19 @@ from typing import Any
 
 from prefect.artifacts import acreate_table_artifact
 
-from config.errors import ConfigError
+from config.errors import (
+    EXIT_CREDENTIALS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_USAGE,
+    ConfigError,
+    RunInterrupted,
+)
 from flows.attention import TO_CHECK_KEY, TOTAL_KEY, recordings_to_check
 from flows.drain import DrainResult
 from service.errors import CredentialsRejected
 from tasks.discover import Discovery
-from tasks.errors import RunInterrupted
-
-EXIT_OK = 0
-EXIT_SOME_FAILED = 1
-EXIT_USAGE = 2
-EXIT_CREDENTIALS = 3
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report an interrupted command
 
 # Summary keys stored in the run row's count columns (storage RUN_COUNT_COLUMNS) ...
 _RUN_COLUMNS = {

@@ -5,14 +5,15 @@
     │   └── ServiceUnavailable         429, 500, 502-504, timeouts, connection errors
     │       └── Throttled              429; `retry_after_s` from the server
     └── TerminalError
-        ├── CredentialsRejected        401/403: stop the whole run, leave items pending
         ├── PayloadTooLarge            413, or refused by us before sending
         ├── RequestRejected            any other 4xx (and an unsupported language)
         ├── InvalidResponse            200 without JSON or without a `text` string
         ├── EncryptionError            bad key, bad envelope, tag mismatch
-        └── ConfigError (config/errors.py)
-            ├── InsecureTransport      http:// to a non-loopback host without permission
-            └── TlsNotVerified         the server's certificate did not verify (CA bundle)
+        └── RunStop (config/errors.py) the whole run stops, items are left pending
+            ├── CredentialsRejected    401/403
+            └── ConfigError (config/errors.py)
+                ├── InsecureTransport  http:// to a non-loopback host without permission
+                └── TlsNotVerified     the server's certificate did not verify (CA bundle)
 
 `status` is the HTTP status when one was received. Messages never carry the token,
 the key, or any transcript text; response bodies are quoted only when short and only
@@ -21,7 +22,7 @@ from error responses.
 
 from __future__ import annotations
 
-from config.errors import ConfigError, TerminalError, TransientError
+from config.errors import ConfigError, RunStop, TerminalError, TransientError
 
 
 class ServiceError(Exception):
@@ -49,7 +50,7 @@ class Throttled(ServiceUnavailable):
     kind = "throttled"
 
 
-class CredentialsRejected(TerminalError, ServiceError):
+class CredentialsRejected(RunStop, ServiceError):
     """401/403: the token is missing, wrong or expired; fix MEDASR_TOKEN."""
 
     kind = "credentials_rejected"

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, case, delete, or_, select, update
 
 from storage.leases import new_lease_token, release_dead_local_holders, store_now
-from storage.models import Chunk, Item
+from storage.models import ChunkRow, Item
 from storage.owners import new_lease_owner
 from storage.queries import IN_BATCH, Queries, batches, under_source, utc_now
 from storage.records import ItemRecord
@@ -233,5 +233,5 @@ class Claims(Queries):
         if language is not None:
             skipped = skipped.where(Item.language == language)
         self._session.execute(
-            delete(Chunk).where(Chunk.status == "silent", Chunk.item_id.in_(skipped))
+            delete(ChunkRow).where(ChunkRow.status == "silent", ChunkRow.item_id.in_(skipped))
         )

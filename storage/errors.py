@@ -9,7 +9,7 @@
         ├── SourceNotFound             the folder, bucket or object does not exist
         ├── SourceUnreadable           no permission, no credentials, not a regular file
         ├── StoreFailed                the database refused a statement (a bug or a constraint)
-        └── ConfigError
+        └── RunStop └── ConfigError  the run stops
             ├── UnsupportedSource      unknown scheme, or its fsspec extra is not installed
             ├── DatabaseUrlInvalid     MEDASR_DATABASE_URL unusable (dialect, driver, path)
             ├── SchemaOutdated         the database is not at the newest revision

@@ -36,7 +36,7 @@ __all__ = [
     "ITEM_STATUSES",
     "RUN_COUNT_COLUMNS",
     "Base",
-    "Chunk",
+    "ChunkRow",
     "Delivery",
     "Item",
     "Run",
@@ -124,7 +124,7 @@ class Item(Base):
     )
 
 
-class Chunk(Base):
+class ChunkRow(Base):
     """One piece of an item's audio as sent (or found silent), committed at once."""
 
     __tablename__ = "chunks"

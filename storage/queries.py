@@ -14,7 +14,7 @@ from sqlalchemy import ColumnElement, Row, Table, Text, and_, func, literal, or_
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
-from storage.models import RUN_COUNT_COLUMNS, Chunk, Item, Run
+from storage.models import RUN_COUNT_COLUMNS, ChunkRow, Item, Run
 from storage.records import ChunkRecord, ExportRow, ItemRecord, RunRecord, StatusCount
 
 # Parameters per IN list: far under SQLite's 32,766 and psycopg's 65,535 limits.
@@ -22,7 +22,7 @@ IN_BATCH = 500
 # PostgreSQL gets URIs as one array parameter, so its batches can be larger.
 ARRAY_BATCH = 5000
 ITEMS = cast(Table, Item.__table__)
-CHUNKS = cast(Table, Chunk.__table__)
+CHUNKS = cast(Table, ChunkRow.__table__)
 _FINISHED_CHUNK_STATUSES = ("done", "silent")
 
 
@@ -100,7 +100,7 @@ class Queries:
         """Finished chunks of an item (done or silent), by index: never send these again."""
         rows = self._session.execute(
             select(CHUNKS).where(
-                Chunk.item_id == item_id, Chunk.status.in_(_FINISHED_CHUNK_STATUSES)
+                ChunkRow.item_id == item_id, ChunkRow.status.in_(_FINISHED_CHUNK_STATUSES)
             )
         )
         records = (ChunkRecord(**row._asdict()) for row in rows)

@@ -19,7 +19,7 @@ from storage.claims import Claims, cleared_lease, new_lease_owner
 from storage.deliveries import DeliveryQueries
 from storage.errors import LeaseLost, SourceUnreadable
 from storage.leases import held_under, store_now
-from storage.models import RUN_COUNT_COLUMNS, Chunk, Item, Run
+from storage.models import RUN_COUNT_COLUMNS, ChunkRow, Item, Run
 from storage.queries import ITEMS, batches, utc_now
 from storage.records import (
     ChunkRecord,
@@ -174,7 +174,7 @@ class Repository(Reviews, Claims, DeliveryQueries):
 
     def reset_chunks(self, item_id: int) -> None:
         """Forget an item's chunks (its content changed)."""
-        self._session.execute(delete(Chunk).where(Chunk.item_id == item_id))
+        self._session.execute(delete(ChunkRow).where(ChunkRow.item_id == item_id))
 
     def record_chunk_result(
         self,
@@ -237,7 +237,7 @@ class Repository(Reviews, Claims, DeliveryQueries):
     def _upsert_chunk(self, values: dict[str, Any]) -> None:
         values = {**values, "updated_at": utc_now()}
         dialect = self._session.get_bind().dialect.name
-        upsert = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(Chunk)
+        upsert = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(ChunkRow)
         statement = upsert.values(values).on_conflict_do_update(
             index_elements=["item_id", "index"],
             set_={k: upsert.excluded[k] for k in values if k not in ("item_id", "index")},

@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlalchemy import delete, select, update
 
 from storage.errors import NotUnderReview
-from storage.models import Chunk, Item
+from storage.models import ChunkRow, Item
 from storage.queries import Queries, utc_now
 from storage.records import ItemRecord
 
@@ -42,7 +42,7 @@ class Reviews(Queries):
     def resend_review(self, item_id: int) -> ItemRecord:
         """needs_review -> pending, transcript and chunks forgotten; raises NotUnderReview."""
         self._under_review(item_id)
-        self._session.execute(delete(Chunk).where(Chunk.item_id == item_id))
+        self._session.execute(delete(ChunkRow).where(ChunkRow.item_id == item_id))
         self._session.execute(
             update(Item)
             .where(Item.id == item_id, Item.status == "needs_review")

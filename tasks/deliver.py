@@ -17,7 +17,15 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NONE
 
-from config.errors import ConfigError, InternalError, MedasrError
+from config.errors import (
+    EXIT_CREDENTIALS,
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_USAGE,
+    ConfigError,
+    InternalError,
+    MedasrError,
+)
 from config.settings import Settings
 from service.docs_client import DocsClient
 from service.errors import CredentialsRejected
@@ -308,10 +316,10 @@ def delivery_summary(stats: DeliveryStats, *, dry_run: bool = False) -> dict[str
 def delivery_exit_code(summary: dict[str, Any]) -> int:
     """3 credentials, 2 configuration, 1 any document failed, else 0."""
     if summary.get("credentials_rejected"):
-        return 3
+        return EXIT_CREDENTIALS
     if summary.get("stopped_by_configuration"):
-        return 2
-    return 1 if summary.get("documents_failed", 0) > 0 else 0
+        return EXIT_USAGE
+    return EXIT_SOME_FAILED if summary.get("documents_failed", 0) > 0 else EXIT_OK
 
 
 class DeliveryContext:

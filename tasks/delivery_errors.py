@@ -7,7 +7,7 @@
         │                             once the manifest is fixed and the source listed again
         ├── DocumentInvalid           "document_invalid": the FHIR resource does not validate
         │                             (e.g. a manifest date that is not a date)
-        └── ConfigError
+        └── RunStop └── ConfigError  the run stops
             └── DocsQueryInvalid      MEDASR_DOCS_QUERY is not a usable template (exit 2)
 
 Manifest problems are storage/errors.py's ManifestInvalid (a ConfigError). Messages name

@@ -1,4 +1,4 @@
-"""Errors of reading and decoding one recording; raised by tasks/audio.py, never a traceback.
+"""Errors of the pipeline steps: the audio engine (tasks/audio/) and the shared request limit.
 
     MedasrError (config/errors.py)
     └── TerminalError                  the same file fails the same way next time
@@ -12,10 +12,9 @@
             ├── UnsupportedAudio       "unsupported_audio": a format or codec ffmpeg lacks
             ├── DecodeFailed           "decode_failed": ffmpeg failed otherwise, or timed out
             └── SilentAudio            "silent_audio": decodes, but holds no speech to send
-    RunInterrupted                     "interrupted": the operator stopped the run (Ctrl-C,
-                                       SIGTERM); not a file's fault, its item goes back to pending
-    ConfigError (config/errors.py)
-    └── SharedLimitUnavailable         "shared_limit_unavailable": MEDASR_GLOBAL_CONCURRENCY is
+    RunStop (config/errors.py)         the whole run stops; RunInterrupted lives there too
+    └── ConfigError (config/errors.py)
+        └── SharedLimitUnavailable     "shared_limit_unavailable": MEDASR_GLOBAL_CONCURRENCY is
                                        set but the Prefect server gives no slot; the run stops
                                        (fail closed), items go back to pending
 
@@ -96,12 +95,6 @@ class SilentAudio(AudioError):
     """The whole recording is silent: nothing to send, the item is skipped."""
 
     kind = "silent_audio"
-
-
-class RunInterrupted(TerminalError):
-    """The operator stopped the run (SIGINT or SIGTERM); files not yet sent stay pending."""
-
-    kind = "interrupted"
 
 
 class SharedLimitUnavailable(ConfigError):

@@ -15,20 +15,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Final
 
 from aiolimiter import AsyncLimiter
 
-from config.errors import ConfigError
-from service.errors import CredentialsRejected
+# What stops a whole run (RunStop: credentials, a setting, the operator) lives in
+# config/errors.py; RUN_STOP_ERRORS is re-exported for tasks/transcribe.py.
+from config.errors import RUN_STOP_ERRORS as RUN_STOP_ERRORS
+from config.errors import RunInterrupted, RunStop
 from service.limiter import AdaptiveLimiter
-from tasks.errors import RunInterrupted
 from tasks.global_limit import SharedLimit
-
-# What stops a whole run at once; not a file's fault, so a file that meets one goes back
-# to pending. The tuple is for `except` and isinstance, the union for annotations.
-RUN_STOP_ERRORS: Final = (CredentialsRejected, ConfigError, RunInterrupted)
-RunStop = CredentialsRejected | ConfigError | RunInterrupted
 
 # Set by the CLI's signal handler; every gate of the process, present or future, reads it.
 _interrupted: RunInterrupted | None = None

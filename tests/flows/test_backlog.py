@@ -14,13 +14,13 @@ from typer.testing import CliRunner
 
 from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
-from flows.cli import app
+from flows.cli.commands import app
 from flows.rerun import rerun_failures
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage.database import Store
+from tests.flows.cli.test_commands import table_rows
 from tests.flows.conftest import TOKEN, Corpus, settings_for
-from tests.flows.test_cli import table_rows
 
 
 def rows_by_name(settings: Settings, root: Path) -> dict[str, object]:

@@ -12,12 +12,12 @@ from typer.testing import CliRunner
 
 from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
-from flows.cli import app
+from flows.cli.commands import app
 from flows.rerun import rerun_failures
 from service.devserver import RunningDevServer, start_devserver
 from storage.database import Store
+from tests.flows.cli.test_commands import table_rows
 from tests.flows.conftest import TOKEN, Corpus, settings_for
-from tests.flows.test_cli import table_rows
 
 PERMANENT = ("corrupt.mp3", "notes.wav")
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from flows.console import print_summary
+from config.errors import RunInterrupted, RunStop
+from flows.cli.console import print_summary
 from flows.drain import DrainResult
 from flows.summary import exit_code_for, run_status, summarize
 from service.errors import CredentialsRejected, TlsNotVerified
 from storage.records import SkippedFile
 from tasks.discover import Discovery
-from tasks.errors import RunInterrupted
-from tasks.gate import RunStop
 from tasks.progress import FileOutcome, RunStats
 
 

@@ -32,7 +32,7 @@ from config.settings import StorageSettings
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage.database import Store
-from storage.models import Chunk, Item
+from storage.models import ChunkRow, Item
 from storage.records import SourceFile
 from tests.flows.prefect_server import (
     MEDASR,
@@ -239,7 +239,7 @@ def _assert_ledger_one_success_per_chunk(server: RunningDevServer, database_url:
     try:
         with engine.connect() as connection:
             chunks = connection.execute(
-                select(func.count()).select_from(Chunk).where(Chunk.status == "done")
+                select(func.count()).select_from(ChunkRow).where(ChunkRow.status == "done")
             ).scalar_one()
     finally:
         engine.dispose()

@@ -15,7 +15,7 @@ import pytest
 
 from tests.reliability.corpus import age_files
 from tests.reliability.evidence import items
-from tests.tasks.test_audio_damaged_tail import TEXT, assert_readable_prefix, truncated
+from tests.tasks.audio.test_damaged_tail import TEXT, assert_readable_prefix, truncated
 
 CAP_BYTES = 20 * 32_000 + 44  # 20 s chunks: the readable part is two or more chunks
 # Four test suites share two cores today: give Prefect's ephemeral server time to start.

@@ -15,7 +15,7 @@ import pytest
 
 from tests.reliability.corpus import age_files
 from tests.reliability.evidence import items
-from tests.tasks.room_noise import SR, place, room_noise, tone_speech, write_recording
+from tests.tasks.audio.room_noise import SR, place, room_noise, tone_speech, write_recording
 
 FIRST = "patient seen on the ward. chest clear. plan to review in the morning."
 SECOND = "addendum. bloods came back normal. discharge tomorrow."

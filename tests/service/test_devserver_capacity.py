@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from config.errors import ConfigError
-from flows.cli_devserver import config_from_options
+from flows.cli.devserver import config_from_options
 from service.devserver import DevServerConfig
 from service.devserver.capacity import CapacityGuard
 from tests.servers import DEVSERVER_TOKEN, make_wav_bytes

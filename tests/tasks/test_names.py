@@ -27,7 +27,7 @@ def test_recording_name(uri: str, root: str | None, name: str) -> None:
 
 
 def test_one_line_is_the_console_escaper() -> None:
-    from flows.console import one_line as console_one_line
+    from flows.cli.console import one_line as console_one_line
 
     assert console_one_line is one_line
     assert one_line(None) == ""

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import soundfile
 
-import tasks.ffmpeg
+import tasks.audio.ffmpeg
 from service.devserver.tone import encode_tone_dictation
 from tasks.audio import WAV_HEADER_BYTES, iter_chunks
-from tasks.decoder import FfmpegLog
+from tasks.audio.decoder import FfmpegLog
 from tasks.errors import DecodeFailed
 from tests.tasks.conftest import (
     Dictation,
@@ -79,13 +79,13 @@ def recording(tmp_path: Path) -> Path:
 def _install_fake(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, decode: str
 ) -> tuple[Path, Path]:
-    """Write the fake and make tasks.ffmpeg use it; (script, file of the pids it ran as)."""
+    """Write the fake and make tasks.audio.ffmpeg use it; (script, file of the pids it ran as)."""
     pid_file = tmp_path / "fake-pids.txt"
     script = tmp_path / "ffmpeg"
     script.write_text(FAKE.format(python=sys.executable, pid_file=str(pid_file), decode=decode))
     script.chmod(0o700)
     # find_ffmpeg is functools.cache'd; replacing the module attribute bypasses the cache.
-    monkeypatch.setattr(tasks.ffmpeg, "find_ffmpeg", lambda: str(script))
+    monkeypatch.setattr(tasks.audio.ffmpeg, "find_ffmpeg", lambda: str(script))
     return script, pid_file
 
 
@@ -131,10 +131,10 @@ def test_one_ffmpeg_run_describes_and_decodes_a_compressed_file(
     """No separate probe run: one process start per file (~10-20 ms of CPU each)."""
     pid_file = tmp_path / "pids.txt"
     wrapper = tmp_path / "ffmpeg"
-    real = tasks.ffmpeg.find_ffmpeg()
+    real = tasks.audio.ffmpeg.find_ffmpeg()
     wrapper.write_text(f'#!/bin/sh\necho $$ >> "{pid_file}"\nexec "{real}" "$@"\n')
     wrapper.chmod(0o700)
-    monkeypatch.setattr(tasks.ffmpeg, "find_ffmpeg", lambda: str(wrapper))
+    monkeypatch.setattr(tasks.audio.ffmpeg, "find_ffmpeg", lambda: str(wrapper))
     chunks = list(iter_chunks(dictation.mp3, max_bytes=2_000_000))
     pcm = np.concatenate([np.frombuffer(c.wav[WAV_HEADER_BYTES:], np.int16) for c in chunks])
     assert len(_pids(pid_file)) == 1

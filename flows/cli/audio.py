@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from config.errors import EXIT_SOME_FAILED
 from service.contract import SERVICE_MAX_UPLOAD_BYTES
 from tasks.audio import WAV_HEADER_BYTES, SplitResult, split_to_dir
 from tasks.errors import AudioError
@@ -45,11 +46,11 @@ def split_command(
         result = split_to_dir(input_path, out, max_bytes=max_bytes, min_pause_ms=min_pause_ms)
     except AudioError as exc:
         typer.echo(f"medasr: {exc}", err=True)
-        raise typer.Exit(1) from exc
+        raise typer.Exit(EXIT_SOME_FAILED) from exc
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         typer.echo(f"medasr: cannot write chunks to {out}: {reason}", err=True)
-        raise typer.Exit(1) from exc
+        raise typer.Exit(EXIT_SOME_FAILED) from exc
     _report(result, out=out)
 
 

@@ -13,7 +13,7 @@ import pytest
 from tasks.audio import find_ffmpeg
 from tests.tasks.conftest import Dictation
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 COPIES = 21  # about 5.9 minutes each: a little over two hours
 
 CHILD = textwrap.dedent(

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Coroutine
 from typing import Any
 
-from flows.summary import EXIT_INTERRUPTED
+from config.errors import EXIT_INTERRUPTED
 from tasks.gate import interrupt_all_gates
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)

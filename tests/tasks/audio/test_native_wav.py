@@ -11,9 +11,9 @@ import soundfile
 
 from service.devserver.tone import decode_wav_bytes, encode_tone_dictation
 from tasks.audio import WAV_HEADER_BYTES, iter_chunks
-from tasks.decoder import PcmDecoder
+from tasks.audio.decoder import PcmDecoder
+from tasks.audio.native_wav import NativeWavReader, native_data_chunk, open_pcm_source
 from tasks.errors import CorruptAudio, EmptyAudio
-from tasks.native_wav import NativeWavReader, native_data_chunk, open_pcm_source
 from tests.tasks.conftest import reference_pcm
 
 TEXT = "native wav needs no decoder. every sample kept, 100% of them."

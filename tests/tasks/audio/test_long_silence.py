@@ -12,7 +12,7 @@ import pytest
 from service.devserver.tone import decode_wav_bytes
 from tasks.audio import Chunk, iter_chunks
 from tasks.errors import SilentAudio
-from tests.tasks.room_noise import SR, place, room_noise, tone_speech, write_recording
+from tests.tasks.audio.room_noise import SR, place, room_noise, tone_speech, write_recording
 
 CAP_BYTES = 30 * 2 * SR + 44  # 30 s chunks: a silent stretch is many chunks
 FIRST = "patient seen on the ward. chest clear. plan to review in the morning."

@@ -17,10 +17,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from config.errors import ConfigError, MedasrError
+from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
-from flows.cli_fhir import export_fhir
-from flows.console import one_line
+from flows.cli.console import one_line
+from flows.cli.fhir import export_fhir
 from storage.database import Store, database_exists, upgrade_database
 from storage.export import common_local_root, write_csv, write_jsonl, write_txt_tree
 from storage.records import ITEM_STATUSES, ItemRecord, StatusCount
@@ -53,10 +53,10 @@ def _command_errors() -> Iterator[None]:
         yield
     except ConfigError as exc:
         typer.echo(f"medasr: configuration error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     except MedasrError as exc:
         typer.echo(f"medasr: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_SOME_FAILED) from None
 
 
 def print_status(storage: StorageSettings, *, failures: int = 10) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.pauses import (
+from tasks.audio.pauses import (
     FRAME_SAMPLES,
     LevelHistogram,
     choose_cut,

@@ -12,6 +12,7 @@ import pytest
 import soundfile
 
 from tasks.audio import iter_chunks, probe_audio
+from tasks.audio.ffmpeg import summarize_stderr
 from tasks.errors import (
     AudioError,
     AudioNotFound,
@@ -22,7 +23,6 @@ from tasks.errors import (
     NotAudio,
     UnsupportedAudio,
 )
-from tasks.ffmpeg import summarize_stderr
 from tests.tasks.conftest import Dictation, ffmpeg
 
 

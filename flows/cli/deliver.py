@@ -15,10 +15,10 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from config.errors import ConfigError, MedasrError
+from config.errors import EXIT_INTERRUPTED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import Settings, load_settings
-from flows.console import print_summary
-from flows.log_level import medasr_log_level
+from flows.cli.console import print_summary
+from flows.cli.log_level import medasr_log_level
 from service.contract import LANGUAGES, is_supported_language
 from service.preflight import check_service_config
 from storage.database import Store, database_exists
@@ -28,7 +28,6 @@ from tasks.deliver import deliver_pending, delivery_exit_code, delivery_summary
 from tasks.documents import DocsQuery, parse_docs_query
 
 _PAGE = 500
-EXIT_INTERRUPTED = 130
 
 
 class DeliverFormat(StrEnum):
@@ -186,4 +185,4 @@ def _print_plan(
 
 def _usage_error(what: str, exc: Exception) -> NoReturn:
     typer.echo(f"medasr: {what}: {exc}", err=True)
-    raise typer.Exit(2)
+    raise typer.Exit(EXIT_USAGE)

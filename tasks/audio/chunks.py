@@ -2,9 +2,9 @@
 
 `iter_chunks` streams: ffmpeg decodes from the path onto a pipe, chunks are cut as
 samples arrive, and memory holds about two chunks whatever the recording's length.
-Splitting follows DESIGN.md §4; the pause finder and its thresholds are in
-tasks/pauses.py, ffmpeg handling in tasks/ffmpeg.py and tasks/decoder.py (one ffmpeg
-run per file: it describes the input, then decodes it). Nothing is written to disk
+Splitting follows DESIGN.md §4; the pause finder and its thresholds are in pauses.py
+beside this module, ffmpeg handling in ffmpeg.py and decoder.py (one ffmpeg run per
+file: it describes the input, then decodes it). Nothing is written to disk
 except by `split_to_dir`, into the directory it is given (folder 0700, files 0600).
 
 Errors (tasks/errors.py) found before the first sample (missing, empty, not audio,
@@ -35,10 +35,9 @@ import numpy.typing as npt
 import soundfile
 
 from service.contract import chunk_filename
-from tasks.errors import AudioError, CorruptAudio, DamagedTail, EmptyAudio, SilentAudio
-from tasks.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, find_ffmpeg, probe_audio
-from tasks.native_wav import open_pcm_source
-from tasks.pauses import (
+from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, find_ffmpeg, probe_audio
+from tasks.audio.native_wav import open_pcm_source
+from tasks.audio.pauses import (
     FRAME_MS,
     FRAME_SAMPLES,
     LevelHistogram,
@@ -49,6 +48,7 @@ from tasks.pauses import (
     is_silent,
     is_steady_sound,
 )
+from tasks.errors import AudioError, CorruptAudio, DamagedTail, EmptyAudio, SilentAudio
 
 __all__ = [
     "AudioInfo",
@@ -291,7 +291,7 @@ def iter_chunks(
             _check_length(cutter.start + cutter.fill, info=info, exact=exact, path=path)
         except CorruptAudio as exc:
             damage = exc
-    if info.truncated is not None:  # worded as the probe words it (tasks/ffmpeg.py)
+    if info.truncated is not None:  # worded as the probe words it (tasks/audio/ffmpeg.py)
         damage = CorruptAudio(info.truncated, path=str(path))
     if damage is not None and cutter.start + cutter.fill == 0:
         raise damage

@@ -16,12 +16,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from flows.cli_audio import split_command
+from flows.cli.audio import split_command
 from tasks.audio import iter_chunks, split_to_dir
 from tasks.errors import DecodeFailed, NotAudio
 from tests.tasks.conftest import Dictation, assert_no_child_left, children_pids, process_state
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _ffmpeg_children(before: set[int]) -> set[int]:
@@ -70,7 +70,7 @@ def test_a_failure_right_after_starting_ffmpeg_leaves_no_child(
 
     # Running out of file descriptors cannot be provoked on cue without starving the
     # test itself: the selector's constructor fails instead.
-    monkeypatch.setattr("tasks.decoder.selectors.DefaultSelector", no_descriptors_left)
+    monkeypatch.setattr("tasks.audio.decoder.selectors.DefaultSelector", no_descriptors_left)
     before = children_pids()
 
     with pytest.raises(OSError, match="Too many open files"):
@@ -203,7 +203,7 @@ def test_split_cli_in_a_real_process(dictation: Dictation, tmp_path: Path) -> No
     script = textwrap.dedent(
         """
         import sys, typer
-        from flows.cli_audio import split_command
+        from flows.cli.audio import split_command
         app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
         app.command("split")(split_command)
         app.command("noop")(lambda: None)

@@ -16,8 +16,8 @@ from rich.console import Console
 
 from config.settings import load_settings, pinned_settings
 from flows.backlog import transcribe_backlog
-from flows.cli_store import print_status
-from flows.console import print_summary
+from flows.cli.console import print_summary
+from flows.cli.store import print_status
 from service.devserver import DevServerConfig, start_devserver
 from storage.database import Store
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from flows.log_level import MEDASR_LOGGERS, medasr_log_level
+from flows.cli.log_level import MEDASR_LOGGERS, medasr_log_level
 
 
 @pytest.mark.parametrize("level", ["DEBUG", "WARNING"])

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from flows.cli_audio import split_command
+from flows.cli.audio import split_command
 from tasks.audio import split_to_dir
 from tests.tasks.conftest import Dictation
 

@@ -5,7 +5,7 @@ pass through its decoder (tens of ms of CPU per file, more than reading a 15 s
 recording): on a backlog of short dictations that is the largest cost left. Anything
 else (another rate, stereo, 24-bit, float, RF64, a data chunk past the first 64 KiB)
 goes through ffmpeg. `open_pcm_source` is the one entry point: it returns ffmpeg's
-decoder (tasks/decoder.py) or this reader.
+decoder (tasks/audio/decoder.py) or this reader.
 
 A data size left as a placeholder (0 or 0xFFFFFFFF, written by streaming recorders)
 means "to the end of the file", except that chunks appended after the samples (LIST,
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from tasks.decoder import PcmDecoder
+from tasks.audio.decoder import PcmDecoder
+from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, read_head
+from tasks.audio.sniff import check_wav_header
 from tasks.errors import AudioNotFound
-from tasks.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, read_head
-from tasks.sniff import check_wav_header
 
 _PCM = 1
 _EXTENSIBLE = 0xFFFE

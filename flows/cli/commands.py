@@ -1,7 +1,7 @@
 """The `medasr` command: one Typer app; each wing's commands live in their own module.
 
-Exit codes everywhere: 0 all done, 1 some items failed, 2 usage or configuration
-error, 3 credentials rejected.
+Exit codes everywhere are the table in config/errors.py (EXIT_CODES): 0 all done, 1 some
+items failed, 2 usage or configuration error, 3 credentials rejected, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -11,20 +11,15 @@ import sys
 
 import typer
 
-from config.errors import ConfigError, MedasrError
-from flows.cli_audio import split_command
-from flows.cli_deliver import deliver_command
-from flows.cli_devserver import devserver_command
-from flows.cli_review import review_command
-from flows.cli_run import rerun_command, run_command
-from flows.cli_store import db_app, export_command, status_command
-from flows.demo import demo_command
+from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
+from flows.cli.audio import split_command
+from flows.cli.deliver import deliver_command
+from flows.cli.demo import demo_command
+from flows.cli.devserver import devserver_command
+from flows.cli.review import review_command
+from flows.cli.run import rerun_command, run_command
+from flows.cli.store import db_app, export_command, status_command
 from flows.deploy import serve_command
-
-EXIT_OK = 0
-EXIT_SOME_FAILED = 1
-EXIT_USAGE = 2
-EXIT_CREDENTIALS = 3
 
 app = typer.Typer(
     name="medasr",

@@ -24,9 +24,15 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from tasks import ffmpeg
+from tasks.audio import ffmpeg
+from tasks.audio.ffmpeg import (
+    OUTPUT_SAMPLE_RATE_HZ,
+    AudioInfo,
+    input_arg,
+    parse_probe,
+    summarize_stderr,
+)
 from tasks.errors import AudioError, CorruptAudio, DecodeFailed, NotAudio, UnsupportedAudio
-from tasks.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, input_arg, parse_probe, summarize_stderr
 
 _PIPE_BYTES = 1 << 20  # a bigger pipe means fewer wake-ups per second of audio
 _F_SETPIPE_SZ = 1031

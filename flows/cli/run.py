@@ -14,15 +14,15 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from config.errors import ConfigError
+from config.errors import EXIT_CREDENTIALS, EXIT_USAGE, ConfigError
 from config.settings import Settings, StorageSettings
 from flows.backlog import settings_for_run, transcribe_backlog
-from flows.console import print_summary, show_progress
-from flows.interrupts import run_interruptibly
-from flows.log_level import medasr_log_level
-from flows.quiet_errors import typed_errors_without_traceback
+from flows.cli.console import print_summary, show_progress
+from flows.cli.interrupts import run_interruptibly
+from flows.cli.log_level import medasr_log_level
+from flows.cli.quiet_errors import typed_errors_without_traceback
 from flows.rerun import rerun_failures
-from flows.summary import EXIT_CREDENTIALS, EXIT_USAGE, RunStopped, exit_code_for
+from flows.summary import RunStopped, exit_code_for
 from service.client import max_wav_bytes_for
 from service.errors import CredentialsRejected
 from service.preflight import check_service_config

@@ -1,7 +1,7 @@
 """ffmpeg as a subprocess: find it, probe a file, word its failures.
 
 There is no ffprobe: `probe_audio` parses what `ffmpeg -i PATH` prints (`parse_probe`,
-also used on the decode's own stderr by tasks/decoder.py, which streams the decode).
+also used on the decode's own stderr by tasks/audio/decoder.py, which streams the decode).
 Inputs are always read from a path (``file:`` protocol, so a name like ``concat:x`` is
 just a name): an m4a whose index sits at the end decodes to 0 s through a pipe. Every
 ffmpeg process is waited for; its failures become one-line tasks/errors.py errors.
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import imageio_ffmpeg
 
+from tasks.audio.sniff import check_wav_header, looks_like_audio, looks_like_text
 from tasks.errors import (
     AudioError,
     AudioNotFound,
@@ -29,7 +30,6 @@ from tasks.errors import (
     NotAudio,
     UnsupportedAudio,
 )
-from tasks.sniff import check_wav_header, looks_like_audio, looks_like_text
 
 OUTPUT_SAMPLE_RATE_HZ = 16_000
 _HEAD_BYTES = 64 * 1024

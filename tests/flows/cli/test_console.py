@@ -10,7 +10,7 @@ import pytest
 from prefect.logging.handlers import PrefectConsoleHandler
 from rich.console import Console
 
-from flows.console import logs_through, print_summary, show_progress
+from flows.cli.console import logs_through, print_summary, show_progress
 from tasks.progress import FileOutcome, progress_observer
 
 

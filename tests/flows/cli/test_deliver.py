@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from config.settings import StorageSettings
-from flows.cli import app
+from flows.cli.commands import app
 from storage.database import Store
 from tasks.fhir import parse_bundle
-from tests.flows.test_cli import table_rows
+from tests.flows.cli.test_commands import table_rows
 from tests.tasks.delivery_helpers import docs_entries, make_done, sha_of_text
 
 TEXTS = {"a.wav": "alpha words", "sub/b.wav": "bravo words", "c.wav": "charlie words"}

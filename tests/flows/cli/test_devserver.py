@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 
 from config.errors import ConfigError
-from flows.cli_devserver import config_from_options, devserver_command
+from flows.cli.devserver import config_from_options, devserver_command
 from service.devserver import DevServerConfig, build_state
 from service.devserver.config import FAULT_NAMES
 from tests.servers import DEVSERVER_TOKEN, make_tone_wav_bytes
 
-# The command as registered in flows/cli.py, run on its own so this test does not
+# The command as registered in flows/cli/commands.py, run on its own so this test does not
 # depend on every other command importing cleanly.
 _RUN_COMMAND = (
-    "import typer; from flows.cli_devserver import devserver_command; typer.run(devserver_command)"
+    "import typer; from flows.cli.devserver import devserver_command; typer.run(devserver_command)"
 )
 _READY = re.compile(r"^medasr devserver listening on (http://\S+) \((.*)\)$")
 
@@ -39,7 +39,7 @@ def devserver_process(*args: str, env: dict[str, str] | None = None) -> Iterator
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, **(env or {})},
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     try:
         assert process.stdout is not None
@@ -128,7 +128,7 @@ def test_command_reads_env_and_never_prints_a_static_token(wav_file: Path) -> No
 
 
 def test_command_refuses_bad_options_before_listening() -> None:
-    # flows/cli.py main() turns this ConfigError into one line and exit code 2.
+    # flows/cli/commands.py main() turns this ConfigError into one line and exit code 2.
     with pytest.raises(ConfigError, match="--rate-500 must be between 0 and 1"):
         devserver_command(port=0, rate_500=2.0)
 
@@ -145,7 +145,7 @@ def test_short_jwe_key_is_a_usage_error_naming_the_option(args, env) -> None:
         text=True,
         timeout=60,
         env={**os.environ, **env},
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     assert result.returncode == 2, result.stderr
     assert "--jwe-key" in result.stderr

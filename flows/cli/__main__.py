@@ -1,0 +1,5 @@
+"""`python -m flows.cli ...` runs the `medasr` command."""
+
+from flows.cli.commands import main
+
+main()

@@ -1,0 +1,47 @@
+"""The audio engine: any recording ffmpeg decodes -> 16 kHz mono s16le WAV chunks under a
+byte cap, cut in pauses (DESIGN.md §4). No Prefect, no store: plain functions.
+
+What it offers (everything a caller needs is importable from `tasks.audio`):
+
+    iter_chunks(path, *, max_bytes, ...)    stream a recording as Chunk objects (index,
+                                            start/end sample and ms, WAV bytes, silent,
+                                            voiced ms); memory is about two chunks,
+                                            whatever the recording's length
+    is_all_silent(chunks)                   True when no chunk holds speech
+    split_to_dir(path, out_dir, *, ...)     write chunk-NNNN.wav files (0700 folder, 0600
+                                            files) -> SplitResult of ChunkFile (`medasr split`)
+    probe_audio(path) -> AudioInfo          duration, rate, channels, codec, container
+    find_ffmpeg()                           the ffmpeg binary (imageio-ffmpeg's static build)
+    WAV_HEADER_BYTES                        the 44 bytes each chunk's cap includes
+
+Inside: chunks.py (splitting), pauses.py (speech level, pause and cut finder),
+decoder.py (one streaming ffmpeg process per file), ffmpeg.py (the binary, the probe,
+stderr summaries), native_wav.py (PCM WAV read without ffmpeg), sniff.py (magic bytes).
+Failures are the typed AudioError tree of tasks/errors.py, each with one sentence.
+"""
+
+from tasks.audio.chunks import (
+    WAV_HEADER_BYTES,
+    AudioInfo,
+    Chunk,
+    ChunkFile,
+    SplitResult,
+    find_ffmpeg,
+    is_all_silent,
+    iter_chunks,
+    probe_audio,
+    split_to_dir,
+)
+
+__all__ = [
+    "WAV_HEADER_BYTES",
+    "AudioInfo",
+    "Chunk",
+    "ChunkFile",
+    "SplitResult",
+    "find_ffmpeg",
+    "is_all_silent",
+    "iter_chunks",
+    "probe_audio",
+    "split_to_dir",
+]
