@@ -1,0 +1,209 @@
+"""The import rules of DESIGN.md §1, read from the source with `ast` (nothing is imported).
+
+    flows -> tasks -> {service, storage, config}
+    flows/cli/ (the command line) sits on top: nothing else imports it
+    tasks/audio/ (the audio engine) is plain: no Prefect, no store, no pipeline steps
+    only tasks/ and flows/ import prefect; only storage/ imports sqlalchemy and alembic
+    only flows/cli/ is the face (typer, rich); nothing but config/ reads os.environ
+
+A failure lists every offending line as "path:line imports X: the rule".
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("config", "service", "storage", "tasks", "flows")
+
+# Which of medasr's packages each package may import (itself included).
+MAY_IMPORT = {
+    "config": {"config"},
+    "service": {"config", "service"},
+    "storage": {"config", "storage"},
+    "tasks": {"config", "service", "storage", "tasks"},
+    "flows": {"config", "service", "storage", "tasks", "flows"},
+}
+# Libraries confined to some modules (prefixes of dotted module names).
+CONFINED = {
+    "prefect": ("tasks", "flows"),
+    "sqlalchemy": ("storage",),
+    "alembic": ("storage",),
+    # `medasr serve` declares its options beside the deployments it builds and serves.
+    "typer": ("flows.cli", "flows.deploy"),
+    "rich": ("flows.cli",),
+}
+# What the audio engine may use of medasr: itself, its errors, and the chunk file name
+# the service expects (service/contract.py).
+AUDIO_ENGINE_MAY_IMPORT = ("tasks.audio", "tasks.errors", "service.contract", "config")
+ENVIRON_READERS = ("config",)
+# The one other place the environment is read: Typer's envvar= gives each devserver flag
+# its MEDASR_DEVSERVER_<NAME> variable (a documented contract); the devserver's options
+# are not medasr Settings.
+ENVVAR_OPTIONS = ("flows.cli.devserver",)
+_ENVIRONMENT = {"os.environ", "envvar="}
+
+
+@dataclass(frozen=True)
+class Use:
+    """One import (or os.environ read) in one module."""
+
+    module: str  # the importing module, dotted
+    path: str  # relative to the repository
+    line: int
+    target: str  # what it imports, dotted; "os.environ" for an environment read
+
+    def __str__(self) -> str:
+        verb = "reads the environment through" if self.target in _ENVIRONMENT else "imports"
+        return f"{self.path}:{self.line} {verb} {self.target}"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(tree: ast.AST, *, module: str, is_package: bool) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against the importing package
+                package = module.split(".")
+                package = package if is_package else package[:-1]
+                anchor = package[: len(package) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            if base == "os" and any(a.name in {"environ", "getenv"} for a in node.names):
+                yield node.lineno, "os.environ"
+            yield node.lineno, base
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == "os" and node.attr in {"environ", "getenv", "putenv"}:
+                yield node.lineno, "os.environ"
+        elif isinstance(node, ast.keyword) and node.arg == "envvar":
+            yield node.lineno, "envvar="
+
+
+def all_uses() -> list[Use]:
+    uses = []
+    for top in PACKAGES:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            module = _module_name(path)
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            is_package = path.name == "__init__.py"
+            for line, target in _imports(tree, module=module, is_package=is_package):
+                uses.append(Use(module, str(path.relative_to(ROOT)), line, target))
+    return uses
+
+
+def _within(name: str, prefixes: tuple[str, ...] | set[str]) -> bool:
+    return any(name == prefix or name.startswith(f"{prefix}.") for prefix in prefixes)
+
+
+def _broken(rule, uses: list[Use]) -> list[str]:
+    return [f"{use}: {message}" for use in uses if (message := rule(use))]
+
+
+def _layers(use: Use) -> str | None:
+    wing, target = use.module.split(".")[0], use.target.split(".")[0]
+    if target in {"tests", "bench"}:
+        return "medasr's packages never import tests or benchmarks"
+    if target in MAY_IMPORT and target not in MAY_IMPORT[wing]:
+        allowed = ", ".join(sorted(MAY_IMPORT[wing]))
+        return f"{wing}/ may import only {allowed} (flows -> tasks -> service, storage, config)"
+    return None
+
+
+def _command_line_on_top(use: Use) -> str | None:
+    if _within(use.target, {"flows.cli"}) and not _within(use.module, {"flows.cli"}):
+        return "only flows/cli/ imports flows/cli/: the command line sits on top of the flows"
+    return None
+
+
+def _audio_engine_is_plain(use: Use) -> str | None:
+    if not _within(use.module, {"tasks.audio"}):
+        return None
+    top = use.target.split(".")[0]
+    if top == "prefect":
+        return "the audio engine (tasks/audio/) is plain functions: no Prefect"
+    if top in PACKAGES and not _within(use.target, AUDIO_ENGINE_MAY_IMPORT):
+        return "the audio engine (tasks/audio/) uses only itself, tasks.errors, service.contract"
+    return None
+
+
+def _confined_libraries(use: Use) -> str | None:
+    library = use.target.split(".")[0]
+    if library in CONFINED and not _within(use.module, CONFINED[library]):
+        return f"only {', '.join(CONFINED[library])} may import {library}"
+    return None
+
+
+def _environment(use: Use) -> str | None:
+    if use.target == "os.environ" and not _within(use.module, ENVIRON_READERS):
+        return "nothing but config/ reads os.environ: pass settings in"
+    if use.target == "envvar=" and not _within(use.module, ENVVAR_OPTIONS):
+        return "an option read from the environment belongs in config/settings.py"
+    return None
+
+
+RULES = [_layers, _command_line_on_top, _audio_engine_is_plain, _confined_libraries, _environment]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.__name__.strip("_"))
+def test_import_rules_of_the_design_hold(rule) -> None:
+    broken = _broken(rule, all_uses())
+    if broken:
+        pytest.fail("\n".join(broken), pytrace=False)
+
+
+def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
+    uses = all_uses()
+    wings = {use.module.split(".")[0] for use in uses}
+    assert wings == set(PACKAGES)
+    targets = {(use.module, use.target.split(".")[0]) for use in uses}
+    assert ("tasks.steps", "prefect") in targets
+    assert ("storage.models", "sqlalchemy") in targets
+    assert ("config.settings", "os") in targets
+    assert any(use.target == "os.environ" for use in uses if use.module.startswith("config."))
+    # The listed exceptions are used, so the lists do not outlive their reason.
+    assert ("flows.deploy", "typer") in targets
+    assert any(use.target == "envvar=" for use in uses if use.module in ENVVAR_OPTIONS)
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "expected"),
+    [
+        ("service.client", "from tasks.gate import RequestGate", "service/ may import only"),
+        ("storage.database", "import flows.cli", "storage/ may import only"),
+        ("flows.summary", "from flows.cli.console import print_summary", "sits on top"),
+        ("tasks.audio.chunks", "from storage.records import ChunkRecord", "audio engine"),
+        ("tasks.audio.chunks", "from prefect import task", "audio engine"),
+        ("service.client", "from prefect import task", "only tasks, flows may import prefect"),
+        ("tasks.plan", "import sqlalchemy.orm", "only storage may import sqlalchemy"),
+        ("tasks.plan", "from alembic import command", "only storage may import alembic"),
+        ("flows.backlog", "import typer", "only flows.cli, flows.deploy may import typer"),
+        ("service.client", "import os\nos.environ.get('X')", "nothing but config/"),
+        ("storage.sources", "from os import getenv", "nothing but config/"),
+        ("flows.cli.run", "typer.Option(envvar='MEDASR_X')", "belongs in config/settings.py"),
+        ("flows.cli.run", "from . import console", None),
+        ("config.settings", "from ..tasks import audio", "config/ may import only config"),
+    ],
+)
+def test_a_broken_rule_is_named_with_its_line(module, source, expected) -> None:
+    tree = ast.parse(source)
+    uses = [
+        Use(module, module.replace(".", "/") + ".py", line, target)
+        for line, target in _imports(tree, module=module, is_package=False)
+    ]
+    messages = [message for rule in RULES for message in _broken(rule, uses)]
+    if expected is None:
+        assert messages == []
+    else:
+        assert any(expected in message for message in messages), messages
+        assert all(message.startswith(f"{module.replace('.', '/')}.py:") for message in messages)
