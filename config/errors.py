@@ -12,9 +12,11 @@ decide "retry later", "give up on this item" or "stop the run" without knowing t
             ├── ConfigError          a setting is missing or invalid (exit code 2)
             ├── RunInterrupted       the operator stopped the run: Ctrl-C, SIGTERM (exit 130)
             └── CredentialsRejected  401/403 (exit code 3); lives in service/errors.py
+                └── RunStopped       flows/summary.py: raised by a stopped flow, with its summary
 
 Wings: service/errors.py (talking to the service), storage/errors.py (sources and the
-store), tasks/errors.py (audio), tasks/delivery_errors.py (documents for the record).
+store), tasks/errors.py (the audio engine, the shared limit), tasks/delivery_errors.py
+(documents for the patient record).
 `EXIT_CODES` is the one table of the `medasr` command's exit codes; the README's
 "Troubleshooting by exit code" documents each (tests/config/test_errors.py checks it).
 Messages never contain a token, a key or transcript text.
