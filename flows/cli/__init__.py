@@ -1,9 +1,11 @@
 """The `medasr` command line: the face of the flows in a terminal or a cron job.
 
-The Typer app is `flows.cli.commands.app`; one module per command family (run, store,
-audio, devserver, deliver, review, demo), and the terminal's own concerns (console,
-log_level, quiet_errors, interrupts). The flows, deployments and summaries they call
-live in `flows/`; nothing there imports this package.
+The Typer app is `flows.cli.commands.app`; one module per command family: run (run,
+rerun-failures), store (status, export, db; fhir for `export --format fhir`), review,
+deliver, audio (split), devserver, demo; `medasr serve` is flows/deploy.py's. Then the
+terminal's own concerns: console (progress, summary table), log_level, quiet_errors,
+interrupts (Ctrl-C). The flows, deployments and summaries they call live in `flows/`;
+nothing there imports this package (tests/test_layout.py).
 """
 
 from __future__ import annotations
