@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from config.settings import ENV_PREFIX, FLAT_VARIABLES, Settings
-from flows.cli.commands import app
+from flows.cli import app
 
 # Defaults that depend on the machine are described, not printed.
 _MACHINE_DEFAULTS = {("pipeline", "decode_workers"): "number of CPUs"}

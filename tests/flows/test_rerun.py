@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
-from flows.cli.commands import app
+from flows.cli import app
 from flows.rerun import rerun_failures
 from service.devserver import RunningDevServer, start_devserver
 from storage.database import Store

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from config.errors import ConfigError
 from config.quality import QualitySettings
-from flows.cli.commands import app
+from flows.cli import app
 from service.contract import LANGUAGES
 from service.devserver import DevServerConfig
 from service.devserver.text_faults import TEXT_FAULT_NAMES, TextFaults, spoil_text

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from config.settings import StorageSettings
-from flows.cli.commands import app
+from flows.cli import app
 from storage.database import Store
 from tasks.fhir import parse_bundle
 from tests.flows.cli.test_commands import table_rows

@@ -22,8 +22,8 @@ from service.devserver import DevServerConfig, build_state
 from service.devserver.config import FAULT_NAMES
 from tests.servers import DEVSERVER_TOKEN, make_tone_wav_bytes
 
-# The command as registered in flows/cli/commands.py, run on its own so this test does not
-# depend on every other command importing cleanly.
+# The command as registered in flows/cli/commands.py, run by itself through typer.run
+# (importing flows.cli still loads the other commands, as `medasr` does).
 _RUN_COMMAND = (
     "import typer; from flows.cli.devserver import devserver_command; typer.run(devserver_command)"
 )

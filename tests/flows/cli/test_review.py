@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from config.settings import StorageSettings
-from flows.cli.commands import app
+from flows.cli import app
 from storage.database import Store
 from storage.records import ItemRecord
 from storage.sources import SourceFile

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from config.settings import StorageSettings
-from flows.cli.commands import app
+from flows.cli import app
 from storage.database import Store, head_revision
 from storage.deliveries import WantedDelivery
 from storage.export import EXPORT_COLUMNS
