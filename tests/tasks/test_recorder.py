@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import soundfile
 
+import storage.sources
 from config.settings import PipelineSettings
 from service.client import Transcription, TranscriptionClient, max_wav_bytes_for
 from service.devserver import RunningDevServer
@@ -47,19 +49,23 @@ def folder(tmp_path: Path) -> Path:
     return made
 
 
-def register_and_claim(store: FakeStore, folder: Path) -> list[ItemRecord]:
+def register_and_claim(
+    store: FakeStore, folder: Path | str, storage_options: dict[str, Any] | None = None
+) -> list[ItemRecord]:
+    listing = list_audio(str(folder), settle_s=0, storage_options=storage_options)
     with store.repository() as repo:
-        repo.register_items(list_audio(str(folder), settle_s=0).files, language=LANG)
+        repo.register_items(listing.files, language=LANG)
         return repo.claim_batch(owner="unit", language=LANG, limit=10, lease_s=60)
 
 
 def run_batch(
     store: FakeStore,
     server: RunningDevServer,
-    folder: Path,
+    folder: Path | str,
     *,
     journal: Journal,
     gate: RequestGate | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> dict[str, FileOutcome]:
     """Register the folder, claim it all and process one batch; outcomes by file name."""
 
@@ -75,9 +81,11 @@ def run_batch(
                 lease_s=60,
                 journal=journal,
                 store_retry_s=0.2,
+                storage_options=storage_options,
             )
             try:
-                return await process_batch(register_and_claim(store, folder), ctx=ctx)
+                items = register_and_claim(store, folder, storage_options)
+                return await process_batch(items, ctx=ctx)
             finally:
                 await ctx.aclose()
 
@@ -112,6 +120,31 @@ def test_each_file_of_a_batch_ends_done_skipped_or_failed(
     assert stored(store, "quiet.wav").error_kind == outcomes["quiet.wav"].error_kind
     broken = stored(store, "broken.mp3")
     assert (broken.status, broken.error_kind) == ("failed", outcomes["broken.mp3"].error_kind)
+
+
+def test_a_remote_file_is_read_once_to_fetch_and_fingerprint(
+    s3_server, s3_bucket: str, devserver_factory, folder: Path, tmp_path: Path, monkeypatch
+) -> None:
+    s3_server.client().upload_file(str(folder / "note.wav"), s3_bucket, "night/note.wav")
+    hashed: list[int] = []
+    copy_hashing = storage.sources._copy_hashing
+
+    def counted(handle: Any, out: Any) -> tuple[str, int]:
+        digest, size = copy_hashing(handle, out)
+        hashed.append(size)
+        return digest, size
+
+    monkeypatch.setattr(storage.sources, "_copy_hashing", counted)
+    store, source = FakeStore(), f"s3://{s3_bucket}/night"
+
+    outcomes = run_batch(
+        store, devserver_factory(), source, journal=Journal(tmp_path / "journal"),
+        storage_options=s3_server.storage_options,
+    )  # fmt: skip
+
+    assert outcomes["note.wav"].outcome == "done"
+    assert hashed == [(folder / "note.wav").stat().st_size]  # was twice: copy, then copy's hash
+    assert stored(store, "note.wav").text == TEXT
 
 
 def test_content_done_under_another_name_is_reused_and_nothing_is_sent(
