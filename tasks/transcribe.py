@@ -2,9 +2,12 @@
 
 `transcribe_file` is the plain function; `process_batch` runs many of them with
 bounded concurrency (the gate) and bounded decoding (a thread pool of ffmpeg readers).
-Every finished chunk is committed at once (or kept in the journal while the store is
-down), so a crash never pays for it twice. The lease keeper renews the batch's claims
-on a timer; store calls run in worker threads, never on the event loop.
+Everything a file asks of the store goes through its FileRecorder (tasks/recorder.py),
+bound to the item, its claim and its lease; what earlier answers cover is decided by
+tasks/reuse.py, as in the dry run. Every finished chunk is committed at once (or kept in
+the journal while the store is down), so a crash never pays for it twice. The lease
+keeper renews the batch's claims on a timer; store calls run in worker threads, never
+on the event loop, and so do the fetch and the fingerprint (one read: tasks/fetch.py).
 """
 
 from __future__ import annotations
