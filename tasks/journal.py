@@ -22,8 +22,8 @@ from pathlib import Path
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay
 from tenacity.wait import wait_random_exponential
 
-from storage.database import Store
 from storage.errors import StoreUnavailable
+from storage.interface import ItemStore
 
 logger = logging.getLogger("medasr.journal")
 
@@ -122,7 +122,7 @@ async def record_paid_chunk(
 
 
 async def store_chunk_answer(
-    store: Store,
+    store: ItemStore,
     answer: PaidChunk,
     *,
     lease_token: str | None,
@@ -157,7 +157,7 @@ async def store_chunk_answer(
         await record_paid_chunk(write, paid=answer, journal=journal, retry_s=retry_s)
 
 
-def replay_journal(store: Store, journal: Journal) -> ReplayResult:
+def replay_journal(store: ItemStore, journal: Journal) -> ReplayResult:
     """Record every journal entry whose item still has the same content; delete what is done.
 
     An entry whose item is gone, done, or whose content changed is dropped (its answer is

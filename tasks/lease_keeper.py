@@ -19,8 +19,8 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
-from storage.database import Store
 from storage.errors import LeaseLost, StoreError
+from storage.interface import ItemStore
 from storage.records import ItemRecord
 
 logger = logging.getLogger("medasr.leases")
@@ -32,7 +32,7 @@ _SAFE_SHARE = 0.8
 class LeaseKeeper:
     """The claims this process holds, kept alive by one background task."""
 
-    def __init__(self, *, store: Store, lease_s: float) -> None:
+    def __init__(self, *, store: ItemStore, lease_s: float) -> None:
         self._store = store
         self._lease_s = lease_s
         self._tick_s = lease_s / 3

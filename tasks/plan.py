@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from storage.database import Store
 from storage.errors import SourceError
+from storage.interface import ItemStore
 from storage.records import ChunkRecord, ItemRecord, SourceFile
-from storage.sources import fetch_local, fingerprint, list_audio
+from storage.sources import fetch_and_fingerprint, list_audio
 from tasks.audio import iter_chunks
 from tasks.coverage import Coverage
 from tasks.errors import AudioError, DamagedTail, SilentAudio
+from tasks.reuse import ReuseDecision, ReuseFacts, decide_reuse, read_reuse_facts
 
 # Items in these states with the listed version are not claimed again by a run.
 _FINISHED = ("done", "needs_review", "skipped", "failed")
@@ -61,7 +62,7 @@ class FilePlan:
 class _Reader:
     """Reads one file the way the run would, against what the store already holds."""
 
-    store: Store | None
+    store: ItemStore | None
     language: str
     max_wav_bytes: int
     min_pause_ms: int
@@ -71,11 +72,11 @@ class _Reader:
         if item is not None and _unchanged(item, file):
             return FilePlan("unchanged")
         try:
-            with fetch_local(file.uri, storage_options=self.storage_options) as path:
-                sha256 = fingerprint(str(path)).sha256
-                if self._transcribed(sha256):
+            with fetch_and_fingerprint(file.uri, storage_options=self.storage_options) as fetched:
+                decision = self._decide(item, sha256=fetched.fingerprint.sha256)
+                if decision.reuses_transcript:
                     return FilePlan("reused")
-                return self._split(path, finished=self._finished_chunks(item, sha256))
+                return self._split(fetched.path, finished=decision.answered)
         except SilentAudio:
             return FilePlan("silent")
         except (AudioError, SourceError):
@@ -99,26 +100,20 @@ class _Reader:
             return FilePlan("silent")
         return FilePlan("transcribe", audio_ms=audio_ms, chunks=chunks, requests=requests)
 
-    def _transcribed(self, sha256: str) -> bool:
+    def _decide(self, item: ItemRecord | None, *, sha256: str) -> ReuseDecision:
+        """The run's own reuse decision (tasks/reuse.py), read in one transaction."""
         if self.store is None:
-            return False
+            return decide_reuse(item, sha256=sha256, facts=ReuseFacts())
         with self.store.repository(read_only=True) as repo:
-            twin = repo.find_done_with_sha(sha256=sha256, language=self.language)
-        return twin is not None and twin.text is not None
-
-    def _finished_chunks(self, item: ItemRecord | None, sha256: str) -> Mapping[int, ChunkRecord]:
-        """Chunks an earlier run finished for this very content (the run reuses them)."""
-        if self.store is None or item is None or item.sha256 != sha256:
-            return {}
-        with self.store.repository(read_only=True) as repo:
-            return repo.done_chunks(item.id)
+            facts = read_reuse_facts(repo, item, sha256=sha256, language=self.language)
+        return decide_reuse(item, sha256=sha256, facts=facts)
 
 
 def plan_backlog(
     *,
     source: str,
     language: str,
-    store: Store | None,
+    store: ItemStore | None,
     max_wav_bytes: int,
     min_pause_ms: int,
     settle_s: float,
@@ -180,7 +175,7 @@ def _unchanged(item: ItemRecord, file: SourceFile) -> bool:
 
 
 def _known_items(
-    store: Store | None, files: Sequence[SourceFile], *, language: str
+    store: ItemStore | None, files: Sequence[SourceFile], *, language: str
 ) -> dict[str, ItemRecord]:
     """What the store holds for the listed files, by URI (one query per batch of URIs)."""
     if store is None:

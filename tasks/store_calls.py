@@ -12,13 +12,14 @@ import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
-from storage.database import Store
-from storage.repository import Repository
+from storage.interface import ItemRepository, ItemStore
 
 T = TypeVar("T")
 
 
-async def in_store(store: Store, call: Callable[[Repository], T], *, read_only: bool = False) -> T:
+async def in_store(
+    store: ItemStore, call: Callable[[ItemRepository], T], *, read_only: bool = False
+) -> T:
     """`call(repo)` in one transaction, in a worker thread; raises what the store raises."""
 
     def run() -> T:

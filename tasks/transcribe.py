@@ -2,9 +2,12 @@
 
 `transcribe_file` is the plain function; `process_batch` runs many of them with
 bounded concurrency (the gate) and bounded decoding (a thread pool of ffmpeg readers).
-Every finished chunk is committed at once (or kept in the journal while the store is
-down), so a crash never pays for it twice. The lease keeper renews the batch's claims
-on a timer; store calls run in worker threads, never on the event loop.
+Everything a file asks of the store goes through its FileRecorder (tasks/recorder.py),
+bound to the item, its claim and its lease; what earlier answers cover is decided by
+tasks/reuse.py, as in the dry run. Every finished chunk is committed at once (or kept in
+the journal while the store is down), so a crash never pays for it twice. The lease
+keeper renews the batch's claims on a timer; store calls run in worker threads, never
+on the event loop, and so do the fetch and the fingerprint (one read: tasks/fetch.py).
 """
 
 from __future__ import annotations
@@ -23,20 +26,21 @@ from config.quality import QualitySettings
 from config.settings import PipelineSettings, StorageSettings
 from service.client import Transcription, TranscriptionClient
 from service.contract import chunk_filename
-from storage.database import Store
 from storage.errors import LeaseLost, StoreError
-from storage.repository import ItemRecord, Repository
-from storage.sources import Fingerprint, fetch_local, fingerprint
+from storage.interface import ItemStore
+from storage.records import ItemRecord
 from tasks.audio import Chunk, iter_chunks
 from tasks.coverage import Coverage
 from tasks.errors import CorruptAudio, DamagedTail, SilentAudio
+from tasks.fetch import fetched_file
 from tasks.gate import RUN_STOP_ERRORS, RequestGate
-from tasks.journal import Journal, PaidChunk, store_chunk_answer
+from tasks.journal import Journal
 from tasks.lease_keeper import LeaseKeeper
 from tasks.names import reason_about, recording_name
 from tasks.progress import FileOutcome, RunStats, progress_observer
 from tasks.quality import review_transcript
-from tasks.store_calls import in_store
+from tasks.recorder import FileRecorder
+from tasks.reuse import ReuseDecision
 
 logger = logging.getLogger("medasr.transcribe")
 
@@ -51,7 +55,7 @@ class BatchContext:
         self,
         *,
         pipeline: PipelineSettings,
-        store: Store,
+        store: ItemStore,
         client: TranscriptionClient,
         gate: RequestGate,
         owner: str,
@@ -89,6 +93,16 @@ class BatchContext:
         # recording in flight holds up to 20 MB).
         self.files_at_once = asyncio.Semaphore(pipeline.concurrency + 2 * pipeline.decode_workers)
 
+    def recorder_for(self, item: ItemRecord) -> FileRecorder:
+        """The store side of one claimed file, bound to its claim and this run's leases."""
+        return FileRecorder(
+            item,
+            store=self.store,
+            leases=self.leases,
+            journal=self.journal,
+            store_retry_s=self.store_retry_s,
+        )
+
     def close(self) -> None:
         """Stop the decode threads (waits for running decodes to end)."""
         self.decode_pool.shutdown(wait=True, cancel_futures=True)
@@ -103,7 +117,7 @@ class BatchContext:
 class _FileRun:
     """Mutable state of one file while its chunks are in flight."""
 
-    item: ItemRecord
+    recorder: FileRecorder
     texts: dict[int, str] = field(default_factory=dict)
     voiced_ms: dict[int, int] = field(default_factory=dict)  # by start_ms, for the quality gate
     answer_keys: dict[int, int] = field(default_factory=dict)  # reused answer start -> key
@@ -112,20 +126,25 @@ class _FileRun:
     errors: list[BaseException] = field(default_factory=list)
     damage: DamagedTail | None = None  # the tail could not be read: the item is partial
     requests: int = 0
-    sha256: str | None = None  # the content fingerprint, once computed
+
+    @property
+    def item(self) -> ItemRecord:
+        """The claimed item this run settles."""
+        return self.recorder.item
 
 
 async def process_batch(items: Sequence[ItemRecord], *, ctx: BatchContext) -> list[FileOutcome]:
     """Transcribe claimed items concurrently; one bad file never stops the others."""
 
     async def one(item: ItemRecord) -> FileOutcome:
+        recorder = ctx.recorder_for(item)
         try:
             async with ctx.files_at_once:
                 if ctx.gate.stopped is not None:
-                    return await _release(item, ctx=ctx)
-                outcome = await transcribe_file(item, ctx=ctx)
+                    return await _release(recorder)
+                outcome = await _transcribe_with(recorder, ctx=ctx)
         finally:
-            ctx.leases.let_go(item)
+            recorder.let_go()
         ctx.stats.add(outcome)
         progress_observer().on_file_finished(outcome)
         return outcome
@@ -136,7 +155,12 @@ async def process_batch(items: Sequence[ItemRecord], *, ctx: BatchContext) -> li
 
 async def transcribe_file(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome:
     """Take one claimed item to done, skipped, failed or released; never raises MedasrError."""
-    run = _FileRun(item=item)
+    return await _transcribe_with(ctx.recorder_for(item), ctx=ctx)
+
+
+async def _transcribe_with(recorder: FileRecorder, *, ctx: BatchContext) -> FileOutcome:
+    item = recorder.item
+    run = _FileRun(recorder=recorder)
     try:
         return await _settle(run, ctx=ctx)
     except LeaseLost:
@@ -149,27 +173,24 @@ async def transcribe_file(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome
 
 async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
     """Process the file and record its outcome; raises LeaseLost or StoreError only."""
-    item = run.item
+    item, recorder = run.item, run.recorder
     try:
-        await ctx.leases.require(item)  # taken over while it waited for a slot?
-        with fetch_local(item.source_uri, storage_options=ctx.storage_options) as path:
-            reused = await _reuse_known_content(path, run=run, ctx=ctx)
-            if reused is not None:
-                return reused
-            return await _split_and_send(path, run=run, ctx=ctx)
+        await recorder.require_lease()  # taken over while it waited for a slot?
+        async with fetched_file(item.source_uri, storage_options=ctx.storage_options) as fetched:
+            decision = await recorder.settle_content(fetched.fingerprint)
+            if decision.transcript is not None:
+                return FileOutcome(
+                    item.source_uri, "done", duration_ms=decision.transcript.duration_ms
+                )
+            return await _split_and_send(fetched.path, decision, run=run, ctx=ctx)
     except RUN_STOP_ERRORS as exc:  # the run stops, not the file
         ctx.gate.stop(exc)
-        return await _release(item, ctx=ctx)
+        return await _release(recorder)
     except LeaseLost:
         raise
     except SilentAudio as exc:
         kind, reason = exc.kind, exc.message
-        await in_store(
-            ctx.store,
-            lambda repo: repo.skip_item(
-                item.id, lease_token=item.lease_token, reason_kind=kind, reason=reason
-            ),
-        )
+        await recorder.skip(reason_kind=kind, reason=reason)
         why = reason_about(reason, uri=item.source_uri, roots=ctx.source_roots)
         logger.warning("%s skipped (%s): %s", _name(item, ctx), kind, why)
         return FileOutcome(
@@ -187,50 +208,11 @@ async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
         return await _fail(run, internal, ctx=ctx)
 
 
-async def _reuse_known_content(
-    path: Path, *, run: _FileRun, ctx: BatchContext
-) -> FileOutcome | None:
-    """Skip the service when this exact content was already transcribed; record the hash."""
-    item = run.item
-    print_ = await asyncio.to_thread(fingerprint, str(path))
-    run.sha256 = print_.sha256
-    return await in_store(ctx.store, lambda repo: _reuse_or_fingerprint(repo, item, print_))
-
-
-def _reuse_or_fingerprint(
-    repo: Repository, item: ItemRecord, print_: Fingerprint
-) -> FileOutcome | None:
-    """In one transaction: record the fingerprint; finish the item from a twin if any."""
-    if item.sha256 == print_.sha256 and item.text is not None:
-        twin: ItemRecord | None = item
-    else:
-        twin = repo.find_done_with_sha(sha256=print_.sha256, language=item.language)
-    if item.sha256 is not None and item.sha256 != print_.sha256:
-        repo.reset_chunks(item.id)  # old content's chunks must not be reused
-    repo.set_fingerprint(
-        item.id,
-        sha256=print_.sha256,
-        size_bytes=print_.size_bytes,
-        lease_token=item.lease_token,
-    )
-    if twin is None or twin.text is None:
-        return None
-    extras = {"reused_from": twin.source_uri} if twin.id != item.id else {}
-    repo.finish_item(
-        item.id,
-        lease_token=item.lease_token,
-        text=twin.text,
-        duration_ms=twin.duration_ms,
-        chunk_count=twin.chunk_count or 0,
-        extras=extras,
-    )
-    return FileOutcome(item.source_uri, "done", duration_ms=twin.duration_ms)
-
-
-async def _split_and_send(path: Path, *, run: _FileRun, ctx: BatchContext) -> FileOutcome:
+async def _split_and_send(
+    path: Path, decision: ReuseDecision, *, run: _FileRun, ctx: BatchContext
+) -> FileOutcome:
     """Decode in a worker thread, send each chunk as it appears, then record the file."""
-    done = await in_store(ctx.store, lambda repo: repo.done_chunks(run.item.id), read_only=True)
-    coverage = Coverage(done)
+    coverage = Coverage(decision.answered)
     chunks = iter_chunks(
         path,
         max_bytes=ctx.client.max_wav_bytes,
@@ -328,7 +310,7 @@ async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Tran
         if any(isinstance(error, LeaseLost) for error in run.errors):
             # Another worker owns the file now and sends this chunk itself.
             raise LeaseLost(f"item {run.item.id} was taken over; chunk not sent")
-        await ctx.leases.require(run.item)  # never send on a lease that may have lapsed
+        await run.recorder.require_lease()  # never send on a lease that may have lapsed
         progress_observer().on_request()
 
     async with ctx.gate.slot():
@@ -345,30 +327,10 @@ async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Tran
 async def _record_chunk(
     chunk: Chunk, result: Transcription, *, run: _FileRun, ctx: BatchContext
 ) -> None:
-    """Commit one chunk's answer, retried while the store is busy; journaled if it stays down."""
-    extras = {k: v for k, v in result.extras.items() if k != "text"}
-    answer = PaidChunk(
-        item_id=run.item.id,
-        source_uri=run.item.source_uri,
-        sha256=run.sha256,
-        index=chunk.index,
-        start_ms=chunk.start_ms,
-        end_ms=chunk.end_ms,
-        size_bytes=len(chunk.wav),
-        text=result.text,
-        attempts=result.attempts,
-        txn_id=_str_or_none(extras.get("txn_id")),
-        latency_ms=result.latency_ms,
-    )
-    await store_chunk_answer(
-        ctx.store,
-        answer,
-        lease_token=run.item.lease_token,
-        silent=chunk.silent,
-        journal=ctx.journal,
-        retry_s=ctx.store_retry_s,
-    )
+    """Commit one chunk's answer (the recorder retries a busy store, journals a down one)."""
+    await run.recorder.record_chunk(chunk, result)
     run.texts[chunk.start_ms] = result.text
+    extras = {k: v for k, v in result.extras.items() if k != "text"}
     if extras:
         run.extras.append({"chunk": chunk.index, **extras})
 
@@ -395,17 +357,12 @@ async def _finish(
     review = review_transcript(
         run.texts, run.voiced_ms, language=run.item.language, extras=extras, settings=ctx.quality
     )
-    await in_store(
-        ctx.store,
-        lambda repo: repo.finish_item(
-            run.item.id,
-            lease_token=run.item.lease_token,
-            text=text,
-            duration_ms=last.end_ms,
-            chunk_count=last.index,
-            extras=review.annotated(extras),
-            flags=review.flags,
-        ),
+    await run.recorder.finish(
+        text=text,
+        duration_ms=last.end_ms,
+        chunk_count=last.index,
+        extras=review.annotated(extras),
+        flags=review.flags,
     )
     return FileOutcome(
         run.item.source_uri,
@@ -431,17 +388,7 @@ def _worst(errors: list[BaseException]) -> BaseException:
 
 async def _fail(run: _FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOutcome:
     retry_at = datetime.now(UTC) + timedelta(seconds=ctx.pipeline.retry_delay_s)
-    await in_store(
-        ctx.store,
-        lambda repo: repo.fail_item(
-            run.item.id,
-            lease_token=run.item.lease_token,
-            error_kind=exc.kind,
-            message=exc.message,
-            retryable=exc.transient,
-            next_attempt_at=retry_at if exc.transient else None,
-        ),
-    )
+    await run.recorder.fail(exc, retry_at=retry_at)
     name = _name(run.item, ctx)
     why = reason_about(exc.message, uri=run.item.source_uri, roots=ctx.source_roots)
     logger.info("%s failed (%s, retryable=%s): %s", name, exc.kind, exc.transient, why)
@@ -455,18 +402,12 @@ async def _fail(run: _FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOu
     )
 
 
-async def _release(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome:
+async def _release(recorder: FileRecorder) -> FileOutcome:
     """Give a claimed item back untouched (the run stopped for credentials)."""
-    if item.lease_token is not None:
-        token = item.lease_token
-        await in_store(ctx.store, lambda repo: repo.release_items([token]))
-    return FileOutcome(item.source_uri, "released")
+    await recorder.release()
+    return FileOutcome(recorder.item.source_uri, "released")
 
 
 def _name(item: ItemRecord, ctx: BatchContext) -> str:
     """The item as a person knows it: its path in the source, escaped."""
     return recording_name(item.source_uri, roots=ctx.source_roots)
-
-
-def _str_or_none(value: object) -> str | None:
-    return None if value is None else str(value)

@@ -1,0 +1,1 @@
+"""In-memory stand-ins of the narrow interfaces, for the fast unit tier."""
