@@ -2,7 +2,7 @@
 
 Each part gets a `Medasr` with its own working directory (no stray `.env`), PREFECT_HOME
 (a copy of one migrated per session, so a run starts in seconds), TMPDIR and database.
-The inherited environment is stripped of every MEDASR_* and PREFECT_* variable.
+The inherited environment is stripped of every MEDASR_* and PREFECT_* variable (`stripped_env`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.flows.prefect_server import SLOW_PREFECT_START
+from tests.flows.prefect_server import stripped_env
 
 MEDASR = Path(sys.executable).with_name("medasr")
 PREFECT = Path(sys.executable).with_name("prefect")
@@ -29,7 +29,7 @@ RUN_TIMEOUT_S = 600.0
 def migrate_prefect_home(home: Path) -> None:
     """Create Prefect's database under `home` once, so that later runs skip the migrations."""
     home.mkdir(parents=True, exist_ok=True)
-    env = clean_environment() | {"PREFECT_HOME": str(home)}
+    env = stripped_env() | {"PREFECT_HOME": str(home)}
     subprocess.run(
         [str(PREFECT), "server", "database", "upgrade", "-y"],
         env=env,
@@ -37,12 +37,6 @@ def migrate_prefect_home(home: Path) -> None:
         capture_output=True,
         timeout=RUN_TIMEOUT_S,
     )
-
-
-def clean_environment() -> dict[str, str]:
-    """This process's environment without any MEDASR_* or PREFECT_* variable."""
-    kept = {k: v for k, v in os.environ.items() if not k.startswith(("MEDASR_", "PREFECT_"))}
-    return kept | SLOW_PREFECT_START
 
 
 @dataclass(frozen=True)
@@ -175,7 +169,7 @@ class Medasr:
         for folder in (self.cwd, self.tmp):
             folder.mkdir(parents=True, exist_ok=True)
         shutil.copytree(prefect_template, self.prefect_home)
-        self.env = clean_environment() | {
+        self.env = stripped_env() | {
             "PREFECT_HOME": str(self.prefect_home),
             "TMPDIR": str(self.tmp),
             "COLUMNS": "200",  # the summary table on one line per metric

@@ -22,8 +22,6 @@ SECOND = "addendum. bloods came back normal. discharge tomorrow."
 LONG = " ".join([FIRST, SECOND, "history of type-2 diabetes on metformin 500mg bd.", FIRST, SECOND])
 FORMATS = (".wav", ".mp3", ".m4a")
 CAP_S = 156  # the default cap: 5 MB of 16 kHz s16
-# Four test suites share two cores today: give Prefect's ephemeral server time to start.
-SLOW_START = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
 
 
 def _lead_in(lead_s: float, text: str, *, seed: int) -> np.ndarray:
@@ -57,9 +55,7 @@ def _run(tmp_path: Path, tone_devserver, medasr_for, files: dict[str, np.ndarray
     age_files(root)
     database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
     server = tone_devserver()
-    done = medasr_for(server, database_url, **SLOW_START).run(
-        "run", str(root), "--language", "en-IN"
-    )
+    done = medasr_for(server, database_url).run("run", str(root), "--language", "en-IN")
     rows = {Path(r["source_uri"]).name: r for r in items(database_url)}
     return done, rows, server
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile
 
-from config.settings import PipelineSettings, StorageSettings
+from config.settings import PipelineSettings
 from service.client import TranscriptionClient
 from service.devserver.tone import encode_tone_dictation
 from storage.database import Store
@@ -45,13 +44,6 @@ def run_whole(store: Store, server, folder: Path) -> None:
                 ctx.close()
 
     asyncio.run(go())
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 't.db'}"))
-    yield opened
-    opened.dispose()
 
 
 @pytest.fixture

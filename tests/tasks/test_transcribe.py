@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import soundfile
 
-from config.settings import PipelineSettings, StorageSettings
+from config.settings import PipelineSettings
 from service.client import RetryEvent, TranscriptionClient
 from service.devserver import RunningDevServer
 from service.devserver.tone import encode_tone_dictation
@@ -30,13 +30,6 @@ from tests.service.tls_certs import make_tls_files
 # ~7 s of 16 kHz audio per chunk: several chunks for a short dictation.
 CAP_BYTES = 224_000
 TEXT = " ".join(f"item {i}. pulse regular, chest clear." for i in range(1, 7))
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 't.db'}"))
-    yield opened
-    opened.dispose()
 
 
 @pytest.fixture
