@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from prefect.client.orchestration import PrefectClient
@@ -104,12 +104,21 @@ def start_background(
     return Background(process=process, log_path=log_path)
 
 
+class Watched(Protocol):
+    """A started process a wait gives up on when it dies: its Popen and its output so far."""
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]: ...
+
+    def log(self) -> str: ...
+
+
 def wait_until(
     check: Callable[[], T | None],
     *,
     timeout_s: float,
     what: str,
-    alive: Sequence[Background] = (),
+    alive: Sequence[Watched] = (),
     interval_s: float = 0.25,
 ) -> T:
     """Poll `check` until it returns a value; fail early if a background process died."""

@@ -111,9 +111,9 @@ class Running:
             if any(regex.search(line) for line in [*self.stdout, *self.stderr]):
                 return
             if self.process.poll() is not None:
-                raise AssertionError(f"medasr ended before {pattern!r}:\n{self.text()}")
+                raise AssertionError(f"medasr ended before {pattern!r}:\n{self.log()}")
             time.sleep(0.002)
-        raise AssertionError(f"no {pattern!r} within {timeout_s} s:\n{self.text()}")
+        raise AssertionError(f"no {pattern!r} within {timeout_s} s:\n{self.log()}")
 
     def kill(self) -> float:
         """SIGKILL the medasr process (only it, like the OOM killer); returns the kill time.
@@ -154,7 +154,8 @@ class Running:
             time.monotonic() - self.started,
         )
 
-    def text(self) -> str:
+    def log(self) -> str:
+        """The last 3,000 characters of stdout and of stderr so far."""
         return "".join(self.stdout)[-3000:] + "".join(self.stderr)[-3000:]
 
 
