@@ -217,6 +217,17 @@ class Medasr:
         return sorted(str(p.relative_to(self.tmp)) for p in self.tmp.rglob("*"))
 
 
+def run_side_by_side(workers: list[Medasr], *args: str) -> list[Finished]:
+    """`db upgrade` with the first worker, then `args` on every worker at once; each exits 0."""
+    upgraded = workers[0].run("db", "upgrade")
+    assert upgraded.returncode == 0, upgraded.describe()
+    running = [worker.start(*args) for worker in workers]
+    finished = [run.wait() for run in running]
+    for done in finished:
+        assert done.returncode == 0, done.describe()
+    return finished
+
+
 # --- processes ------------------------------------------------------------------------
 
 
