@@ -49,10 +49,15 @@ def run_once(
     service: dict[str, Any] | None = None,
     on_retry: Callable[[RetryEvent], None] | None = None,
     lease_s: float = 60,
+    cap_bytes: int | None = CAP_BYTES,
     **pipeline: object,
 ) -> list:
+    """Register `folder`, claim up to 10 files and process them; `cap_bytes=None`: the
+    service's own upload cap."""
+    cap = {} if cap_bytes is None else {"max_upload_bytes": cap_bytes}
+
     async def go() -> list:
-        settings = client_settings(server, max_upload_bytes=CAP_BYTES, **(service or {}))
+        settings = client_settings(server, **cap, **(service or {}))
         async with TranscriptionClient(*settings, on_retry=on_retry) as client:
             ctx = BatchContext(
                 pipeline=PipelineSettings(settle_s=0, **pipeline),
