@@ -143,7 +143,13 @@ def test_a_minute_of_speech_answered_with_a_few_words_waits_for_review(
     soundfile.write(folder / "minute.wav", signal, SR, subtype="PCM_16")
 
     # The service's own 5 MB cap: one chunk per 2.6 minutes.
-    run_once(store, devserver_factory(engine="hash"), folder, gate=RequestGate(2), cap_bytes=None)
+    run_once(
+        store,
+        devserver_factory(engine="hash"),
+        folder,
+        gate=RequestGate(concurrency=2),
+        cap_bytes=None,
+    )
 
     row = item_of(store)
     assert (row.status, row.flags) == ("needs_review", ["too_few_words"])
