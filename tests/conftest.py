@@ -1,3 +1,52 @@
-"""Shared fixtures: real local servers (devserver, PostgreSQL, S3) live in plugin modules."""
+"""Shared fixtures: real local servers (devserver, PostgreSQL, S3) live in plugin modules.
+
+Here: `clean_environment` (no MEDASR_* from outside, no stray .env), `sqlite_url` and
+`store` (an SQLite store under tmp_path; tests/storage overrides `store` with both
+backends), and `runner` (Typer's CliRunner pointed at that database).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from config.settings import StorageSettings
+from storage.database import Store
 
 pytest_plugins = ["tests.servers", "tests.storage_servers"]
+
+
+@pytest.fixture
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No MEDASR_* from the outside, and a working directory without a .env file."""
+    for name in list(os.environ):
+        if name.startswith("MEDASR_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """The URL of an SQLite file (not created yet) under tmp_path."""
+    return f"sqlite:///{tmp_path / 'medasr.db'}"
+
+
+@pytest.fixture
+def store(sqlite_url: str) -> Iterator[Store]:
+    """An opened SQLite store at the newest schema with no rows."""
+    opened = Store.open(StorageSettings(database_url=sqlite_url))
+    yield opened
+    opened.dispose()
+
+
+@pytest.fixture
+def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sqlite_url: str) -> CliRunner:
+    """Typer's CliRunner in tmp_path (no stray .env) with MEDASR_DATABASE_URL = `sqlite_url`."""
+    monkeypatch.chdir(tmp_path)  # relative paths land here
+    monkeypatch.delenv("MEDASR_CONFIG", raising=False)
+    monkeypatch.setenv("MEDASR_DATABASE_URL", sqlite_url)
+    return CliRunner()

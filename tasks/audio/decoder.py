@@ -132,6 +132,9 @@ class PcmDecoder:
         except BaseException:  # out of file descriptors, say: never leave ffmpeg running
             self._proc.kill()
             self._proc.wait()
+            for pipe in (self._proc.stdout, self._proc.stderr):  # nor its pipes open
+                if pipe is not None:
+                    pipe.close()
             raise
 
     def _watch_pipes(self) -> None:

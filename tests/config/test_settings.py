@@ -15,16 +15,7 @@ from config.settings import (
     redact_url_password,
 )
 
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No MEDASR_* from the outside, and a working directory without a .env file."""
-    import os
-
-    for name in list(os.environ):
-        if name.startswith("MEDASR_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("clean_environment")
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""Flow fixtures: a Prefect test harness, a mixed corpus of recordings, pinned settings."""
+"""Flow fixtures: a Prefect test harness, a real Prefect server, a mixed corpus of recordings,
+pinned settings."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from config.settings import Settings, load_settings, pinned_settings
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from tasks.audio import find_ffmpeg
+from tests.flows.prefect_server import PrefectServer, running_prefect_server
 
 TOKEN = "flow-test-token"
 # Small cap so a 40 s dictation needs several chunks and tests stay fast.
@@ -87,6 +89,13 @@ def corpus(corpus_template: Corpus, tmp_path: Path) -> Corpus:
     root = tmp_path / "recordings"
     shutil.copytree(corpus_template.root, root)
     return Corpus(root=root, texts=corpus_template.texts, bad=corpus_template.bad)
+
+
+@pytest.fixture
+def prefect_server(tmp_path: Path) -> Iterator[PrefectServer]:
+    """A real `prefect server start` on loopback with its own PREFECT_HOME; stopped after."""
+    with running_prefect_server(tmp_path / "prefect-server") as server:
+        yield server
 
 
 @pytest.fixture

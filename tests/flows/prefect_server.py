@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from prefect.client.orchestration import PrefectClient
@@ -42,19 +42,23 @@ def free_port() -> int:
 SLOW_PREFECT_START = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
 
 
+def stripped_env() -> dict[str, str]:
+    """This environment without PREFECT_*/MEDASR_* variables, with the slow-start allowance."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MEDASR_"))}
+    return kept | SLOW_PREFECT_START
+
+
 def clean_env(prefect_home: Path, **extra: str) -> dict[str, str]:
-    """This environment without PREFECT_*/MEDASR_* variables, plus a private PREFECT_HOME."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MEDASR_"))}
+    """`stripped_env()` plus a private PREFECT_HOME (created), no analytics, no UI."""
     prefect_home.mkdir(parents=True, exist_ok=True)
-    env |= {
+    return stripped_env() | {
         "PREFECT_HOME": str(prefect_home),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_SERVER_UI_ENABLED": "false",
         "PYTHONUNBUFFERED": "1",
         "COLUMNS": "200",
-        **SLOW_PREFECT_START,
+        **extra,
     }
-    return env | extra
 
 
 @dataclass
@@ -100,12 +104,21 @@ def start_background(
     return Background(process=process, log_path=log_path)
 
 
+class Watched(Protocol):
+    """A started process a wait gives up on when it dies: its Popen and its output so far."""
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]: ...
+
+    def log(self) -> str: ...
+
+
 def wait_until(
     check: Callable[[], T | None],
     *,
     timeout_s: float,
     what: str,
-    alive: Sequence[Background] = (),
+    alive: Sequence[Watched] = (),
     interval_s: float = 0.25,
 ) -> T:
     """Poll `check` until it returns a value; fail early if a background process died."""

@@ -11,14 +11,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
-import soundfile
 
 from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from service.devserver import RunningDevServer, start_devserver
-from service.devserver.tone import encode_tone_dictation
 from storage.database import Store
 from tests.flows.conftest import TOKEN, settings_for
+from tests.recordings import write_tone_recordings
 
 FILES = 12
 CHUNKS_PER_FILE = 8
@@ -37,11 +36,8 @@ def file_text(index: int) -> str:
 
 @pytest.fixture(scope="module")
 def twelve_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("twelve")
-    for index in range(FILES):
-        path = root / f"dictation-{index:02d}.wav"
-        soundfile.write(path, encode_tone_dictation(file_text(index)), 16000, subtype="PCM_16")
-    return root
+    texts = {f"dictation-{i:02d}.wav": file_text(i) for i in range(FILES)}
+    return write_tone_recordings(tmp_path_factory.mktemp("twelve"), texts)
 
 
 def lease_settings(

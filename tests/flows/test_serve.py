@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import soundfile
 from sqlalchemy import create_engine, select
 
 from config.errors import ConfigError
@@ -20,7 +19,6 @@ from flows.deploy import (
     build_deployments,
 )
 from service.devserver import RunningDevServer, start_devserver
-from service.devserver.tone import encode_tone_dictation
 from storage.models import Item
 from tests.flows.prefect_server import (
     MEDASR,
@@ -28,10 +26,10 @@ from tests.flows.prefect_server import (
     clean_env,
     flow_run_final_state,
     free_port,
-    running_prefect_server,
     start_background,
     wait_until,
 )
+from tests.recordings import write_tone_recordings
 
 TOKEN = "serve-test-token"
 TEXTS = {
@@ -113,22 +111,9 @@ def test_serve_refuses_with_exit_2_and_one_line(
 
 
 @pytest.fixture
-def prefect_server(tmp_path: Path) -> Iterator[PrefectServer]:
-    with running_prefect_server(tmp_path / "prefect-server") as server:
-        yield server
-
-
-@pytest.fixture
 def tone_server() -> Iterator[RunningDevServer]:
     with start_devserver(token=TOKEN, port=0, engine="tone") as server:
         yield server
-
-
-def _write_recordings(root: Path) -> None:
-    for name, text in TEXTS.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        soundfile.write(path, encode_tone_dictation(text), 16000, subtype="PCM_16")
 
 
 def _deployment_schedules(server: PrefectServer) -> dict[str, list[tuple[str, str, bool]]] | None:
@@ -181,7 +166,7 @@ def test_serve_registers_schedules_and_runs_nightly_deployment(
     prefect_server: PrefectServer, tone_server: RunningDevServer, tmp_path: Path
 ) -> None:
     source = tmp_path / "recordings"
-    _write_recordings(source)
+    write_tone_recordings(source, TEXTS)
     env = clean_env(
         tmp_path / "prefect-serve",
         PREFECT_API_URL=prefect_server.api_url,

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import soundfile
 from prefect.client.schemas.filters import (
     ArtifactFilter,
     ArtifactFilterKey,
@@ -30,7 +29,6 @@ from sqlalchemy import create_engine, func, select
 
 from config.settings import StorageSettings
 from service.devserver import RunningDevServer, start_devserver
-from service.devserver.tone import encode_tone_dictation
 from storage.database import Store
 from storage.models import ChunkRow, Item
 from storage.records import SourceFile
@@ -42,10 +40,10 @@ from tests.flows.prefect_server import (
     PrefectServer,
     clean_env,
     flow_run_final_state,
-    running_prefect_server,
     start_background,
     wait_until,
 )
+from tests.recordings import write_tone_recordings
 
 pytestmark = pytest.mark.postgres
 
@@ -62,18 +60,8 @@ def _text(index: int) -> str:
 
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("archive")
-    for index in range(FILES):
-        path = root / f"day{index % 7}" / f"dictation-{index:03d}.wav"
-        path.parent.mkdir(exist_ok=True)
-        soundfile.write(path, encode_tone_dictation(_text(index)), 16000, subtype="PCM_16")
-    return root
-
-
-@pytest.fixture
-def prefect_server(tmp_path: Path) -> Iterator[PrefectServer]:
-    with running_prefect_server(tmp_path / "prefect-server") as server:
-        yield server
+    texts = {f"day{i % 7}/dictation-{i:03d}.wav": _text(i) for i in range(FILES)}
+    return write_tone_recordings(tmp_path_factory.mktemp("archive"), texts)
 
 
 @pytest.fixture

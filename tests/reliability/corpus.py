@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
-import soundfile
 
 from service.devserver.tone import encode_tone_dictation
+from tests.recordings import write_tone_wav
 
 WORDS = (
     "stable", "afebrile", "resting", "improving", "reviewed", "ambulant", "comfortable",
@@ -27,13 +27,6 @@ WORDS = (
 def sentence(index: int, *, rng: random.Random) -> str:
     """A distinct short dictation for file `index` (about 2.5 s as tone dictation)."""
     return f"case {index}. {rng.choice(WORDS)}."
-
-
-def write_tone_wav(path: Path, text: str, *, sample_rate_hz: int = 16_000) -> None:
-    """`text` as a 16-bit mono tone-dictation WAV."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    samples = encode_tone_dictation(text, sample_rate_hz=sample_rate_hz)
-    soundfile.write(path, samples, sample_rate_hz, subtype="PCM_16")
 
 
 def write_tone_corpus(root: Path, count: int, *, seed: int, prefix: str = "") -> dict[Path, str]:

@@ -2,7 +2,7 @@
 
 Each part gets a `Medasr` with its own working directory (no stray `.env`), PREFECT_HOME
 (a copy of one migrated per session, so a run starts in seconds), TMPDIR and database.
-The inherited environment is stripped of every MEDASR_* and PREFECT_* variable.
+The inherited environment is stripped of every MEDASR_* and PREFECT_* variable (`stripped_env`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.flows.prefect_server import SLOW_PREFECT_START
+from tests.flows.prefect_server import stripped_env
 
 MEDASR = Path(sys.executable).with_name("medasr")
 PREFECT = Path(sys.executable).with_name("prefect")
@@ -29,7 +29,7 @@ RUN_TIMEOUT_S = 600.0
 def migrate_prefect_home(home: Path) -> None:
     """Create Prefect's database under `home` once, so that later runs skip the migrations."""
     home.mkdir(parents=True, exist_ok=True)
-    env = clean_environment() | {"PREFECT_HOME": str(home)}
+    env = stripped_env() | {"PREFECT_HOME": str(home)}
     subprocess.run(
         [str(PREFECT), "server", "database", "upgrade", "-y"],
         env=env,
@@ -37,12 +37,6 @@ def migrate_prefect_home(home: Path) -> None:
         capture_output=True,
         timeout=RUN_TIMEOUT_S,
     )
-
-
-def clean_environment() -> dict[str, str]:
-    """This process's environment without any MEDASR_* or PREFECT_* variable."""
-    kept = {k: v for k, v in os.environ.items() if not k.startswith(("MEDASR_", "PREFECT_"))}
-    return kept | SLOW_PREFECT_START
 
 
 @dataclass(frozen=True)
@@ -117,9 +111,9 @@ class Running:
             if any(regex.search(line) for line in [*self.stdout, *self.stderr]):
                 return
             if self.process.poll() is not None:
-                raise AssertionError(f"medasr ended before {pattern!r}:\n{self.text()}")
+                raise AssertionError(f"medasr ended before {pattern!r}:\n{self.log()}")
             time.sleep(0.002)
-        raise AssertionError(f"no {pattern!r} within {timeout_s} s:\n{self.text()}")
+        raise AssertionError(f"no {pattern!r} within {timeout_s} s:\n{self.log()}")
 
     def kill(self) -> float:
         """SIGKILL the medasr process (only it, like the OOM killer); returns the kill time.
@@ -160,7 +154,8 @@ class Running:
             time.monotonic() - self.started,
         )
 
-    def text(self) -> str:
+    def log(self) -> str:
+        """The last 3,000 characters of stdout and of stderr so far."""
         return "".join(self.stdout)[-3000:] + "".join(self.stderr)[-3000:]
 
 
@@ -175,7 +170,7 @@ class Medasr:
         for folder in (self.cwd, self.tmp):
             folder.mkdir(parents=True, exist_ok=True)
         shutil.copytree(prefect_template, self.prefect_home)
-        self.env = clean_environment() | {
+        self.env = stripped_env() | {
             "PREFECT_HOME": str(self.prefect_home),
             "TMPDIR": str(self.tmp),
             "COLUMNS": "200",  # the summary table on one line per metric
@@ -220,6 +215,17 @@ class Medasr:
     def temp_leftovers(self) -> list[str]:
         """Whatever is left in this part's TMPDIR."""
         return sorted(str(p.relative_to(self.tmp)) for p in self.tmp.rglob("*"))
+
+
+def run_side_by_side(workers: list[Medasr], *args: str) -> list[Finished]:
+    """`db upgrade` with the first worker, then `args` on every worker at once; each exits 0."""
+    upgraded = workers[0].run("db", "upgrade")
+    assert upgraded.returncode == 0, upgraded.describe()
+    running = [worker.start(*args) for worker in workers]
+    finished = [run.wait() for run in running]
+    for done in finished:
+        assert done.returncode == 0, done.describe()
+    return finished
 
 
 # --- processes ------------------------------------------------------------------------

@@ -187,7 +187,9 @@ class BadBatch:
 
 
 @pytest.fixture(scope="module")
-def bad_batch(tmp_path_factory: pytest.TempPathFactory, prefect_template: Path) -> BadBatch:
+def bad_batch(
+    tmp_path_factory: pytest.TempPathFactory, prefect_template: Path, prefect_api: dict[str, str]
+) -> BadBatch:
     base = tmp_path_factory.mktemp("bad-input")
     root = base / "corpus"
     root.mkdir()
@@ -198,7 +200,7 @@ def bad_batch(tmp_path_factory: pytest.TempPathFactory, prefect_template: Path) 
     age_files(root)
     database_url = f"sqlite:///{base / 'medasr.db'}"
     with start_devserver(port=0, token=TOKEN, engine="tone") as server:
-        env = {"MEDASR_BASE_URL": server.url, "MEDASR_TOKEN": TOKEN}
+        env = {"MEDASR_BASE_URL": server.url, "MEDASR_TOKEN": TOKEN, **prefect_api}
         medasr = Medasr(
             root=base / "medasr",
             prefect_template=prefect_template,

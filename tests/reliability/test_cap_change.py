@@ -22,7 +22,6 @@ from tests.reliability.evidence import chunks, items
 # Several medasr runs with Prefect start-ups (about a minute): CI runs it, `make test` does not.
 pytestmark = pytest.mark.slow
 
-SLOW_START = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
 SENTENCE = "note {}. patient seen on the ward. chest clear."  # 7 s of tone dictation
 FIRST = " ".join(SENTENCE.format(n) for n in range(5))  # 35 s, then 3 s of silence
 REST = " ".join(SENTENCE.format(n) for n in range(5, 25))  # 140 s
@@ -54,7 +53,7 @@ def test_lowering_the_cap_sends_only_the_refused_audio(
     age_files(root)
     database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
     server = tone_devserver(max_bytes=SERVICE_MAX_BYTES)
-    medasr = medasr_for(server, database_url, **SLOW_START)
+    medasr = medasr_for(server, database_url)
     cap = {"MEDASR_MAX_UPLOAD_BYTES": str(FIRST_CAP_BYTES)}
 
     first = medasr.run("run", str(root), "--language", "en-IN", **cap)

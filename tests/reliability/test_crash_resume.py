@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.flows.prefect_server import wait_until
 from tests.reliability.corpus import write_tone_corpus
 from tests.reliability.evidence import Kill, audit_resends, by_sha, chunks, items, status_counts
 from tests.reliability.harness import Running, ffmpeg_processes
@@ -27,16 +27,6 @@ FILES = 200
 SEED = 20261121
 LATENCY_MS = 300
 CONCURRENCY = 8
-
-
-def wait_until(check: Callable[[], bool], *, run: Running, timeout_s: float = 180) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if run.process.poll() is not None:
-            raise AssertionError(f"medasr ended before the kill moment:\n{run.text()}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"kill moment not reached in {timeout_s} s:\n{run.text()}")
-        time.sleep(0.02)
 
 
 @pytest.mark.slow
@@ -79,7 +69,13 @@ def test_killed_three_times_every_file_is_done_exactly_once(
     # 2. Mid-batch: some files of the claimed batches are done, the rest still leased.
     run = medasr.start(*command)
     target = rng.randint(30, 70)
-    wait_until(lambda: status_counts(database_url).get("done", 0) >= target, run=run)
+    wait_until(
+        lambda: status_counts(database_url).get("done", 0) >= target or None,
+        timeout_s=180,
+        what="the mid-batch kill moment",
+        alive=[run],
+        interval_s=0.02,
+    )
     kill(run, "mid-batch")
     assert moments["mid-batch"]["items_at_kill"].get("processing", 0) > 0
 
@@ -87,7 +83,13 @@ def test_killed_three_times_every_file_is_done_exactly_once(
     run = medasr.start(*command)
     sent_before = len(server.ledger)
     target = sent_before + rng.randint(20, 50)
-    wait_until(lambda: len(server.ledger) >= target, run=run)
+    wait_until(
+        lambda: len(server.ledger) >= target or None,
+        timeout_s=180,
+        what="the chunks-in-flight kill moment",
+        alive=[run],
+        interval_s=0.02,
+    )
     time.sleep(rng.uniform(0, LATENCY_MS / 1000))
     kill(run, "chunks in flight")
     assert moments["chunks in flight"]["in_flight_at_kill"] > 0

@@ -18,13 +18,13 @@ CONCURRENCY = 4
 
 
 def test_expired_token_stops_the_run_and_a_good_token_finishes_it(
-    tmp_path: Path, tone_devserver, medasr_for, figures
+    tmp_path: Path, tone_devserver, medasr_for, figures, prefect_api
 ) -> None:
     started = time.monotonic()
     texts = write_tone_corpus(tmp_path / "corpus", FILES, seed=3)
     database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
     expiring = tone_devserver(auth_fail_after=ACCEPTED, latency_ms=100)
-    medasr = medasr_for(expiring, database_url, MEDASR_CONCURRENCY=str(CONCURRENCY))
+    medasr = medasr_for(expiring, database_url, MEDASR_CONCURRENCY=str(CONCURRENCY), **prefect_api)
 
     stopped = medasr.run("run", str(tmp_path / "corpus"), "--language", "en-IN")
 
@@ -45,7 +45,7 @@ def test_expired_token_stops_the_run_and_a_good_token_finishes_it(
     assert all(r["lease_owner"] is None and r["error_kind"] is None for r in rows)
 
     rotated = tone_devserver(token="rotated-token")
-    rerun = medasr_for(rotated, database_url, MEDASR_CONCURRENCY=str(CONCURRENCY))
+    rerun = medasr_for(rotated, database_url, MEDASR_CONCURRENCY=str(CONCURRENCY), **prefect_api)
     finished = rerun.run("run", str(tmp_path / "corpus"), "--language", "en-IN")
 
     assert finished.returncode == 0, finished.describe()

@@ -18,11 +18,8 @@ from tests.reliability.evidence import items
 from tests.tasks.audio.test_damaged_tail import TEXT, assert_readable_prefix, truncated
 
 CAP_BYTES = 20 * 32_000 + 44  # 20 s chunks: the readable part is two or more chunks
-# Four test suites share two cores today: give Prefect's ephemeral server time to start.
 # Several medasr runs with Prefect start-ups (about a minute): CI runs it, `make test` does not.
 pytestmark = pytest.mark.slow
-
-SLOW_START = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
 
 
 def test_truncated_files_keep_their_readable_part_and_are_not_paid_twice(
@@ -37,7 +34,7 @@ def test_truncated_files_keep_their_readable_part_and_are_not_paid_twice(
     age_files(root)
     database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
     server = tone_devserver()
-    medasr = medasr_for(server, database_url, MEDASR_MAX_UPLOAD_BYTES=str(CAP_BYTES), **SLOW_START)
+    medasr = medasr_for(server, database_url, MEDASR_MAX_UPLOAD_BYTES=str(CAP_BYTES))
 
     first = medasr.run("run", str(root), "--language", "en-IN")
     paid = len(server.ledger)

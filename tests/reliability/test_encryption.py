@@ -58,13 +58,15 @@ def test_encrypted_requests_and_responses_end_to_end(
 
 
 def test_tampered_response_is_an_encryption_error_never_a_transcript(
-    tmp_path: Path, tone_devserver, medasr_for, figures
+    tmp_path: Path, tone_devserver, medasr_for, figures, prefect_api
 ) -> None:
     started = time.monotonic()
     write_tone_corpus(tmp_path / "corpus", 3, seed=7)
     database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
     server = tone_devserver(jwe_key=JWE_KEY, jwe_kid=JWE_KID, tamper_responses=True)
-    medasr = medasr_for(server, database_url, MEDASR_JWE_KEY=JWE_KEY, MEDASR_JWE_KID=JWE_KID)
+    medasr = medasr_for(
+        server, database_url, MEDASR_JWE_KEY=JWE_KEY, MEDASR_JWE_KID=JWE_KID, **prefect_api
+    )
 
     tampered = medasr.run("run", str(tmp_path / "corpus"), "--language", "en-IN", "--encrypt")
 

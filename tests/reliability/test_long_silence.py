@@ -22,8 +22,6 @@ SECOND = "addendum. bloods came back normal. discharge tomorrow."
 LONG = " ".join([FIRST, SECOND, "history of type-2 diabetes on metformin 500mg bd.", FIRST, SECOND])
 FORMATS = (".wav", ".mp3", ".m4a")
 CAP_S = 156  # the default cap: 5 MB of 16 kHz s16
-# Four test suites share two cores today: give Prefect's ephemeral server time to start.
-SLOW_START = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
 
 
 def _lead_in(lead_s: float, text: str, *, seed: int) -> np.ndarray:
@@ -49,7 +47,7 @@ def _steady_tone(seconds: float) -> np.ndarray:
     return 0.1 * np.sin(2 * np.pi * 440 * t)
 
 
-def _run(tmp_path: Path, tone_devserver, medasr_for, files: dict[str, np.ndarray]):
+def _run(tmp_path: Path, tone_devserver, medasr_for, files: dict[str, np.ndarray], **env: str):
     root = tmp_path / "ward"
     root.mkdir()
     for name, signal in files.items():
@@ -57,9 +55,7 @@ def _run(tmp_path: Path, tone_devserver, medasr_for, files: dict[str, np.ndarray
     age_files(root)
     database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
     server = tone_devserver()
-    done = medasr_for(server, database_url, **SLOW_START).run(
-        "run", str(root), "--language", "en-IN"
-    )
+    done = medasr_for(server, database_url, **env).run("run", str(root), "--language", "en-IN")
     rows = {Path(r["source_uri"]).name: r for r in items(database_url)}
     return done, rows, server
 
@@ -71,7 +67,7 @@ def _assert_transcribed(rows: dict, name: str, text: str, done) -> None:
 
 
 def test_speech_after_ten_minutes_of_noise_quieter_speech_silence_and_tone(
-    tmp_path: Path, tone_devserver, medasr_for, figures
+    tmp_path: Path, tone_devserver, medasr_for, figures, prefect_api
 ) -> None:
     files = {f"lead-in-10min{s}": _lead_in(600, FIRST, seed=i) for i, s in enumerate(FORMATS)}
     files["quieter-late.wav"] = _quieter_late(seed=7)
@@ -79,7 +75,7 @@ def test_speech_after_ten_minutes_of_noise_quieter_speech_silence_and_tone(
     files["steady-tone.wav"] = _steady_tone(30)
     files["room-noise.wav"] = room_noise(200, seed=8)
 
-    done, rows, server = _run(tmp_path, tone_devserver, medasr_for, files)
+    done, rows, server = _run(tmp_path, tone_devserver, medasr_for, files, **prefect_api)
 
     for suffix in FORMATS:
         _assert_transcribed(rows, f"lead-in-10min{suffix}", FIRST, done)

@@ -12,6 +12,7 @@ import pytest
 
 from tests.reliability.corpus import write_tone_corpus
 from tests.reliability.evidence import by_sha, items
+from tests.reliability.harness import run_side_by_side
 
 FILES = 300
 WORKERS = 3
@@ -30,14 +31,8 @@ def test_three_workers_share_the_backlog_and_transcribe_each_file_once(
         medasr_for(server, fresh_postgres_url, MEDASR_CONCURRENCY="4", MEDASR_BATCH_SIZE="20")
         for _ in range(WORKERS)
     ]
-    upgraded = workers[0].run("db", "upgrade")
-    assert upgraded.returncode == 0, upgraded.describe()
+    finished = run_side_by_side(workers, "run", str(corpus), "--language", "en-IN")
 
-    running = [worker.start("run", str(corpus), "--language", "en-IN") for worker in workers]
-    finished = [run.wait() for run in running]
-
-    for done in finished:
-        assert done.returncode == 0, done.describe()
     rows = items(fresh_postgres_url)
     assert len(rows) == FILES
     assert {r["source_uri"]: (r["status"], r["text"]) for r in rows} == {

@@ -20,6 +20,7 @@ from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from tests.flows.prefect_server import running_prefect_server
 from tests.reliability.corpus import write_tone_corpus
 from tests.reliability.evidence import by_sha, items
+from tests.reliability.harness import run_side_by_side
 
 FILES = 300
 WORKERS = 3
@@ -64,14 +65,9 @@ def test_three_workers_keep_the_shared_limit_and_are_never_throttled(
             "MEDASR_LOG_LEVEL": "INFO",
         }
         workers = [medasr_for(server, fresh_postgres_url, **env) for _ in range(WORKERS)]
-        upgraded = workers[0].run("db", "upgrade")
-        assert upgraded.returncode == 0, upgraded.describe()
-        running = [worker.start("run", str(corpus), "--language", "en-IN") for worker in workers]
-        finished = [run.wait() for run in running]
+        finished = run_side_by_side(workers, "run", str(corpus), "--language", "en-IN")
         limit_after = _read_limit(prefect.api_url)
 
-    for done in finished:
-        assert done.returncode == 0, done.describe()
     assert limit_after == SHARED
     logs = "".join(done.output for done in finished)
     assert "'medasr-requests' from 2 to 4 slots" in logs or "'medasr-requests' (4 slots)" in logs

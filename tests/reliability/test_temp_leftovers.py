@@ -17,8 +17,6 @@ from tests.reliability.evidence import items
 from tests.reliability.harness import Medasr
 from tests.storage_servers import S3Server
 
-SLOW_START = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
-
 
 def _wav_bytes(text: str) -> bytes:
     import io
@@ -41,7 +39,7 @@ def _first_copy(medasr: Medasr, *, timeout_s: float = 300) -> Path:
 
 
 def test_sigkill_mid_fetch_leaves_private_files_that_the_next_start_removes(
-    tmp_path: Path, tone_devserver, medasr_for, s3_server: S3Server, figures
+    tmp_path: Path, tone_devserver, medasr_for, s3_server: S3Server, figures, prefect_api
 ) -> None:
     import random
 
@@ -52,7 +50,7 @@ def test_sigkill_mid_fetch_leaves_private_files_that_the_next_start_removes(
         s3_server.client().put_object(Bucket=bucket, Key=key, Body=_wav_bytes(text))
     database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
     server = tone_devserver(latency_ms=3000)
-    env = {"AWS_ENDPOINT_URL": s3_server.endpoint_url, **SLOW_START}
+    env = {"AWS_ENDPOINT_URL": s3_server.endpoint_url, **prefect_api}
     medasr = medasr_for(server, database_url, **env)
     source = f"s3://{bucket}/ward"
 

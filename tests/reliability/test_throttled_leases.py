@@ -17,6 +17,7 @@ import pytest
 
 from tests.reliability.corpus import write_tone_corpus
 from tests.reliability.evidence import items
+from tests.reliability.harness import run_side_by_side
 
 FILES = 12
 LEASE_S = 5  # the shortest lease the setting allows
@@ -40,19 +41,11 @@ def test_two_throttled_workers_pay_no_chunk_twice(
             MEDASR_BATCH_SIZE="3",
             MEDASR_STORAGE__LEASE_S=str(LEASE_S),
             MEDASR_PIPELINE__SETTLE_S="0",
-            # Two ephemeral Prefect servers start at once on a shared 2-core machine.
-            PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180",
         )
         for _ in range(2)
     ]
-    upgraded = workers[0].run("db", "upgrade")
-    assert upgraded.returncode == 0, upgraded.describe()
+    run_side_by_side(workers, "run", str(corpus), "--language", "en-IN")
 
-    running = [worker.start("run", str(corpus), "--language", "en-IN") for worker in workers]
-    finished = [run.wait() for run in running]
-
-    for done in finished:
-        assert done.returncode == 0, done.describe()
     rows = items(fresh_postgres_url)
     assert {r["source_uri"]: (r["status"], r["text"]) for r in rows} == {
         str(path): ("done", text) for path, text in texts.items()

@@ -30,22 +30,7 @@ from tests.servers import (
     make_tone_wav_bytes,
     make_wav_bytes,
 )
-
-WAV = make_wav_bytes(seconds=0.5)
-
-
-def transcribe(server: Any, wav: bytes = WAV, *, http: httpx.AsyncClient | None = None,
-               events: list[RetryEvent] | None = None, language: str = "en-IN",
-               filename: str = "chunk-0001.wav", **overrides: Any) -> Transcription:  # fmt: skip
-    """One call through a fresh client, collecting retry events."""
-    service, encryption = client_settings(server, **overrides)
-    on_retry = events.append if events is not None else None
-
-    async def call() -> Transcription:
-        async with TranscriptionClient(service, encryption, http=http, on_retry=on_retry) as c:
-            return await c.transcribe(wav, language=language, filename=filename)
-
-    return asyncio.run(call())
+from tests.service.client_call import WAV, transcribe
 
 
 def test_success_returns_text_extras_and_one_attempt(devserver) -> None:

@@ -18,14 +18,7 @@ import pytest
 from service.client import TranscriptionClient
 from service.errors import CredentialsRejected, ServiceUnavailable, Throttled
 from tests.servers import client_settings, make_wav_bytes
-
-
-def transcribe(server, **overrides):
-    async def call():
-        async with TranscriptionClient(*client_settings(server, **overrides)) as client:
-            return await client.transcribe(make_wav_bytes(seconds=0.5), language="en-IN")
-
-    return asyncio.run(call())
+from tests.service.client_call import transcribe
 
 
 @pytest.mark.parametrize(

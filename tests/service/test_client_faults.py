@@ -2,36 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 import pytest
 
-from service.client import RetryEvent, Transcription, TranscriptionClient
-from service.devserver import RunningDevServer
+from service.client import RetryEvent
 from service.errors import InvalidResponse, ServiceUnavailable
-from tests.servers import DEVSERVER_JWE_KEY, client_settings, make_wav_bytes
+from tests.servers import DEVSERVER_JWE_KEY, make_wav_bytes
+from tests.service.client_call import transcribe
 
 WAV = make_wav_bytes(seconds=0.3)
-
-
-def transcribe(
-    server: RunningDevServer, events: list[RetryEvent], **overrides: Any
-) -> Transcription:
-    service, encryption = client_settings(server, max_attempts=4, **overrides)
-
-    async def call() -> Transcription:
-        async with TranscriptionClient(service, encryption, on_retry=events.append) as client:
-            return await client.transcribe(WAV, language="en-IN")
-
-    return asyncio.run(call())
 
 
 @pytest.mark.parametrize("status", [502, 504])
 def test_gateway_errors_are_retried_then_succeed(devserver_factory, status: int) -> None:
     server = devserver_factory(fault_script=(str(status), str(status), "ok"))
     events: list[RetryEvent] = []
-    result = transcribe(server, events)
+    result = transcribe(server, WAV, events=events, max_attempts=4)
     assert result.attempts == 3
     assert server.ledger.statuses() == [status, status, 200]
     assert [e.status for e in events] == [status, status]
@@ -42,7 +27,7 @@ def test_gateway_errors_use_the_full_budget_then_fail(devserver_factory, status:
     server = devserver_factory(**{f"rate_{status}": 1.0})
     events: list[RetryEvent] = []
     with pytest.raises(ServiceUnavailable) as caught:
-        transcribe(server, events)
+        transcribe(server, WAV, events=events, max_attempts=4)
     assert (caught.value.status, caught.value.transient) == (status, True)
     assert f"HTTP {status}" in str(caught.value)
     assert server.ledger.statuses() == [status] * 4  # max_attempts, not the small 500 budget
@@ -65,7 +50,7 @@ def test_200_without_a_transcript_is_invalid_and_not_retried(
     server = devserver_factory(**{f"rate_{fault}": 1.0}, **key)
     events: list[RetryEvent] = []
     with pytest.raises(InvalidResponse, match=match) as caught:
-        transcribe(server, events)
+        transcribe(server, WAV, events=events, max_attempts=4)
     assert (caught.value.status, caught.value.transient) == (200, False)
     assert events == []
     [entry] = server.ledger.entries()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -10,13 +9,15 @@ import certifi
 import pytest
 
 from config.errors import ConfigError
-from service.client import RetryEvent, Transcription, TranscriptionClient
+from service.client import RetryEvent
 from service.devserver import RunningDevServer
 from service.errors import TlsNotVerified
-from tests.servers import client_settings, make_tone_wav_bytes
+from tests.servers import make_tone_wav_bytes
+from tests.service.client_call import transcribe
 from tests.service.tls_certs import TlsFiles, make_tls_files
 
 TEXT = "tls on loopback"
+TONE_WAV = make_tone_wav_bytes(TEXT)
 
 
 @pytest.fixture(scope="module")
@@ -33,23 +34,13 @@ def https_server(devserver_factory: Any, tls_files: TlsFiles) -> RunningDevServe
     return server
 
 
-def transcribe(
-    server: RunningDevServer, events: list[RetryEvent], **overrides: Any
-) -> Transcription:
-    service, encryption = client_settings(server, max_attempts=5, **overrides)
-
-    async def call() -> Transcription:
-        async with TranscriptionClient(service, encryption, on_retry=events.append) as client:
-            return await client.transcribe(make_tone_wav_bytes(TEXT), language="en-IN")
-
-    return asyncio.run(call())
-
-
 def test_private_ca_in_the_bundle_verifies(
     https_server: RunningDevServer, tls_files: TlsFiles
 ) -> None:
     events: list[RetryEvent] = []
-    result = transcribe(https_server, events, ca_bundle=tls_files.ca_cert)
+    result = transcribe(
+        https_server, TONE_WAV, events=events, max_attempts=5, ca_bundle=tls_files.ca_cert
+    )
     assert (result.text, result.attempts, events) == (TEXT, 1, [])
     assert https_server.ledger.statuses() == [200]
 
@@ -62,7 +53,7 @@ def test_unverified_certificate_is_terminal_and_not_retried(
 ) -> None:
     events: list[RetryEvent] = []
     with pytest.raises(TlsNotVerified) as caught:
-        transcribe(https_server, events, ca_bundle=ca_bundle)
+        transcribe(https_server, TONE_WAV, events=events, max_attempts=5, ca_bundle=ca_bundle)
     error = caught.value
     assert isinstance(error, ConfigError)
     assert not error.transient
@@ -82,6 +73,6 @@ def test_certificate_for_another_host_is_terminal(
     )
     events: list[RetryEvent] = []
     with pytest.raises(TlsNotVerified, match="MEDASR_BASE_URL") as caught:
-        transcribe(server, events, ca_bundle=tls_files.ca_cert)
+        transcribe(server, TONE_WAV, events=events, max_attempts=5, ca_bundle=tls_files.ca_cert)
     assert "127.0.0.2" in str(caught.value)  # the verifier's reason names the host
     assert events == []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 from pathlib import Path
 
 import certifi
@@ -17,12 +16,7 @@ from service.preflight import check_service_config
 KEY = "0123456789abcdef"
 
 
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.startswith("MEDASR_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)  # no .env from the checkout
+pytestmark = pytest.mark.usefixtures("clean_environment")
 
 
 def check_environment(monkeypatch: pytest.MonkeyPatch, **variables: str) -> None:

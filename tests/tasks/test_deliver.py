@@ -5,12 +5,9 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from config.settings import StorageSettings
 from service.devserver import RunningDevServer
 from storage.database import Store
 from tasks.deliver import delivery_summary
@@ -32,24 +29,12 @@ TEXTS = {
 }
 
 
-@pytest.fixture
-def store_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'medasr.db'}"
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = Store.open(StorageSettings(database_url=store_url), upgrade=True)
-    yield opened
-    opened.dispose()
-
-
 def test_each_done_transcript_is_delivered_once_and_a_second_run_sends_nothing(
-    devserver_factory, store: Store, store_url: str
+    devserver_factory, store: Store, sqlite_url: str
 ) -> None:
     server: RunningDevServer = devserver_factory()
     items = make_done(store, TEXTS)
-    settings = delivery_settings(server, store_url)
+    settings = delivery_settings(server, sqlite_url)
 
     first = deliver(settings, store)
     entries = docs_entries(server)
@@ -71,11 +56,11 @@ def test_each_done_transcript_is_delivered_once_and_a_second_run_sends_nothing(
 
 
 def test_encrypted_upload_carries_the_document_in_a_jwe_envelope(
-    devserver_factory, store: Store, store_url: str
+    devserver_factory, store: Store, sqlite_url: str
 ) -> None:
     server = devserver_factory(jwe_key=DEVSERVER_JWE_KEY, jwe_kid=DEVSERVER_JWE_KID)
     make_done(store, TEXTS)
-    stats = deliver(delivery_settings(server, store_url), store)
+    stats = deliver(delivery_settings(server, sqlite_url), store)
     entries = docs_entries(server)
     assert stats.delivered == 3
     assert all(e.encrypted and e.status == 200 for e in entries)
@@ -84,10 +69,10 @@ def test_encrypted_upload_carries_the_document_in_a_jwe_envelope(
 
 
 def test_a_changed_recording_is_delivered_again_once_and_names_what_it_replaces(
-    devserver_factory, store: Store, store_url: str
+    devserver_factory, store: Store, sqlite_url: str
 ) -> None:
     server = devserver_factory()
-    settings = delivery_settings(server, store_url)
+    settings = delivery_settings(server, sqlite_url)
     uri = "/archive/a.wav"
     (item,) = make_done(store, {uri: "first words"}).values()
     deliver(settings, store, format_name="fhir")
@@ -127,7 +112,7 @@ def _last_fhir_upload(server, store, settings) -> bytes:
 
 
 def test_the_query_template_is_filled_per_recording_and_a_missing_field_costs_one_row(
-    devserver_factory, store: Store, store_url: str
+    devserver_factory, store: Store, sqlite_url: str
 ) -> None:
     server = devserver_factory()
     metadata = {
@@ -137,7 +122,7 @@ def test_the_query_template_is_filled_per_recording_and_a_missing_field_costs_on
     }
     items = make_done(store, TEXTS, metadata=metadata)
     settings = delivery_settings(
-        server, store_url, docs_query="patient_id={patient_id}&dt={doc_type}&src=medasr"
+        server, sqlite_url, docs_query="patient_id={patient_id}&dt={doc_type}&src=medasr"
     )
     stats = deliver(settings, store)
     queries = sorted(e.query for e in docs_entries(server))
@@ -155,11 +140,11 @@ def test_the_query_template_is_filled_per_recording_and_a_missing_field_costs_on
 
 
 def test_rejected_credentials_stop_the_delivery_and_leave_the_rest_pending(
-    devserver_factory, store: Store, store_url: str
+    devserver_factory, store: Store, sqlite_url: str
 ) -> None:
     server = devserver_factory(auth_fail_after=1)
     items = make_done(store, {f"/archive/{i}.wav": f"text {i}" for i in range(8)})
-    settings = delivery_settings(server, store_url)
+    settings = delivery_settings(server, sqlite_url)
     settings = settings.model_copy(
         update={"pipeline": settings.pipeline.model_copy(update={"concurrency": 1})}
     )
@@ -173,11 +158,11 @@ def test_rejected_credentials_stop_the_delivery_and_leave_the_rest_pending(
 
 
 def test_a_document_refused_as_too_large_is_recorded_not_retried(
-    devserver_factory, store: Store, store_url: str
+    devserver_factory, store: Store, sqlite_url: str
 ) -> None:
     server = devserver_factory(max_bytes=400)
     items = make_done(store, {"/archive/big.wav": "word " * 200, "/archive/s.wav": "short"})
-    stats = deliver(delivery_settings(server, store_url), store)
+    stats = deliver(delivery_settings(server, sqlite_url), store)
     (row,) = rows_of(store, items["/archive/big.wav"])
     assert row.status == "failed"
     assert row.error_kind == "payload_too_large"
@@ -187,11 +172,11 @@ def test_a_document_refused_as_too_large_is_recorded_not_retried(
 
 
 def test_throttling_is_retried_after_the_servers_retry_after(
-    devserver_factory, store: Store, store_url: str
+    devserver_factory, store: Store, sqlite_url: str
 ) -> None:
     server = devserver_factory(fault_script=("429", "503"), retry_after_s=1)
     (item,) = make_done(store, {"/archive/a.wav": "alpha"}).values()
-    stats = deliver(delivery_settings(server, store_url), store)
+    stats = deliver(delivery_settings(server, sqlite_url), store)
     entries = docs_entries(server)
     assert [e.status for e in entries] == [429, 503, 200]
     assert entries[1].time - entries[0].time >= 0.95  # waited for Retry-After
@@ -200,11 +185,11 @@ def test_throttling_is_retried_after_the_servers_retry_after(
 
 
 def test_a_transient_failure_is_retried_on_the_next_run(
-    devserver_factory, store: Store, store_url: str
+    devserver_factory, store: Store, sqlite_url: str
 ) -> None:
     server = devserver_factory(fault_script=("503", "503", "503"))  # 3 attempts, 3 x 503
     (item,) = make_done(store, {"/archive/a.wav": "alpha"}).values()
-    settings = delivery_settings(server, store_url, max_attempts=3)
+    settings = delivery_settings(server, sqlite_url, max_attempts=3)
     first = deliver(settings, store)
     assert first.failed == 1
     assert rows_of(store, item)[0].retryable
@@ -214,11 +199,11 @@ def test_a_transient_failure_is_retried_on_the_next_run(
 
 
 def test_a_lease_held_by_a_live_worker_is_left_alone_and_an_expired_one_is_taken(
-    devserver_factory, store: Store, store_url: str
+    devserver_factory, store: Store, sqlite_url: str
 ) -> None:
     server = devserver_factory()
     items = make_done(store, {"/archive/a.wav": "alpha", "/archive/b.wav": "bravo"})
-    settings = delivery_settings(server, store_url)
+    settings = delivery_settings(server, sqlite_url)
     from tasks.deliver import plan_deliveries
 
     plan_deliveries(store, language=None, format_name="txt", max_attempts=3)
@@ -239,18 +224,18 @@ def test_a_lease_held_by_a_live_worker_is_left_alone_and_an_expired_one_is_taken
 
 
 def test_logs_carry_no_transcript_and_no_token(
-    devserver_factory, store: Store, store_url: str, caplog: pytest.LogCaptureFixture
+    devserver_factory, store: Store, sqlite_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     server = devserver_factory(fault_script=("429",), retry_after_s=0)
     make_done(store, {"/archive/a.wav": "secret diagnosis words"})
     caplog.set_level("DEBUG")
-    assert deliver(delivery_settings(server, store_url), store).delivered == 1
+    assert deliver(delivery_settings(server, sqlite_url), store).delivered == 1
     assert "secret diagnosis" not in caplog.text
     assert server.token not in caplog.text
 
 
 def test_rows_of_a_killed_local_deliverer_are_taken_back_at_once(
-    devserver_factory, store: Store, store_url: str
+    devserver_factory, store: Store, sqlite_url: str
 ) -> None:
     import subprocess
     import sys
@@ -268,12 +253,12 @@ def test_rows_of_a_killed_local_deliverer_are_taken_back_at_once(
         assert (
             len(repo.claim_deliveries(owner=dead_owner, language=None, limit=5, lease_s=900)) == 2
         )
-    stats = deliver(delivery_settings(server, store_url), store)
+    stats = deliver(delivery_settings(server, sqlite_url), store)
     assert stats.delivered == 2  # no 900 s wait for the dead process's lease
 
 
 def test_a_bug_on_one_document_costs_that_document_only(
-    devserver_factory, store: Store, store_url: str, monkeypatch: pytest.MonkeyPatch
+    devserver_factory, store: Store, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import tasks.deliver
 
@@ -287,7 +272,7 @@ def test_a_bug_on_one_document_costs_that_document_only(
     monkeypatch.setattr(tasks.deliver, "build_document", broken_for_b)
     server = devserver_factory()
     items = make_done(store, TEXTS)
-    stats = deliver(delivery_settings(server, store_url), store)
+    stats = deliver(delivery_settings(server, sqlite_url), store)
     assert (stats.delivered, stats.failed) == (2, 1)
     (row,) = rows_of(store, items["/archive/sub/b.mp3"])
     assert row.status == "failed"
@@ -295,7 +280,7 @@ def test_a_bug_on_one_document_costs_that_document_only(
 
 
 def test_a_version_set_aside_before_it_was_sent_is_delivered_when_it_comes_back(
-    devserver_factory, store: Store, store_url: str
+    devserver_factory, store: Store, sqlite_url: str
 ) -> None:
     from tasks.deliver import plan_deliveries
 
@@ -307,7 +292,7 @@ def test_a_version_set_aside_before_it_was_sent_is_delivered_when_it_comes_back(
     plan_deliveries(store, language=None, format_name="txt", max_attempts=3)
     assert [r.status for r in rows_of(store, item)] == ["superseded", "pending"]
     make_done(store, {uri: "first"}, version="v1")  # the old file is put back
-    stats = deliver(delivery_settings(server, store_url), store)
+    stats = deliver(delivery_settings(server, sqlite_url), store)
     assert [r.status for r in rows_of(store, item)] == ["delivered", "superseded"]
     assert stats.delivered == 1
     assert [e.sha256 for e in docs_entries(server)] == [sha_of_text("first")]

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from config.settings import StorageSettings
 from storage.database import Store
 from storage.errors import LeaseLost, StoreUnavailable
 from storage.records import ItemRecord, SourceFile
@@ -24,13 +23,6 @@ from tasks.lease_keeper import LeaseKeeper
 
 LANG = "en-IN"
 SHA = "a" * 64
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 'j.db'}"))
-    yield opened
-    opened.dispose()
 
 
 def claimed(store: Store, *, count: int = 1, lease_s: float = 60) -> list[ItemRecord]:

@@ -2,56 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile
 
-from config.settings import PipelineSettings, StorageSettings
-from service.client import TranscriptionClient
 from service.devserver.tone import encode_tone_dictation
 from storage.database import Store
-from storage.sources import list_audio
 from tasks.audio import iter_chunks
 from tasks.gate import RequestGate
-from tasks.transcribe import BatchContext, process_batch
-from tests.servers import client_settings
 from tests.tasks.conftest import SR, speechlike
 from tests.tasks.test_transcribe import TEXT, item_of, run_once
-
-
-def run_whole(store: Store, server, folder: Path) -> None:
-    """Transcribe `folder` with the service's own 5 MB cap (one chunk per 2.6 minutes)."""
-
-    async def go() -> None:
-        async with TranscriptionClient(*client_settings(server)) as client:
-            ctx = BatchContext(
-                pipeline=PipelineSettings(settle_s=0),
-                store=store,
-                client=client,
-                gate=RequestGate(concurrency=2),
-                owner="whole",
-                lease_s=60,
-            )
-            try:
-                with store.repository() as repo:
-                    repo.register_items(list_audio(str(folder), settle_s=0).files, language="en-IN")
-                    items = repo.claim_batch(owner="whole", language="en-IN", limit=9, lease_s=60)
-                await process_batch(items, ctx=ctx)
-            finally:
-                ctx.close()
-
-    asyncio.run(go())
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 't.db'}"))
-    yield opened
-    opened.dispose()
 
 
 @pytest.fixture
@@ -180,7 +142,14 @@ def test_a_minute_of_speech_answered_with_a_few_words_waits_for_review(
     folder.mkdir()
     soundfile.write(folder / "minute.wav", signal, SR, subtype="PCM_16")
 
-    run_whole(store, devserver_factory(engine="hash"), folder)
+    # The service's own 5 MB cap: one chunk per 2.6 minutes.
+    run_once(
+        store,
+        devserver_factory(engine="hash"),
+        folder,
+        gate=RequestGate(concurrency=2),
+        cap_bytes=None,
+    )
 
     row = item_of(store)
     assert (row.status, row.flags) == ("needs_review", ["too_few_words"])

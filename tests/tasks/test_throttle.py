@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 import soundfile
 
-from config.settings import StorageSettings
 from service.devserver.tone import encode_tone_dictation
-from storage.database import Store
 from tasks.gate import RequestGate
 from tests.tasks.test_transcribe import run_once
 
@@ -32,13 +30,6 @@ def backlog(tmp_path: Path) -> Path:
         samples = encode_tone_dictation(text)
         soundfile.write(folder / f"n{index:02d}.wav", samples, 16000, subtype="PCM_16")
     return folder
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    opened = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 't.db'}"))
-    yield opened
-    opened.dispose()
 
 
 def test_throttling_fails_no_file_and_the_window_learns_the_capacity(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import soundfile
 
-from config.settings import PipelineSettings, StorageSettings
+from config.settings import PipelineSettings
 from service.client import RetryEvent, TranscriptionClient
 from service.devserver import RunningDevServer
 from service.devserver.tone import encode_tone_dictation
@@ -33,13 +33,6 @@ TEXT = " ".join(f"item {i}. pulse regular, chest clear." for i in range(1, 7))
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 't.db'}"))
-    yield opened
-    opened.dispose()
-
-
-@pytest.fixture
 def recording(tmp_path: Path) -> Path:
     folder = tmp_path / "in"
     folder.mkdir()
@@ -56,10 +49,15 @@ def run_once(
     service: dict[str, Any] | None = None,
     on_retry: Callable[[RetryEvent], None] | None = None,
     lease_s: float = 60,
+    cap_bytes: int | None = CAP_BYTES,
     **pipeline: object,
 ) -> list:
+    """Register `folder`, claim up to 10 files and process them; `cap_bytes=None`: the
+    service's own upload cap."""
+    cap = {} if cap_bytes is None else {"max_upload_bytes": cap_bytes}
+
     async def go() -> list:
-        settings = client_settings(server, max_upload_bytes=CAP_BYTES, **(service or {}))
+        settings = client_settings(server, **cap, **(service or {}))
         async with TranscriptionClient(*settings, on_retry=on_retry) as client:
             ctx = BatchContext(
                 pipeline=PipelineSettings(settle_s=0, **pipeline),

@@ -21,6 +21,7 @@ import soundfile
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from tests.flows.prefect_server import MEDASR, clean_env
+from tests.recordings import write_tone_recordings
 
 TOKEN = "cli-test-token"
 TEXTS = {
@@ -50,12 +51,7 @@ def service() -> Iterator[RunningDevServer]:
 
 @pytest.fixture(scope="module")
 def recordings_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("recordings")
-    for name, text in TEXTS.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        soundfile.write(path, encode_tone_dictation(text), 16000, subtype="PCM_16")
-    return root
+    return write_tone_recordings(tmp_path_factory.mktemp("recordings"), TEXTS)
 
 
 @pytest.fixture

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from config.settings import StorageSettings
 from flows.cli import app
 from storage.database import Store
 from storage.records import ItemRecord
@@ -18,21 +16,6 @@ from storage.sources import SourceFile
 
 LANG = "en-IN"
 SECRET_TEXT = "looped looped looped words"
-
-
-@pytest.fixture
-def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("MEDASR_CONFIG", raising=False)
-    monkeypatch.setenv("MEDASR_DATABASE_URL", f"sqlite:///{tmp_path / 'medasr.db'}")
-    return CliRunner()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
-    yield opened
-    opened.dispose()
 
 
 @pytest.fixture

@@ -25,14 +25,6 @@ LANG = "en-IN"
 
 
 @pytest.fixture
-def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    monkeypatch.chdir(tmp_path)  # no stray .env; relative paths land here
-    monkeypatch.delenv("MEDASR_CONFIG", raising=False)
-    monkeypatch.setenv("MEDASR_DATABASE_URL", f"sqlite:///{tmp_path / 'medasr.db'}")
-    return CliRunner()
-
-
-@pytest.fixture
 def archive(tmp_path: Path) -> Path:
     return tmp_path / "archive"
 
