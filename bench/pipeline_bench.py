@@ -488,13 +488,13 @@ gives both cores to ffmpeg alone.
 What profiling found (py-spy on `medasr run` over the long workload, 2026-11-22; and over a
 400-file subset of workload 1, 2026-11-21):
 
-* One ffmpeg process per file (tasks/decoder.py): the decode runs at `-loglevel level+info`
+* One ffmpeg process per file (tasks/audio/decoder.py): the decode runs at `-loglevel level+info`
   and describes its input on stderr before its first sample, so the separate probe run is
   gone, with every error still raised before the first chunk and worded as before. 50 x 15 s
   mp3s: ffmpeg CPU 2.39 -> 1.98 s (median of alternating runs, -17%). Row 4 now shows
   20.2 ms of ffmpeg CPU per file, averaged over mp3s and wavs.
 * WAVs already at 16 kHz mono s16le (half of workload 1) need no ffmpeg at all
-  (tasks/native_wav.py), with samples identical to ffmpeg's.
+  (tasks/audio/native_wav.py), with samples identical to ffmpeg's.
 * One window of files in flight shared by both batch loops (tasks/transcribe.py), sized
   concurrency + 2 x decode workers, so Prefect's bookkeeping between task runs no longer
   empties the request slots (time with nothing in flight fell from 4.4 s to 0.3 s of a
