@@ -16,6 +16,13 @@ sys.path, the same way for both.
 * trivial flow: a one-line `@flow` run: Prefect's temporary server start and stop;
 * medasr run (temporary server): the whole command as a cron job would run it;
 * medasr run (PREFECT_API_URL): the same against a long-running `prefect server start`.
+
+`--against-naive` instead times the pipeline bench's row 1 against its naive script
+(row 3) the way the issue states the target: start-up included, in a PREFECT_HOME used
+before (one `medasr run` over an empty folder first, not counted). Same workload
+(bench/out/short, 2,000 x 15 s), devserver at 250 ms, MEDASR_CONCURRENCY=8; medasr and
+the naive script take turns, N times; the ratio is the naive script's wall time over
+medasr's (>= 1.0 means medasr is at least as fast).
 """
 
 from __future__ import annotations
@@ -30,10 +37,21 @@ import time
 from pathlib import Path
 
 import httpx
-from pipeline_procs import PYTHON, TRIVIAL_FLOW, machine, medasr_env, scratch_dir
+from pipeline_procs import (
+    PYTHON,
+    TRIVIAL_FLOW,
+    DevServer,
+    machine,
+    medasr_env,
+    run_measured,
+    run_naive,
+    scratch_dir,
+)
+from pipeline_workloads import short_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 3
+LATENCY_MS = 250  # the pipeline bench's row 1
 SERVER_ALONE = """
 import subprocess, sys, time, httpx, prefect, socket
 from pathlib import Path
@@ -113,12 +131,52 @@ def prefect_server(env: dict[str, str], *, cwd: Path) -> tuple[subprocess.Popen[
     sys.exit("prefect server start did not become healthy in 120 s")
 
 
+def against_naive(code: Path, *, runs: int) -> None:
+    """Row 1 (2,000 short files) with start-up, warm PREFECT_HOME, against the naive script."""
+    source = short_workload()
+    rows = []
+    for _ in range(runs):
+        with (
+            scratch_dir("medasr-row1-") as work,
+            DevServer(latency_ms=LATENCY_MS, work=work) as srv,
+        ):
+            env = medasr_env(work, server=srv)
+            empty = work / "empty"
+            empty.mkdir()
+            timed(medasr_command(code, "run", str(empty), "--language", "en-IN"), env=env, cwd=work)
+            medasr = run_measured(
+                medasr_command(code, "run", str(source), "--language", "en-IN"), env=env, cwd=work
+            )
+            if medasr.returncode != 0:
+                sys.exit(f"medasr run failed ({medasr.returncode}):\n{medasr.output[-3000:]}")
+            requests = srv.requests()
+        with (
+            scratch_dir("medasr-naive-") as work,
+            DevServer(latency_ms=LATENCY_MS, work=work) as srv,
+        ):
+            naive = run_naive(source, work=work, server=srv)
+        rows.append((medasr.wall_s, naive.wall_s, requests))
+        print(f"medasr {medasr.wall_s:.1f} s ({requests} requests), naive {naive.wall_s:.1f} s")
+    print(f"\nMachine: {machine()}; code: {code}; PREFECT_HOME used before.\n")
+    print("| medasr run, 2,000 x 15 s, start-up included | naive script | ratio |\n|---|---|---|")
+    for medasr_s, naive_s, _ in rows:
+        print(f"| {medasr_s:.1f} s | {naive_s:.1f} s | {naive_s / medasr_s:.2f} |")
+    ratios = [naive_s / medasr_s for medasr_s, naive_s, _ in rows]
+    print(f"\nmedian ratio: {statistics.median(ratios):.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=RUNS, help="runs per figure (median)")
     parser.add_argument("--code", type=Path, default=ROOT, help="checkout whose medasr to time")
+    parser.add_argument(
+        "--against-naive", action="store_true", help="row 1 against the naive script"
+    )
     args = parser.parse_args()
     code, runs = args.code.resolve(), args.runs
+    if args.against_naive:
+        against_naive(code, runs=runs)
+        return
     with scratch_dir("medasr-startup-") as work:
         empty = work / "empty"
         empty.mkdir()
