@@ -1,8 +1,9 @@
 """The Prefect API of a command's flow run: a long-running server, checked first, or a
 temporary one started early.
 
-With PREFECT_API_URL set, `ready()` asks that server's health endpoint once, so an
-unreachable server is one sentence (exit 2) instead of the flow engine's traceback.
+With PREFECT_API_URL set, that server's health endpoint is asked once before anything
+else, so an unreachable server is one sentence (exit 2) instead of the flow engine's
+traceback.
 Without it, Prefect would start its temporary server on the flow's first call, after
 importing its whole server package into this process (~2-6 s) and with nothing else
 to do while the server boots. `start_prefect_api` launches the same server
@@ -47,6 +48,8 @@ _STOP_WAIT_S = 5.0
 class PrefectUnavailable(ConfigError):
     """No Prefect API to run the flow against (terminal: a setting or the server)."""
 
+    kind = "prefect_unavailable"
+
 
 class PrefectApi:
     """A Prefect API that flow runs may use once `ready()` has returned."""
@@ -56,17 +59,10 @@ class PrefectApi:
         self._server = server
 
     def ready(self) -> None:
-        """Wait for the temporary server, or check the configured one; PrefectUnavailable."""
+        """Wait for the temporary server (a configured one was checked when it was
+        chosen); raises PrefectUnavailable."""
         if self._server is not None:
             self._server.wait_healthy()
-            return
-        failure = asyncio.run(health_failure())
-        if failure is not None:
-            raise PrefectUnavailable(
-                f"no Prefect server answers at PREFECT_API_URL={self._url} "
-                f"({type(failure).__name__}): start it with `prefect server start`, "
-                "or unset PREFECT_API_URL to let medasr start a temporary one"
-            )
 
     @contextmanager
     def in_use(self) -> Iterator[None]:
@@ -87,6 +83,7 @@ def start_prefect_api() -> PrefectApi:
     """The configured API, or a temporary server starting in the background now."""
     url = PREFECT_API_URL.value()
     if url:
+        _check_configured(str(url))
         return PrefectApi(url=str(url))
     if not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         raise PrefectUnavailable(
@@ -96,6 +93,17 @@ def start_prefect_api() -> PrefectApi:
     server = _TemporaryServer()
     server.start()
     return PrefectApi(url=None, server=server)
+
+
+def _check_configured(url: str) -> None:
+    """Ask the configured server's health endpoint once; raises PrefectUnavailable."""
+    failure = asyncio.run(health_failure())
+    if failure is not None:
+        raise PrefectUnavailable(
+            f"no Prefect server answers at PREFECT_API_URL={url} "
+            f"({type(failure).__name__}): start it with `prefect server start`, "
+            "or unset PREFECT_API_URL to let medasr start a temporary one"
+        )
 
 
 async def health_failure() -> Exception | None:
