@@ -91,12 +91,19 @@ class ServiceSettings(BaseModel):
         ge=1,
         le=50,
         description=(
-            "Attempts budget: tries of one request inside a run, and runs of one item "
-            "before rerun-failures stops re-queuing it."
+            "Attempts budget: tries of one request inside a run for errors other than "
+            "throttling (a 429 costs time, never an attempt), and runs of one item before "
+            "rerun-failures stops re-queuing it."
         ),
     )
     retry_max_total_s: float = Field(
-        300.0, gt=0, le=86_400, description="Upper bound on the time spent retrying one request."
+        300.0,
+        gt=0,
+        le=86_400,
+        description=(
+            "Upper bound on the time spent on one request, throttled waits included; "
+            "past it the file fails and stays retryable."
+        ),
     )
     retry_initial_backoff_s: float = Field(
         0.5, gt=0, le=60, description="Base of the exponential backoff, seconds."

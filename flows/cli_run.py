@@ -60,7 +60,12 @@ def run_command(
         bool | None, typer.Option("--encrypt/--no-encrypt", help="JWE-encrypt requests.")
     ] = None,
     concurrency: Annotated[
-        int | None, typer.Option(min=1, max=256, help="Requests in flight at once.")
+        int | None,
+        typer.Option(
+            min=1,
+            max=256,
+            help="Most requests in flight (a ceiling: medasr adapts below it when throttled).",
+        ),
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Process at most N files.")] = None,
     batch_size: Annotated[int | None, typer.Option(min=1, help="Files per task run.")] = None,

@@ -22,6 +22,7 @@ from config.settings import StorageSettings, load_settings
 from flows.cli_fhir import export_fhir
 from flows.console import one_line
 from storage.database import Store, database_exists, upgrade_database
+from storage.deliveries import DeliveryCount
 from storage.export import common_local_root, write_csv, write_jsonl, write_txt_tree
 from storage.records import ITEM_STATUSES, ItemRecord, StatusCount
 
@@ -73,6 +74,7 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
     try:
         with store.repository(read_only=True) as repo:
             counts = repo.status_counts()
+            deliveries = repo.delivery_counts()
             latest = {
                 status: repo.list_latest(status=status, limit=failures) if failures else []
                 for status in _TO_CHECK
@@ -82,8 +84,10 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
     console = Console()
     if console.is_terminal:
         _print_rich(console, counts, latest)
+        _print_deliveries_rich(console, deliveries)
     else:
         _print_plain(counts, latest)
+        _print_deliveries_plain(deliveries)
 
 
 def status_command(
@@ -94,7 +98,8 @@ def status_command(
         ),
     ] = 10,
 ) -> None:
-    """Show items by status and language, audio hours done, the latest failed and skipped."""
+    """Show items by status and language, audio hours done, the latest failed and skipped,
+    and deliveries by status."""
     with _command_errors():
         print_status(load_settings().storage, failures=failures)
 
@@ -154,6 +159,25 @@ def _print_plain(counts: list[StatusCount], latest: dict[str, list[ItemRecord]])
             typer.echo(f"{source}\t{item.language}\t{kind}\t{item.attempts}\t{retry}\t{message}")
     if latest.get("skipped"):
         typer.echo(_SKIPPED_HINT, err=True)  # for a person; stdout stays one row per line
+
+
+def _print_deliveries_rich(console: Console, deliveries: list[DeliveryCount]) -> None:
+    """Rows of the deliveries table by status; nothing when `deliver` never ran."""
+    if not deliveries:
+        return
+    table = Table(title="Deliveries")
+    table.add_column("Status")
+    table.add_column("Rows", justify="right")
+    for c in deliveries:
+        table.add_row(c.status, str(c.rows))
+    console.print(table)
+
+
+def _print_deliveries_plain(deliveries: list[DeliveryCount]) -> None:
+    if deliveries:
+        typer.echo("delivery_status\trows")
+    for c in deliveries:
+        typer.echo(f"{c.status}\t{c.rows}")
 
 
 def export_command(

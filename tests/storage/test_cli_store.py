@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from config.settings import StorageSettings
 from flows.cli import app
 from storage.database import Store, head_revision
+from storage.deliveries import WantedDelivery
 from storage.export import EXPORT_COLUMNS
 from storage.sources import SourceFile
 
@@ -290,3 +291,27 @@ def test_status_lists_skipped_recordings_in_their_own_section(
     )
     assert len(skipped) == 1
     assert "--include-skipped" in result.stderr
+
+
+def test_status_counts_deliveries_by_status(
+    runner: CliRunner, filled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
+    with store.repository() as repo:
+        done = [i for i in repo.list_latest(status="done", limit=10) if i.language == LANG]
+        wanted = [WantedDelivery(item_id=i.id, language=LANG, version=f"v{i.id}") for i in done]
+        assert repo.plan_deliveries(wanted, format_name="txt") == 3
+    store.dispose()
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[lines.index("delivery_status\trows") + 1] == "pending\t3"
+    monkeypatch.setenv("FORCE_COLOR", "1")  # Rich treats the output as a terminal
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", runner.invoke(app, ["status"]).stdout)
+    assert re.search(r"Deliveries.*pending\W+3", shown, re.S)
+
+
+def test_status_without_deliveries_prints_no_delivery_section(runner: CliRunner, filled) -> None:
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 0, result.output
+    assert "delivery_status" not in result.stdout
