@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 # Defaults only: an operator's own PREFECT_* values always win.
 _PREFECT_DEFAULTS = {
@@ -18,3 +19,25 @@ def prepare_prefect_environment() -> None:
     """Fill in Prefect defaults that suit a batch job; call before Prefect is imported."""
     for name, value in _PREFECT_DEFAULTS.items():
         os.environ.setdefault(name, value)
+
+
+# The temporary Prefect server of one `medasr run` (flows/prefect_api.py): what Prefect's
+# own start of it sets, plus what a single run never reads. Flow and task runs, logs,
+# artifacts and concurrency limits stay; automations (triggers, actions), stored and
+# streamed events and the registration of Prefect's block types go.
+_TEMPORARY_SERVER = {
+    "PREFECT_UI_ENABLED": "0",
+    "PREFECT__SERVER_EPHEMERAL": "1",
+    "PREFECT__SERVER_FINAL": "1",
+    "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "false",
+    "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED": "false",
+    "PREFECT_SERVER_EVENTS_STREAM_OUT_ENABLED": "false",
+    "PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "false",
+}
+
+
+def temporary_server_environment(prefect_settings: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a temporary Prefect server: this one, its trims, then the
+    Prefect settings this process holds (an operator's own values win over the trims)."""
+    trims = {k: v for k, v in _TEMPORARY_SERVER.items() if k not in os.environ}
+    return {**os.environ, **trims, **prefect_settings}

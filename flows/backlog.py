@@ -6,16 +6,9 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from config.errors import ConfigError
-from config.settings import Settings, load_settings
 from flows.deliver_step import deliver_after_backlog
-from flows.drain import DrainResult, drain_pending
-from flows.run_record import recorded_run
-from flows.summary import publish_summary, stopped_with, summarize
-from service.contract import LANGUAGES, is_supported_language
-from service.errors import CredentialsRejected
-from storage.database import Store
-from storage.sources import normalize_source
+from flows.run_context import RunContext, RunRequest
+from flows.skeleton import FlowSteps, Prepared, run_flow_steps
 from tasks.discover import Discovery
 from tasks.steps import discover_task
 
@@ -36,62 +29,60 @@ async def transcribe_backlog(
 
     With MEDASR_DELIVER=true, done transcripts are then delivered (flows/deliver_step.py).
     """
-    settings = settings_for_run(
-        language=language, concurrency=concurrency, encrypt=encrypt, batch_size=batch_size
+    request = RunRequest(
+        language=language,
+        source=source,
+        concurrency=concurrency,
+        encrypt=encrypt,
+        batch_size=batch_size,
     )
-    root = normalize_source(source)
-    store = Store.open(settings.storage)
-    try:
-        with recorded_run(store, source=root, language=language) as run:
-            discovery = _discover(
-                source,
+
+    def prepare(run: RunContext) -> Prepared:
+        return Prepared(
+            discovery=discover(
+                run,
+                source=source,
                 language=language,
-                store=store,
-                settings=settings,
-                globs=(include, exclude),
+                include=include,
+                exclude=exclude,
                 manifest=manifest,
             )
-            result = await drain_pending(
-                settings=settings, store=store, language=language, source_prefix=root, limit=limit
-            )
-            run.summary = summarize(result, discovery=discovery, source_roots=(root,))
-            if result.stopped is None and settings.delivery.enabled:
-                run.summary |= await deliver_after_backlog(settings, store, language=language)
-    finally:
-        store.dispose()
-    return await finish(run.summary, result, title=f"medasr backlog run ({language})")
+        )
 
+    async def deliver(run: RunContext) -> dict[str, Any]:
+        if not run.settings.delivery.enabled:
+            return {}
+        return await deliver_after_backlog(run.settings, run.store, language=language)
 
-async def finish(summary: dict[str, Any], result: DrainResult, *, title: str) -> dict[str, Any]:
-    """Publish the summary artifact; raise what stopped the run (credentials, a setting)."""
-    await publish_summary(summary, title=title)
-    if isinstance(result.stopped, CredentialsRejected):
-        raise stopped_with(summary, result.stopped)
-    if isinstance(result.stopped, ConfigError):  # the CLI exits 2 with its one line
-        raise result.stopped
-    return summary  # finished, or interrupted: the summary says which (exit code 130)
-
-
-def _discover(
-    source: str,
-    *,
-    language: str,
-    store: Store,
-    settings: Settings,
-    globs: tuple[list[str] | None, list[str] | None],
-    manifest: str | None = None,
-) -> Discovery:
-    """List and register the source (a Prefect task), and say what was found."""
-    include, exclude = globs
-    discovery = discover_task(
-        source=source,
-        language=language,
-        store=store,
-        settle_s=settings.pipeline.settle_s,
-        include=include or (),
-        exclude=exclude or (),
-        manifest=manifest,
+    steps = FlowSteps(
+        title=f"medasr backlog run ({language})", prepare=prepare, after=deliver, limit=limit
     )
+    return await run_flow_steps(request, steps)
+
+
+def discover(
+    run: RunContext,
+    *,
+    source: str,
+    language: str,
+    include: list[str] | None,
+    exclude: list[str] | None,
+    manifest: str | None,
+) -> Discovery:
+    """List and register the source (a Prefect task), unless the command did it while
+    Prefect started; say what was found."""
+    if run.listed is not None:
+        discovery = run.listed.result()
+    else:
+        discovery = discover_task(
+            source=source,
+            language=language,
+            store=run.store,
+            settle_s=run.settings.pipeline.settle_s,
+            include=include or (),
+            exclude=exclude or (),
+            manifest=manifest,
+        )
     get_run_logger().info(
         "listed %d files (%d new, %d changed, %d not listed, %d newly unreadable)",
         discovery.listed,
@@ -101,29 +92,3 @@ def _discover(
         discovery.unreadable,
     )
     return discovery
-
-
-def settings_for_run(
-    *,
-    language: str | None,
-    concurrency: int | None = None,
-    encrypt: bool | None = None,
-    batch_size: int | None = None,
-) -> Settings:
-    """Load settings once and apply this run's overrides; raises ConfigError."""
-    if language is not None and not is_supported_language(language):
-        raise ConfigError(f"unsupported language {language!r}; use one of: {', '.join(LANGUAGES)}")
-    settings = load_settings()
-    pipeline = settings.pipeline.model_copy(
-        update={
-            k: v
-            for k, v in {"concurrency": concurrency, "batch_size": batch_size}.items()
-            if v is not None
-        }
-    )
-    encryption = settings.encryption
-    if encrypt is not None:
-        encryption = encryption.model_copy(update={"enabled": encrypt})
-        if encrypt and encryption.jwe_key is None:
-            raise ConfigError("--encrypt needs a key: set MEDASR_JWE_KEY (and MEDASR_JWE_KID)")
-    return settings.model_copy(update={"pipeline": pipeline, "encryption": encryption})

@@ -12,7 +12,6 @@ from typing import Annotated, cast
 
 import typer
 from prefect import serve
-from prefect.client.orchestration import get_client
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.deployments.runner import RunnerDeployment
 from prefect.schedules import Cron
@@ -21,6 +20,7 @@ from pydantic import ValidationError
 
 from config.errors import ConfigError
 from flows.backlog import transcribe_backlog
+from flows.prefect_api import health_failure
 from flows.rerun import rerun_failures
 from service.contract import LANGUAGES, is_supported_language
 
@@ -29,7 +29,6 @@ RERUN_CRON = "0 */6 * * *"
 DEFAULT_TIMEZONE = "UTC"
 NIGHTLY_DEPLOYMENT = "transcribe-backlog/nightly-backlog"
 RERUN_DEPLOYMENT = "rerun-failures/rerun-failures"
-_HEALTH_TIMEOUT_S = 15.0
 
 
 def check_schedule(*, cron: str, timezone: str, option: str) -> None:
@@ -100,21 +99,13 @@ def require_prefect_server() -> str:
             "schedules need a Prefect server: run `prefect server start` and set "
             "PREFECT_API_URL (e.g. http://127.0.0.1:4200/api)"
         )
-    failure = asyncio.run(_healthcheck())
+    failure = asyncio.run(health_failure())
     if failure is not None:
         raise ConfigError(
             f"no Prefect server answers at PREFECT_API_URL={api_url} "
             f"({type(failure).__name__}); start it with `prefect server start`"
         )
     return str(api_url)
-
-
-async def _healthcheck() -> Exception | None:
-    try:
-        async with asyncio.timeout(_HEALTH_TIMEOUT_S), get_client() as client:
-            return await client.api_healthcheck()
-    except TimeoutError as exc:
-        return exc
 
 
 def serve_command(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -17,13 +16,10 @@ from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifa
 
 from config.errors import RunStop
 from config.settings import Settings
-from service.client import TranscriptionClient
-from storage.database import Store
-from storage.repository import new_lease_owner
+from flows.run_context import RunContext
 from tasks.errors import SharedLimitUnavailable
-from tasks.gate import RequestGate
 from tasks.global_limit import SharedLimit, ensure_shared_limits
-from tasks.journal import Journal, replay_journal
+from tasks.journal import replay_journal
 from tasks.progress import FileOutcome, RunStats, progress_observer
 from tasks.steps import expected_files_task, transcribe_batch_task
 from tasks.transcribe import BatchContext
@@ -43,45 +39,27 @@ class DrainResult:
     stopped: RunStop | None = None
 
 
-async def drain_pending(
-    *,
-    settings: Settings,
-    store: Store,
-    language: str | None,
-    source_prefix: str | None = None,
-    limit: int | None = None,
-    source_roots: Sequence[str] | None = None,
-) -> DrainResult:
-    """Claim and transcribe pending items; returns counts, never raises for a single file.
-
-    Log lines name files relative to `source_roots` (default: `source_prefix`).
-    """
+async def drain_pending(run: RunContext, *, limit: int | None = None) -> DrainResult:
+    """Claim and transcribe the run's pending items; returns counts, never raises for a
+    single file. Log lines name files relative to the run's source roots."""
     started = time.monotonic()
+    language, source_prefix = run.request.language, run.source_prefix
     planned = expected_files_task(
-        store=store, language=language, source_prefix=source_prefix, limit=limit
+        run.store, language=language, source_prefix=source_prefix, limit=limit
     )
     progress_observer().on_planned(files=planned)
-    journal = Journal(settings.storage.data_dir / "journal")
-    await asyncio.to_thread(replay_journal, store, journal)
+    await asyncio.to_thread(replay_journal, run.store, run.journal)
     artifact = await acreate_progress_artifact(
         progress=0.0, key=PROGRESS_KEY, description="Files finished in this run (%)"
     )
-    result = DrainResult(stats=RunStats(), wall_s=0.0, planned=planned)
-    roots = source_roots if source_roots is not None else (source_prefix,) if source_prefix else ()
-    ctx = _batch_context(
-        settings,
-        store=store,
-        stats=result.stats,
-        source_roots=tuple(roots),
-        shared=await _shared(settings),
-        journal=journal,
-    )
+    result = DrainResult(stats=run.stats, wall_s=0.0, planned=planned)
+    ctx = run.batch_context(shared=await _shared(run.settings))
     loops = _BatchLoops(
         ctx=ctx,
         result=result,
         language=language,
         source_prefix=source_prefix,
-        batch_size=settings.pipeline.batch_size,
+        batch_size=run.settings.pipeline.batch_size,
         budget=_Budget(limit),
         artifact=artifact,
     )
@@ -108,46 +86,6 @@ async def _shared(settings: Settings) -> SharedLimit | SharedLimitUnavailable | 
         )
     except SharedLimitUnavailable as exc:
         return exc
-
-
-def _batch_context(
-    settings: Settings,
-    *,
-    store: Store,
-    stats: RunStats,
-    source_roots: tuple[str, ...],
-    journal: Journal,
-    shared: SharedLimit | SharedLimitUnavailable | None = None,
-) -> BatchContext:
-    """What every batch of the run shares: client, gate, lease owner, decoders."""
-    pipeline = settings.pipeline
-    ceiling = pipeline.concurrency
-    if pipeline.global_concurrency is not None:
-        # More contenders than shared slots only queue at the Prefect server (and lengthen
-        # its Retry-After for everyone): one worker never needs more than the shared limit.
-        ceiling = min(ceiling, pipeline.global_concurrency)
-    gate = RequestGate(
-        concurrency=ceiling,
-        requests_per_s=pipeline.requests_per_s,
-        shared=shared if isinstance(shared, SharedLimit) else None,
-    )
-    if isinstance(shared, SharedLimitUnavailable):
-        gate.stop(shared)  # fail closed: nothing is sent without the shared limit
-    return BatchContext(
-        pipeline=pipeline,
-        store=store,
-        client=TranscriptionClient(
-            settings.service, settings.encryption, on_retry=stats.count_retry
-        ),
-        gate=gate,
-        owner=new_lease_owner(),
-        lease_s=settings.storage.lease_s,
-        stats=stats,
-        quality=settings.quality,
-        journal=journal,
-        store_retry_s=settings.storage.store_retry_s,
-        source_roots=source_roots,
-    )
 
 
 @dataclass

@@ -1,37 +1,48 @@
 """`medasr run` and `medasr rerun-failures`: the flows from a terminal or a cron job.
 
 Settings, the service settings and the source are checked before Prefect starts, so a
-mistake costs a second and exits 2 with one line. Credentials rejected exits 3 after
-the summary table, with one line naming MEDASR_TOKEN.
+mistake costs a second and exits 2 with one line. Then Prefect's API starts in the
+background (flows/prefect_api.py) while the run context is built once (store opened,
+flows/run_context.py) and the source is listed and registered; the flow uses that
+context. Credentials rejected exits 3 after the summary table, with one line naming
+MEDASR_TOKEN; an unreachable PREFECT_API_URL exits 2 with one line.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 
-from config.errors import EXIT_CREDENTIALS, EXIT_USAGE, ConfigError
+from config.errors import EXIT_CREDENTIALS, EXIT_INTERRUPTED, EXIT_USAGE, ConfigError
 from config.settings import Settings, StorageSettings
-from flows.backlog import settings_for_run, transcribe_backlog
+from flows.backlog import transcribe_backlog
 from flows.cli.console import print_summary, show_progress
 from flows.cli.interrupts import run_interruptibly
 from flows.cli.log_level import medasr_log_level
 from flows.cli.quiet_errors import typed_errors_without_traceback
+from flows.prefect_api import PrefectApi, PrefectUnavailable, start_prefect_api
 from flows.rerun import rerun_failures
+from flows.run_context import (
+    RunContext,
+    RunRequest,
+    checked_settings,
+    open_run_context,
+    prepared_run,
+)
 from flows.summary import RunStopped, exit_code_for
 from service.client import max_wav_bytes_for
 from service.errors import CredentialsRejected
-from service.preflight import check_service_config
 from storage.database import Store, database_exists
 from storage.errors import SourceError, SourceNotFound, SourceUnreadable, StoreError
-from storage.sources import normalize_source
-from tasks.discover import check_manifest, check_source
+from tasks.discover import Discovery, check_manifest, check_source, discover_and_register
 from tasks.plan import plan_backlog, plan_rows
-from tasks.runs import known_sources
 
 FlowRun = Coroutine[Any, Any, dict[str, Any]]
 
@@ -68,7 +79,14 @@ def run_command(
     ] = None,
 ) -> None:
     """Transcribe every new or changed recording under SOURCE."""
-    settings = _checked(lambda: settings_for_run(language=language, encrypt=encrypt), source)
+    request = RunRequest(
+        language=language,
+        source=source,
+        concurrency=concurrency,
+        encrypt=encrypt,
+        batch_size=batch_size,
+    )
+    settings = _checked(request)
     try:
         check_manifest(source, manifest=manifest)
     except ConfigError as exc:  # ManifestInvalid: one line, before Prefect starts
@@ -76,25 +94,32 @@ def run_command(
     if dry_run:
         _print_plan(source, settings=settings, language=language, include=include, exclude=exclude)
         return
-    _check_store(settings.storage)
-    flow_run = transcribe_backlog(
+    listing = _Listing(
         source=source,
         language=language,
-        limit=limit,
-        concurrency=concurrency,
-        encrypt=encrypt,
-        batch_size=batch_size,
-        include=include,
-        exclude=exclude,
+        include=include or [],
+        exclude=exclude or [],
         manifest=str(manifest) if manifest is not None else None,
     )
-    _run_and_report(
-        flow_run,
-        settings=settings,
-        quiet=quiet,
-        title="medasr run",
-        roots=(normalize_source(source),),
-    )
+    with _prepared(request, settings) as (api, run):
+        _run_and_report(
+            lambda: transcribe_backlog(
+                source=source,
+                language=language,
+                limit=limit,
+                concurrency=concurrency,
+                encrypt=encrypt,
+                batch_size=batch_size,
+                include=include,
+                exclude=exclude,
+                manifest=listing.manifest,
+            ),
+            api=api,
+            run=run,
+            before_flow=listing.register,
+            quiet=quiet,
+            title="medasr run",
+        )
 
 
 def rerun_command(
@@ -119,30 +144,29 @@ def rerun_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Re-queue failures that may succeed now and transcribe them."""
-    settings = _checked(lambda: settings_for_run(language=language))
-    _check_store(settings.storage)
-    flow_run = rerun_failures(
-        language=language,
-        include_permanent=include_permanent,
-        include_skipped=include_skipped,
-        concurrency=concurrency,
-    )
-    _run_and_report(
-        flow_run,
-        settings=settings,
-        quiet=quiet,
-        title="medasr rerun-failures",
-        roots=_known_roots(settings.storage),
-    )
+    request = RunRequest(language=language, concurrency=concurrency)
+    settings = _checked(request)
+    with _prepared(request, settings) as (api, run):
+        _run_and_report(
+            lambda: rerun_failures(
+                language=language,
+                include_permanent=include_permanent,
+                include_skipped=include_skipped,
+                concurrency=concurrency,
+            ),
+            api=api,
+            run=run,
+            quiet=quiet,
+            title="medasr rerun-failures",
+        )
 
 
-def _checked(load: Callable[[], Settings], source: str | None = None) -> Settings:
+def _checked(request: RunRequest) -> Settings:
     """Settings, service settings and the source root, checked in a second; else exit 2."""
     try:
-        settings = load()
-        check_service_config(service=settings.service, encryption=settings.encryption)
-        if source is not None:
-            check_source(source)
+        settings = checked_settings(request)
+        if request.source is not None:
+            check_source(request.source)
     except ConfigError as exc:  # UnsupportedSource (an unknown scheme) included
         _usage_error("configuration error", exc)
     except SourceError as exc:
@@ -150,10 +174,33 @@ def _checked(load: Callable[[], Settings], source: str | None = None) -> Setting
     return settings
 
 
-def _check_store(storage: StorageSettings) -> None:
-    """Open the store (a new SQLite file is created and migrated) before Prefect starts."""
+@contextmanager
+def _prepared(request: RunRequest, settings: Settings) -> Iterator[tuple[PrefectApi, RunContext]]:
+    """Start Prefect's API (in the background), then open the run's store; else exit 2.
+
+    The flow called inside the block uses this run context (flows/run_context.py).
+    """
     try:
-        Store.open(storage).dispose()
+        api = start_prefect_api()
+    except PrefectUnavailable as exc:
+        _usage_error("configuration error", exc)
+    try:
+        run = _opened(request, settings)
+    except BaseException:
+        api.stop()
+        raise
+    try:
+        with prepared_run(run):
+            yield api, run
+    finally:
+        run.close()
+
+
+def _opened(request: RunRequest, settings: Settings) -> RunContext:
+    """The run context: its store opened (a new SQLite file is created and migrated)."""
+    storage = settings.storage
+    try:
+        return open_run_context(request, settings=settings)
     except ConfigError as exc:  # the URL itself: a folder that is not there, a bad dialect
         _usage_error("configuration error", exc)
     except StoreError as exc:  # an unreachable server, a file that is not a database
@@ -162,13 +209,34 @@ def _check_store(storage: StorageSettings) -> None:
         raise typer.Exit(EXIT_USAGE) from None
 
 
-def _known_roots(storage: StorageSettings) -> tuple[str, ...]:
-    """The sources of recorded runs, for naming a rerun's files (the store was checked)."""
-    store = Store.open(storage)
-    try:
-        return known_sources(store)
-    finally:
-        store.dispose()
+@dataclass(frozen=True)
+class _Listing:
+    """The source listing of `medasr run`, done while Prefect's server starts."""
+
+    source: str
+    language: str
+    include: list[str]
+    exclude: list[str]
+    manifest: str | None
+
+    def register(self, run: RunContext) -> None:
+        """List and register now; the flow reports it (and raises what it raised)."""
+        listed: Future[Discovery] = Future()
+        try:
+            listed.set_result(
+                discover_and_register(
+                    source=self.source,
+                    language=self.language,
+                    store=run.store,
+                    settle_s=run.settings.pipeline.settle_s,
+                    include=self.include,
+                    exclude=self.exclude,
+                    manifest=self.manifest,
+                )
+            )
+        except Exception as exc:  # the flow raises it inside its run record
+            listed.set_exception(exc)
+        run.listed = listed
 
 
 def _usage_error(what: str, exc: Exception) -> NoReturn:
@@ -177,15 +245,31 @@ def _usage_error(what: str, exc: Exception) -> NoReturn:
 
 
 def _run_and_report(
-    flow_run: FlowRun, *, settings: Settings, quiet: bool, title: str, roots: Sequence[str]
+    flow_run: Callable[[], FlowRun],
+    *,
+    api: PrefectApi,
+    run: RunContext,
+    quiet: bool,
+    title: str,
+    before_flow: Callable[[RunContext], None] | None = None,
 ) -> None:
-    """Run a flow with progress output (files named relative to `roots`), print its
-    summary table, exit with its code."""
+    """Do what needs no Prefect while its server starts, run the flow with progress
+    output, print its summary table, exit with its code."""
     with (
-        medasr_log_level(settings.pipeline.log_level),
-        show_progress(quiet=quiet, source_roots=roots),
+        medasr_log_level(run.settings.pipeline.log_level),
+        show_progress(quiet=quiet, source_roots=run.source_roots),
     ):
-        summary, stopped = _run_flow(flow_run)
+        try:
+            if before_flow is not None:
+                before_flow(run)
+            api.ready()
+        except PrefectUnavailable as exc:
+            _usage_error("configuration error", exc)
+        except KeyboardInterrupt:
+            typer.echo("medasr: interrupted before any file was sent", err=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        with api.in_use():
+            summary, stopped = _run_flow(flow_run())
     print_summary(summary, title=title)
     if stopped is not None:
         _credentials_rejected(stopped)

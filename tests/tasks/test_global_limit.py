@@ -9,13 +9,12 @@ from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, tempor
 
 from config.settings import Settings, StorageSettings
 from flows import drain
+from flows.run_context import RunContext, RunRequest
 from service.client import TranscriptionClient
 from storage.database import Store
 from tasks.errors import SharedLimitUnavailable
 from tasks.gate import RequestGate
 from tasks.global_limit import SharedLimit, ensure_shared_limits
-from tasks.journal import Journal
-from tasks.progress import RunStats
 from tests.flows.prefect_server import free_port
 from tests.servers import client_settings, make_wav_bytes
 
@@ -67,17 +66,16 @@ def test_an_unreachable_server_stops_the_gate_before_any_request(monkeypatch, tm
     monkeypatch.setattr(drain, "ensure_shared_limits", unreachable)
     settings = Settings(pipeline={"global_concurrency": 3})
     shared = asyncio.run(drain._shared(settings))
-    store = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 's.db'}"))
-    ctx = drain._batch_context(
-        settings,
-        store=store,
-        stats=RunStats(),
+    storage = StorageSettings(database_url=f"sqlite:///{tmp_path / 's.db'}", data_dir=tmp_path)
+    run = RunContext(
+        request=RunRequest(language=None),
+        settings=settings.model_copy(update={"storage": storage}),
+        store=Store.open(storage),
         source_roots=(),
-        journal=Journal(tmp_path / "journal"),
-        shared=shared,
     )
+    ctx = run.batch_context(shared=shared)
     try:
         assert ctx.gate.stopped is shared  # fail closed: every later attempt raises it
     finally:
         ctx.close()
-        store.dispose()
+        run.close()

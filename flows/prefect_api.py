@@ -1,0 +1,186 @@
+"""The Prefect API of a command's flow run: a long-running server, checked first, or a
+temporary one started early.
+
+With PREFECT_API_URL set, that server's health endpoint is asked once before anything
+else, so an unreachable server is one sentence (exit 2) instead of the flow engine's
+traceback.
+Without it, Prefect would start its temporary server on the flow's first call, after
+importing its whole server package into this process (~2-6 s) and with nothing else
+to do while the server boots. `start_prefect_api` launches the same server
+(the command Prefect's own `SubprocessASGIServer` runs) in a subprocess at once, so
+it boots while the command opens the store and lists the source; the flow then runs
+against it through PREFECT_API_URL (a temporary settings override of this process).
+The temporary server skips what a single run never reads: automations, event
+storage and streaming, block registration (config/runtime.py says which settings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import prefect
+from prefect.client.orchestration import get_client
+from prefect.settings import (
+    PREFECT_API_URL,
+    PREFECT_SERVER_EPHEMERAL_ENABLED,
+    PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+    get_current_settings,
+    temporary_settings,
+)
+
+from config.errors import ConfigError
+from config.runtime import temporary_server_environment
+
+HEALTH_TIMEOUT_S = 15.0
+_POLL_S = 0.1
+_STOP_WAIT_S = 5.0
+
+
+class PrefectUnavailable(ConfigError):
+    """No Prefect API to run the flow against (terminal: a setting or the server)."""
+
+    kind = "prefect_unavailable"
+
+
+class PrefectApi:
+    """A Prefect API that flow runs may use once `ready()` has returned."""
+
+    def __init__(self, *, url: str | None, server: _TemporaryServer | None = None) -> None:
+        self._url = url
+        self._server = server
+
+    def ready(self) -> None:
+        """Wait for the temporary server (a configured one was checked when it was
+        chosen); raises PrefectUnavailable."""
+        if self._server is not None:
+            self._server.wait_healthy()
+
+    @contextmanager
+    def in_use(self) -> Iterator[None]:
+        """While active, Prefect clients of this process talk to this API."""
+        if self._server is None:
+            yield
+            return
+        with temporary_settings(updates={PREFECT_API_URL: self._server.api_url}):
+            yield
+
+    def stop(self) -> None:
+        """Stop the temporary server now (it is stopped at exit anyway)."""
+        if self._server is not None:
+            self._server.stop()
+
+
+def start_prefect_api() -> PrefectApi:
+    """The configured API, or a temporary server starting in the background now."""
+    url = PREFECT_API_URL.value()
+    if url:
+        _check_configured(str(url))
+        return PrefectApi(url=str(url))
+    if not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        raise PrefectUnavailable(
+            "no Prefect API: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api) or "
+            "PREFECT_SERVER_EPHEMERAL_ENABLED=true"
+        )
+    server = _TemporaryServer()
+    server.start()
+    return PrefectApi(url=None, server=server)
+
+
+def _check_configured(url: str) -> None:
+    """Ask the configured server's health endpoint once; raises PrefectUnavailable."""
+    failure = asyncio.run(health_failure())
+    if failure is not None:
+        raise PrefectUnavailable(
+            f"no Prefect server answers at PREFECT_API_URL={url} "
+            f"({type(failure).__name__}): start it with `prefect server start`, "
+            "or unset PREFECT_API_URL to let medasr start a temporary one"
+        )
+
+
+async def health_failure() -> Exception | None:
+    """None if the configured Prefect API answers its health check, else the error."""
+    try:
+        async with asyncio.timeout(HEALTH_TIMEOUT_S), get_client() as client:
+            return await client.api_healthcheck()
+    except TimeoutError as exc:
+        return exc
+
+
+class _TemporaryServer:
+    """Prefect's API server in a subprocess on a free loopback port, as Prefect runs it."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._started_at = 0.0
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def start(self) -> None:
+        self.port = _free_port()
+        self._started_at = time.monotonic()
+        environment = temporary_server_environment(
+            get_current_settings().to_environment_variables(exclude_unset=True)
+        )
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parents[1]),
+             "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
+             "--port", str(self.port), "--log-level", "error", "--lifespan", "on"],
+            env=environment,
+        )  # fmt: skip
+        atexit.register(self.stop)  # after Prefect's own exit hooks have sent its logs
+
+    def wait_healthy(self) -> None:
+        """Return once the server answers; raises PrefectUnavailable if it exits or is late."""
+        timeout_s = float(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+        waited_s = 0.0
+        with httpx.Client(timeout=2.0) as http:
+            while (waited_s := time.monotonic() - self._started_at) < timeout_s:
+                assert self._process is not None, "start() first"
+                if self._process.poll() is not None:
+                    raise PrefectUnavailable(
+                        "Prefect's temporary server stopped while starting (exit code "
+                        f"{self._process.returncode}); set PREFECT_API_URL to a running "
+                        "`prefect server start`"
+                    )
+                try:
+                    if http.get(f"{self.api_url}/health").status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                time.sleep(_POLL_S)
+        self.stop()
+        raise PrefectUnavailable(
+            f"Prefect's temporary server did not start in {waited_s:.0f} s "
+            "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS); on a busy machine raise "
+            "it, or set PREFECT_API_URL to a running `prefect server start`"
+        )
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=_STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _free_port() -> int:
+    """A loopback TCP port that was free a moment ago (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
