@@ -52,7 +52,6 @@ __all__ = [
     "SkippedFile",
     "SourceFile",
     "fetch_and_fingerprint",
-    "fetch_local",
     "fingerprint",
     "list_audio",
     "normalize_source",
@@ -147,18 +146,6 @@ def fingerprint(uri: str, *, storage_options: Mapping[str, Any] | None = None) -
     with _open_binary(uri, storage_options) as handle, _translated(uri):
         digest, size = _copy_hashing(handle, None)
     return Fingerprint(sha256=digest, size_bytes=size)
-
-
-@contextmanager
-def fetch_local(uri: str, *, storage_options: Mapping[str, Any] | None = None) -> Iterator[Path]:
-    """A local path: a local file's own, else a private temp copy removed afterwards."""
-    location = _parse_location(uri)
-    if location.protocol is None:
-        require_regular_file(location.path)
-        yield Path(location.path)
-        return
-    with fetch_and_fingerprint(uri, storage_options=storage_options) as fetched:
-        yield fetched.path
 
 
 @contextmanager

@@ -20,7 +20,6 @@ from storage.errors import SourceNotFound, SourceUnreadable, UnsupportedSource
 from storage.sources import (
     Listing,
     fetch_and_fingerprint,
-    fetch_local,
     fingerprint,
     list_audio,
     normalize_source,
@@ -297,14 +296,12 @@ def test_fingerprint_streams_sha256_and_size(tmp_path: Path) -> None:
     assert fingerprint(f"file://{path}") == found
 
 
-def test_fetch_local_gives_the_file_itself(tmp_path: Path) -> None:
+def test_fetching_a_local_file_gives_the_file_itself(tmp_path: Path) -> None:
     path = put(tmp_path, "a.wav", b"abc")
-    with fetch_local(str(path)) as local:
-        assert local == path
-    assert path.exists()
     with fetch_and_fingerprint(str(path)) as fetched:
         assert fetched.path == path
         assert fetched.fingerprint.sha256 == hashlib.sha256(b"abc").hexdigest()
+    assert path.exists()
 
 
 @pytest.mark.parametrize("call", ["fingerprint", "fetch"])
@@ -314,5 +311,5 @@ def test_missing_file_raises_source_not_found(tmp_path: Path, call: str) -> None
         if call == "fingerprint":
             fingerprint(missing)
         else:
-            with fetch_local(missing):
+            with fetch_and_fingerprint(missing):
                 pass

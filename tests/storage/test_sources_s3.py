@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from storage.errors import SourceNotFound, SourceUnavailable
-from storage.sources import fetch_and_fingerprint, fetch_local, fingerprint, list_audio
+from storage.sources import fetch_and_fingerprint, fingerprint, list_audio
 from tests.storage_servers import S3Server
 
 KEYS = {
@@ -82,19 +82,17 @@ def test_fingerprint_and_fetch_stream_the_object(s3_server: S3Server, s3_bucket:
     options = s3_server.storage_options
     expected = hashlib.sha256(content).hexdigest()
     assert fingerprint(uri, storage_options=options).sha256 == expected
-    with fetch_local(uri, storage_options=options) as local:
+    with fetch_and_fingerprint(uri, storage_options=options) as fetched:
+        local = fetched.path
         assert local.read_bytes() == content
         assert local.suffix == ".m4a"
         assert stat.S_IMODE(local.parent.stat().st_mode) == 0o700
         assert stat.S_IMODE(local.stat().st_mode) == 0o600  # patient audio: owner only
         assert local.parent.name.startswith(f"medasr-{os.getpid()}-")  # ours, by process
-        kept = local
-    assert not kept.exists()
-    assert not kept.parent.exists()
-    with fetch_and_fingerprint(uri, storage_options=options) as fetched:
         assert fetched.fingerprint.sha256 == expected
         assert fetched.fingerprint.size_bytes == len(content)
-        kept = fetched.path
+        kept = local
+    assert not kept.exists()
     assert not kept.parent.exists()
 
 
@@ -104,9 +102,9 @@ def test_fetched_copy_is_removed_when_the_caller_fails(s3_server: S3Server, s3_b
     uri = f"s3://{s3_bucket}/a.wav"
     with (  # noqa: PT012 - the failure happens inside the fetch
         pytest.raises(RuntimeError),
-        fetch_local(uri, storage_options=s3_server.storage_options) as local,
+        fetch_and_fingerprint(uri, storage_options=s3_server.storage_options) as fetched,
     ):
-        kept = local
+        kept = fetched.path
         raise RuntimeError("decoder crashed")
     assert kept is not None
     assert not kept.parent.exists()
@@ -117,7 +115,9 @@ def test_missing_object_raises_source_not_found(s3_server: S3Server, s3_bucket: 
         fingerprint(f"s3://{s3_bucket}/gone.wav", storage_options=s3_server.storage_options)
     with (
         pytest.raises(SourceNotFound),
-        fetch_local(f"s3://{s3_bucket}/gone.wav", storage_options=s3_server.storage_options),
+        fetch_and_fingerprint(
+            f"s3://{s3_bucket}/gone.wav", storage_options=s3_server.storage_options
+        ),
     ):
         pass
 
