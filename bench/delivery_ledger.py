@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from config.settings import StorageSettings
 from service.devserver import start_devserver
 from storage.database import Store
-from tests.tasks.delivery_helpers import make_done
+from tests.tasks.delivery.delivery_helpers import make_done
 
 DOCS = "/mr/api/v2/docs"
 FAULTS = {"rate_429": 0.08, "rate_503": 0.08, "rate_reset": 0.04, "retry_after_s": 0}

@@ -15,7 +15,7 @@ decide "retry later", "give up on this item" or "stop the run" without knowing t
                 └── RunStopped       flows/summary.py: raised by a stopped flow, with its summary
 
 Wings: service/errors.py (talking to the service), storage/errors.py (sources and the
-store), tasks/errors.py (the audio engine, the shared limit), tasks/delivery_errors.py
+store), tasks/errors.py (the audio engine, the shared limit), tasks/delivery/errors.py
 (documents for the patient record).
 `EXIT_CODES` is the one table of the `medasr` command's exit codes; the README's
 "Troubleshooting by exit code" documents each (tests/config/test_errors.py checks it).

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tasks.discover import Discovery
-from tasks.names import reason_about, recording_name
-from tasks.progress import FileOutcome
+from tasks.discovery.discover import Discovery
+from tasks.discovery.names import reason_about, recording_name
+from tasks.transcription.progress import FileOutcome
 
 LISTED_MAX = 20  # recordings named in a summary; `medasr status` shows the rest
 _NOT_TO_CHECK = frozenset({"done", "released", "lost"})

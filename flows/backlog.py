@@ -9,7 +9,7 @@ from prefect import flow, get_run_logger
 from flows.deliver_step import deliver_after_backlog
 from flows.run_context import RunContext, RunRequest
 from flows.skeleton import FlowSteps, Prepared, run_flow_steps
-from tasks.discover import Discovery
+from tasks.discovery.discover import Discovery
 from tasks.steps import discover_task
 
 

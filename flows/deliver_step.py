@@ -8,7 +8,7 @@ from prefect import get_run_logger
 
 from config.settings import Settings
 from storage.database import Store
-from tasks.deliver import DeliveryContext, deliver_task
+from tasks.delivery.deliver import DeliveryContext, deliver_task
 
 # The delivery counts the backlog summary carries (no text, no secret).
 _CARRIED = (

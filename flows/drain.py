@@ -18,11 +18,11 @@ from config.errors import RunStop
 from config.settings import Settings
 from flows.run_context import RunContext
 from tasks.errors import SharedLimitUnavailable
-from tasks.global_limit import SharedLimit, ensure_shared_limits
-from tasks.journal import replay_journal
-from tasks.progress import FileOutcome, RunStats, progress_observer
 from tasks.steps import expected_files_task, transcribe_batch_task
-from tasks.transcribe import BatchContext
+from tasks.throttle.global_limit import SharedLimit, ensure_shared_limits
+from tasks.transcription.progress import FileOutcome, RunStats, progress_observer
+from tasks.transcription.transcribe import BatchContext
+from tasks.work.journal import replay_journal
 
 BATCH_LOOPS = 2
 PROGRESS_KEY = "medasr-progress"

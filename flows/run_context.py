@@ -24,14 +24,14 @@ from service.preflight import check_service_config
 from storage.database import Store
 from storage.repository import new_lease_owner
 from storage.sources import normalize_source
-from tasks.discover import Discovery
+from tasks.discovery.discover import Discovery
 from tasks.errors import SharedLimitUnavailable
-from tasks.gate import RequestGate
-from tasks.global_limit import SharedLimit
-from tasks.journal import Journal
-from tasks.progress import RunStats
-from tasks.runs import known_sources
-from tasks.transcribe import BatchContext
+from tasks.throttle.gate import RequestGate
+from tasks.throttle.global_limit import SharedLimit
+from tasks.transcription.progress import RunStats
+from tasks.transcription.runs import known_sources
+from tasks.transcription.transcribe import BatchContext
+from tasks.work.journal import Journal
 
 # What the run row names as the source and language of a rerun over every source.
 RERUN_SOURCE = "(failures)"

@@ -16,7 +16,7 @@ from flows.run_context import RunContext, RunRequest, run_context_for
 from flows.run_record import recorded_run
 from flows.summary import publish_summary, stopped_with, summarize
 from service.errors import CredentialsRejected
-from tasks.discover import Discovery
+from tasks.discovery.discover import Discovery
 
 
 @dataclass(frozen=True)

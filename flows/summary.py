@@ -19,7 +19,7 @@ from config.errors import (
 from flows.attention import TO_CHECK_KEY, TOTAL_KEY, recordings_to_check
 from flows.drain import DrainResult
 from service.errors import CredentialsRejected
-from tasks.discover import Discovery
+from tasks.discovery.discover import Discovery
 
 # Summary keys stored in the run row's count columns (storage RUN_COUNT_COLUMNS) ...
 _RUN_COLUMNS = {

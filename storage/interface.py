@@ -2,8 +2,9 @@
 
 `ItemStore` hands out `ItemRepository`s, one transaction each (committed when the
 block ends normally, rolled back on an error). `ItemRepository` is exactly what the
-transcription path calls (tasks/transcribe.py through its per-file recorder, tasks/plan.py,
-tasks/journal.py, tasks/lease_keeper.py, the claim in tasks/steps.py): register, claim,
+transcription path calls (tasks/transcription/transcribe.py through its per-file recorder,
+tasks/transcription/plan.py, tasks/work/journal.py, tasks/work/lease_keeper.py, the claim
+in tasks/steps.py): register, claim,
 renew, fingerprint, record chunks, settle an item, give it back. `storage.database.Store`
 and `storage.repository.Repository` satisfy them structurally; so does the in-memory fake
 of the unit tests (tests/fakes/store.py), which a conformance test keeps honest.

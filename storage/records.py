@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-# needs_review: transcribed, but the quality gate flagged it (tasks/quality.py); a person
-# accepts it (done) or sends it again (pending) with `medasr review`.
+# needs_review: transcribed, but the quality gate flagged it
+# (tasks/transcription/quality.py); a person accepts it (done) or sends it again
+# (pending) with `medasr review`.
 ITEM_STATUSES = ("pending", "processing", "done", "needs_review", "failed", "skipped")
 CHUNK_STATUSES = ("done", "failed", "silent")
 # superseded: a version never delivered whose recording has a newer transcript now.
@@ -41,7 +42,7 @@ class ItemRecord:
     done_at: datetime | None
     flags: list[str] = field(
         default_factory=list
-    )  # the quality gate's, in tasks.quality.FLAGS order
+    )  # the quality gate's, in tasks.transcription.quality.FLAGS order
     metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
     lease_token: str | None = None  # this claim's own token; every lease check compares it
 

@@ -12,11 +12,11 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NONE
 
-from tasks.discover import discover_and_register
-from tasks.progress import FileOutcome
-from tasks.runs import expected_files, finish_run, requeue_failed, start_run
-from tasks.store_calls import in_store
-from tasks.transcribe import BatchContext, process_batch
+from tasks.discovery.discover import discover_and_register
+from tasks.transcription.progress import FileOutcome
+from tasks.transcription.runs import expected_files, finish_run, requeue_failed, start_run
+from tasks.transcription.transcribe import BatchContext, process_batch
+from tasks.work.store_calls import in_store
 
 # No caching and no stored results: every step reads or writes the store itself.
 _OPTIONS: dict[str, Any] = {"tags": ["medasr"], "cache_policy": NONE, "persist_result": False}

@@ -41,6 +41,24 @@ CONFINED = {
 # What the audio engine may use of medasr: itself, its errors, and the chunk file name
 # the service expects (service/contract.py).
 AUDIO_ENGINE_MAY_IMPORT = ("tasks.audio", "tasks.errors", "service.contract", "config")
+# tasks/ is wings; each wing may use the shared ones listed, never a sibling's insides
+# (delivery does not reach into transcription, nor the other way round).
+TASK_WINGS = {
+    "tasks.audio": set(),  # checked more strictly by _audio_engine_is_plain
+    "tasks.work": set(),
+    "tasks.throttle": {"tasks.errors"},
+    "tasks.discovery": set(),
+    "tasks.delivery": {"tasks.work", "tasks.throttle", "tasks.discovery", "tasks.errors"},
+    "tasks.transcription": {
+        "tasks.audio",
+        "tasks.work",
+        "tasks.throttle",
+        "tasks.discovery",
+        "tasks.errors",
+    },
+}
+# The only modules at the top of tasks/: shared by every wing.
+TASK_SHARED = ("tasks.errors", "tasks.steps")
 ENVIRON_READERS = ("config",)
 # The one other place the environment is read: Typer's envvar= gives each devserver flag
 # its MEDASR_DEVSERVER_<NAME> variable (a documented contract); the devserver's options
@@ -137,6 +155,19 @@ def _audio_engine_is_plain(use: Use) -> str | None:
     return None
 
 
+def _task_wings(use: Use) -> str | None:
+    if not _within(use.module, {"tasks"}) or use.module in {"tasks", *TASK_SHARED}:
+        return None
+    wing = ".".join(use.module.split(".")[:2])
+    if wing not in TASK_WINGS:
+        return f"tasks/ holds wings ({', '.join(sorted(TASK_WINGS))}) and {TASK_SHARED} only"
+    if not _within(use.target, {"tasks"}) or _within(use.target, {wing, *TASK_SHARED}):
+        return None
+    if not _within(use.target, TASK_WINGS[wing]):
+        return f"{wing} may use only {sorted(TASK_WINGS[wing]) or 'itself'} of tasks/"
+    return None
+
+
 def _confined_libraries(use: Use) -> str | None:
     library = use.target.split(".")[0]
     if library in CONFINED and not _within(use.module, CONFINED[library]):
@@ -152,7 +183,14 @@ def _environment(use: Use) -> str | None:
     return None
 
 
-RULES = [_layers, _command_line_on_top, _audio_engine_is_plain, _confined_libraries, _environment]
+RULES = [
+    _layers,
+    _command_line_on_top,
+    _audio_engine_is_plain,
+    _task_wings,
+    _confined_libraries,
+    _environment,
+]
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.__name__.strip("_"))
@@ -179,20 +217,36 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
 @pytest.mark.parametrize(
     ("module", "source", "expected"),
     [
-        ("service.client", "from tasks.gate import RequestGate", "service/ may import only"),
+        (
+            "service.client",
+            "from tasks.throttle.gate import RequestGate",
+            "service/ may import only",
+        ),
         ("storage.database", "import flows.cli", "storage/ may import only"),
         ("flows.summary", "from flows.cli.console import print_summary", "sits on top"),
         ("tasks.audio.chunks", "from storage.records import ChunkRecord", "audio engine"),
         ("tasks.audio.chunks", "from prefect import task", "audio engine"),
         ("service.client", "from prefect import task", "only tasks, flows may import prefect"),
-        ("tasks.plan", "import sqlalchemy.orm", "only storage may import sqlalchemy"),
-        ("tasks.plan", "from alembic import command", "only storage may import alembic"),
+        ("tasks.transcription.plan", "import sqlalchemy.orm", "only storage may import sqlalchemy"),
+        (
+            "tasks.transcription.plan",
+            "from alembic import command",
+            "only storage may import alembic",
+        ),
         ("flows.backlog", "import typer", "only flows.cli, flows.deploy may import typer"),
         ("service.client", "import os\nos.environ.get('X')", "nothing but config/"),
         ("storage.sources", "from os import getenv", "nothing but config/"),
         ("flows.cli.run", "typer.Option(envvar='MEDASR_X')", "belongs in config/settings.py"),
         ("flows.cli.run", "from . import console", None),
         ("config.settings", "from ..tasks import audio", "config/ may import only config"),
+        (
+            "tasks.delivery.deliver",
+            "from tasks.transcription.recorder import FileRecorder",
+            "tasks.delivery may use only",
+        ),
+        ("tasks.work.journal", "from tasks.throttle.gate import RequestGate", "may use only"),
+        ("tasks.transcribe", "import json", "tasks/ holds wings"),
+        ("tasks.transcription.plan", "from tasks.work.journal import Journal", None),
     ],
 )
 def test_a_broken_rule_is_named_with_its_line(module, source, expected) -> None:

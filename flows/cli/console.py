@@ -21,8 +21,8 @@ from rich.progress import (
 from rich.table import Table
 
 from flows.attention import TO_CHECK_KEY, to_check_lines
-from tasks.names import one_line, recording_name
-from tasks.progress import FileOutcome, set_progress_observer
+from tasks.discovery.names import one_line, recording_name
+from tasks.transcription.progress import FileOutcome, set_progress_observer
 
 __all__ = ["logs_through", "one_line", "print_summary", "show_progress"]
 

@@ -24,8 +24,8 @@ from service.preflight import check_service_config
 from storage.database import Store, database_exists
 from storage.deliveries import item_version
 from storage.manifest import metadata_by_uri, read_manifest
-from tasks.deliver import deliver_pending, delivery_exit_code, delivery_summary
-from tasks.documents import DocsQuery, parse_docs_query
+from tasks.delivery.deliver import deliver_pending, delivery_exit_code, delivery_summary
+from tasks.delivery.documents import DocsQuery, parse_docs_query
 
 _PAGE = 500
 

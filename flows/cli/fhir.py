@@ -1,4 +1,4 @@
-"""`medasr export --format fhir`: the command-line side of tasks/fhir_export.py."""
+"""`medasr export --format fhir`: the command-line side of tasks/delivery/fhir_export.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 from config.errors import ConfigError
 from config.settings import load_settings
 from storage.database import Store
-from tasks.fhir_export import write_fhir_bundle
+from tasks.delivery.fhir_export import write_fhir_bundle
 
 
 def export_fhir(store: Store, out: Path, *, status: str | None) -> int:

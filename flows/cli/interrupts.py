@@ -18,7 +18,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from config.errors import EXIT_INTERRUPTED
-from tasks.gate import interrupt_all_gates
+from tasks.throttle.gate import interrupt_all_gates
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

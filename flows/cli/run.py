@@ -41,8 +41,8 @@ from service.client import max_wav_bytes_for
 from service.errors import CredentialsRejected
 from storage.database import Store, database_exists
 from storage.errors import SourceError, SourceNotFound, SourceUnreadable, StoreError
-from tasks.discover import Discovery, check_manifest, check_source, discover_and_register
-from tasks.plan import plan_backlog, plan_rows
+from tasks.discovery.discover import Discovery, check_manifest, check_source, discover_and_register
+from tasks.transcription.plan import plan_backlog, plan_rows
 
 FlowRun = Coroutine[Any, Any, dict[str, Any]]
 

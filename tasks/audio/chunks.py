@@ -265,7 +265,8 @@ def iter_chunks(
     cut_at_samples: Sequence[int] = (),
 ) -> Generator[Chunk, None, None]:
     """Chunks of `path` as 16 kHz mono WAVs of at most `max_bytes`, cut at pauses, and
-    at each of `cut_at_samples` (the edges of audio already answered, tasks/coverage.py).
+    at each of `cut_at_samples` (the edges of audio already answered,
+    tasks/transcription/coverage.py).
 
     Raises AudioError subclasses (see the module docstring for when); ValueError for a
     cap under one second. `timeout_s` bounds the time spent waiting for ffmpeg.

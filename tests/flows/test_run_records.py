@@ -27,8 +27,8 @@ from service.devserver.tone import encode_tone_dictation
 from storage.database import Store
 from storage.records import RunRecord
 from storage.sources import normalize_source
-from tasks.discover import discover_and_register
-from tasks.progress import FileOutcome, set_progress_observer
+from tasks.discovery.discover import discover_and_register
+from tasks.transcription.progress import FileOutcome, set_progress_observer
 from tests.flows.conftest import Corpus
 
 

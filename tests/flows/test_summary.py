@@ -10,8 +10,8 @@ from flows.drain import DrainResult
 from flows.summary import exit_code_for, run_status, summarize
 from service.errors import CredentialsRejected, TlsNotVerified
 from storage.records import SkippedFile
-from tasks.discover import Discovery
-from tasks.progress import FileOutcome, RunStats
+from tasks.discovery.discover import Discovery
+from tasks.transcription.progress import FileOutcome, RunStats
 
 
 def drained(*outcomes: str, stopped: RunStop | None = None) -> DrainResult:

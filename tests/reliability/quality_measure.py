@@ -39,8 +39,8 @@ from storage.records import ItemRecord
 from storage.sources import list_audio
 from tasks.audio import iter_chunks
 from tasks.errors import AudioError
-from tasks.gate import RequestGate
-from tasks.transcribe import BatchContext, process_batch
+from tasks.throttle.gate import RequestGate
+from tasks.transcription.transcribe import BatchContext, process_batch
 from tests.reliability.corpus import age_files, write_tone_corpus
 from tests.servers import DEVSERVER_TOKEN, client_settings
 from tests.tasks.conftest import add_noise_and_hum, dictation_text, ffmpeg

@@ -10,7 +10,7 @@ from config.settings import StorageSettings
 from storage.database import Store
 from storage.errors import ManifestInvalid
 from storage.manifest import metadata_by_uri, read_manifest
-from tasks.discover import discover_and_register
+from tasks.discovery.discover import discover_and_register
 
 
 def write(path: Path, text: str | bytes) -> Path:

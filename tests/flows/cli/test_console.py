@@ -11,7 +11,7 @@ from prefect.logging.handlers import PrefectConsoleHandler
 from rich.console import Console
 
 from flows.cli.console import logs_through, print_summary, show_progress
-from tasks.progress import FileOutcome, progress_observer
+from tasks.transcription.progress import FileOutcome, progress_observer
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from config.settings import StorageSettings
 from flows.cli import app
 from storage.database import Store
-from tasks.fhir import parse_bundle
+from tasks.delivery.fhir import parse_bundle
 from tests.flows.cli.test_commands import table_rows
-from tests.tasks.delivery_helpers import docs_entries, make_done, sha_of_text
+from tests.tasks.delivery.delivery_helpers import docs_entries, make_done, sha_of_text
 
 TEXTS = {"a.wav": "alpha words", "sub/b.wav": "bravo words", "c.wav": "charlie words"}
 

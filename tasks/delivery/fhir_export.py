@@ -1,0 +1,72 @@
+"""`medasr export --format fhir`: one FHIR R4 Bundle of DocumentReferences, validated.
+
+Recordings with a transcript are exported (done, and needs_review as preliminary);
+those without text (pending, failed, skipped) have no document to reference. A
+recording whose transcript replaced a delivered one says so (`relatesTo` replaces). The
+file is written the way every export is: mode 0600, beside its target, then renamed.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from fhir.resources.R4B.documentreference import DocumentReference
+
+from config.errors import MedasrError
+from storage.database import Store
+from storage.deliveries import item_version
+from storage.export import write_private_bytes
+from tasks.delivery.documents import note_of
+from tasks.delivery.fhir import (
+    build_bundle,
+    build_document_reference,
+    parse_bundle,
+    resource_json_bytes,
+)
+
+logger = logging.getLogger("medasr.export")
+
+_PAGE = 500
+_WITH_TEXT = ("done", "needs_review")
+
+
+def write_fhir_bundle(
+    store: Store, out_path: Path, *, status: str | None, note_code: str
+) -> tuple[int, int]:
+    """Write the bundle; returns (documents written, recordings left out as invalid)."""
+    documents: list[DocumentReference] = []
+    invalid = 0
+    for wanted in (status,) if status is not None else _WITH_TEXT:
+        if wanted not in _WITH_TEXT:
+            continue
+        for document in _documents(store, status=wanted, note_code=note_code):
+            if document is None:
+                invalid += 1
+            else:
+                documents.append(document)
+    data = resource_json_bytes(build_bundle(documents))
+    parse_bundle(data)  # what is written must read back as a valid Bundle
+    write_private_bytes(out_path, data)
+    return len(documents), invalid
+
+
+def _documents(store: Store, *, status: str, note_code: str) -> list[DocumentReference | None]:
+    found: list[DocumentReference | None] = []
+    after = 0
+    while True:
+        with store.repository(read_only=True) as repo:
+            page = repo.done_items_page(language=None, after_id=after, limit=_PAGE, status=status)
+            delivered = repo.delivered_versions([item.id for item in page])
+        if not page:
+            return found
+        for item in page:
+            version = item_version(item)
+            earlier = [v for v in delivered.get(item.id, []) if v != version]
+            note = note_of(item, version=version, replaces_version=earlier[-1] if earlier else None)
+            try:
+                found.append(build_document_reference(note, note_code=note_code))
+            except MedasrError as exc:
+                logger.warning("left out of the FHIR export: %s", exc)
+                found.append(None)
+        after = page[-1].id

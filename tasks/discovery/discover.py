@@ -1,0 +1,122 @@
+"""List a source and register what is there: the first step of every backlog run."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from storage.database import Store
+from storage.errors import SourceNotFound, SourceUnreadable
+from storage.local_files import printable
+from storage.manifest import default_manifest, metadata_by_uri, read_manifest
+from storage.sources import SkippedFile, list_audio, normalize_source
+from tasks.discovery.names import one_line, recording_name
+
+logger = logging.getLogger("medasr.discover")
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What one scan found and what registering it changed."""
+
+    source: str
+    listed: int
+    new: int
+    changed: int
+    unchanged: int
+    skipped: tuple[SkippedFile, ...]
+    unreadable: int = 0  # items newly recorded as failed: listed but unreadable
+
+
+def discover_and_register(
+    *,
+    source: str,
+    language: str,
+    store: Store,
+    settle_s: float,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    storage_options: Mapping[str, Any] | None = None,
+    manifest: str | None = None,
+) -> Discovery:
+    """List audio under `source` and upsert one item per (file, language); raises SourceError.
+
+    Files that are there but cannot be read are recorded as failed (source_unreadable);
+    files still being written are left for the next run. The metadata manifest
+    (`manifest`, else medasr.csv at a local source's root) is stored on the items it
+    names; a bad one raises ManifestInvalid before anything is listed.
+    """
+    metadata = manifest_metadata(source, manifest=manifest)
+    listing = list_audio(
+        source,
+        include=include,
+        exclude=exclude,
+        settle_s=settle_s,
+        storage_options=storage_options,
+    )
+    unreadable = [s for s in listing.skipped if s.unreadable]
+    with store.repository() as repo:
+        registered = repo.register_items(listing.files, language=language)
+        recorded = repo.record_unreadable(unreadable, language=language)
+        if metadata:
+            repo.set_item_metadata(metadata, language=language)
+    root = normalize_source(source)
+    for skipped in listing.skipped:
+        name, reason = recording_name(skipped.uri, roots=(root,)), one_line(skipped.reason)
+        if skipped.unreadable:
+            logger.warning("cannot read %s (%s): recorded as failed", name, reason)
+        else:
+            logger.warning("not listed: %s (%s)", name, reason)
+    return Discovery(
+        source=source,
+        listed=len(listing.files),
+        new=registered.new,
+        changed=registered.changed,
+        unchanged=registered.unchanged,
+        skipped=tuple(listing.skipped),
+        unreadable=recorded,
+    )
+
+
+def manifest_metadata(source: str, *, manifest: str | None) -> dict[str, dict[str, str]]:
+    """The manifest's columns by source URI ({} without one); raises ManifestInvalid."""
+    root = normalize_source(source)
+    path = Path(manifest) if manifest is not None else default_manifest(root)
+    if path is None:
+        return {}
+    return metadata_by_uri(read_manifest(path), source_root=root)
+
+
+def check_manifest(source: str, *, manifest: Path | None) -> None:
+    """Read the manifest a run would use, so a bad one stops it first; ManifestInvalid."""
+    manifest_metadata(source, manifest=str(manifest) if manifest is not None else None)
+
+
+def check_source(source: str) -> None:
+    """Refuse a local source root that is missing or cannot be listed, in a millisecond.
+
+    Raises SourceNotFound or SourceUnreadable (and UnsupportedSource for an unknown
+    scheme). Buckets are not contacted here: their listing reports its own errors.
+    """
+    root = normalize_source(source)
+    if "://" in root:
+        return
+    shown = printable(root)
+    try:
+        mode = os.stat(root).st_mode
+    except FileNotFoundError:
+        raise SourceNotFound(f"source not found: {shown}") from None
+    except OSError as exc:
+        raise SourceUnreadable(f"cannot open source {shown}: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise SourceUnreadable(f"cannot list source folder {shown}: permission denied")
+    elif not stat.S_ISREG(mode):
+        raise SourceUnreadable(f"source is neither a folder nor a file: {shown}")
+    elif not os.access(root, os.R_OK):
+        raise SourceUnreadable(f"cannot read source file {shown}: permission denied")

@@ -1,0 +1,170 @@
+"""One claimed file's whole life in the store, through one object bound to its claim.
+
+A `FileRecorder` holds the item, its claim (lease token) and its lease (the batch's
+LeaseKeeper), so the code that transcribes never passes an id or a token: it settles
+the content (fingerprint and reuse decision), records chunk answers (journaled when
+the store stays down), then skips, fails, finishes or releases the file. Every store
+call runs in a worker thread (tasks/work/store_calls.py), never on the event loop.
+
+Transactions per file: one to settle the content (fingerprint, reuse decision, the
+answered chunks, and the finish of a reused transcript), one per chunk answer (each
+committed at once: a crash never pays for it twice), one to settle the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from config.errors import MedasrError
+from service.client import Transcription
+from storage.interface import ItemRepository, ItemStore
+from storage.records import ItemRecord
+from storage.sources import Fingerprint
+from tasks.audio import Chunk
+from tasks.transcription.reuse import ReuseDecision, decide_reuse, read_reuse_facts, reused_extras
+from tasks.work.journal import Journal, PaidChunk, store_chunk_answer
+from tasks.work.lease_keeper import LeaseKeeper
+from tasks.work.store_calls import in_store
+
+T = TypeVar("T")
+
+
+class FileRecorder:
+    """The store side of one claimed file: its item, its claim and its lease."""
+
+    def __init__(
+        self,
+        item: ItemRecord,
+        *,
+        store: ItemStore,
+        leases: LeaseKeeper,
+        journal: Journal,
+        store_retry_s: float,
+    ) -> None:
+        self.item = item
+        self.sha256: str | None = None  # the content fingerprint, once settled
+        self._store = store
+        self._leases = leases
+        self._journal = journal
+        self._store_retry_s = store_retry_s
+
+    async def require_lease(self) -> None:
+        """Return while the claim is safely ours (waits for a renewal); raises LeaseLost."""
+        await self._leases.require(self.item)
+
+    def let_go(self) -> None:
+        """Stop renewing the claim (the file is settled, released or lost)."""
+        self._leases.let_go(self.item)
+
+    async def settle_content(self, print_: Fingerprint) -> ReuseDecision:
+        """In one transaction: decide reuse, void changed content's chunks, record the
+        fingerprint, and finish the item from a known transcript if there is one.
+        Raises LeaseLost or StoreError."""
+        self.sha256 = print_.sha256
+        return await self._call(lambda repo: self._settle_content(repo, print_))
+
+    def _settle_content(self, repo: ItemRepository, print_: Fingerprint) -> ReuseDecision:
+        item = self.item
+        facts = read_reuse_facts(repo, item, sha256=print_.sha256, language=item.language)
+        decision = decide_reuse(item, sha256=print_.sha256, facts=facts)
+        if decision.reset_chunks:
+            repo.reset_chunks(item.id)
+        repo.set_fingerprint(
+            item.id, sha256=print_.sha256, size_bytes=print_.size_bytes, lease_token=self._token
+        )
+        known = decision.transcript
+        if known is not None and known.text is not None:
+            repo.finish_item(
+                item.id,
+                lease_token=self._token,
+                text=known.text,
+                duration_ms=known.duration_ms,
+                chunk_count=known.chunk_count or 0,
+                extras=reused_extras(item, known),
+            )
+        return decision
+
+    async def record_chunk(self, chunk: Chunk, result: Transcription) -> None:
+        """Commit one chunk's answer under the claim, retried while the store is busy; a
+        paid answer goes to the journal if the store stays down (then StoreUnavailable)."""
+        extras = {k: v for k, v in result.extras.items() if k != "text"}
+        txn_id = extras.get("txn_id")
+        answer = PaidChunk(
+            item_id=self.item.id,
+            source_uri=self.item.source_uri,
+            sha256=self.sha256,
+            index=chunk.index,
+            start_ms=chunk.start_ms,
+            end_ms=chunk.end_ms,
+            size_bytes=len(chunk.wav),
+            text=result.text,
+            attempts=result.attempts,
+            txn_id=None if txn_id is None else str(txn_id),
+            latency_ms=result.latency_ms,
+        )
+        await store_chunk_answer(
+            self._store,
+            answer,
+            lease_token=self._token,
+            silent=chunk.silent,
+            journal=self._journal,
+            retry_s=self._store_retry_s,
+        )
+
+    async def finish(
+        self,
+        *,
+        text: str,
+        duration_ms: int,
+        chunk_count: int,
+        extras: Mapping[str, Any],
+        flags: Sequence[str],
+    ) -> None:
+        """Mark the item done (needs_review when flagged) with its transcript."""
+        await self._call(
+            lambda repo: repo.finish_item(
+                self.item.id,
+                lease_token=self._token,
+                text=text,
+                duration_ms=duration_ms,
+                chunk_count=chunk_count,
+                extras=extras,
+                flags=flags,
+            )
+        )
+
+    async def skip(self, *, reason_kind: str, reason: str) -> None:
+        """Mark the item skipped (silent) with the reason."""
+        await self._call(
+            lambda repo: repo.skip_item(
+                self.item.id, lease_token=self._token, reason_kind=reason_kind, reason=reason
+            )
+        )
+
+    async def fail(self, error: MedasrError, *, retry_at: datetime) -> None:
+        """Mark the item failed; a transient error may be retried from `retry_at`."""
+        await self._call(
+            lambda repo: repo.fail_item(
+                self.item.id,
+                lease_token=self._token,
+                error_kind=error.kind,
+                message=error.message,
+                retryable=error.transient,
+                next_attempt_at=retry_at if error.transient else None,
+            )
+        )
+
+    async def release(self) -> None:
+        """Give the claim back untouched (the run stopped; not the file's fault)."""
+        token = self._token
+        if token is not None:
+            await self._call(lambda repo: repo.release_items([token]))
+
+    @property
+    def _token(self) -> str | None:
+        return self.item.lease_token
+
+    async def _call(self, call: Callable[[ItemRepository], T]) -> T:
+        return await in_store(self._store, call)

@@ -1,0 +1,79 @@
+"""What a file's content already earned: the ONE reuse decision of the run and the dry run.
+
+Given what the store holds for the item and its fingerprint, `decide_reuse` says:
+the same content was transcribed already (this item's own transcript, or a done twin
+with the same sha256 and language) -> reuse that transcript, send nothing; the content
+changed since the item's chunks were answered -> those chunks are void (reset); the
+same content was partly answered -> those answers are reused by range and only the
+uncovered audio is sent (tasks/transcription/coverage.py).
+`tasks/transcription/transcribe.py` (the run) and
+`tasks/transcription/plan.py` (`--dry-run`) both read the facts with `read_reuse_facts` and decide
+with `decide_reuse`, so the plan cannot drift from the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.interface import ItemRepository
+from storage.records import ChunkRecord, ItemRecord
+
+
+@dataclass(frozen=True)
+class ReuseFacts:
+    """What the store holds that the decision weighs, read in one transaction."""
+
+    twin: ItemRecord | None = None  # the latest done item with this content, if looked up
+    chunks: Mapping[int, ChunkRecord] = field(default_factory=dict)  # the item's finished ones
+
+
+@dataclass(frozen=True)
+class ReuseDecision:
+    """Reuse a transcript, or send the audio no earlier answer covers."""
+
+    transcript: ItemRecord | None  # finish from this one's text; nothing is sent
+    reset_chunks: bool  # the content changed: the item's old chunks must not be reused
+    answered: Mapping[int, ChunkRecord]  # this content's finished chunks, reused by range
+
+    @property
+    def reuses_transcript(self) -> bool:
+        """The whole file is answered already: nothing is decoded or sent."""
+        return self.transcript is not None
+
+
+def decide_reuse(item: ItemRecord | None, *, sha256: str, facts: ReuseFacts) -> ReuseDecision:
+    """The decision for content `sha256` of `item` (None: not registered yet). Pure."""
+    changed = item is not None and item.sha256 is not None and item.sha256 != sha256
+    if _own_transcript(item, sha256=sha256):
+        transcript: ItemRecord | None = item
+    elif facts.twin is not None and facts.twin.text is not None:
+        transcript = facts.twin
+    else:
+        transcript = None
+    same_content = item is not None and item.sha256 == sha256
+    answered = facts.chunks if same_content and transcript is None else {}
+    return ReuseDecision(transcript=transcript, reset_chunks=changed, answered=answered)
+
+
+def read_reuse_facts(
+    repo: ItemRepository, item: ItemRecord | None, *, sha256: str, language: str
+) -> ReuseFacts:
+    """Read what `decide_reuse` needs, and nothing it would ignore (no twin query when the
+    item holds its own transcript; no chunk query for new or changed content)."""
+    own = _own_transcript(item, sha256=sha256)
+    twin = None if own else repo.find_done_with_sha(sha256=sha256, language=language)
+    reusable = own or (twin is not None and twin.text is not None)
+    if reusable or item is None or item.sha256 != sha256:
+        return ReuseFacts(twin=twin)
+    return ReuseFacts(twin=twin, chunks=repo.done_chunks(item.id))
+
+
+def reused_extras(item: ItemRecord, transcript: ItemRecord) -> dict[str, Any]:
+    """The extras recorded with a reused transcript: where it came from, if not the item."""
+    return {"reused_from": transcript.source_uri} if transcript.id != item.id else {}
+
+
+def _own_transcript(item: ItemRecord | None, *, sha256: str) -> bool:
+    return item is not None and item.sha256 == sha256 and item.text is not None

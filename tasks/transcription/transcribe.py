@@ -1,0 +1,415 @@
+"""One file end to end: fetch, fingerprint, reuse or split, send chunks, join, record.
+
+`transcribe_file` is the plain function; `process_batch` runs many of them with
+bounded concurrency (the gate) and bounded decoding (a thread pool of ffmpeg readers).
+Everything a file asks of the store goes through its FileRecorder
+(tasks/transcription/recorder.py),
+bound to the item, its claim and its lease; what earlier answers cover is decided by
+tasks/transcription/reuse.py, as in the dry run. Every finished chunk is committed at
+once (or kept in
+the journal while the store is down), so a crash never pays for it twice. The lease
+keeper renews the batch's claims on a timer; store calls run in worker threads, never
+on the event loop, and so do the fetch and the fingerprint (one read: tasks/discovery/fetch.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from config.errors import InternalError, MedasrError
+from config.quality import QualitySettings
+from config.settings import PipelineSettings, StorageSettings
+from service.client import Transcription, TranscriptionClient
+from service.contract import chunk_filename
+from storage.errors import LeaseLost, StoreError
+from storage.interface import ItemStore
+from storage.records import ItemRecord
+from tasks.audio import Chunk, iter_chunks
+from tasks.discovery.fetch import fetched_file
+from tasks.discovery.names import reason_about, recording_name
+from tasks.errors import CorruptAudio, DamagedTail, SilentAudio
+from tasks.throttle.gate import RUN_STOP_ERRORS, RequestGate
+from tasks.transcription.coverage import Coverage
+from tasks.transcription.progress import FileOutcome, RunStats, progress_observer
+from tasks.transcription.quality import review_transcript
+from tasks.transcription.recorder import FileRecorder
+from tasks.transcription.reuse import ReuseDecision
+from tasks.work.journal import Journal
+from tasks.work.lease_keeper import LeaseKeeper
+
+logger = logging.getLogger("medasr.transcribe")
+
+# Chunks of one file held in memory at once (being sent or waiting for a slot).
+CHUNKS_AHEAD_PER_FILE = 3
+
+
+class BatchContext:
+    """What every file of a run shares. A plain class on purpose: Prefect does not walk it."""
+
+    def __init__(
+        self,
+        *,
+        pipeline: PipelineSettings,
+        store: ItemStore,
+        client: TranscriptionClient,
+        gate: RequestGate,
+        owner: str,
+        lease_s: float,
+        storage_options: dict[str, Any] | None = None,
+        stats: RunStats | None = None,
+        quality: QualitySettings | None = None,
+        journal: Journal | None = None,
+        store_retry_s: float | None = None,
+        source_roots: tuple[str, ...] = (),
+    ) -> None:
+        self.pipeline = pipeline
+        self.source_roots = source_roots  # log lines name files relative to these
+        self.store = store
+        self.client = client
+        self.gate = gate
+        self.owner = owner
+        self.lease_s = lease_s
+        self.storage_options = storage_options
+        self.stats = stats if stats is not None else RunStats()
+        self.quality = quality if quality is not None else QualitySettings()
+        storage_defaults = StorageSettings()
+        self.journal = journal or Journal(storage_defaults.data_dir / "journal")
+        self.store_retry_s = (
+            storage_defaults.store_retry_s if store_retry_s is None else store_retry_s
+        )
+        self.leases = LeaseKeeper(store=store, lease_s=lease_s)
+        self.decode_pool = ThreadPoolExecutor(
+            max_workers=pipeline.decode_workers, thread_name_prefix="medasr-decode"
+        )
+        # Files in flight, shared by every batch of the run: while one batch loop waits for
+        # its slowest file or for Prefect between task runs, the other loop's files keep
+        # the request slots and the decoders busy. Enough for every request slot plus two
+        # files per decoder; more would only queue at the decoders and hold memory (a long
+        # recording in flight holds up to 20 MB).
+        self.files_at_once = asyncio.Semaphore(pipeline.concurrency + 2 * pipeline.decode_workers)
+
+    def recorder_for(self, item: ItemRecord) -> FileRecorder:
+        """The store side of one claimed file, bound to its claim and this run's leases."""
+        return FileRecorder(
+            item,
+            store=self.store,
+            leases=self.leases,
+            journal=self.journal,
+            store_retry_s=self.store_retry_s,
+        )
+
+    def close(self) -> None:
+        """Stop the decode threads (waits for running decodes to end)."""
+        self.decode_pool.shutdown(wait=True, cancel_futures=True)
+
+    async def aclose(self) -> None:
+        """Stop the lease keeper, then the decode threads."""
+        await self.leases.aclose()
+        await asyncio.to_thread(self.close)
+
+
+@dataclass
+class _FileRun:
+    """Mutable state of one file while its chunks are in flight."""
+
+    recorder: FileRecorder
+    texts: dict[int, str] = field(default_factory=dict)
+    voiced_ms: dict[int, int] = field(default_factory=dict)  # by start_ms, for the quality gate
+    answer_keys: dict[int, int] = field(default_factory=dict)  # reused answer start -> key
+    decoded_all: bool = False  # every chunk was read (and sent or reused)
+    extras: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[BaseException] = field(default_factory=list)
+    damage: DamagedTail | None = None  # the tail could not be read: the item is partial
+    requests: int = 0
+
+    @property
+    def item(self) -> ItemRecord:
+        """The claimed item this run settles."""
+        return self.recorder.item
+
+
+async def process_batch(items: Sequence[ItemRecord], *, ctx: BatchContext) -> list[FileOutcome]:
+    """Transcribe claimed items concurrently; one bad file never stops the others."""
+
+    async def one(item: ItemRecord) -> FileOutcome:
+        recorder = ctx.recorder_for(item)
+        try:
+            async with ctx.files_at_once:
+                if ctx.gate.stopped is not None:
+                    return await _release(recorder)
+                outcome = await _transcribe_with(recorder, ctx=ctx)
+        finally:
+            recorder.let_go()
+        ctx.stats.add(outcome)
+        progress_observer().on_file_finished(outcome)
+        return outcome
+
+    async with ctx.leases.holding(items):  # renewed while they wait for a file slot too
+        return list(await asyncio.gather(*(one(item) for item in items)))
+
+
+async def transcribe_file(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome:
+    """Take one claimed item to done, skipped, failed or released; never raises MedasrError."""
+    return await _transcribe_with(ctx.recorder_for(item), ctx=ctx)
+
+
+async def _transcribe_with(recorder: FileRecorder, *, ctx: BatchContext) -> FileOutcome:
+    item = recorder.item
+    run = _FileRun(recorder=recorder)
+    try:
+        return await _settle(run, ctx=ctx)
+    except LeaseLost:
+        logger.warning("lost the lease on %s; another worker owns it now", _name(item, ctx))
+        return FileOutcome(item.source_uri, "lost", requests=run.requests)
+    except StoreError as exc:  # recording the outcome failed: the lease gives the item back
+        logger.error("could not record the outcome of %s: %s", _name(item, ctx), exc)
+        return FileOutcome(item.source_uri, "lost", requests=run.requests)
+
+
+async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
+    """Process the file and record its outcome; raises LeaseLost or StoreError only."""
+    item, recorder = run.item, run.recorder
+    try:
+        await recorder.require_lease()  # taken over while it waited for a slot?
+        async with fetched_file(item.source_uri, storage_options=ctx.storage_options) as fetched:
+            decision = await recorder.settle_content(fetched.fingerprint)
+            if decision.transcript is not None:
+                return FileOutcome(
+                    item.source_uri, "done", duration_ms=decision.transcript.duration_ms
+                )
+            return await _split_and_send(fetched.path, decision, run=run, ctx=ctx)
+    except RUN_STOP_ERRORS as exc:  # the run stops, not the file
+        ctx.gate.stop(exc)
+        return await _release(recorder)
+    except LeaseLost:
+        raise
+    except SilentAudio as exc:
+        kind, reason = exc.kind, exc.message
+        await recorder.skip(reason_kind=kind, reason=reason)
+        why = reason_about(reason, uri=item.source_uri, roots=ctx.source_roots)
+        logger.warning("%s skipped (%s): %s", _name(item, ctx), kind, why)
+        return FileOutcome(
+            item.source_uri,
+            "skipped",
+            requests=run.requests,
+            error_kind=kind,
+            reason=reason,
+        )
+    except MedasrError as exc:
+        return await _fail(run, exc, ctx=ctx)
+    except Exception as exc:  # a bug must cost one file, not the batch
+        logger.exception("unexpected error on %s", _name(item, ctx))
+        internal = InternalError(f"unexpected internal error ({type(exc).__name__}); see the logs")
+        return await _fail(run, internal, ctx=ctx)
+
+
+async def _split_and_send(
+    path: Path, decision: ReuseDecision, *, run: _FileRun, ctx: BatchContext
+) -> FileOutcome:
+    """Decode in a worker thread, send each chunk as it appears, then record the file."""
+    coverage = Coverage(decision.answered)
+    chunks = iter_chunks(
+        path,
+        max_bytes=ctx.client.max_wav_bytes,
+        min_pause_ms=ctx.pipeline.min_pause_ms,
+        timeout_s=ctx.pipeline.ffmpeg_timeout_s,
+        cut_at_samples=coverage.cut_points(),
+    )
+    held = asyncio.Semaphore(CHUNKS_AHEAD_PER_FILE)
+    sends: list[asyncio.Task[None]] = []
+    loop = asyncio.get_running_loop()
+    last: Chunk | None = None
+    all_silent = True
+    decoding: Future[Chunk | None] | None = None
+    try:
+        while not run.errors and ctx.gate.stopped is None:
+            await held.acquire()
+            decoding = ctx.decode_pool.submit(_next_chunk, chunks)
+            chunk = await _decoded(decoding, run=run)
+            if chunk is None:
+                run.decoded_all = True
+                held.release()
+                break
+            last = chunk
+            key = _speech_key(chunk, run=run, coverage=coverage)
+            run.voiced_ms[key] = run.voiced_ms.get(key, 0) + chunk.voiced_ms
+            reused = coverage.reused_text(chunk)
+            all_silent = all_silent and chunk.silent and reused is None
+            if reused is not None:  # answered before, by an earlier split: never paid twice
+                if reused or key not in run.texts:
+                    run.texts[key] = reused
+                ctx.stats.chunks_reused += 1
+                held.release()
+                continue
+            chunk = replace(chunk, index=coverage.row_index(chunk))
+            sends.append(asyncio.create_task(_send_chunk(chunk, run=run, ctx=ctx, held=held)))
+    finally:
+        if decoding is not None and not decoding.done():
+            # Cancelled while a decode thread runs the generator: closing it from another
+            # thread now would fail ("generator already executing"); let that chunk end.
+            await asyncio.wait([asyncio.wrap_future(decoding)])
+        await loop.run_in_executor(ctx.decode_pool, chunks.close)
+        await asyncio.gather(*sends, return_exceptions=True)
+    return await _finish(run, last=last, all_silent=all_silent, ctx=ctx)
+
+
+def _speech_key(chunk: Chunk, *, run: _FileRun, coverage: Coverage) -> int:
+    """Where a chunk's text and voiced ms are kept: its start, or for a piece of audio one
+    earlier answer covers, the start of that answer's first piece (one text, its speech)."""
+    answered = coverage.covering(chunk)
+    if answered is None:
+        return chunk.start_ms
+    return run.answer_keys.setdefault(answered.start_ms, chunk.start_ms)
+
+
+def _next_chunk(chunks: Iterator[Chunk]) -> Chunk | None:
+    return next(chunks, None)
+
+
+async def _decoded(decoding: Future[Chunk | None], *, run: _FileRun) -> Chunk | None:
+    """The next chunk; None at the end, or at a damaged tail (kept in `run.damage`)."""
+    try:
+        return await asyncio.wrap_future(decoding)
+    except DamagedTail as exc:
+        run.damage = exc
+        return None
+
+
+async def _send_chunk(
+    chunk: Chunk, *, run: _FileRun, ctx: BatchContext, held: asyncio.Semaphore
+) -> None:
+    """Send one chunk (unless silent) and commit its result at once."""
+    try:
+        if chunk.silent:
+            result = Transcription(text="", extras={}, attempts=0, latency_ms=0.0)
+        else:
+            result = await _transcribe(chunk, run=run, ctx=ctx)
+            run.requests += result.attempts
+            ctx.stats.chunks_sent += 1
+        await _record_chunk(chunk, result, run=run, ctx=ctx)
+    except BaseException as exc:
+        run.errors.append(exc)
+        if isinstance(exc, RUN_STOP_ERRORS):
+            ctx.gate.stop(exc)
+        if not isinstance(exc, Exception):
+            raise
+    finally:
+        held.release()
+
+
+async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Transcription:
+    """One call: a slot for the whole call; the adaptive window and rate cap for each attempt."""
+
+    async def before_attempt() -> None:
+        await ctx.gate.pace()  # raises what stopped the run, once it has stopped
+        if any(isinstance(error, LeaseLost) for error in run.errors):
+            # Another worker owns the file now and sends this chunk itself.
+            raise LeaseLost(f"item {run.item.id} was taken over; chunk not sent")
+        await run.recorder.require_lease()  # never send on a lease that may have lapsed
+        progress_observer().on_request()
+
+    async with ctx.gate.slot():
+        ctx.stats.requests += 1  # retries are counted by the client's on_retry hook
+        return await ctx.client.transcribe(
+            chunk.wav,
+            language=run.item.language,
+            filename=chunk_filename(chunk.index),
+            before_attempt=before_attempt,
+            around_attempt=ctx.gate.attempt,
+        )
+
+
+async def _record_chunk(
+    chunk: Chunk, result: Transcription, *, run: _FileRun, ctx: BatchContext
+) -> None:
+    """Commit one chunk's answer (the recorder retries a busy store, journals a down one)."""
+    await run.recorder.record_chunk(chunk, result)
+    run.texts[chunk.start_ms] = result.text
+    extras = {k: v for k, v in result.extras.items() if k != "text"}
+    if extras:
+        run.extras.append({"chunk": chunk.index, **extras})
+
+
+async def _finish(
+    run: _FileRun, *, last: Chunk | None, all_silent: bool, ctx: BatchContext
+) -> FileOutcome:
+    """Record the file from its chunk texts, or raise the error that stopped it."""
+    if run.errors:
+        raise _worst(run.errors)
+    if ctx.gate.stopped is not None and not run.decoded_all:
+        # Stopped part-way: the rest goes back to pending. A file whose every chunk was
+        # answered before the stop is finished below: its answers are paid for.
+        raise ctx.gate.stopped
+    if last is None or all_silent:
+        if run.damage is not None:
+            raise CorruptAudio(run.damage.reason, path=run.damage.path)
+        raise SilentAudio(f"no speech found in {run.item.source_uri}; nothing was sent")
+    text = " ".join(t.strip() for _, t in sorted(run.texts.items()) if t.strip())
+    extras: dict[str, Any] = {"chunks": run.extras} if run.extras else {}
+    if run.damage is not None:
+        extras["partial"] = run.damage.as_partial()
+        logger.warning("%s is partial: %s", _name(run.item, ctx), run.damage.reason)
+    review = review_transcript(
+        run.texts, run.voiced_ms, language=run.item.language, extras=extras, settings=ctx.quality
+    )
+    await run.recorder.finish(
+        text=text,
+        duration_ms=last.end_ms,
+        chunk_count=last.index,
+        extras=review.annotated(extras),
+        flags=review.flags,
+    )
+    return FileOutcome(
+        run.item.source_uri,
+        "needs_review" if review.flags else "done",
+        duration_ms=last.end_ms,
+        requests=run.requests,
+        chunks=last.index,
+        reason=f"held for review: {', '.join(review.flags)}" if review.flags else None,
+    )
+
+
+def _worst(errors: list[BaseException]) -> BaseException:
+    """Credentials first (they stop the run), a lost lease (not ours to record), terminal, first."""
+    for kind in (*RUN_STOP_ERRORS, LeaseLost):
+        for error in errors:
+            if isinstance(error, kind):
+                return error
+    for error in errors:
+        if isinstance(error, MedasrError) and not error.transient:
+            return error
+    return errors[0]
+
+
+async def _fail(run: _FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOutcome:
+    retry_at = datetime.now(UTC) + timedelta(seconds=ctx.pipeline.retry_delay_s)
+    await run.recorder.fail(exc, retry_at=retry_at)
+    name = _name(run.item, ctx)
+    why = reason_about(exc.message, uri=run.item.source_uri, roots=ctx.source_roots)
+    logger.info("%s failed (%s, retryable=%s): %s", name, exc.kind, exc.transient, why)
+    return FileOutcome(
+        run.item.source_uri,
+        "failed",
+        requests=run.requests,
+        error_kind=exc.kind,
+        retryable=exc.transient,
+        reason=exc.message,
+    )
+
+
+async def _release(recorder: FileRecorder) -> FileOutcome:
+    """Give a claimed item back untouched (the run stopped for credentials)."""
+    await recorder.release()
+    return FileOutcome(recorder.item.source_uri, "released")
+
+
+def _name(item: ItemRecord, ctx: BatchContext) -> str:
+    """The item as a person knows it: its path in the source, escaped."""
+    return recording_name(item.source_uri, roots=ctx.source_roots)

@@ -1,0 +1,93 @@
+"""Helpers of the delivery suites: a store with done transcripts, settings for a devserver."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from typing import Any
+
+from config.settings import DeliverySettings, PipelineSettings, Settings, StorageSettings
+from service.devserver import RunningDevServer
+from storage.database import Store
+from storage.records import DeliveryRecord, ItemRecord
+from storage.sources import SourceFile
+from tasks.delivery.deliver import DeliveryStats, deliver_pending
+from tests.servers import client_settings
+
+LANG = "en-IN"
+
+
+def content_sha(uri: str, version: str = "v1") -> str:
+    return hashlib.sha256(f"{uri}@{version}".encode()).hexdigest()
+
+
+def make_done(
+    store: Store,
+    texts: dict[str, str],
+    *,
+    version: str = "v1",
+    language: str = LANG,
+    metadata: dict[str, dict[str, str]] | None = None,
+) -> dict[str, ItemRecord]:
+    """Register `texts`' sources (at `version`) and finish each with its text."""
+    with store.repository() as repo:
+        repo.register_items([SourceFile(u, 10, version) for u in texts], language=language)
+    with store.repository() as repo:
+        claimed = repo.claim_batch(
+            owner="w", language=language, limit=len(texts), lease_s=60, uris=list(texts)
+        )
+    with store.repository() as repo:
+        for item in claimed:
+            uri = item.source_uri
+            repo.set_fingerprint(
+                item.id,
+                sha256=content_sha(uri, version),
+                size_bytes=10,
+                lease_token=item.lease_token,
+            )
+            repo.finish_item(
+                item.id,
+                lease_token=item.lease_token,
+                text=texts[uri],
+                duration_ms=1000,
+                chunk_count=1,
+                extras={},
+            )
+        if metadata:
+            repo.set_item_metadata(metadata, language=language)
+    with store.repository(read_only=True) as repo:
+        return repo.find_items(source_uris=list(texts), language=language)
+
+
+def delivery_settings(
+    server: RunningDevServer, store_url: str, *, docs_query: str = "", **overrides: Any
+) -> Settings:
+    service, encryption = client_settings(server, **overrides)
+    return Settings(
+        service=service,
+        encryption=encryption,
+        storage=StorageSettings(database_url=store_url),
+        pipeline=PipelineSettings(concurrency=4),
+        delivery=DeliverySettings(docs_query=docs_query),
+    )
+
+
+def deliver(
+    settings: Settings, store: Store, *, format_name: str = "txt", language: str | None = None
+) -> DeliveryStats:
+    return asyncio.run(
+        deliver_pending(settings=settings, store=store, language=language, format_name=format_name)
+    )
+
+
+def rows_of(store: Store, item: ItemRecord) -> list[DeliveryRecord]:
+    with store.repository(read_only=True) as repo:
+        return repo.deliveries_of_item(item.id)
+
+
+def docs_entries(server: RunningDevServer) -> list[Any]:
+    return [e for e in server.ledger.entries() if e.path == "/mr/api/v2/docs"]
+
+
+def sha_of_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,204 @@
+"""The journal of paid answers and the lease keeper, on a real SQLite store.
+
+What a socket cannot provoke on cue (an SQLite write failing at one exact call) is
+injected at the repository, as in test_transcribe.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from storage.database import Store
+from storage.errors import LeaseLost, StoreUnavailable
+from storage.records import ItemRecord, SourceFile
+from storage.repository import Repository
+from tasks.work.journal import Journal, PaidChunk, record_paid_chunk, replay_journal
+from tasks.work.lease_keeper import LeaseKeeper
+
+LANG = "en-IN"
+SHA = "a" * 64
+
+
+def claimed(store: Store, *, count: int = 1, lease_s: float = 60) -> list[ItemRecord]:
+    files = [SourceFile(f"/archive/{i}.wav", 10, "v1") for i in range(count)]
+    with store.repository() as repo:
+        repo.register_items(files, language=LANG)
+        items = repo.claim_batch(owner="w", language=LANG, limit=count, lease_s=lease_s)
+        for item in items:
+            repo.set_fingerprint(item.id, sha256=SHA, size_bytes=10, lease_token=item.lease_token)
+    return items
+
+
+def paid_for(item: ItemRecord, *, index: int = 0, sha256: str = SHA) -> PaidChunk:
+    return PaidChunk(
+        item_id=item.id,
+        source_uri=item.source_uri,
+        sha256=sha256,
+        index=index,
+        start_ms=0,
+        end_ms=1000,
+        size_bytes=32_044,
+        text="patient stable",
+        attempts=1,
+        txn_id="t-1",
+        latency_ms=5.0,
+    )
+
+
+def done_texts(store: Store, item: ItemRecord) -> dict[int, str | None]:
+    with store.repository(read_only=True) as repo:
+        return {i: c.text for i, c in repo.done_chunks(item.id).items()}
+
+
+def test_an_entry_is_private_and_whole(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "data" / "journal")
+    item = ItemRecord(**_item_fields())
+    path = journal.keep(paid_for(item))
+    assert stat.S_IMODE(journal.folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert [entry for _, entry in journal.entries()] == [paid_for(item)]
+    assert [p.name for p in journal.folder.iterdir()] == [path.name]  # no temporary left
+
+
+def test_replay_records_same_content_and_drops_what_is_no_longer_wanted(
+    store: Store, tmp_path: Path
+) -> None:
+    same, changed, finished = claimed(store, count=3)
+    with store.repository() as repo:
+        repo.finish_item(
+            finished.id,
+            lease_token=finished.lease_token,
+            text="done",
+            duration_ms=1,
+            chunk_count=1,
+            extras={},
+        )
+    journal = Journal(tmp_path / "journal")
+    journal.keep(paid_for(same))
+    journal.keep(paid_for(changed, sha256="b" * 64))  # cut from older content
+    journal.keep(paid_for(finished))
+    (journal.folder / "9-9-broken.json").write_text("{not json")
+
+    result = replay_journal(store, journal)
+
+    assert (result.recorded, result.dropped, result.kept) == (1, 2, 1)
+    assert done_texts(store, same) == {0: "patient stable"}
+    assert done_texts(store, changed) == {}
+    assert [p.name for p in journal.folder.glob("*.json")] == ["9-9-broken.json"]
+
+
+def test_a_store_that_comes_back_within_the_retry_gets_the_answer(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    [item] = claimed(store)
+    calls = {"n": 0}
+    original = Repository.record_chunk_result
+
+    def busy_twice(self: Repository, *args: object, **kwargs: object) -> None:
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            raise StoreUnavailable("database is locked")
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Repository, "record_chunk_result", busy_twice)
+    journal = Journal(tmp_path / "journal")
+
+    asyncio.run(
+        record_paid_chunk(_writer(store, item), paid=paid_for(item), journal=journal, retry_s=10)
+    )
+
+    assert calls["n"] == 3
+    assert done_texts(store, item) == {0: "patient stable"}
+    assert not journal.folder.exists()
+
+
+def test_a_store_that_stays_down_sends_the_answer_to_the_journal(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    [item] = claimed(store)
+
+    def down(*_args: object, **_kwargs: object) -> None:
+        raise StoreUnavailable("server closed the connection")
+
+    monkeypatch.setattr(Repository, "record_chunk_result", down)
+    journal = Journal(tmp_path / "journal")
+
+    with pytest.raises(StoreUnavailable, match="kept in the journal"):
+        asyncio.run(
+            record_paid_chunk(
+                _writer(store, item), paid=paid_for(item), journal=journal, retry_s=0.3
+            )
+        )
+
+    assert [entry for _, entry in journal.entries()] == [paid_for(item)]
+    assert "patient stable" not in caplog.text
+    monkeypatch.undo()
+    replay_journal(store, journal)
+    assert done_texts(store, item) == {0: "patient stable"}
+
+
+def test_a_lost_lease_is_not_journaled(store: Store, tmp_path: Path) -> None:
+    [item] = claimed(store)
+    stale = replace(item, lease_token="an-earlier-claim")
+    journal = Journal(tmp_path / "journal")
+    with pytest.raises(LeaseLost):
+        asyncio.run(
+            record_paid_chunk(
+                _writer(store, stale), paid=paid_for(item), journal=journal, retry_s=5
+            )
+        )
+    assert not journal.folder.exists()
+
+
+def test_the_keeper_renews_held_leases_and_stops_a_taken_file(store: Store) -> None:
+    mine, taken = claimed(store, count=2, lease_s=1.5)
+
+    async def go() -> None:
+        keeper = LeaseKeeper(store=store, lease_s=1.5)
+        async with keeper.holding([mine, taken]):
+            with store.repository() as repo:  # the claim on `taken` ends (given back)
+                repo.release_items([taken.lease_token or ""])
+            await asyncio.sleep(2.5)  # longer than the lease: only the timer keeps `mine`
+            await keeper.require(mine)
+            with pytest.raises(LeaseLost):
+                await keeper.require(taken)
+
+    asyncio.run(go())
+    with store.repository() as repo:  # `mine` is still held: a rival gets only `taken`
+        rival = repo.claim_batch(owner="rival", language=LANG, limit=2, lease_s=60)
+    assert [i.id for i in rival] == [taken.id]
+
+
+def _writer(store: Store, item: ItemRecord) -> Callable[[], None]:
+    def write() -> None:
+        with store.repository() as repo:
+            repo.record_chunk_result(
+                item.id,
+                lease_token=item.lease_token,
+                index=0,
+                start_ms=0,
+                end_ms=1000,
+                size_bytes=32_044,
+                text="patient stable",
+            )
+
+    return write
+
+
+def _item_fields() -> dict[str, object]:
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    return {
+        "id": 7, "source_uri": "/archive/7.wav", "language": LANG, "source_version": "v1",
+        "sha256": SHA, "size_bytes": 10, "duration_ms": None, "status": "processing",
+        "error_kind": None, "error_message": None, "retryable": False, "attempts": 1,
+        "next_attempt_at": None, "lease_owner": "w", "lease_expires_at": now, "text": None,
+        "extras": {}, "chunk_count": None, "created_at": now, "updated_at": now, "done_at": None,
+    }  # fmt: skip
