@@ -4,15 +4,50 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
-# needs_review: transcribed, but the quality gate flagged it
-# (tasks/transcription/quality.py); a person accepts it (done) or sends it again
-# (pending) with `medasr review`.
-ITEM_STATUSES = ("pending", "processing", "done", "needs_review", "failed", "skipped")
-CHUNK_STATUSES = ("done", "failed", "silent")
-# superseded: a version never delivered whose recording has a newer transcript now.
-DELIVERY_STATUSES = ("pending", "processing", "delivered", "failed", "superseded")
+
+class ItemStatus(StrEnum):
+    """Where one recording (in one language) stands; the ONE list of item statuses.
+
+    needs_review: transcribed, but the quality gate flagged it
+    (tasks/transcription/quality.py); a person accepts it (done) or sends it again
+    (pending) with `medasr review`. A StrEnum: members compare equal to their strings.
+    """
+
+    PENDING = "pending"
+    PROCESSING = "processing"
+    DONE = "done"
+    NEEDS_REVIEW = "needs_review"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class ChunkStatus(StrEnum):
+    """One chunk's result."""
+
+    DONE = "done"
+    FAILED = "failed"
+    SILENT = "silent"
+
+
+class DeliveryStatus(StrEnum):
+    """Where one delivery (a transcript version to a target) stands.
+
+    superseded: a version never delivered whose recording has a newer transcript now.
+    """
+
+    PENDING = "pending"
+    PROCESSING = "processing"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+    SUPERSEDED = "superseded"
+
+
+ITEM_STATUSES = tuple(status.value for status in ItemStatus)
+CHUNK_STATUSES = tuple(status.value for status in ChunkStatus)
+DELIVERY_STATUSES = tuple(status.value for status in DeliveryStatus)
 
 
 @dataclass(frozen=True)
