@@ -66,6 +66,7 @@ FLAT_VARIABLES: dict[str, tuple[str, str]] = {
     "MEDASR_DELIVER_FORMAT": ("delivery", "format"),
     "MEDASR_DOCS_QUERY": ("delivery", "docs_query"),
     "MEDASR_FHIR_NOTE_CODE": ("delivery", "note_loinc_code"),
+    "MEDASR_FHIR_TOKEN": ("delivery", "fhir_token"),
 }
 
 
@@ -276,7 +277,59 @@ class PipelineSettings(BaseModel):
     )
 
 
-class DeliverySettings(BaseModel):
+class DeliveryTargetSettings(BaseModel):
+    """Where `medasr deliver` files transcripts: the docs upload, an HL7 engine, a FHIR server.
+
+    DeliverySettings inherits these, so they are MEDASR_DELIVERY__<FIELD> (the target is
+    MEDASR_DELIVERY__TARGET); the FHIR token also answers to MEDASR_FHIR_TOKEN.
+    """
+
+    target: str = Field(
+        "docs",
+        max_length=2000,
+        description="docs, mllp://HOST:PORT, mllps://HOST:PORT or fhir+http(s)://BASE.",
+    )
+    fhir_token: SecretStr | None = Field(
+        None, description="Bearer token of the FHIR server (MEDASR_FHIR_TOKEN)."
+    )
+    hl7_sending_application: str = Field(
+        "MEDASR", min_length=1, max_length=20, description="MSH-3 of every MDM message."
+    )
+    hl7_sending_facility: str = Field(
+        "MEDASR", min_length=1, max_length=20, description="MSH-4 of every MDM message."
+    )
+    hl7_receiving_application: str = Field(
+        "EHR", min_length=1, max_length=20, description="MSH-5 of every MDM message."
+    )
+    hl7_receiving_facility: str = Field(
+        "HOSPITAL", min_length=1, max_length=20, description="MSH-6 of every MDM message."
+    )
+    hl7_doc_type: str = Field(
+        "TN",
+        min_length=1,
+        max_length=20,
+        description="TXA-2 document type when the manifest has no doc_type (TN: transcribed note).",
+    )
+    hl7_ack_timeout_s: float = Field(
+        30.0, gt=0, le=600, description="Wait for an MLLP ACK before the message is in doubt, s."
+    )
+    hl7_resends: int = Field(
+        3,
+        ge=0,
+        le=20,
+        description="Resends (same MSH-10) of an unanswered MDM message within one run.",
+    )
+
+    @field_validator("fhir_token", mode="after")
+    @classmethod
+    def _blank_token_is_missing(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is None:
+            return None
+        stripped = token.get_secret_value().strip()
+        return SecretStr(stripped) if stripped else None
+
+
+class DeliverySettings(DeliveryTargetSettings):
     """Uploading finished transcripts to the patient record (POST /mr/api/v2/docs)."""
 
     enabled: bool = Field(
@@ -420,7 +473,9 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 # Values of these are never echoed back: they are secrets or may hold a password.
-_SECRET_VARIABLES = frozenset({"MEDASR_TOKEN", "MEDASR_JWE_KEY", "MEDASR_DATABASE_URL"})
+_SECRET_VARIABLES = frozenset(
+    {"MEDASR_TOKEN", "MEDASR_JWE_KEY", "MEDASR_DATABASE_URL", "MEDASR_FHIR_TOKEN"}
+)
 
 
 def _describe(exc: ValidationError) -> str:

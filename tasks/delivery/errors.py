@@ -7,8 +7,14 @@
         │                             once the manifest is fixed and the source listed again
         ├── DocumentInvalid           "document_invalid": the FHIR resource does not validate
         │                             (e.g. a manifest date that is not a date)
+        ├── Hl7Rejected               "hl7_rejected": AR/CR, the engine refuses the message
+        ├── FhirRejected              "fhir_rejected": a FHIR 4xx (OperationOutcome kept), 412
         └── RunStop └── ConfigError  the run stops
-            └── DocsQueryInvalid      MEDASR_DOCS_QUERY is not a usable template (exit 2)
+            ├── DocsQueryInvalid      MEDASR_DOCS_QUERY is not a usable template (exit 2)
+            └── TargetInvalid         --to / MEDASR_DELIVERY__TARGET is not a target (exit 2)
+    └── TransientError
+        ├── Hl7ApplicationError       "hl7_application_error": AE/CE, retried on a later run
+        └── DeliveryInDoubt           "in_doubt": sent, no answer; may have been filed
 
 Manifest problems are storage/errors.py's ManifestInvalid (a ConfigError). Messages name
 the recording and the column, never transcript text, a token or a key.
@@ -16,7 +22,7 @@ the recording and the column, never transcript text, a token or a key.
 
 from __future__ import annotations
 
-from config.errors import ConfigError, TerminalError
+from config.errors import ConfigError, TerminalError, TransientError
 
 
 class MetadataMissing(TerminalError):
@@ -35,3 +41,37 @@ class DocsQueryInvalid(ConfigError):
     """MEDASR_DOCS_QUERY cannot be parsed as a query-string template."""
 
     kind = "docs_query_invalid"
+
+
+class Hl7ApplicationError(TransientError):
+    """AE/CE: the receiving engine could not file the document now; a later run retries."""
+
+    kind = "hl7_application_error"
+
+
+class Hl7Rejected(TerminalError):
+    """AR/CR: the receiving engine refuses the message as it is."""
+
+    kind = "hl7_rejected"
+
+
+class DeliveryInDoubt(TransientError):
+    """Sent, but no answer came back (timeout, dropped connection, garbled reply).
+
+    The receiver may have filed the document. Targets that deduplicate (MLLP with the
+    same MSH-10, FHIR conditional create) re-send it safely; others wait for an operator.
+    """
+
+    kind = "in_doubt"
+
+
+class FhirRejected(TerminalError):
+    """The FHIR server refused the DocumentReference (4xx, or 412: more than one match)."""
+
+    kind = "fhir_rejected"
+
+
+class TargetInvalid(ConfigError):
+    """`--to` / MEDASR_DELIVERY__TARGET names no target medasr can deliver to."""
+
+    kind = "target_invalid"

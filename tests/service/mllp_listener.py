@@ -1,0 +1,167 @@
+"""A real MLLP listener on loopback for tests and the bench: python-hl7's asyncio server.
+
+It is a peer implementation (another library than the hl7apy that builds our messages):
+every message is parsed with python-hl7, recorded, and answered as scripted: `AA`, `AE`,
+`AR`, `none` (filed, no answer: the ACK is lost), `drop` (filed, connection closed
+without an answer) or `garble` (filed, a reply that is not an ACK). Like an interface
+engine, it files a message control ID (MSH-10) once: a resend of one already filed is
+acknowledged again and not filed twice, and counted as a duplicate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import ssl
+import threading
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import hl7
+from hl7.mllp import start_hl7_server
+
+ANSWERS = ("AA", "AE", "AR", "none", "drop", "garble")
+_FILING = ("AA", "none", "drop", "garble")  # the engine has the document, answered or not
+
+
+@dataclass
+class Received:
+    """One parsed message and what the listener did with it."""
+
+    message: hl7.Message
+    control_id: str
+    answer: str
+
+    def field(self, segment: str, index: int) -> str:
+        """One field, unescaped (e.g. field("TXA", 12))."""
+        return str(self.message.unescape(str(self.message.segment(segment)[index])))
+
+    def obx_lines(self) -> list[str]:
+        """OBX-5 of every OBX, unescaped, in order."""
+        return [str(self.message.unescape(str(s[5]))) for s in self.message.segments("OBX")]
+
+
+@dataclass
+class MllpListener:
+    """What the listener received and filed; `script` and `rates` decide each answer."""
+
+    script: deque[str] = field(default_factory=deque)
+    rates: dict[str, float] = field(default_factory=dict)
+    seed: int = 7
+    received: list[Received] = field(default_factory=list)
+    filed: dict[str, Received] = field(default_factory=dict)  # by MSH-10
+    duplicates: int = 0
+    connections: int = 0
+    port: int = 0
+    raw: list[bytes] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+        self._lock = threading.Lock()
+
+    def next_answer(self, control_id: str) -> str:
+        """The scripted answer, else one drawn from `rates`; a filed ID gets AA again."""
+        with self._lock:
+            if self.script:
+                return self.script.popleft()
+            if control_id in self.filed:
+                return "AA"
+            roll = self._rng.random()
+        for name, rate in self.rates.items():
+            if roll < rate:
+                return name
+            roll -= rate
+        return "AA"
+
+    def record(self, message: hl7.Message, control_id: str, answer: str) -> None:
+        """Keep what was parsed; file it once per control ID when the engine would have it."""
+        entry = Received(message=message, control_id=control_id, answer=answer)
+        with self._lock:
+            self.received.append(entry)
+            if answer in _FILING:
+                if control_id in self.filed:
+                    self.duplicates += 1
+                else:
+                    self.filed[control_id] = entry
+
+    def documents_filed(self) -> dict[str, int]:
+        """Filed messages per TXA-12 (unique document number): 1 each when nothing doubled."""
+        counts: dict[str, int] = {}
+        for entry in self.filed.values():
+            number = entry.field("TXA", 12)
+            counts[number] = counts.get(number, 0) + 1
+        return counts
+
+
+async def _serve(listener: MllpListener, reader: object, writer: object) -> None:
+    listener.connections += 1
+    try:
+        while True:
+            try:
+                message = await reader.readmessage()  # type: ignore[attr-defined]
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            control_id = str(message.segment("MSH")[10])
+            listener.raw.append(str(message).encode("utf-8"))
+            answer = listener.next_answer(control_id)
+            listener.record(message, control_id, answer)
+            if answer == "none":
+                continue  # the ACK is lost; the sender times out and closes
+            if answer == "drop":
+                writer.close()  # type: ignore[attr-defined]
+                return
+            if answer == "garble":
+                writer.writeblock(b"this is not an ACK")  # type: ignore[attr-defined]
+            else:
+                ack = message.create_ack(ack_code=answer, application="EHR", facility="HOSP")
+                if answer != "AA":
+                    ack.segment("MSA").append(f"scripted {answer}")
+                writer.writemessage(ack)  # type: ignore[attr-defined]
+            await writer.drain()  # type: ignore[attr-defined]
+    finally:
+        writer.close()  # type: ignore[attr-defined]
+
+
+@contextmanager
+def running_listener(
+    listener: MllpListener | None = None, *, tls: ssl.SSLContext | None = None
+) -> Iterator[MllpListener]:
+    """Serve `listener` on 127.0.0.1 (a free port) in a thread until the block ends."""
+    listener = listener or MllpListener()
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    server_box: list[asyncio.Server] = []
+
+    async def start() -> None:
+        server = await start_hl7_server(
+            lambda r, w: _serve(listener, r, w), host="127.0.0.1", port=0, ssl=tls
+        )
+        listener.port = server.sockets[0].getsockname()[1]
+        server_box.append(server)
+        started.set()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(start())
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, name="mllp-listener", daemon=True)
+    thread.start()
+    if not started.wait(10):
+        raise RuntimeError("the MLLP listener did not start")
+    try:
+        yield listener
+    finally:
+
+        async def stop() -> None:
+            server_box[0].close()
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
+
+        asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
