@@ -32,6 +32,7 @@ from service.devserver.capacity import CapacityGuard
 from service.devserver.config import DevServerConfig
 from service.devserver.engines import Engine, UnreadableAudio, make_engine, read_wav
 from service.devserver.faults import FaultInjector
+from service.devserver.fhir_store import FhirStore
 from service.devserver.ledger import Ledger, LedgerEntry
 from service.devserver.responses import (
     DroppedResponse,
@@ -69,6 +70,7 @@ class DevServerState:
     text_faults: TextFaults
     capacity: CapacityGuard
     txn_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    fhir: FhirStore = field(default_factory=FhirStore)  # /fhir/DocumentReference resources
 
 
 def build_state(config: DevServerConfig) -> DevServerState:
@@ -303,11 +305,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 def create_app(config: DevServerConfig, *, state: DevServerState | None = None) -> Starlette:
     """The Starlette app serving POST /voice/get-asr and /mr/api/v2/docs; raises ConfigError."""
     from service.devserver.docs import docs_endpoint  # docs.py builds on this module
+    from service.devserver.fhir import fhir_routes  # so does fhir.py
 
     app = Starlette(
         routes=[
             Route(TRANSCRIBE_PATH, _transcribe_endpoint, methods=["POST"]),
             Route(DOCS_PATH, docs_endpoint, methods=["POST"]),
+            *fhir_routes(),
         ],
         exception_handlers={HTTPException: _http_error},
     )

@@ -61,6 +61,8 @@ class Note:
     created_at: datetime  # when the transcript was finished (timezone-aware)
     metadata: Mapping[str, str] = field(default_factory=dict)
     replaces_version: str | None = None
+    # `DocumentReference/<id>` a FHIR server gave the replaced version, when there is one.
+    replaces_reference: str | None = None
 
 
 def recording_identifier(*, content_sha256: str, language: str) -> str:
@@ -71,6 +73,12 @@ def recording_identifier(*, content_sha256: str, language: str) -> str:
 def version_identifier(version: str) -> str:
     """urn:uuid of one transcript version."""
     return f"urn:uuid:{uuid.uuid5(_NAMESPACE, f'version:{version}')}"
+
+
+def version_search_token(version: str) -> str:
+    """`identifier=<system>|<value>` of one version's masterIdentifier (FHIR R4's
+    DocumentReference `identifier` search parameter covers masterIdentifier too)."""
+    return f"identifier={URI_SYSTEM}|{version_identifier(version)}"
 
 
 def build_document_reference(
@@ -116,9 +124,10 @@ def _document_fields(note: Note, *, note_code: str) -> dict[str, Any]:
         fields["context"] = DocumentReferenceContext(encounter=[encounter])
     if note.replaces_version is not None and note.replaces_version != note.version:
         target = Reference(
+            reference=note.replaces_reference,
             identifier=Identifier(
                 system=URI_SYSTEM, value=version_identifier(note.replaces_version)
-            )
+            ),
         )
         fields["relatesTo"] = [DocumentReferenceRelatesTo(code="replaces", target=target)]
     return fields

@@ -1,0 +1,175 @@
+"""The devserver's FHIR R4 endpoint: conditional create of DocumentReference, and search.
+
+`POST /fhir/DocumentReference` validates every body with fhir.resources and, with an
+`If-None-Exist: identifier=<system>|<value>` header, creates only when nothing matches
+(201 with `Location`), answers 200 with the one resource that matches, or 412 when
+several do (FHIR R4 http.html, conditional create). Errors are OperationOutcomes.
+Same door as the other routes: the token check, the fault draws (429 with Retry-After,
+5xx, slow bodies) and the ledger. A `reset` fault files the resource and then drops
+the answer: the lost reply that makes a sender resend.
+`GET /fhir/DocumentReference?identifier=...` returns a searchset Bundle;
+`GET /fhir/DocumentReference/{id}` one resource.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import time
+from typing import Any
+from urllib.parse import parse_qsl
+
+from fhir.resources.R4B.documentreference import DocumentReference
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from service.devserver.app import (
+    DevServerState,
+    _authenticate,
+    _fault_response,
+    _read_body,
+    _Trace,
+)
+from service.devserver.responses import DroppedResponse, SlowResponse
+from service.devserver.uploads import Refusal
+
+logger = logging.getLogger(__name__)
+
+FHIR_PATH = "/fhir/DocumentReference"
+FHIR_JSON = "application/fhir+json"
+_PASSED_FAULTS = ("ok", "slow", "notext", "reset")  # faults played after the create
+
+
+def fhir_routes() -> list[Route]:
+    """The FHIR routes to add to the devserver app."""
+    return [
+        Route(FHIR_PATH, fhir_create_endpoint, methods=["POST"]),
+        Route(FHIR_PATH, fhir_search_endpoint, methods=["GET"]),
+        Route(FHIR_PATH + "/{resource_id}", fhir_read_endpoint, methods=["GET"]),
+    ]
+
+
+def outcome(status: int, diagnostics: str, *, code: str = "invalid") -> Response:
+    """An OperationOutcome with one error issue."""
+    body = {
+        "resourceType": "OperationOutcome",
+        "issue": [{"severity": "error", "code": code, "diagnostics": diagnostics}],
+    }
+    return JSONResponse(body, status_code=status, media_type=FHIR_JSON)
+
+
+async def fhir_create_endpoint(request: Request) -> Response:
+    """Create (or match) one DocumentReference; one ledger line per request."""
+    state: DevServerState = request.app.state.devserver
+    trace = _Trace(time=time.time(), language=None)
+    try:
+        response = await _create(request, state, trace)
+    except Refusal as refusal:
+        response = outcome(refusal.status, refusal.message, code="security")
+    except Exception as exc:  # a devserver bug: still one ledger line and an OperationOutcome
+        logger.error("devserver: unexpected %s in a FHIR create", type(exc).__name__, exc_info=exc)
+        response = outcome(500, "internal error", code="exception")
+    status = 0 if isinstance(response, DroppedResponse) else response.status_code
+    entry = dataclasses.replace(trace.entry(status=status), path=FHIR_PATH)
+    state.ledger.record(entry)
+    return response
+
+
+async def _create(request: Request, state: DevServerState, trace: _Trace) -> Response:
+    if state.config.latency_ms > 0:
+        await asyncio.sleep(state.config.latency_ms / 1000)
+    _authenticate(request, state)
+    body = await _read_body(request, max_bytes=state.config.max_bytes)
+    trace.body_bytes = len(body)
+    fault = state.faults.draw()
+    trace.fault = None if fault == "ok" else fault
+    if fault not in _PASSED_FAULTS:
+        return _fault_response(fault, state=state, trace=trace)
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type not in (FHIR_JSON, "application/json"):
+        return outcome(415, f"Content-Type must be {FHIR_JSON}, not {media_type[:40]!r}")
+    resource, problem = _validated(body)
+    if resource is None:
+        return outcome(400, problem)
+    condition, problem = _condition(request.headers.get("if-none-exist"))
+    if problem:
+        return outcome(400, problem)
+    created = state.fhir.create(resource, if_none_exist=condition)
+    if created.status == 412:
+        return outcome(
+            412, f"{created.matches} resources match If-None-Exist {condition}", code="duplicate"
+        )
+    return _created_response(
+        request, created.status, created.resource or {}, fault=fault, state=state
+    )
+
+
+def _created_response(
+    request: Request, status: int, resource: dict[str, Any], *, fault: str, state: DevServerState
+) -> Response:
+    if fault == "reset":
+        return DroppedResponse()  # filed, but the answer is lost
+    location = f"{str(request.base_url).rstrip('/')}{FHIR_PATH}/{resource['id']}"
+    if status == 201:
+        location += "/_history/1"
+    content = json.dumps(resource, separators=(",", ":")).encode("utf-8")
+    if fault == "slow":
+        return SlowResponse(content, slow_s=state.config.slow_s)
+    return Response(
+        content, status_code=status, media_type=FHIR_JSON, headers={"Location": location}
+    )
+
+
+def _validated(body: bytes) -> tuple[dict[str, Any] | None, str]:
+    """The body as a JSON object that fhir.resources accepts as a DocumentReference."""
+    try:
+        data = json.loads(body)
+        DocumentReference.model_validate(data)
+    except ValueError as exc:  # JSONDecodeError and pydantic's ValidationError
+        if isinstance(exc, ValidationError):
+            where = sorted({".".join(str(p) for p in e["loc"][:3]) for e in exc.errors()})
+            return None, f"not a valid DocumentReference at {', '.join(where[:3])}"
+        return None, "the body is not JSON"
+    if not isinstance(data, dict) or data.get("resourceType") != "DocumentReference":
+        return None, "the body is not a DocumentReference"
+    return data, ""
+
+
+def _condition(header: str | None) -> tuple[str | None, str]:
+    """The identifier token of If-None-Exist (None without the header)."""
+    if header is None:
+        return None, ""
+    pairs = parse_qsl(header.strip().split("?")[-1], keep_blank_values=True)
+    names = {name for name, _ in pairs}
+    if names != {"identifier"} or len(pairs) != 1 or not pairs[0][1]:
+        return None, "If-None-Exist supports exactly one identifier=<system>|<value> here"
+    return pairs[0][1], ""
+
+
+async def fhir_search_endpoint(request: Request) -> Response:
+    """A searchset Bundle of the resources matching ?identifier= (all without it)."""
+    state: DevServerState = request.app.state.devserver
+    _authenticate(request, state)
+    token = request.query_params.get("identifier")
+    found = state.fhir.search(token) if token else list(state.fhir.resources.values())
+    bundle = {
+        "resourceType": "Bundle",
+        "type": "searchset",
+        "total": len(found),
+        "entry": [{"resource": r} for r in found],
+    }
+    return JSONResponse(bundle, media_type=FHIR_JSON)
+
+
+async def fhir_read_endpoint(request: Request) -> Response:
+    """One resource by id, or 404."""
+    state: DevServerState = request.app.state.devserver
+    _authenticate(request, state)
+    resource = state.fhir.resources.get(request.path_params["resource_id"])
+    if resource is None:
+        return outcome(404, "no such DocumentReference", code="not-found")
+    return JSONResponse(resource, media_type=FHIR_JSON)

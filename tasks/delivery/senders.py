@@ -1,0 +1,258 @@
+"""The three senders behind tasks/delivery/targets.py's Sender: docs, MLLP, FHIR REST.
+
+- docs: the service's upload (service/docs_client.py), txt or a FHIR document, as before.
+- MLLP: an MDM^T02 (or T10) per transcript; AA/CA delivered, AE/CE a retryable failure,
+  AR/CR a failure; no answer, a dropped connection or a garbled reply is resent with the
+  SAME MSH-10 up to MEDASR_DELIVERY__HL7_RESENDS times, then the row is in doubt.
+- FHIR: a conditional create per transcript version; the server's id is the row's
+  remote id, and the next version's `relatesTo` `replaces` points at it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+from config.settings import Settings
+from service.client import RetryEvent
+from service.docs_client import DocsClient
+from service.fhir_client import FhirClient
+from service.mllp import MllpClient, MllpEndpoint, MllpNoAnswer, MllpTimings, MllpUnreachable
+from tasks.delivery.documents import DocsQuery, build_document
+from tasks.delivery.errors import (
+    DeliveryInDoubt,
+    Hl7ApplicationError,
+    Hl7Rejected,
+    MetadataMissing,
+)
+from tasks.delivery.fhir import build_document_reference, resource_json_bytes, version_search_token
+from tasks.delivery.mdm import (
+    Ack,
+    MdmDocument,
+    MdmParties,
+    build_mdm,
+    document_number,
+    message_control_id,
+    parse_ack,
+)
+from tasks.delivery.targets import Outgoing, Sender, Sent, Target, TargetKind
+
+logger = logging.getLogger("medasr.deliver")
+
+
+def open_sender(
+    target: Target,
+    settings: Settings,
+    *,
+    format_name: str,
+    query: DocsQuery,
+    on_retry: Callable[[RetryEvent], None] | None = None,
+) -> Sender:
+    """The sender of `target`; raises ConfigError for unusable settings."""
+    if target.kind is TargetKind.MLLP:
+        return MllpSender(target=target, settings=settings)
+    if target.kind is TargetKind.FHIR:
+        return FhirSender(target=target, settings=settings, on_retry=on_retry)
+    client = DocsClient(settings.service, settings.encryption, on_retry=on_retry)
+    return DocsSender(
+        target=target, settings=settings, client=client, format_name=format_name, query=query
+    )
+
+
+@dataclass
+class DocsSender:
+    """POST /mr/api/v2/docs: the upload does not deduplicate."""
+
+    target: Target
+    settings: Settings
+    client: DocsClient
+    format_name: str
+    query: DocsQuery
+    dedupes: bool = False
+
+    async def send(self, outgoing: Outgoing) -> Sent:
+        """Upload one document; raises the service errors, MetadataMissing, DocumentInvalid."""
+        document = build_document(
+            outgoing.item,
+            outgoing.note,
+            format_name=self.format_name,
+            query=self.query,
+            note_code=self.settings.delivery.note_loinc_code,
+        )
+        receipt = await self.client.upload(document)
+        remote = receipt.fields.get("document_id")
+        return Sent(
+            fields=receipt.fields,
+            remote_id=remote if isinstance(remote, str) else None,
+            attempts=receipt.attempts,
+            request_bytes=receipt.request_bytes,
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self.client.aclose()
+
+
+@dataclass
+class MllpSender:
+    """MDM over one MLLP connection; the engine drops a repeated MSH-10."""
+
+    target: Target
+    settings: Settings
+    dedupes: bool = True
+    client: MllpClient = field(init=False)
+    parties: MdmParties = field(init=False)
+
+    def __post_init__(self) -> None:
+        delivery = self.settings.delivery
+        service = self.settings.service
+        timings = MllpTimings(
+            ack_timeout_s=delivery.hl7_ack_timeout_s,
+            connect_timeout_s=min(service.request_timeout_s, 30.0),
+            connect_attempts=service.max_attempts,
+            backoff_initial_s=service.retry_initial_backoff_s,
+            backoff_max_s=service.retry_max_backoff_s,
+        )
+        endpoint = MllpEndpoint(self.target.host, self.target.port, tls=self.target.tls)
+        self.client = MllpClient(endpoint, timings=timings, ca_bundle=service.ca_bundle)
+        self.parties = MdmParties(
+            sending_application=delivery.hl7_sending_application,
+            sending_facility=delivery.hl7_sending_facility,
+            receiving_application=delivery.hl7_receiving_application,
+            receiving_facility=delivery.hl7_receiving_facility,
+            doc_type=delivery.hl7_doc_type,
+            note_code=delivery.note_loinc_code,
+        )
+
+    async def send(self, outgoing: Outgoing) -> Sent:
+        """Send one MDM and read its ACK; raises Hl7ApplicationError, Hl7Rejected,
+        DeliveryInDoubt, MllpUnreachable (nothing sent), MetadataMissing, DocumentInvalid."""
+        document = mdm_document(outgoing, target=self.target)
+        message = build_mdm(document, self.parties, now=datetime.now(UTC))
+        sends = 0
+        while True:
+            try:
+                sends += 1
+                ack = await self._exchange(message, control_id=document.control_id)
+                return _settled(ack, document, sends=sends, size=len(message))
+            except (MllpNoAnswer, DeliveryInDoubt) as exc:
+                # Same bytes, same MSH-10: the engine files a repeated control ID once.
+                if sends > self.settings.delivery.hl7_resends:
+                    raise DeliveryInDoubt(f"message {document.control_id}: {exc}") from exc
+                logger.info(
+                    "delivery %d: resending message %s", outgoing.delivery_id, document.control_id
+                )
+            except MllpUnreachable as exc:
+                if sends == 1:
+                    raise  # nothing went out: a plain retryable failure
+                raise DeliveryInDoubt(
+                    f"message {document.control_id} went unanswered and the engine is now "
+                    f"unreachable: {exc}"
+                ) from exc
+
+    async def _exchange(self, message: bytes, *, control_id: str) -> Ack:
+        reply = await self.client.exchange(message)
+        try:
+            return parse_ack(reply, control_id=control_id)
+        except DeliveryInDoubt:
+            await self.client.aclose()  # the link's state is unknown: start afresh
+            raise
+
+    async def aclose(self) -> None:
+        """Close the connection."""
+        await self.client.aclose()
+
+
+def mdm_document(outgoing: Outgoing, *, target: Target) -> MdmDocument:
+    """The MDM of one outgoing transcript; raises MetadataMissing without a patient_id."""
+    note = outgoing.note
+    metadata = note.metadata
+    if not metadata.get("patient_id"):
+        raise MetadataMissing(
+            f"{note.source}: the manifest gives no patient_id for this recording, and an "
+            "MDM message needs one (PID-3); add it to the manifest and run again"
+        )
+    parent = None
+    if note.replaces_version and note.replaces_version != note.version:
+        parent = document_number(
+            content_sha256=note.content_sha256,
+            language=note.language,
+            version=note.replaces_version,
+        )
+    return MdmDocument(
+        control_id=message_control_id(
+            delivery_id=outgoing.delivery_id, target=target.name, series=outgoing.series
+        ),
+        document_number=document_number(
+            content_sha256=note.content_sha256, language=note.language, version=note.version
+        ),
+        parent_number=parent,
+        patient_id=metadata["patient_id"],
+        encounter=metadata.get("encounter") or None,
+        doc_type=metadata.get("doc_type") or None,
+        author=metadata.get("author") or None,
+        activity_time=note.created_at,
+        text=note.text,
+    )
+
+
+def _settled(ack: Ack, document: MdmDocument, *, sends: int, size: int) -> Sent:
+    said = f": {ack.text}" if ack.text else ""
+    if ack.code in ("AE", "CE"):
+        raise Hl7ApplicationError(
+            f"the engine answered {ack.code} to message {ack.control_id}{said}"
+        )
+    if not ack.accepted:
+        raise Hl7Rejected(f"the engine rejected message {ack.control_id} ({ack.code}){said}")
+    fields = {
+        "ack_code": ack.code,
+        "msa_2": ack.control_id,
+        "msh_10": document.control_id,
+        "txa_12": document.document_number,
+        "trigger": document.trigger,
+    }
+    return Sent(
+        fields=fields, remote_id=document.document_number, attempts=sends, request_bytes=size
+    )
+
+
+@dataclass
+class FhirSender:
+    """Conditional create of DocumentReferences: the server holds one per identifier."""
+
+    target: Target
+    settings: Settings
+    on_retry: Callable[[RetryEvent], None] | None = None
+    dedupes: bool = True
+    client: FhirClient = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.client = FhirClient(
+            self.settings.service,
+            base_url=self.target.base_url,
+            token=self.settings.delivery.fhir_token,
+            on_retry=self.on_retry,
+        )
+
+    async def send(self, outgoing: Outgoing) -> Sent:
+        """Create (or find) the version's DocumentReference; raises the service/errors.py
+        tree (RequestRejected for 412 and refused bodies) and DocumentInvalid."""
+        note = outgoing.note
+        if outgoing.replaced_remote_id:
+            note = replace(note, replaces_reference=outgoing.replaced_remote_id)
+        resource = build_document_reference(note, note_code=self.settings.delivery.note_loinc_code)
+        body = resource_json_bytes(resource)
+        receipt = await self.client.create(body, if_none_exist=version_search_token(note.version))
+        fields = {"status": receipt.status, "id": receipt.resource_id, "location": receipt.location}
+        return Sent(
+            fields=fields,
+            remote_id=receipt.reference,
+            attempts=receipt.attempts,
+            request_bytes=receipt.request_bytes,
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self.client.aclose()

@@ -1,0 +1,144 @@
+"""Delivery targets: what `--to` / MEDASR_DELIVERY__TARGET names, and what sends to one.
+
+    docs                        the service's document upload (POST /mr/api/v2/docs)
+    mllp://HOST:PORT            HL7 v2.5.1 MDM over MLLP; mllps:// over TLS
+    fhir+http(s)://HOST/PATH    a FHIR R4 server's base URL (conditional create)
+
+Clear text (`mllp://`, `fhir+http://`) goes only to a loopback host unless
+MEDASR_ALLOW_INSECURE_HTTP=true, as for the service. A target's `name` is its canonical
+spelling: the same for every spelling of one target, and the ledger's key for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from service.status import is_loopback_host
+from storage.records import ItemRecord
+from tasks.delivery.errors import TargetInvalid
+from tasks.delivery.fhir import Note
+
+_EXAMPLES = "docs, mllp://HOST:PORT, mllps://HOST:PORT or fhir+https://HOST/PATH"
+
+
+class TargetKind(StrEnum):
+    """The three ways a transcript reaches the patient record."""
+
+    DOCS = "docs"
+    MLLP = "mllp"
+    FHIR = "fhir"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One parsed target."""
+
+    kind: TargetKind
+    name: str  # canonical: docs | mllp://host:port | mllps://host:port | fhir+https://host/path
+    host: str = ""
+    port: int = 0
+    tls: bool = False
+    base_url: str = ""  # FHIR: the http(s) base URL, no trailing slash
+
+
+def parse_target(text: str, *, allow_insecure: bool = False) -> Target:
+    """The target `text` names; raises TargetInvalid (a ConfigError: exit 2)."""
+    spelled = text.strip()
+    if spelled.lower() in ("", "docs"):
+        return Target(TargetKind.DOCS, "docs")
+    try:
+        parts = urlsplit(spelled)
+        port = parts.port
+    except ValueError as exc:
+        raise TargetInvalid(
+            f"delivery target {spelled[:80]!r} is not a URL; use {_EXAMPLES}"
+        ) from exc
+    scheme, host = parts.scheme.lower(), (parts.hostname or "")
+    if not host:
+        raise TargetInvalid(f"delivery target {spelled[:80]!r} has no host; use {_EXAMPLES}")
+    if scheme in ("mllp", "mllps"):
+        target = _mllp_target(scheme, host, port, path=parts.path)
+    elif scheme in ("fhir+http", "fhir+https"):
+        target = _fhir_target(scheme, host, port, path=parts.path)
+    else:
+        raise TargetInvalid(f"delivery target scheme {scheme[:20]!r} is unknown; use {_EXAMPLES}")
+    if not target.tls and not allow_insecure and not is_loopback_host(host):
+        raise TargetInvalid(
+            f"refusing to send transcripts in clear text to {host} ({scheme}://); use "
+            f"{'mllps' if target.kind is TargetKind.MLLP else 'fhir+https'}:// or set "
+            "MEDASR_ALLOW_INSECURE_HTTP=true"
+        )
+    return target
+
+
+def _shown_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _mllp_target(scheme: str, host: str, port: int | None, *, path: str) -> Target:
+    if port is None or not 0 < port < 65536:
+        raise TargetInvalid(
+            f"{scheme}:// needs a port between 1 and 65535, e.g. {scheme}://{host}:2575"
+        )
+    if path not in ("", "/"):
+        raise TargetInvalid(f"{scheme}:// takes no path (got {path[:40]!r})")
+    name = f"{scheme}://{_shown_host(host)}:{port}"
+    return Target(TargetKind.MLLP, name, host=host, port=port, tls=scheme == "mllps")
+
+
+def _fhir_target(scheme: str, host: str, port: int | None, *, path: str) -> Target:
+    http = scheme.removeprefix("fhir+")
+    where = _shown_host(host) + (f":{port}" if port else "")
+    base = f"{http}://{where}{path.rstrip('/')}"
+    return Target(
+        TargetKind.FHIR,
+        f"fhir+{base}",
+        host=host,
+        port=port or 0,
+        tls=http == "https",
+        base_url=base,
+    )
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One transcript version for one target, as the pipeline hands it to a sender."""
+
+    delivery_id: int
+    item: ItemRecord = field(repr=False)
+    note: Note = field(repr=False)
+    replaced_remote_id: str | None = None  # what the target returned for the replaced version
+    series: int = 0  # attempt series of the row: a new one only after a definitive answer
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A target's receipt: every field kept, the target's own id, the cost."""
+
+    fields: dict[str, Any]
+    remote_id: str | None
+    attempts: int
+    request_bytes: int
+
+
+class Sender(Protocol):
+    """Sends documents to one target; one per deliverer, shared by its concurrent sends.
+
+    `dedupes` is true where a resend of an unanswered document cannot file it twice
+    (MLLP with the same MSH-10, FHIR conditional create), so the pipeline may resend an
+    in-doubt row by itself; elsewhere an in-doubt row waits for an operator.
+    """
+
+    target: Target
+    dedupes: bool
+
+    async def send(self, outgoing: Outgoing) -> Sent:
+        """File one document; raises a MedasrError (DeliveryInDoubt when it may be filed)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close connections."""
+        ...
