@@ -1,4 +1,7 @@
-"""`medasr deliver`: upload done transcripts to the patient record (POST /mr/api/v2/docs).
+"""`medasr deliver`: file done transcripts in the patient record.
+
+`--to` (or MEDASR_DELIVERY__TARGET) says where: `docs` (POST /mr/api/v2/docs, the
+default), `mllp://HOST:PORT` / `mllps://` (HL7 v2.5.1 MDM) or `fhir+http(s)://BASE`.
 
 Exit codes: 0 every document delivered (or nothing to do), 1 some failed, 2 usage or
 configuration (settings, MEDASR_DOCS_QUERY, the manifest, no database), 3 credentials
@@ -24,8 +27,14 @@ from service.preflight import check_service_config
 from storage.database import Store, database_exists
 from storage.deliveries import item_version
 from storage.manifest import metadata_by_uri, read_manifest
-from tasks.delivery.deliver import deliver_pending, delivery_exit_code, delivery_summary
+from tasks.delivery.deliver import (
+    configured_target,
+    deliver_pending,
+    delivery_exit_code,
+    delivery_summary,
+)
 from tasks.delivery.documents import DocsQuery, parse_docs_query
+from tasks.delivery.targets import Target, TargetKind, parse_target
 
 _PAGE = 500
 
@@ -54,9 +63,17 @@ def deliver_command(
             "--manifest", help="Metadata CSV (column 'path' relative to the CSV's folder)."
         ),
     ] = None,
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            help="docs (default), mllp://HOST:PORT, mllps://HOST:PORT or fhir+https://BASE.",
+        ),
+    ] = None,
 ) -> None:
-    """Upload every done transcript not yet delivered in its current version."""
+    """Send every done transcript not yet delivered in its current version."""
     settings, query = _checked_settings(language)
+    target = _checked_target(settings, to)
     format_name = (deliver_format or DeliverFormat(settings.delivery.format)).value
     store = _open_store(settings)
     try:
@@ -65,13 +82,20 @@ def deliver_command(
             listed = _apply_manifest(store, manifest, language=language, dry_run=dry_run)
         if dry_run:
             _print_plan(
-                store, language=language, query=query, format_name=format_name, manifest=listed
+                store,
+                language=language,
+                query=query,
+                format_name=format_name,
+                manifest=listed,
+                target=target,
             )
             return
-        summary = _deliver(settings, store, language=language, format_name=format_name)
+        summary = _deliver(
+            settings, store, language=language, format_name=format_name, target=target
+        )
     finally:
         store.dispose()
-    print_summary(summary, title=f"medasr deliver ({format_name})")
+    print_summary(summary, title=f"medasr deliver ({_what(target, format_name)})")
     if summary["credentials_rejected"]:
         typer.echo(
             "medasr: stopped: credentials rejected; undelivered documents stay pending "
@@ -92,6 +116,20 @@ def _checked_settings(language: str | None) -> tuple[Settings, DocsQuery]:
         return settings, parse_docs_query(settings.delivery.docs_query)
     except ConfigError as exc:
         _usage_error("configuration error", exc)
+
+
+def _checked_target(settings: Settings, to: str | None) -> Target:
+    try:
+        if to is None:
+            return configured_target(settings)
+        return parse_target(to, allow_insecure=settings.service.allow_insecure_http)
+    except ConfigError as exc:
+        _usage_error("configuration error", exc)
+
+
+def _what(target: Target, format_name: str) -> str:
+    """`format` for the docs upload, the target otherwise."""
+    return format_name if target.kind is TargetKind.DOCS else target.name
 
 
 def _open_store(settings: Settings) -> Store:
@@ -130,13 +168,17 @@ def _apply_manifest(
 
 
 def _deliver(
-    settings: Settings, store: Store, *, language: str | None, format_name: str
+    settings: Settings, store: Store, *, language: str | None, format_name: str, target: Target
 ) -> dict[str, Any]:
     with medasr_log_level(settings.pipeline.log_level):
         try:
             stats = asyncio.run(
                 deliver_pending(
-                    settings=settings, store=store, language=language, format_name=format_name
+                    settings=settings,
+                    store=store,
+                    language=language,
+                    format_name=format_name,
+                    target=target,
                 )
             )
         except KeyboardInterrupt:
@@ -158,8 +200,10 @@ def _print_plan(
     query: DocsQuery,
     format_name: str,
     manifest: dict[str, dict[str, str]],
+    target: Target,
 ) -> None:
-    """Counts of what a real run would send (with `manifest` over the stored columns)."""
+    """Counts of what a real run would send, and to which target (with `manifest` over the
+    stored columns)."""
     plan = {"documents_to_send": 0, "already_delivered": 0, "missing_metadata": 0}
     after = 0
     while True:
@@ -173,14 +217,22 @@ def _print_plan(
             columns = manifest.get(item.source_uri, item.metadata)
             if version in delivered.get(item.id, ()):
                 plan["already_delivered"] += 1
-            elif any(not columns.get(name) for name in query.fields):
+            elif any(not columns.get(name) for name in _needed(query, target)):
                 plan["missing_metadata"] += 1
             else:
                 plan["documents_to_send"] += 1
         after = page[-1].id
-    summary: dict[str, Any] = {**plan, "sent": 0}
+    summary: dict[str, Any] = {"target": target.name, **plan, "sent": 0}
     summary["exit_code"] = delivery_exit_code(summary)
-    print_summary(summary, title=f"medasr deliver dry run ({format_name}): nothing sent")
+    title = f"medasr deliver dry run ({_what(target, format_name)}): nothing sent"
+    print_summary(summary, title=title)
+
+
+def _needed(query: DocsQuery, target: Target) -> tuple[str, ...]:
+    """Manifest columns a document needs: the query's for docs, patient_id for MDM."""
+    if target.kind is TargetKind.MLLP:
+        return ("patient_id",)
+    return query.fields if target.kind is TargetKind.DOCS else ()
 
 
 def _usage_error(what: str, exc: Exception) -> NoReturn:

@@ -27,14 +27,15 @@ from config.errors import (
     MedasrError,
 )
 from config.settings import Settings
-from service.docs_client import DocsClient
 from service.errors import CredentialsRejected
 from storage.database import Store
 from storage.deliveries import WantedDelivery, item_version
 from storage.errors import LeaseLost, StoreUnavailable
 from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord
-from tasks.delivery.documents import DocsQuery, build_document, note_of, parse_docs_query
+from tasks.delivery.documents import note_of, parse_docs_query
+from tasks.delivery.senders import open_sender
+from tasks.delivery.targets import Outgoing, Sender, Target, TargetKind, parse_target
 
 logger = logging.getLogger("medasr.deliver")
 
@@ -90,13 +91,17 @@ async def deliver_pending(
     store: Store,
     language: str | None,
     format_name: str,
-    client: DocsClient | None = None,
+    target: Target | None = None,
+    sender: Sender | None = None,
 ) -> DeliveryStats:
-    """Plan and upload; returns the counts (`stopped` says what ended it early).
+    """Plan and send to `target` (MEDASR_DELIVERY__TARGET when None); returns the counts
+    (`stopped` says what ended it early).
 
-    Raises ConfigError for an unusable MEDASR_DOCS_QUERY before anything is sent.
+    Raises ConfigError for an unusable MEDASR_DOCS_QUERY or target before anything is sent.
+    A given `sender` is used as it is (and left open).
     """
     query = parse_docs_query(settings.delivery.docs_query)
+    target = target or configured_target(settings)
     stats = DeliveryStats()
     stats.planned, stats.requeued = plan_deliveries(
         store,
@@ -105,23 +110,25 @@ async def deliver_pending(
         max_attempts=settings.service.max_attempts,
     )
     owner = new_lease_owner()
-    docs = client or DocsClient(
-        settings.service, settings.encryption, on_retry=lambda _: _retry(stats)
-    )
-    try:
-        run = _Run(
-            settings=settings,
-            store=store,
-            client=docs,
-            query=query,
-            owner=owner,
-            format_name=format_name,
+    own = sender is None
+    if sender is None:
+        sender = open_sender(
+            target, settings, format_name=format_name, query=query, on_retry=lambda _: _retry(stats)
         )
+    try:
+        run = _Run(settings=settings, store=store, sender=sender, owner=owner)
         await run.drain(language=language, stats=stats)
     finally:
-        if client is None:
-            await docs.aclose()
+        if own:
+            await sender.aclose()
     return stats
+
+
+def configured_target(settings: Settings) -> Target:
+    """MEDASR_DELIVERY__TARGET, parsed; raises TargetInvalid (a ConfigError)."""
+    return parse_target(
+        settings.delivery.target, allow_insecure=settings.service.allow_insecure_http
+    )
 
 
 def _retry(stats: DeliveryStats) -> None:
@@ -135,10 +142,8 @@ class _Run:
 
     settings: Settings
     store: Store
-    client: DocsClient
-    query: DocsQuery
+    sender: Sender
     owner: str
-    format_name: str
 
     async def drain(self, *, language: str | None, stats: DeliveryStats) -> None:
         """Claim and send batches until none is left or a stop comes."""
@@ -216,23 +221,22 @@ class _Run:
         note = note_of(
             item, version=row.version, replaces_version=replaced.version if replaced else None
         )
-        document = build_document(
-            item,
-            note,
-            format_name=self.format_name,
-            query=self.query,
-            note_code=self.settings.delivery.note_loinc_code,
+        outgoing = Outgoing(
+            delivery_id=row.id, item=item, note=note, replaced_remote_id=_remote_id(replaced)
         )
-        receipt = await self.client.upload(document)
-        await self._record_delivered(row, receipt.fields)
+        sent = await self.sender.send(outgoing)
+        target = self.sender.target
+        await self._record_delivered(row, sent.fields)  # as the target answered
         logger.info(
-            "delivered item %d (%s, %d bytes) in %d attempt(s)",
+            "delivered item %d to %s (%d bytes) in %d attempt(s)",
             item.id,
-            self.format_name,
-            len(document.content),
-            receipt.attempts,
+            target.kind,
+            sent.request_bytes,
+            sent.attempts,
         )
-        return _Outcome("delivered", requests=1, bytes_sent=receipt.request_bytes)
+        # HTTP retries are counted by on_retry; MLLP resends only here.
+        requests = sent.attempts if target.kind is TargetKind.MLLP else 1
+        return _Outcome("delivered", requests=requests, bytes_sent=sent.request_bytes)
 
     async def _record_delivered(self, row: DeliveryRecord, fields: dict[str, Any]) -> None:
         """The service has the document: a store that is briefly busy must not lose that."""
@@ -240,13 +244,23 @@ class _Run:
             try:
                 with self.store.repository() as repo:
                     repo.record_delivered(
-                        row.id, owner=self.owner, response=fields, format_name=self.format_name
+                        row.id, owner=self.owner, response=fields, format_name=self._format_name
                     )
                 return
             except StoreUnavailable as exc:
                 if attempt == _RECORD_ATTEMPTS:
                     raise _Unrecorded(fields, exc) from exc
                 await asyncio.sleep(_RECORD_BACKOFF_S * attempt)
+
+    @property
+    def _format_name(self) -> str:
+        """What the row's `format` says was sent: txt or fhir (docs), mdm, or fhir (REST)."""
+        sender = self.sender
+        if sender.target.kind is TargetKind.MLLP:
+            return "mdm"
+        if sender.target.kind is TargetKind.FHIR:
+            return "fhir"
+        return str(getattr(sender, "format_name", "txt"))
 
     def _settle_failed(self, row: DeliveryRecord, exc: MedasrError) -> None:
         try:
@@ -277,6 +291,14 @@ _RECORD_ATTEMPTS = 3
 _RECORD_BACKOFF_S = 0.5
 # Failures an operator fixes in the manifest: worth another try on a later run.
 _FIXABLE_KINDS = frozenset({"metadata_missing", "document_invalid"})
+
+
+def _remote_id(replaced: DeliveryRecord | None) -> str | None:
+    """The target's id of the replaced version (its response's `remote_id`, FHIR and MLLP)."""
+    if replaced is None or not replaced.response:
+        return None
+    remote = replaced.response.get("remote_id")
+    return remote if isinstance(remote, str) else None
 
 
 def _was_sent(exc: MedasrError) -> bool:

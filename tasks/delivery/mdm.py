@@ -80,9 +80,10 @@ def message_control_id(*, delivery_id: int, target: str, series: int = 0) -> str
     return hashlib.sha256(named.encode("utf-8")).hexdigest()[:20].upper()
 
 
-def document_number(*, content_sha256: str, language: str, version: str) -> str:
-    """TXA-12: stable per (recording content, language, transcript version)."""
-    named = f"txa12\n{content_sha256}\n{language}\n{version}"
+def document_number(version: str) -> str:
+    """TXA-12 of a transcript version: stable per (recording content, language, text),
+    which the version (storage.deliveries.transcript_version) already names."""
+    named = f"txa12\n{version}"
     return "MEDASR-" + hashlib.sha256(named.encode("utf-8")).hexdigest()[:32].upper()
 
 

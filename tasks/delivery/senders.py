@@ -136,7 +136,9 @@ class MllpSender:
             try:
                 sends += 1
                 ack = await self._exchange(message, control_id=document.control_id)
-                return _settled(ack, document, sends=sends, size=len(message))
+                return _settled(
+                    ack, document, target_name=self.target.name, sends=sends, size=len(message)
+                )
             except (MllpNoAnswer, DeliveryInDoubt) as exc:
                 # Same bytes, same MSH-10: the engine files a repeated control ID once.
                 if sends > self.settings.delivery.hl7_resends:
@@ -176,18 +178,12 @@ def mdm_document(outgoing: Outgoing, *, target: Target) -> MdmDocument:
         )
     parent = None
     if note.replaces_version and note.replaces_version != note.version:
-        parent = document_number(
-            content_sha256=note.content_sha256,
-            language=note.language,
-            version=note.replaces_version,
-        )
+        parent = document_number(note.replaces_version)
     return MdmDocument(
         control_id=message_control_id(
             delivery_id=outgoing.delivery_id, target=target.name, series=outgoing.series
         ),
-        document_number=document_number(
-            content_sha256=note.content_sha256, language=note.language, version=note.version
-        ),
+        document_number=document_number(note.version),
         parent_number=parent,
         patient_id=metadata["patient_id"],
         encounter=metadata.get("encounter") or None,
@@ -198,7 +194,7 @@ def mdm_document(outgoing: Outgoing, *, target: Target) -> MdmDocument:
     )
 
 
-def _settled(ack: Ack, document: MdmDocument, *, sends: int, size: int) -> Sent:
+def _settled(ack: Ack, document: MdmDocument, *, target_name: str, sends: int, size: int) -> Sent:
     said = f": {ack.text}" if ack.text else ""
     if ack.code in ("AE", "CE"):
         raise Hl7ApplicationError(
@@ -212,6 +208,7 @@ def _settled(ack: Ack, document: MdmDocument, *, sends: int, size: int) -> Sent:
         "msh_10": document.control_id,
         "txa_12": document.document_number,
         "trigger": document.trigger,
+        "remote_id": document.document_number,
     }
     return Sent(
         fields=fields, remote_id=document.document_number, attempts=sends, request_bytes=size
@@ -245,7 +242,13 @@ class FhirSender:
         resource = build_document_reference(note, note_code=self.settings.delivery.note_loinc_code)
         body = resource_json_bytes(resource)
         receipt = await self.client.create(body, if_none_exist=version_search_token(note.version))
-        fields = {"status": receipt.status, "id": receipt.resource_id, "location": receipt.location}
+        fields = {
+            "status": receipt.status,
+            "id": receipt.resource_id,
+            "location": receipt.location,
+            "remote_id": receipt.reference,
+            "target": self.target.name,
+        }
         return Sent(
             fields=fields,
             remote_id=receipt.reference,
