@@ -99,7 +99,7 @@ def deliver_command(
     if summary["credentials_rejected"]:
         typer.echo(
             "medasr: stopped: credentials rejected; undelivered documents stay pending "
-            "(set a valid MEDASR_TOKEN)",
+            f"(set a valid {_token_variable(target)})",
             err=True,
         )
     raise typer.Exit(summary["exit_code"])
@@ -125,6 +125,10 @@ def _checked_target(settings: Settings, to: str | None) -> Target:
         return parse_target(to, allow_insecure=settings.service.allow_insecure_http)
     except ConfigError as exc:
         _usage_error("configuration error", exc)
+
+
+def _token_variable(target: Target) -> str:
+    return "MEDASR_FHIR_TOKEN" if target.kind is TargetKind.FHIR else "MEDASR_TOKEN"
 
 
 def _what(target: Target, format_name: str) -> str:

@@ -191,3 +191,48 @@ def test_exports_show_each_recordings_manifest_columns(env, archive: Path, tmp_p
     ]
     assert document.subject.identifier.value == "P-1"
     assert document.author[0].display == "Dr. Rao"
+
+
+@pytest.mark.parametrize(
+    "target", ["ftp://x", "mllp://127.0.0.1", "mllp://engine.example:2575", "fhir+http://ehr/fhir"]
+)
+def test_an_unusable_target_is_exit_2_and_sends_nothing(env, target: str) -> None:
+    result = invoke("deliver", "--to", target)
+    assert result.exit_code == 2, result.output
+    assert "configuration error" in result.output
+    assert docs_entries(env) == []
+
+
+def test_the_target_comes_from_the_setting_and_the_dry_run_names_it(
+    env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEDASR_DELIVERY__TARGET", "mllp://127.0.0.1:2575")
+    planned = invoke("deliver", "--dry-run")
+    assert planned.exit_code == 0, planned.output
+    rows = table_rows(planned.output)
+    assert rows["target"] == "mllp://127.0.0.1:2575"
+    # MDM needs a patient_id (PID-3): none of the three has one.
+    assert (rows["documents to send"], rows["missing metadata"]) == ("0", "3")
+    fhir = invoke("deliver", "--dry-run", "--to", f"fhir+{env.url}/fhir")
+    assert table_rows(fhir.output)["target"] == f"fhir+{env.url}/fhir"
+    assert table_rows(fhir.output)["documents to send"] == "3"
+    assert docs_entries(env) == []
+
+
+def test_deliver_to_a_fhir_server_files_each_transcript_once(
+    env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEDASR_FHIR_TOKEN", env.token)
+    target = f"fhir+{env.url}/fhir"
+    first = invoke("deliver", "--to", target)
+    assert first.exit_code == 0, first.output
+    assert invoke("deliver", "--to", target).exit_code == 0
+    assert sorted(env.state.fhir.count_by_identifier().values()) == [1, 1, 1]
+    assert docs_entries(env) == []
+
+
+def test_a_fhir_target_without_its_token_stops_with_exit_3(env) -> None:
+    result = invoke("deliver", "--to", f"fhir+{env.url}/fhir")
+    assert result.exit_code == 3, result.output
+    assert "MEDASR_FHIR_TOKEN" in result.output
+    assert env.state.fhir.resources == {}
