@@ -244,23 +244,16 @@ class _Run:
             try:
                 with self.store.repository() as repo:
                     repo.record_delivered(
-                        row.id, owner=self.owner, response=fields, format_name=self._format_name
+                        row.id,
+                        owner=self.owner,
+                        response=fields,
+                        format_name=self.sender.format_name,
                     )
                 return
             except StoreUnavailable as exc:
                 if attempt == _RECORD_ATTEMPTS:
                     raise _Unrecorded(fields, exc) from exc
                 await asyncio.sleep(_RECORD_BACKOFF_S * attempt)
-
-    @property
-    def _format_name(self) -> str:
-        """What the row's `format` says was sent: txt or fhir (docs), mdm, or fhir (REST)."""
-        sender = self.sender
-        if sender.target.kind is TargetKind.MLLP:
-            return "mdm"
-        if sender.target.kind is TargetKind.FHIR:
-            return "fhir"
-        return str(getattr(sender, "format_name", "txt"))
 
     def _settle_failed(self, row: DeliveryRecord, exc: MedasrError) -> None:
         try:

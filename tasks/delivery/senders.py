@@ -102,6 +102,7 @@ class MllpSender:
     target: Target
     settings: Settings
     dedupes: bool = True
+    format_name: str = "mdm"
     client: MllpClient = field(init=False)
     parties: MdmParties = field(init=False)
 
@@ -223,6 +224,7 @@ class FhirSender:
     settings: Settings
     on_retry: Callable[[RetryEvent], None] | None = None
     dedupes: bool = True
+    format_name: str = "fhir"
     client: FhirClient = field(init=False)
 
     def __post_init__(self) -> None:

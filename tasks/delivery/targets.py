@@ -134,6 +134,7 @@ class Sender(Protocol):
 
     target: Target
     dedupes: bool
+    format_name: str  # the row's `format`: txt or fhir (docs), mdm (MLLP), fhir (FHIR REST)
 
     async def send(self, outgoing: Outgoing) -> Sent:
         """File one document; raises a MedasrError (DeliveryInDoubt when it may be filed)."""
