@@ -32,9 +32,13 @@ _WITH_TEXT = ("done", "needs_review")
 
 
 def write_fhir_bundle(
-    store: Store, out_path: Path, *, status: str | None, note_code: str
+    store: Store, out_path: Path, *, status: str | None, note_code: str, force: bool = False
 ) -> tuple[int, int]:
-    """Write the bundle; returns (documents written, recordings left out as invalid)."""
+    """Write the bundle; returns (documents written, recordings left out as invalid).
+
+    Raises ExportRefused (a link or a file medasr did not write at `out_path`, without
+    `force`) and OSError.
+    """
     documents: list[DocumentReference] = []
     invalid = 0
     for wanted in (status,) if status is not None else _WITH_TEXT:
@@ -47,7 +51,7 @@ def write_fhir_bundle(
                 documents.append(document)
     data = resource_json_bytes(build_bundle(documents))
     parse_bundle(data)  # what is written must read back as a valid Bundle
-    write_private_bytes(out_path, data)
+    write_private_bytes(out_path, data, force=force)
     return len(documents), invalid
 
 
