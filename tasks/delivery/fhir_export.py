@@ -24,6 +24,7 @@ from tasks.delivery.fhir import (
     parse_bundle,
     resource_json_bytes,
 )
+from tasks.discovery.names import reason_about
 
 logger = logging.getLogger("medasr.export")
 
@@ -58,6 +59,8 @@ def write_fhir_bundle(
 def _documents(store: Store, *, status: str, note_code: str) -> list[DocumentReference | None]:
     found: list[DocumentReference | None] = []
     after = 0
+    with store.repository(read_only=True) as repo:
+        roots = repo.run_sources()  # a recording is named relative to its source
     while True:
         with store.repository(read_only=True) as repo:
             page = repo.done_items_page(language=None, after_id=after, limit=_PAGE, status=status)
@@ -71,6 +74,7 @@ def _documents(store: Store, *, status: str, note_code: str) -> list[DocumentRef
             try:
                 found.append(build_document_reference(note, note_code=note_code))
             except MedasrError as exc:
-                logger.warning("left out of the FHIR export: %s", exc)
+                why = reason_about(exc.message, uri=item.source_uri, roots=roots)
+                logger.warning("left out of the FHIR export: %s", why)
                 found.append(None)
         after = page[-1].id

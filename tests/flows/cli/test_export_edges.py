@@ -235,3 +235,21 @@ def test_every_command_escapes_names_and_names_them_by_the_source(
     assert "ward/ok.wav" in export.stderr
     assert "/src/" not in export.stderr
     assert "out\\u001b[2J" in export.stderr
+
+
+def test_the_fhir_export_names_a_left_out_recording_escaped_and_relative(
+    runner: CliRunner, store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    nasty = "/src/ward/x\x1b[2J\n.wav"
+    fill(store, {nasty: "text", "/src/ward/ok.wav": "fine"})
+    with store.repository() as repo:
+        repo.set_item_metadata({nasty: {"date": "yesterday"}}, language=None)  # FHIR refuses
+    record_run(store, "/src")
+
+    result = runner.invoke(app, ["export", "--format", "fhir", "--out", str(tmp_path / "b.json")])
+
+    assert result.exit_code == 0, result.output
+    assert "1 recording(s) left out" in result.stderr
+    (line,) = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
+    assert_no_raw_controls(line)
+    assert "left out of the FHIR export: ward/x\\u001b[2J\\n.wav (en-IN)" in line
