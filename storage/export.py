@@ -152,7 +152,7 @@ def write_txt_tree(
             if row.text is None:
                 continue
             relative = transcript_path(row.source, local_root=local_root)
-            target = fit_path(_free_name(relative, row.language, used), room_bytes=room)
+            target = _free_name(relative, row.language, used, room_bytes=room)
             reason = _write_transcript(folder, target, row.text)
             if reason is None:
                 result.written += 1
@@ -176,16 +176,18 @@ def _write_transcript(folder: ExportFolder, target: PurePosixPath, text: str) ->
     return None
 
 
-def _free_name(relative: PurePosixPath, language: str, used: set[str]) -> PurePosixPath:
-    """The first of name.txt, name.ext.LANG.txt, name.ext.LANG.2.txt... not yet used."""
+def _free_name(
+    relative: PurePosixPath, language: str, used: set[str], *, room_bytes: int
+) -> PurePosixPath:
+    """The first of name.txt, name.ext.LANG.txt, name.ext.LANG.2.txt... not yet used,
+    each fitted into `room_bytes` (and 255 bytes a part) before it is compared."""
     tag = _safe_part(language.replace("/", "_"))
-    candidate = relative.with_name(f"{relative.stem}.txt")
+    candidate = fit_path(relative.with_name(f"{relative.stem}.txt"), room_bytes=room_bytes)
     number = 1
     while candidate.as_posix().casefold() in used:  # case-insensitive disks too
         number += 1
         suffix = f"{tag}.txt" if number == 2 else f"{tag}.{number - 1}.txt"
-        candidate = relative.with_name(f"{relative.name}.{suffix}")
-    candidate = candidate.with_name(fit_part(candidate.name))
+        candidate = fit_path(relative.with_name(f"{relative.name}.{suffix}"), room_bytes=room_bytes)
     used.add(candidate.as_posix().casefold())
     return candidate
 

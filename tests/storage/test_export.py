@@ -108,3 +108,14 @@ def test_long_name_components_get_a_stable_suffix() -> None:
     assert all(len(part.encode()) <= 255 for part in first.parts + second.parts)
     assert first.parts[0] == second.parts[0]  # same folder, shortened the same way
     assert first == transcript_path(f"/a/{long}/{long}x.wav", local_root="/a")
+
+
+def test_a_path_too_long_for_the_disk_is_folded_and_nothing_is_lost(tmp_path: Path) -> None:
+    folders = "/".join(f"{i:03d}" + "f" * 200 for i in range(25))  # 5 KB of folders
+    rows = [row(f"/archive/{folders}/one.wav", "one"), row(f"/archive/{folders}/two.wav", "two")]
+    rows.append(row(f"/archive/{folders}/one.wav", "one in hindi"))
+    result = write_txt_tree(rows, tmp_path / "out", local_root="/archive")
+    assert (result.written, result.refused) == (3, [])
+    files = written(tmp_path / "out")
+    assert sorted(files.values()) == sorted(["one\n", "one in hindi\n", "two\n"])
+    assert all(len(str(tmp_path / "out" / name).encode()) <= 4095 for name in files)
