@@ -253,3 +253,22 @@ def test_the_fhir_export_names_a_left_out_recording_escaped_and_relative(
     (line,) = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
     assert_no_raw_controls(line)
     assert "left out of the FHIR export: ward/x\\u001b[2J\\n.wav (en-IN)" in line
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "fhir"])
+def test_a_file_export_refuses_a_link_even_with_force(
+    runner: CliRunner, store: Store, tmp_path: Path, fmt: str
+) -> None:
+    fill(store, {"/src/a/one.wav": "one"})
+    victim = tmp_path / "victim.txt"
+    victim.write_text("victim\n")
+    link = tmp_path / f"items.{fmt}"
+    link.symlink_to(victim)
+
+    result = runner.invoke(app, ["export", "--format", fmt, "--out", str(link), "--force"])
+
+    assert result.exit_code == 1, result.output
+    assert "symbolic link" in result.stderr
+    assert link.is_symlink()
+    assert victim.read_text() == "victim\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".medasr")] == []
