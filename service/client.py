@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -25,10 +24,10 @@ from service.contract import (
     TRANSCRIBE_PATH,
     UPLOAD_CONTENT_TYPE,
 )
-from service.endpoint import FilePart, service_endpoint
+from service.endpoint import FilePart
 from service.errors import InvalidResponse, RequestRejected
 from service.retrying import RetryEvent
-from service.session import Pacing, ServiceSession
+from service.session import Pacing, SessionClient
 
 __all__ = ["RetryEvent", "Transcription", "TranscriptionClient", "max_wav_bytes_for"]
 
@@ -49,47 +48,32 @@ def max_wav_bytes_for(service: ServiceSettings, encryption: EncryptionSettings) 
     Plain: the cap minus the multipart framing. Encrypted: the cap applies to the JWE
     body (about 1.8x the WAV). Raises EncryptionError if the cap cannot hold any file.
     """
-    cap = service.max_upload_bytes
-    if not encryption.enabled:
-        return cap - MULTIPART_OVERHEAD_BYTES
-    return jwe.max_file_bytes_for_body(cap, kid=encryption.jwe_kid)
+    kid = encryption.jwe_kid if encryption.enabled else None
+    return _max_wav_bytes(service.max_upload_bytes, encrypted=encryption.enabled, kid=kid)
 
 
-class TranscriptionClient:
+def _max_wav_bytes(cap_bytes: int, *, encrypted: bool, kid: str | None) -> int:
+    if not encrypted:
+        return cap_bytes - MULTIPART_OVERHEAD_BYTES
+    return jwe.max_file_bytes_for_body(cap_bytes, kid=kid)
+
+
+class TranscriptionClient(SessionClient):
     """Async client of POST /voice/get-asr; raises the service/errors.py tree, nothing else.
 
-    Construction raises ConfigError (bad URL or CA bundle; its InsecureTransport for
-    http:// to a non-loopback host without permission) or EncryptionError (unusable JWE
-    key, or a cap too small for any encrypted file). `service.preflight` checks the same
-    settings up front and reports each as a ConfigError. Pass `session` to share one
-    connection pool with other clients (then `aclose` leaves it open).
+    Constructed as every SessionClient: (service, encryption, *, http, on_retry, session).
     """
 
-    def __init__(
-        self,
-        service: ServiceSettings,
-        encryption: EncryptionSettings,
-        *,
-        http: httpx.AsyncClient | None = None,
-        on_retry: Callable[[RetryEvent], None] | None = None,
-        session: ServiceSession | None = None,
-    ) -> None:
-        self._endpoint = service_endpoint(
-            service,
-            encryption,
-            path=TRANSCRIBE_PATH,
-            label="transcribe",
-            too_large_advice="; split the audio into smaller chunks",
-        )
-        self._max_wav_bytes = max_wav_bytes_for(service, encryption)
-        self._owns_session = session is None
-        self._on_retry = on_retry
-        self._session = session or ServiceSession.of(service, http=http)
+    path = TRANSCRIBE_PATH
+    label = "transcribe"
+    too_large_advice = "; split the audio into smaller chunks"
 
     @property
     def max_wav_bytes(self) -> int:
         """Largest chunk WAV (bytes, header included) whose request body fits the upload cap."""
-        return self._max_wav_bytes
+        key = self._endpoint.key
+        kid = key.kid if key is not None else None
+        return _max_wav_bytes(self._endpoint.max_body_bytes, encrypted=key is not None, kid=kid)
 
     async def transcribe(
         self,
@@ -125,22 +109,6 @@ class TranscriptionClient:
         return Transcription(
             text=text, extras=extras, attempts=reply.attempts, latency_ms=reply.latency_ms
         )
-
-    async def aclose(self) -> None:
-        """Close the session (and its connection pool) if this client created it."""
-        if self._owns_session:
-            await self._session.aclose()
-
-    async def __aenter__(self) -> TranscriptionClient:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def _read_text(self, response: httpx.Response) -> tuple[str, dict[str, Any]]:
         body = json_object_of(response, key=self._endpoint.key, answered="the service answered")

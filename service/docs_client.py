@@ -8,19 +8,15 @@ with its query parameters, and an answer whose fields are kept as they came.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 import httpx
 
-from config.settings import EncryptionSettings, ServiceSettings
 from service.answers import json_object_of
 from service.contract import DOCS_PATH
-from service.endpoint import FilePart, service_endpoint
-from service.retrying import RetryEvent
-from service.session import ServiceSession
+from service.endpoint import FilePart
+from service.session import SessionClient
 
 
 @dataclass(frozen=True)
@@ -43,27 +39,14 @@ class DocsReceipt:
     request_bytes: int
 
 
-class DocsClient:
+class DocsClient(SessionClient):
     """Async client of POST /mr/api/v2/docs; raises the service/errors.py tree only.
 
-    Construction raises ConfigError (bad URL or CA bundle, InsecureTransport) or
-    EncryptionError (unusable JWE key). Pass `session` to share one connection pool with
-    other clients (then `aclose` leaves it open).
+    Constructed as every SessionClient: (service, encryption, *, http, on_retry, session).
     """
 
-    def __init__(
-        self,
-        service: ServiceSettings,
-        encryption: EncryptionSettings,
-        *,
-        http: httpx.AsyncClient | None = None,
-        on_retry: Callable[[RetryEvent], None] | None = None,
-        session: ServiceSession | None = None,
-    ) -> None:
-        self._endpoint = service_endpoint(service, encryption, path=DOCS_PATH, label="docs")
-        self._owns_session = session is None
-        self._on_retry = on_retry
-        self._session = session or ServiceSession.of(service, http=http)
+    path = DOCS_PATH
+    label = "docs"
 
     async def upload(self, document: Document) -> DocsReceipt:
         """Upload one document, retrying transient failures within retry_max_total_s.
@@ -86,22 +69,6 @@ class DocsClient:
             latency_ms=reply.latency_ms,
             request_bytes=reply.request_bytes,
         )
-
-    async def aclose(self) -> None:
-        """Close the session (and its connection pool) if this client created it."""
-        if self._owns_session:
-            await self._session.aclose()
-
-    async def __aenter__(self) -> DocsClient:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def _read_fields(self, response: httpx.Response) -> dict[str, Any]:
         # The document may be filed already: every failure here asks for a look by hand.

@@ -20,15 +20,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, Self, TypeVar
 
 import httpx
 
-from config.settings import ServiceSettings
+from config.settings import EncryptionSettings, ServiceSettings
 from service import jwe
 from service.contract import UPLOAD_FIELD
-from service.endpoint import Endpoint, FilePart, Payload
+from service.endpoint import Endpoint, FilePart, Payload, service_endpoint
 from service.errors import PayloadTooLarge, ServiceUnavailable
 from service.retrying import Deadline, RetryEvent, RetryPolicy, retrying
 from service.status import bearer_token, certificate_failure, tls_verify
@@ -75,7 +74,20 @@ class _Call(Generic[T]):
     read: ReadAnswer[T]
 
 
-class ServiceSession:
+class AsyncClosing:
+    """`async with` for anything that has `aclose()`: it is closed on the way out."""
+
+    async def aclose(self) -> None:
+        """Release what this object holds."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class ServiceSession(AsyncClosing):
     """One connection pool and retry policy shared by every endpoint client on it.
 
     Construction raises ConfigError for a CA bundle that does not load.
@@ -145,17 +157,6 @@ class ServiceSession:
         """Close the connection pool if this session created it."""
         if self._owns_http:
             await self._http.aclose()
-
-    async def __aenter__(self) -> ServiceSession:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- one attempt ----------------------------------------------------------------------
 
@@ -277,3 +278,42 @@ def _refuse_if_over(size_bytes: int, *, endpoint: Endpoint, what: str) -> None:
             f"the {what} would be {size_bytes} bytes, over the upload cap of {cap} bytes "
             f"({endpoint.cap_setting}){endpoint.too_large_advice}"
         )
+
+
+class SessionClient(AsyncClosing):
+    """A thin client of one endpoint of the MEDASR_* service, on a session shared or its own.
+
+    A subclass names its endpoint (`path`, `label`) and its verbs. Construction raises
+    ConfigError (bad URL or CA bundle; InsecureTransport for http:// to a host that is not
+    loopback without permission) or EncryptionError (an unusable JWE key); preflight.py
+    checks the same settings up front. With `session`, `aclose` leaves that session open.
+    """
+
+    path: ClassVar[str]
+    label: ClassVar[str]
+    too_large_advice: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        service: ServiceSettings,
+        encryption: EncryptionSettings,
+        *,
+        http: httpx.AsyncClient | None = None,
+        on_retry: Callable[[RetryEvent], None] | None = None,
+        session: ServiceSession | None = None,
+    ) -> None:
+        self._endpoint = service_endpoint(
+            service,
+            encryption,
+            path=self.path,
+            label=self.label,
+            too_large_advice=self.too_large_advice,
+        )
+        self._on_retry = on_retry  # this client's retries only, on a shared session too
+        self._owns_session = session is None
+        self._session = session or ServiceSession.of(service, http=http)
+
+    async def aclose(self) -> None:
+        """Close the session (and its connection pool) if this client created it."""
+        if self._owns_session:
+            await self._session.aclose()

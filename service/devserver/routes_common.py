@@ -7,6 +7,7 @@ route; it lists its routes in `ROUTES` and is registered once in app.py.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
@@ -51,14 +52,14 @@ _BAD_JSON_BODY = b"<html><body><p>Request accepted</p>"
 
 @dataclass
 class Trace:
-    """The ledger fields of one request, filled in as it is handled."""
+    """The ledger fields of one request, filled in as it is handled (all but the status)."""
 
     time: float
     language: str | None
     path: str = TRANSCRIBE_PATH
     query: str | None = None  # kept for document uploads (patient and type ids)
     sha256: str | None = None
-    audio_bytes: int = 0
+    bytes: int = 0  # of the uploaded file
     body_bytes: int = 0
     encrypted: bool = False
     filename: str | None = None
@@ -70,23 +71,7 @@ class Trace:
 
     def entry(self, *, status: int) -> LedgerEntry:
         """The ledger line of this request, answered with `status` (0 = dropped)."""
-        return LedgerEntry(
-            time=self.time,
-            status=status,
-            language=self.language,
-            sha256=self.sha256,
-            bytes=self.audio_bytes,
-            body_bytes=self.body_bytes,
-            encrypted=self.encrypted,
-            filename=self.filename,
-            retry_after_s=self.retry_after_s,
-            fault=self.fault,
-            txn_id=self.txn_id,
-            text_fault=self.text_fault,
-            path=self.path,
-            query=self.query,
-            in_flight=self.in_flight,
-        )
+        return LedgerEntry(status=status, **dataclasses.asdict(self))
 
 
 Answer = Callable[[Request, DevServerState, Trace], Awaitable[Response]]
@@ -169,7 +154,7 @@ async def identify_upload(request: Request, *, state: DevServerState, trace: Tra
 def note_upload(upload: bytes, *, trace: Trace) -> None:
     """Put the file's sha256 and size in the trace."""
     trace.sha256 = hashlib.sha256(upload).hexdigest()
-    trace.audio_bytes = len(upload)
+    trace.bytes = len(upload)
 
 
 async def _read_body(request: Request, *, max_bytes: int) -> bytes:

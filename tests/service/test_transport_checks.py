@@ -25,7 +25,8 @@ from service.docs_client import DocsClient, Document
 from service.errors import InsecureTransport
 from service.preflight import check_service_config
 from service.status import check_transport
-from tests.flows.prefect_server import MEDASR, clean_env
+from tests.flows.cli.test_commands import medasr
+from tests.flows.prefect_server import clean_env
 from tests.servers import client_settings
 from tests.service.client_call import transcribe
 
@@ -172,8 +173,6 @@ def test_good_tokens_pass_preflight(token: str) -> None:
 
 
 def test_medasr_run_exits_2_naming_medasr_token(devserver, tmp_path: Path) -> None:
-    import subprocess
-
     source = tmp_path / "archive"
     source.mkdir()
     env = clean_env(
@@ -183,15 +182,7 @@ def test_medasr_run_exits_2_naming_medasr_token(devserver, tmp_path: Path) -> No
         MEDASR_DATABASE_URL=f"sqlite:///{tmp_path / 'medasr.db'}",
     )
     before = len(devserver.ledger)
-    result = subprocess.run(
-        [MEDASR, "run", str(source), "--language", "en-IN"],
-        env=env,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = medasr("run", str(source), "--language", "en-IN", env=env, cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
