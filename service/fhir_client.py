@@ -5,16 +5,16 @@ server creates the resource when nothing matches (201, `Location`), answers 200 
 the one that matches, and 412 when more than one does (FHIR R4 http.html, conditional
 create). A resend after an unanswered request therefore cannot make a second resource.
 
-It is the transcription client with another request and another answer, like
-docs_client.py: transport check, TLS, the exchange, the status table and the retries
-(429 with Retry-After, 5xx, timeouts, dropped connections) are client.py's own. Logs
-carry statuses and sizes, never the token or the document.
+A third thin client on service/session.py's ServiceSession, beside transcription and
+documents: its own URL (the target's base), token (MEDASR_FHIR_TOKEN), body type
+(application/fhir+json) and status table (412, OperationOutcome diagnostics); the
+session does TLS, the byte cap, the exchange and the retries (429 with Retry-After,
+5xx, timeouts, dropped connections). Logs carry statuses and sizes, never the token
+or the document.
 """
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,15 +22,17 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
-from config.settings import EncryptionSettings, ServiceSettings
-from service.client import RetryEvent, TranscriptionClient, _Deadline
-from service.errors import CredentialsRejected, InvalidResponse, RequestRejected, ServiceUnavailable
+from config.errors import MedasrError
+from config.settings import ServiceSettings
+from service.endpoint import Endpoint, RawBody
+from service.errors import CredentialsRejected, InvalidResponse, RequestRejected
+from service.retrying import RetryEvent
+from service.session import AsyncClosing, ServiceSession
 from service.status import error_for_status
-
-logger = logging.getLogger(__name__)
 
 FHIR_JSON = "application/fhir+json"
 RESOURCE_PATH = "/DocumentReference"
+TOKEN_SETTING = "MEDASR_FHIR_TOKEN"  # noqa: S105 (the name of a setting, not a secret)
 _DIAGNOSTICS_CHARS = 300
 
 
@@ -50,13 +52,20 @@ class FhirReceipt:
         return f"DocumentReference/{self.resource_id}" if self.resource_id else None
 
 
-class FhirClient(TranscriptionClient):
+@dataclass(frozen=True)
+class _Created:
+    status: int
+    resource_id: str | None
+    location: str | None
+
+
+class FhirClient(AsyncClosing):
     """Async conditional create of DocumentReferences; raises the service/errors.py tree.
 
-    Construction raises ConfigError (bad URL or CA bundle, http:// to a non-loopback host).
+    Construction raises ConfigError (bad URL or CA bundle; InsecureTransport for http://
+    to a host that is not loopback without MEDASR_ALLOW_INSECURE_HTTP). With `session`,
+    `aclose` leaves that session open.
     """
-
-    _path = RESOURCE_PATH
 
     def __init__(
         self,
@@ -66,85 +75,91 @@ class FhirClient(TranscriptionClient):
         token: SecretStr | None,
         http: httpx.AsyncClient | None = None,
         on_retry: Callable[[RetryEvent], None] | None = None,
+        session: ServiceSession | None = None,
     ) -> None:
-        fhir = service.model_copy(update={"base_url": base_url.rstrip("/"), "token": token})
-        super().__init__(fhir, EncryptionSettings(), http=http, on_retry=on_retry)
+        self._endpoint = Endpoint(
+            url=base_url.rstrip("/") + RESOURCE_PATH,
+            token=token,
+            max_body_bytes=service.max_upload_bytes,
+            label="fhir",
+            translate=fhir_error_for_status,
+            allow_insecure_http=service.allow_insecure_http,
+            url_setting="MEDASR_DELIVERY__TARGET",
+            token_setting=TOKEN_SETTING,
+        )
+        self._on_retry = on_retry
+        self._owns_session = session is None
+        self._session = session or ServiceSession.of(service, http=http)
 
     async def create(self, body: bytes, *, if_none_exist: str) -> FhirReceipt:
         """Conditionally create one resource, retrying transient failures.
 
-        Raises CredentialsRejected (no token, 401/403), RequestRejected (412, other 4xx,
-        with the OperationOutcome's diagnostics), InvalidResponse, ServiceUnavailable.
+        Raises CredentialsRejected (no token, 401/403), RequestRejected (412, another 4xx,
+        with the OperationOutcome's diagnostics), PayloadTooLarge, InvalidResponse,
+        ServiceUnavailable.
         """
-        if self._service.token is None:
-            raise CredentialsRejected("no FHIR token is set; set MEDASR_FHIR_TOKEN")
-        token = self._service.token.get_secret_value()
-        deadline = _Deadline(time.monotonic() + self._service.retry_max_total_s)
-        receipt: FhirReceipt | None = None
-        async for attempt in self._retrying(deadline=deadline):
-            with attempt:
-                number = attempt.retry_state.attempt_number
-                request = self._http.build_request(
-                    "POST",
-                    self._url,
-                    content=body,
-                    headers={
-                        "Authorization": f"Bearer {token}",
-                        "Content-Type": FHIR_JSON,
-                        "Accept": FHIR_JSON,
-                        "If-None-Exist": if_none_exist,
-                    },
-                )
-                receipt = await self._create_once(
-                    request, token=token, attempt=number, deadline=deadline
-                )
-        if receipt is None:  # tenacity re-raises the last error before we get here
-            raise ServiceUnavailable("the create was not attempted")
-        return receipt
+        reply = await self._session.post(
+            self._endpoint,
+            RawBody(body, FHIR_JSON),
+            read=_read_created,
+            headers=(("Accept", FHIR_JSON), ("If-None-Exist", if_none_exist)),
+            on_retry=self._on_retry,
+        )
+        created = reply.value
+        return FhirReceipt(
+            status=created.status,
+            resource_id=created.resource_id,
+            location=created.location,
+            attempts=reply.attempts,
+            request_bytes=reply.request_bytes,
+        )
 
-    async def _create_once(
-        self, request: httpx.Request, *, token: str, attempt: int, deadline: _Deadline
-    ) -> FhirReceipt:
-        body_bytes = len(request.content)
-        timeout_s = min(self._service.request_timeout_s, deadline.at_s - time.monotonic())
-        if timeout_s <= 0:
-            raise ServiceUnavailable("no time was left in the retry budget for another attempt")
-        response = await self._exchange(request, timeout_s=timeout_s)
-        status = response.status_code
-        logger.debug("fhir create attempt=%d status=%d bytes=%d", attempt, status, body_bytes)
-        if status in (200, 201):
-            resource = _json_object(response)
-            resource_id = resource.get("id") if isinstance(resource.get("id"), str) else None
-            location = response.headers.get("location")
-            if resource_id is None and location:
-                resource_id = _id_from_location(location)
-            return FhirReceipt(status, resource_id, location, attempt, body_bytes)
-        if status == 412:
-            raise RequestRejected(
-                "the FHIR server holds more than one DocumentReference with this transcript's "
-                "identifier (HTTP 412); conditional create refused: remove the duplicates "
-                f"there{_diagnostics(response)}",
-                status=status,
-            )
-        outcome = _diagnostics(response)
-        if 400 <= status < 500 and status not in (401, 403, 413, 429) and outcome:
-            raise RequestRejected(
-                f"the FHIR server refused the DocumentReference (HTTP {status}){outcome}",
-                status=status,
-            )
-        raise error_for_status(response, sent_bytes=body_bytes, token=token)
+    async def aclose(self) -> None:
+        """Close the session (and its connection pool) if this client created it."""
+        if self._owns_session:
+            await self._session.aclose()
 
 
-def _json_object(response: httpx.Response) -> dict[str, Any]:
+def _read_created(response: httpx.Response) -> _Created:
+    """201 created or 200 found: the resource's id and Location; InvalidResponse."""
     try:
         body = response.json()
     except ValueError as exc:
         raise InvalidResponse(
-            f"the FHIR server accepted the DocumentReference (HTTP {response.status_code}) but "
-            "its answer is not JSON; check the server by hand",
+            f"the FHIR server accepted the DocumentReference (HTTP {response.status_code}) "
+            "but its answer is not JSON; check the server by hand",
             status=response.status_code,
         ) from exc
-    return body if isinstance(body, dict) else {}
+    resource = body if isinstance(body, dict) else {}
+    resource_id = resource.get("id") if isinstance(resource.get("id"), str) else None
+    location = response.headers.get("location")
+    if resource_id is None and location:
+        resource_id = _id_from_location(location)
+    return _Created(response.status_code, resource_id, location)
+
+
+def fhir_error_for_status(response: httpx.Response, *, sent_bytes: int, token: str) -> MedasrError:
+    """The FHIR server's non-2xx as a typed error: 412 and OperationOutcomes said plainly."""
+    status = response.status_code
+    outcome = _diagnostics(response)
+    if status in (401, 403):
+        return CredentialsRejected(
+            f"the FHIR server rejected the token (HTTP {status}); check {TOKEN_SETTING}",
+            status=status,
+        )
+    if status == 412:
+        return RequestRejected(
+            "the FHIR server holds more than one DocumentReference with this transcript's "
+            "identifier (HTTP 412); conditional create refused: remove the duplicates "
+            f"there{outcome}",
+            status=status,
+        )
+    if 400 <= status < 500 and status not in (413, 429) and outcome:
+        return RequestRejected(
+            f"the FHIR server refused the DocumentReference (HTTP {status}){outcome}",
+            status=status,
+        )
+    return error_for_status(response, sent_bytes=sent_bytes, token=token)
 
 
 def _id_from_location(location: str) -> str | None:
@@ -159,13 +174,13 @@ def _id_from_location(location: str) -> str | None:
 def _diagnostics(response: httpx.Response) -> str:
     """`: <diagnostics>` from an OperationOutcome body, or ''."""
     try:
-        body = response.json()
+        body: Any = response.json()
     except ValueError:
         return ""
     if not isinstance(body, dict) or body.get("resourceType") != "OperationOutcome":
         return ""
     said = [
-        str(issue.get("diagnostics") or issue.get("details", {}).get("text") or "")
+        str(issue.get("diagnostics") or (issue.get("details") or {}).get("text") or "")
         for issue in body.get("issue", [])
         if isinstance(issue, dict)
     ]

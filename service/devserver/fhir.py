@@ -13,10 +13,7 @@ the answer: the lost reply that makes a sender resend.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import json
-import logging
 import time
 from typing import Any
 from urllib.parse import parse_qsl
@@ -27,30 +24,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from service.devserver.app import (
-    DevServerState,
-    _authenticate,
-    _fault_response,
-    _read_body,
-    _Trace,
-)
 from service.devserver.responses import DroppedResponse, SlowResponse
+from service.devserver.routes_common import (
+    Trace,
+    _authenticate,
+    _read_body,
+    answer_and_record,
+    check_in,
+    fault_response,
+)
+from service.devserver.state import DevServerState
 from service.devserver.uploads import Refusal
-
-logger = logging.getLogger(__name__)
 
 FHIR_PATH = "/fhir/DocumentReference"
 FHIR_JSON = "application/fhir+json"
 _PASSED_FAULTS = ("ok", "slow", "notext", "reset")  # faults played after the create
-
-
-def fhir_routes() -> list[Route]:
-    """The FHIR routes to add to the devserver app."""
-    return [
-        Route(FHIR_PATH, fhir_create_endpoint, methods=["POST"]),
-        Route(FHIR_PATH, fhir_search_endpoint, methods=["GET"]),
-        Route(FHIR_PATH + "/{resource_id}", fhir_read_endpoint, methods=["GET"]),
-    ]
 
 
 def outcome(status: int, diagnostics: str, *, code: str = "invalid") -> Response:
@@ -64,31 +52,19 @@ def outcome(status: int, diagnostics: str, *, code: str = "invalid") -> Response
 
 async def fhir_create_endpoint(request: Request) -> Response:
     """Create (or match) one DocumentReference; one ledger line per request."""
-    state: DevServerState = request.app.state.devserver
-    trace = _Trace(time=time.time(), language=None)
+    trace = Trace(time=time.time(), language=None, path=FHIR_PATH)
+    return await answer_and_record(request, _create, trace=trace)
+
+
+async def _create(request: Request, state: DevServerState, trace: Trace) -> Response:
     try:
-        response = await _create(request, state, trace)
-    except Refusal as refusal:
-        response = outcome(refusal.status, refusal.message, code="security")
-    except Exception as exc:  # a devserver bug: still one ledger line and an OperationOutcome
-        logger.error("devserver: unexpected %s in a FHIR create", type(exc).__name__, exc_info=exc)
-        response = outcome(500, "internal error", code="exception")
-    status = 0 if isinstance(response, DroppedResponse) else response.status_code
-    entry = dataclasses.replace(trace.entry(status=status), path=FHIR_PATH)
-    state.ledger.record(entry)
-    return response
-
-
-async def _create(request: Request, state: DevServerState, trace: _Trace) -> Response:
-    if state.config.latency_ms > 0:
-        await asyncio.sleep(state.config.latency_ms / 1000)
-    _authenticate(request, state)
+        fault = await check_in(request, state, trace)
+    except Refusal as refusal:  # 401/403/413 as OperationOutcomes
+        return outcome(refusal.status, refusal.message, code="security")
     body = await _read_body(request, max_bytes=state.config.max_bytes)
     trace.body_bytes = len(body)
-    fault = state.faults.draw()
-    trace.fault = None if fault == "ok" else fault
     if fault not in _PASSED_FAULTS:
-        return _fault_response(fault, state=state, trace=trace)
+        return fault_response(fault, state=state, trace=trace)
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type not in (FHIR_JSON, "application/json"):
         return outcome(415, f"Content-Type must be {FHIR_JSON}, not {media_type[:40]!r}")
@@ -100,12 +76,10 @@ async def _create(request: Request, state: DevServerState, trace: _Trace) -> Res
         return outcome(400, problem)
     created = state.fhir.create(resource, if_none_exist=condition)
     if created.status == 412:
-        return outcome(
-            412, f"{created.matches} resources match If-None-Exist {condition}", code="duplicate"
-        )
-    return _created_response(
-        request, created.status, created.resource or {}, fault=fault, state=state
-    )
+        why = f"{created.matches} resources match If-None-Exist {condition}"
+        return outcome(412, why, code="duplicate")
+    stored = created.resource or {}
+    return _created_response(request, created.status, stored, fault=fault, state=state)
 
 
 def _created_response(
@@ -150,10 +124,21 @@ def _condition(header: str | None) -> tuple[str | None, str]:
     return pairs[0][1], ""
 
 
+def _refused(request: Request, state: DevServerState) -> Response | None:
+    """An OperationOutcome for a missing (401) or refused (403) token; None when it is good."""
+    try:
+        _authenticate(request, state)
+    except Refusal as refusal:
+        return outcome(refusal.status, refusal.message, code="security")
+    return None
+
+
 async def fhir_search_endpoint(request: Request) -> Response:
     """A searchset Bundle of the resources matching ?identifier= (all without it)."""
     state: DevServerState = request.app.state.devserver
-    _authenticate(request, state)
+    refused = _refused(request, state)
+    if refused is not None:
+        return refused
     token = request.query_params.get("identifier")
     found = state.fhir.search(token) if token else list(state.fhir.resources.values())
     bundle = {
@@ -168,8 +153,17 @@ async def fhir_search_endpoint(request: Request) -> Response:
 async def fhir_read_endpoint(request: Request) -> Response:
     """One resource by id, or 404."""
     state: DevServerState = request.app.state.devserver
-    _authenticate(request, state)
+    refused = _refused(request, state)
+    if refused is not None:
+        return refused
     resource = state.fhir.resources.get(request.path_params["resource_id"])
     if resource is None:
         return outcome(404, "no such DocumentReference", code="not-found")
     return JSONResponse(resource, media_type=FHIR_JSON)
+
+
+ROUTES = (
+    Route(FHIR_PATH, fhir_create_endpoint, methods=["POST"]),
+    Route(FHIR_PATH, fhir_search_endpoint, methods=["GET"]),
+    Route(FHIR_PATH + "/{resource_id}", fhir_read_endpoint, methods=["GET"]),
+)

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from config.settings import Settings
-from service.client import RetryEvent
 from service.docs_client import DocsClient
 from service.fhir_client import FhirClient
 from service.mllp import MllpClient, MllpEndpoint, MllpNoAnswer, MllpTimings, MllpUnreachable
+from service.retrying import RetryEvent
 from tasks.delivery.documents import DocsQuery, build_document
 from tasks.delivery.errors import (
     DeliveryInDoubt,

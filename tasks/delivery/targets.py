@@ -11,12 +11,13 @@ spelling: the same for every spelling of one target, and the ledger's key for it
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from service.status import is_loopback_host
+from service.status import resolved_addresses
 from storage.records import ItemRecord
 from tasks.delivery.errors import TargetInvalid
 from tasks.delivery.fhir import Note
@@ -65,13 +66,21 @@ def parse_target(text: str, *, allow_insecure: bool = False) -> Target:
         target = _fhir_target(scheme, host, port, path=parts.path)
     else:
         raise TargetInvalid(f"delivery target scheme {scheme[:20]!r} is unknown; use {_EXAMPLES}")
-    if not target.tls and not allow_insecure and not is_loopback_host(host):
+    if not target.tls and not allow_insecure and not _is_loopback(host):
         raise TargetInvalid(
             f"refusing to send transcripts in clear text to {host} ({scheme}://); use "
             f"{'mllps' if target.kind is TargetKind.MLLP else 'fhir+https'}:// or set "
             "MEDASR_ALLOW_INSECURE_HTTP=true"
         )
     return target
+
+
+def _is_loopback(host: str) -> bool:
+    """Judged by address, as for the service: a name counts only if it resolves to loopback."""
+    addresses = resolved_addresses(host)
+    return bool(addresses) and all(
+        ipaddress.ip_address(a.split("%", 1)[0]).is_loopback for a in addresses
+    )
 
 
 def _shown_host(host: str) -> str:
