@@ -135,8 +135,13 @@ def running_listener(
     server_box: list[asyncio.Server] = []
 
     async def start() -> None:
+        # UTF-8, as MSH-18 (UNICODE UTF-8) says; python-hl7 reads ASCII unless told.
         server = await start_hl7_server(
-            lambda r, w: _serve(listener, r, w), host="127.0.0.1", port=0, ssl=tls
+            lambda r, w: _serve(listener, r, w),
+            host="127.0.0.1",
+            port=0,
+            ssl=tls,
+            encoding="utf-8",
         )
         listener.port = server.sockets[0].getsockname()[1]
         server_box.append(server)

@@ -85,6 +85,21 @@ def test_a_new_version_goes_as_an_mdm_t10_naming_the_first(
     assert second.obx_lines() == ["second words"]
 
 
+def test_text_in_any_script_arrives_as_it_was_written(
+    devserver_factory, store: Store, sqlite_url: str
+) -> None:
+    uri = "/d/hi.wav"
+    text = "मरीज़ को बुखार है।\nदवा: पैरासिटामोल | 500 mg"
+    with running_listener() as listener:
+        make_done(store, {uri: text}, language="hi", metadata={uri: {"patient_id": "MRN-हि"}})
+        settings = _settings(devserver_factory(), sqlite_url, target=_mllp(listener))
+        stats = deliver(settings, store)
+    assert stats.delivered == 1
+    (received,) = listener.received
+    assert received.obx_lines() == text.split("\n")
+    assert received.field("PID", 3) == "MRN-हि"
+
+
 def test_ae_retries_later_ar_fails_and_an_unanswered_message_is_resent_with_its_msh_10(
     devserver_factory, store: Store, sqlite_url: str
 ) -> None:
