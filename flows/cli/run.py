@@ -43,6 +43,7 @@ from storage.database import Store, database_exists
 from storage.errors import SourceError, SourceNotFound, SourceUnreadable, StoreError
 from tasks.discovery.discover import Discovery, check_manifest, check_source, discover_and_register
 from tasks.transcription.plan import plan_backlog, plan_rows
+from tasks.work.journal import Journal
 
 FlowRun = Coroutine[Any, Any, dict[str, Any]]
 
@@ -180,6 +181,10 @@ def _prepared(request: RunRequest, settings: Settings) -> Iterator[tuple[Prefect
 
     The flow called inside the block uses this run context (flows/run_context.py).
     """
+    try:
+        Journal(settings.storage.data_dir / "journal").check_writable()  # before any request
+    except ConfigError as exc:
+        _usage_error("configuration error", exc)
     try:
         api = start_prefect_api()
     except PrefectUnavailable as exc:

@@ -22,6 +22,7 @@ from pathlib import Path
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay
 from tenacity.wait import wait_random_exponential
 
+from config.errors import ConfigError
 from storage.errors import StoreUnavailable
 from storage.interface import ItemStore
 
@@ -86,9 +87,33 @@ class Journal:
             except (OSError, ValueError, TypeError):
                 yield path, None
 
+    def check_writable(self) -> None:
+        """Make the folder and write a probe in it, before the first paid request.
+
+        Raises ConfigError (MEDASR_DATA_DIR): without a writable journal an answer the
+        busy store cannot take is lost, and bought again by the next run.
+        """
+        try:
+            self._make_folder()
+            probe = self.folder / f".probe-{uuid.uuid4().hex[:12]}"
+            descriptor = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            os.close(descriptor)
+            probe.unlink()
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise ConfigError(
+                f"MEDASR_DATA_DIR: cannot write the journal of paid answers in {self.folder} "
+                f"({reason}); make it writable or point MEDASR_DATA_DIR elsewhere"
+            ) from None
+
     def _make_folder(self) -> None:
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.folder.chmod(0o700)  # mkdir's mode is masked by the umask; exist_ok keeps old modes
+        # Every folder made here is 0700 (the data dir too): mkdir(parents=True) would
+        # make the missing parents 0755 whatever its mode.
+        missing = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
+        for folder in reversed(missing):
+            folder.mkdir(mode=0o700, exist_ok=True)
+            folder.chmod(0o700)  # mkdir's mode is masked by the umask
+        self.folder.chmod(0o700)  # exist_ok keeps old modes
 
 
 async def record_paid_chunk(

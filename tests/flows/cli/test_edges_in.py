@@ -3,6 +3,7 @@ recording each stop a command with one line and exit 2 before anything is sent."
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -97,3 +98,30 @@ def test_an_unknown_variable_is_named_with_the_closest_one(
     assert warnings == [
         "medasr: warning: unknown variable MEDASR_ENCRPYT is ignored (did you mean MEDASR_ENCRYPT?)"
     ]
+
+
+SETPRIV = shutil.which("setpriv")
+# root without the capabilities that let it read and write past file modes, as the issue ran it
+WITHOUT_ROOT_POWERS = [str(SETPRIV), "--bounding-set=-dac_override,-dac_read_search"]
+needs_setpriv = pytest.mark.skipif(SETPRIV is None, reason="setpriv (util-linux) is not installed")
+
+
+@needs_setpriv
+def test_a_data_dir_that_cannot_be_written_stops_the_run_before_prefect(
+    env: dict[str, str], source: Path, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir(mode=0o500)
+    data_dir.chmod(0o500)
+    result = subprocess.run(
+        [*WITHOUT_ROOT_POWERS, MEDASR, "run", str(source), "-l", "en-IN"],
+        env=env | {"MEDASR_DATA_DIR": str(data_dir)},
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    line = one_line(result)
+    assert line.startswith("medasr: configuration error: MEDASR_DATA_DIR:"), line
+    assert not (Path(env["PREFECT_HOME"]) / "prefect.db").exists()  # stopped before Prefect
