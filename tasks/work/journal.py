@@ -29,6 +29,9 @@ from storage.interface import ItemStore
 logger = logging.getLogger("medasr.journal")
 
 _SUFFIX = ".json"
+# Paid answers of this process not yet in the store (their write is being retried), so
+# that a process about to end at once (a second Ctrl-C) can journal them first.
+_unrecorded: dict[int, tuple[Journal, PaidChunk]] = {}
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,8 @@ async def record_paid_chunk(
     StoreUnavailable is raised (the file cannot finish now; its answer is safe).
     LeaseLost and StoreFailed are raised at once: no retry helps them.
     """
+    key = id(paid)
+    _unrecorded[key] = (journal, paid)
     try:
         async for attempt in AsyncRetrying(
             retry=retry_if_exception_type(StoreUnavailable),
@@ -144,6 +149,24 @@ async def record_paid_chunk(
             where,
         )
         raise StoreUnavailable(f"{exc.message}; the paid answer was kept in the journal") from exc
+    finally:
+        _unrecorded.pop(key, None)
+
+
+def keep_unrecorded_answers() -> int:
+    """Journal every paid answer whose store write has not finished; returns how many.
+
+    For a process that ends at once (a second Ctrl-C): the next run records them (an
+    answer the store took meanwhile is recorded again, to the same text). Never raises.
+    """
+    kept = 0
+    for journal, paid in list(_unrecorded.values()):
+        try:
+            journal.keep(paid)
+            kept += 1
+        except OSError:
+            logger.exception("a paid answer could not be journaled before exit")
+    return kept
 
 
 async def store_chunk_answer(
