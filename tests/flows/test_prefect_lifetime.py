@@ -126,6 +126,7 @@ def test_sigkill_during_prefect_start_leaves_no_server(
     assert len(service.ledger) == 0
 
 
+@pytest.mark.slow
 def test_sigkill_or_a_second_ctrl_c_mid_run_leaves_no_server(
     tmp_path: Path, service: RunningDevServer, source: Path
 ) -> None:
@@ -147,6 +148,7 @@ def test_sigkill_or_a_second_ctrl_c_mid_run_leaves_no_server(
     assert servers_left(home) == []
 
 
+@pytest.mark.slow
 def test_a_slow_prefect_start_is_waited_for_and_said(
     tmp_path: Path, service: RunningDevServer, source: Path
 ) -> None:

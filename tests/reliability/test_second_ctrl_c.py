@@ -14,6 +14,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.reliability.corpus import age_files, write_tone_wav
 from tests.reliability.evidence import items
 
@@ -29,6 +31,7 @@ def wait_for(check, *, timeout_s: float, what: str):  # type: ignore[no-untyped-
     raise AssertionError(f"no {what} within {timeout_s} s")
 
 
+@pytest.mark.slow  # two runs against a Prefect server: ~60 s
 def test_an_answer_between_two_ctrl_c_is_journaled_and_not_bought_again(
     tmp_path: Path, tone_devserver, medasr_for, prefect_api: dict[str, str], figures
 ) -> None:

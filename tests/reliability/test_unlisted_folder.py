@@ -21,7 +21,10 @@ from tests.reliability.evidence import items
 from tests.reliability.harness import Finished, Medasr
 
 SETPRIV = shutil.which("setpriv")
-pytestmark = pytest.mark.skipif(SETPRIV is None, reason="setpriv (util-linux) is not installed")
+pytestmark = [
+    pytest.mark.skipif(SETPRIV is None, reason="setpriv (util-linux) is not installed"),
+    pytest.mark.slow,  # two runs and a status against a Prefect server: ~90 s
+]
 
 
 def run_without_root_powers(medasr: Medasr, *args: str) -> Finished:
