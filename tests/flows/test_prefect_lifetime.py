@@ -130,9 +130,7 @@ def test_sigkill_during_prefect_start_leaves_no_server(
 def test_sigkill_or_a_second_ctrl_c_mid_run_leaves_no_server(
     tmp_path: Path, service: RunningDevServer, source: Path
 ) -> None:
-    env = env_for(
-        tmp_path, service, hold_s=0, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180"
-    )
+    env = env_for(tmp_path, service, hold_s=0, MEDASR_PREFECT_START_TIMEOUT_S="180")
     home = Path(env["PREFECT_HOME"])
     run = start(source, env, tmp_path)
     wait_for(
