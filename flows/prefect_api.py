@@ -172,9 +172,11 @@ class _TemporaryServer:
                     pass
                 if not noticed and waited_s >= WAIT_NOTICE_S:
                     noticed = True
-                    sys.stderr.write(
+                    # Progress, not an error: stdout, like "N files to process".
+                    print(
                         "medasr: waiting for Prefect's temporary server to start (up to "
-                        f"{self._start_timeout_s:.0f} s, MEDASR_PREFECT_START_TIMEOUT_S)\n"
+                        f"{self._start_timeout_s:.0f} s, MEDASR_PREFECT_START_TIMEOUT_S)",
+                        flush=True,
                     )
                 time.sleep(_POLL_S)
         self.stop()

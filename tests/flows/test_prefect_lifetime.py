@@ -81,6 +81,10 @@ def stderr_of(cwd: Path) -> str:
     return (cwd / "err.log").read_text(errors="replace")
 
 
+def stdout_of(cwd: Path) -> str:
+    return (cwd / "out.log").read_text(errors="replace")
+
+
 def wait_for(check, *, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -156,8 +160,8 @@ def test_a_slow_prefect_start_is_waited_for_and_said(
     run.wait(timeout=300)
     err = stderr_of(tmp_path)
     assert run.returncode == 0, err
-    waiting = [line for line in err.splitlines() if "waiting for Prefect" in line]
-    assert len(waiting) == 1, err
+    waiting = [line for line in stdout_of(tmp_path).splitlines() if "waiting for Prefect" in line]
+    assert len(waiting) == 1, stdout_of(tmp_path)
     assert "MEDASR_PREFECT_START_TIMEOUT_S" in waiting[0]
     assert [e.status for e in service.ledger.entries()] == [200]
 
@@ -170,12 +174,11 @@ def test_a_start_that_never_comes_is_reported_as_prefect_not_starting(
     run.wait(timeout=120)
     err = stderr_of(tmp_path)
     assert run.returncode == 75, err
-    ours = [
-        line for line in err.splitlines() if line.startswith("medasr:") and "waiting" not in line
-    ]
+    ours = [line for line in err.splitlines() if line.startswith("medasr:")]
     assert len(ours) == 1, err
     assert ours[0].startswith("medasr: Prefect did not start:"), ours
     assert "did not start in 7 s" in ours[0]
+    assert "waiting for Prefect's temporary server" in stdout_of(tmp_path)  # said at 5 s
     assert "configuration error" not in err
     assert servers_left(Path(env["PREFECT_HOME"])) == []
     assert len(service.ledger) == 0
