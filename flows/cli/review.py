@@ -16,11 +16,11 @@ import typer
 
 from config.errors import ConfigError
 from config.settings import load_settings
-from flows.cli.console import one_line
 from flows.cli.store import _command_errors
 from service.contract import is_supported_language
 from storage.database import Store, database_exists
 from storage.records import ItemRecord
+from tasks.discovery.names import one_line
 
 _HEADER = "id\tsource\tlanguage\tflags\taudio_min\tupdated_at"
 

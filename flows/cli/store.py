@@ -19,12 +19,11 @@ from rich.text import Text
 
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
-from flows.cli.console import one_line
-from flows.cli.fhir import export_fhir
 from storage.database import Store, database_exists, upgrade_database
 from storage.deliveries import DeliveryCount
 from storage.export import common_local_root, write_csv, write_jsonl, write_txt_tree
 from storage.records import ITEM_STATUSES, ItemRecord, StatusCount
+from tasks.discovery.names import one_line
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
 
@@ -211,6 +210,8 @@ def export_command(
 
 def _export(store: Store, export_format: ExportFormat, out: Path, status: str | None) -> int:
     if export_format is ExportFormat.fhir:
+        from flows.cli.fhir import export_fhir  # httpx and the FHIR models: fhir only
+
         return export_fhir(store, out, status=status)
     if export_format is ExportFormat.txt:
         if out.exists() and not out.is_dir():
