@@ -94,7 +94,11 @@ class Item(Base):
         Index("ix_items_status_language", "status", "language", "id"),
         # The done-twin lookup, in its order (0005): storage/queries.py find_done_with_sha.
         Index(
-            "ix_items_sha256_language_status_done_at", "sha256", "language", "status", "done_at",
+            "ix_items_sha256_language_status_done_at",
+            "sha256",
+            "language",
+            "status",
+            "done_at",
             "id",
         ),
         Index("ix_items_status_updated_at", "status", "updated_at", "id"),  # latest (0005)

@@ -74,9 +74,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 QUICK = [
     (["--help"], set()),
     (["db", "upgrade"], {"alembic", "sqlalchemy"}),
-    (["status"], {"alembic", "sqlalchemy"}),
-    (["export", "--format", "jsonl", "--out", "{work}/out.jsonl"], {"alembic", "sqlalchemy"}),
-    (["review"], {"alembic", "sqlalchemy"}),
+    (["status"], {"sqlalchemy"}),  # Alembic only to migrate: the store is at the newest
+    (["export", "--format", "jsonl", "--out", "{work}/out.jsonl"], {"sqlalchemy"}),
+    (["review"], {"sqlalchemy"}),
     (["split", "{work}/note.wav", "--out", "{work}/chunks"], {"numpy"}),
 ]
 
