@@ -48,6 +48,11 @@ logger = logging.getLogger(__name__)
 # but one that rarely heals on its own: give it a smaller budget.
 _SERVER_FAULT_MAX_ATTEMPTS = 2
 _FULL_BUDGET_STATUSES = frozenset({429, 502, 503, 504})
+# An idle pooled connection is dropped after this many seconds: under the 5 s after which
+# uvicorn (the devserver) and many servers close one. At httpx's own default (also 5 s)
+# a request can go out on a connection the server is closing at that moment: it never
+# reaches the service, fails, and is sent again (a retry the service never saw).
+KEEPALIVE_EXPIRY_S = 2.0
 # An attempt with less time left than this could only time out.
 _LEAST_ATTEMPT_S = 0.1
 
@@ -132,6 +137,7 @@ class TranscriptionClient:
             verify=tls_verify(service.ca_bundle),
             timeout=httpx.Timeout(service.request_timeout_s),
             follow_redirects=False,
+            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S),
         )
         self._max_wav_bytes = max_wav_bytes_for(service, encryption)
         self._backoff = wait_random_exponential(
