@@ -105,6 +105,17 @@ def plans(store: Store) -> dict[str, str]:
     return found
 
 
+def status_queries_ms(store: Store) -> float:
+    """Ms of what `medasr status` asks the store (counts, deliveries, latest of each)."""
+    started = time.perf_counter()
+    with store.repository(read_only=True) as repo:
+        repo.status_counts()
+        repo.delivery_counts()
+        for status in ("failed", "needs_review", "skipped"):
+            repo.list_latest(status=status, limit=10)
+    return (time.perf_counter() - started) * 1000
+
+
 def status_wall_s(database: Path, *, runs: int = 3) -> float:
     """Median wall s of `medasr status` on this store (a fresh process each time)."""
     env = {"MEDASR_DATABASE_URL": f"sqlite:///{database}", "PATH": "/usr/bin:/bin"}
@@ -163,7 +174,13 @@ def main() -> None:
             started = time.perf_counter()
             fill(database, args.status_rows)
             print(f"\nfilled {args.status_rows:,} items in {time.perf_counter() - started:.0f} s")
-            Store.open(StorageSettings(database_url=f"sqlite:///{database}")).dispose()
+            store = Store.open(StorageSettings(database_url=f"sqlite:///{database}"))
+            refresh_statistics(store)  # as the end of the run that filled it would
+            print(f"status queries in-process: {status_queries_ms(store):.0f} ms")
+            for name, plan in plans(store).items():
+                if name.startswith("status"):
+                    print(f"  {name}: {plan!r}")
+            store.dispose()
             print(f"medasr status: {status_wall_s(database):.2f} s (median of 3)")
 
 

@@ -102,6 +102,8 @@ class Item(Base):
             "id",
         ),
         Index("ix_items_status_updated_at", "status", "updated_at", "id"),  # latest (0005)
+        # `medasr status` counts from the index alone (0005).
+        Index("ix_items_status_language_duration_ms", "status", "language", "duration_ms"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
