@@ -15,6 +15,7 @@ import importlib
 import os
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import typer
 from typer import _click as click  # Typer vendors click; its group API is typed with it
@@ -108,9 +109,18 @@ def _no_options() -> None:
 
 class LazyGroup(TyperGroup):
     """`medasr`'s commands: a command's module is imported when the command is resolved;
-    listing them (`medasr --help`) imports none and shows each one's summary."""
+    listing them (`medasr --help`, a typo's suggestion) imports none and shows each
+    one's summary."""
 
     _listing = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # What Typer reads to list and to suggest ("Did you mean 'status'?"): summaries.
+        self.commands.update(
+            {entry.name: TyperCommand(entry.name, help=entry.summary) for entry in COMMANDS}
+        )
+        self._loaded: dict[str, click.Command] = {}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [command.name for command in COMMANDS]
@@ -120,10 +130,10 @@ class LazyGroup(TyperGroup):
         if entry is None:
             return None
         if self._listing:
-            return TyperCommand(entry.name, help=entry.summary)
-        if cmd_name not in self.commands:
-            self.commands[cmd_name] = load_command(entry)
-        return self.commands[cmd_name]
+            return self.commands[cmd_name]
+        if cmd_name not in self._loaded:
+            self._loaded[cmd_name] = load_command(entry)
+        return self._loaded[cmd_name]
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         self._listing = True

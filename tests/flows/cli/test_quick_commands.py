@@ -105,7 +105,7 @@ def test_the_listed_summary_is_the_commands_own(entry) -> None:  # type: ignore[
     assert (command.help or "").split("\n\n")[0] == entry.summary
 
 
-def test_an_unknown_command_is_still_refused() -> None:
-    result = CliRunner().invoke(app, ["stauts"])
+def test_an_unknown_command_is_refused_with_a_suggestion() -> None:
+    result = CliRunner().invoke(app, ["stat"], env={"COLUMNS": "100"})
     assert result.exit_code == 2
-    assert "No such command" in result.output
+    assert "No such command 'stat'. Did you mean 'status'?" in result.output
