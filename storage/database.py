@@ -280,6 +280,9 @@ def upgrade_database(
     engine = create_store_engine(database_url, busy_timeout_ms=busy_timeout_ms)
     try:
         with translate_store_errors():
+            newest = newest_known_revision()
+            if revision == "head" and newest is not None and _at_newest_schema(engine):
+                return newest  # nothing to migrate: Alembic stays unloaded
             _upgrade_engine(engine, revision)
             return current_revision(engine) or "base"
     finally:

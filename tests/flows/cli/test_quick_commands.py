@@ -73,7 +73,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 # Each quick command, and what it may import of HEAVY (anything else there is a defect).
 QUICK = [
     (["--help"], set()),
-    (["db", "upgrade"], {"alembic", "sqlalchemy"}),
+    (["db", "upgrade"], {"sqlalchemy"}),  # at the newest already: nothing to migrate
     (["status"], {"sqlalchemy"}),  # Alembic only to migrate: the store is at the newest
     (["export", "--format", "jsonl", "--out", "{work}/out.jsonl"], {"sqlalchemy"}),
     (["review"], {"sqlalchemy"}),
