@@ -14,6 +14,7 @@ from storage.database import Store
 from storage.errors import SourceNotFound, SourceUnreadable
 from storage.local_files import printable
 from storage.manifest import default_manifest, metadata_by_uri, read_manifest
+from storage.query_plans import refresh_statistics
 from storage.sources import SkippedFile, list_audio, normalize_source
 from tasks.discovery.names import one_line, recording_name
 
@@ -78,6 +79,8 @@ def discover_and_register(
         )
         if metadata:
             repo.set_item_metadata(metadata, language=language)
+    if registered.new:  # the planner must see the archive's new shape before the run
+        refresh_statistics(store)
     root = normalize_source(source)
     for skipped in listing.skipped:
         name, reason = recording_name(skipped.uri, roots=(root,)), one_line(skipped.reason)

@@ -9,6 +9,8 @@ import logging
 from collections.abc import Mapping
 
 from storage.database import Store
+from storage.errors import StoreError
+from storage.query_plans import refresh_statistics
 from storage.scratch import remove_dead_leftovers
 
 logger = logging.getLogger("medasr.runs")
@@ -24,6 +26,10 @@ def finish_run(store: Store, run_id: int, *, counts: Mapping[str, int], status: 
     """Record a run's end: its status and counts (numbers only: no text, no secret)."""
     with store.repository() as repo:
         repo.finish_run(run_id, counts=counts, status=status)
+    try:  # statistics for the next run's planner; the run itself is recorded already
+        refresh_statistics(store)
+    except StoreError as exc:
+        logger.warning("could not refresh the store's statistics: %s", exc)
 
 
 def expected_files(
