@@ -63,7 +63,7 @@ COMMANDS = (
     LazyCommand(
         "deliver",
         "flows.cli.deliver:deliver_command",
-        "Upload every done transcript not yet delivered in its current version.",
+        "Send every done transcript not yet delivered in its current version.",
     ),
     LazyCommand(
         "split",
