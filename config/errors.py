@@ -12,7 +12,6 @@ decide "retry later", "give up on this item" or "stop the run" without knowing t
             ├── ConfigError          a setting is missing or invalid (exit code 2)
             ├── RunInterrupted       the operator stopped the run: Ctrl-C, SIGTERM (exit 130)
             └── CredentialsRejected  401/403 (exit code 3); lives in service/errors.py
-                └── RunStopped       flows/summary.py: raised by a stopped flow, with its summary
 
 Wings: service/errors.py (talking to the service), storage/errors.py (sources and the
 store), tasks/errors.py (the audio engine, the shared limit), tasks/delivery/errors.py

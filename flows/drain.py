@@ -16,7 +16,7 @@ from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifa
 
 from config.errors import RunStop
 from config.settings import Settings
-from flows.run_context import RunContext
+from flows.bootstrap import Run
 from tasks.errors import SharedLimitUnavailable
 from tasks.steps import expected_files_task, transcribe_batch_task
 from tasks.throttle.global_limit import SharedLimit, ensure_shared_limits
@@ -39,7 +39,7 @@ class DrainResult:
     stopped: RunStop | None = None
 
 
-async def drain_pending(run: RunContext, *, limit: int | None = None) -> DrainResult:
+async def drain_pending(run: Run, *, limit: int | None = None) -> DrainResult:
     """Claim and transcribe the run's pending items; returns counts, never raises for a
     single file. Log lines name files relative to the run's source roots."""
     started = time.monotonic()

@@ -7,9 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from storage.records import ItemStatus
+
 logger = logging.getLogger("medasr.progress")
 
-Outcome = Literal["done", "needs_review", "skipped", "failed", "released", "lost"]
+# An item status a file ended in, or: given back unfinished (released), taken over by
+# another worker (lost).
+Outcome = ItemStatus | Literal["released", "lost"]
 
 
 @dataclass(frozen=True)
@@ -45,13 +49,13 @@ class RunStats:
     def add(self, outcome: FileOutcome) -> None:
         """Count one finished file."""
         self.files[outcome.outcome] = self.files.get(outcome.outcome, 0) + 1
-        if outcome.outcome == "done" and outcome.duration_ms:
+        if outcome.outcome == ItemStatus.DONE and outcome.duration_ms:
             self.audio_ms_done += outcome.duration_ms
 
     @property
     def failed(self) -> int:
         """Files that ended failed in this run."""
-        return self.files.get("failed", 0)
+        return self.files.get(ItemStatus.FAILED, 0)
 
 
 class ProgressObserver(Protocol):

@@ -158,7 +158,7 @@ def test_an_answer_the_store_cannot_take_is_journaled_and_recorded_later(
     assert len(first_run) == 1
     assert modes == [0o600, 0o700]  # one entry, in a private folder
     assert "chest clear" not in logged  # the answer was on disk, never in a log
-    assert summary["files_done"] == 1
+    assert summary.files_done == 1
     assert paid[first_run[0]] == 1  # the journaled chunk was not sent again
     assert max(paid.values()) == 1
     assert list(journal.glob("*.json")) == []  # recorded, then removed

@@ -90,4 +90,4 @@ def test_slow_service_and_short_lease_pay_each_chunk_once(
     assert [r.chunks for r in rows] == [CHUNKS_PER_FILE] * FILES
     assert twice == 0
     assert requests == FILES * CHUNKS_PER_FILE
-    assert summary["files_done"] == FILES
+    assert summary.files_done == FILES

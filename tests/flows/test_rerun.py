@@ -14,6 +14,7 @@ from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from flows.cli import app
 from flows.rerun import rerun_failures
+from flows.summary import RunSummary
 from service.devserver import RunningDevServer, start_devserver
 from storage.database import Store
 from tests.flows.cli.test_commands import table_rows
@@ -55,7 +56,7 @@ def up(prefect_harness: None) -> Iterator[RunningDevServer]:
         yield server
 
 
-def rerun(settings: Settings, **kwargs: object) -> dict:
+def rerun(settings: Settings, **kwargs: object) -> RunSummary:
     with pinned_settings(settings):
         return asyncio.run(rerun_failures(language="en-IN", **kwargs))
 
@@ -70,12 +71,12 @@ def test_rerun_honors_the_attempts_limit(
     assert {statuses(failing, corpus.root)[n] for n in corpus.texts} == {("failed", 1)}
 
     second = rerun(failing)  # attempts 1 < 2: re-queued, tried, failed again
-    assert second["requeued"] == len(corpus.texts)
+    assert second.requeued == len(corpus.texts)
     assert {statuses(failing, corpus.root)[n] for n in corpus.texts} == {("failed", 2)}
 
     sent = len(up.ledger)
     third = rerun(pointed_at(failing, up))  # attempts 2: at the limit, left alone
-    assert third["requeued"] == 0
+    assert third.requeued == 0
     assert len(up.ledger) == sent
     for name in PERMANENT:  # permanent failures are never re-queued without the flag
         assert statuses(failing, corpus.root)[name] == ("failed", 1)
@@ -90,7 +91,7 @@ def test_rerun_waits_for_the_next_attempt_time(
 
     summary = rerun(pointed_at(later, up))
 
-    assert summary["requeued"] == 0
+    assert summary.requeued == 0
     assert len(up.ledger) == 0
 
 
@@ -101,7 +102,7 @@ def test_include_permanent_requeues_every_failure(
     with pinned_settings(failing):
         asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
     rerun(failing)  # the good files reach the attempts limit (2)
-    assert rerun(failing)["requeued"] == 0
+    assert rerun(failing).requeued == 0
 
     with pinned_settings(pointed_at(failing, up)):
         result = CliRunner().invoke(
@@ -127,8 +128,8 @@ def test_include_permanent_does_not_wait_for_the_next_attempt_time(
 
     summary = rerun(pointed_at(later, up), include_permanent=True)
 
-    assert summary["requeued"] == len(corpus.texts) + len(PERMANENT)
-    assert summary["files_done"] == len(corpus.texts)
+    assert summary.requeued == len(corpus.texts) + len(PERMANENT)
+    assert summary.files_done == len(corpus.texts)
 
 
 def test_include_skipped_requeues_silent_recordings(
@@ -139,7 +140,7 @@ def test_include_skipped_requeues_silent_recordings(
         asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
     assert statuses(settings, corpus.root)["silence.wav"] == ("skipped", 1)
     # A failure flag leaves a recording judged silent where it is.
-    assert rerun(settings, include_permanent=True)["requeued"] == len(PERMANENT)
+    assert rerun(settings, include_permanent=True).requeued == len(PERMANENT)
     assert statuses(settings, corpus.root)["silence.wav"] == ("skipped", 1)
 
     with pinned_settings(settings):

@@ -68,11 +68,11 @@ def test_a_run_row_records_the_counts(
     assert run.finished_at is not None
     assert run.finished_at >= run.started_at
     counts = run.counts
-    assert counts["done"] == len(corpus.texts) == summary["files_done"]
+    assert counts["done"] == len(corpus.texts) == summary.files_done
     assert counts["failed"] == 2
     assert counts["skipped"] == 1
     assert counts["files"] == len(corpus.texts) + len(corpus.bad)
-    assert counts["requests"] == len(flow_server.ledger) == summary["requests"]
+    assert counts["requests"] == len(flow_server.ledger) == summary.requests
     assert counts["retries"] == 0
     assert counts["listed"] == len(corpus.texts) + len(corpus.bad)
 
@@ -115,7 +115,7 @@ def test_a_task_run_handles_a_batch_of_files(
 
     summary, flow_run_id = run_with_state(tmp_path / "many", batch_size=batch)
 
-    assert summary["files_done"] == files
+    assert summary.files_done == files
     names = asyncio.run(_task_run_names(flow_run_id))
     batches = [name for name in names if name.startswith("transcribe-batch")]
     # ceil(11 / 4) = 3 batches carry the files; at most one more claim finds the queue empty.
@@ -143,7 +143,7 @@ def test_progress_total_counts_only_this_source(
         set_progress_observer(None)
 
     assert planned.files == [3]  # the annex's two pending files are not this run's
-    assert summary["files_done"] == 3
+    assert summary.files_done == 3
 
 
 class _Planned:
