@@ -13,10 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefect import Flow, flow, get_run_logger
+from prefect.client.schemas.objects import State
 
 from flows.bootstrap import Run, RunRequest, bootstrap, settings_for
 from flows.deliver_step import deliver_after_backlog
+from flows.run_names import name_from_parameters, run_name
 from flows.skeleton import FlowSteps, Prepared, run_flow_steps
+from flows.states import final_state
 from flows.summary import DeliveryCounts, RunSummary
 from tasks.discovery.discover import Discovery
 from tasks.steps import discover_task
@@ -59,7 +62,12 @@ async def run_backlog(run: Run, *, listed: Listed | None = None) -> RunSummary:
     return await run_flow_steps(run, steps)
 
 
-@flow(name=FLOW_NAME, log_prints=False, validate_parameters=True)
+@flow(
+    name=FLOW_NAME,
+    flow_run_name=name_from_parameters("backlog"),
+    log_prints=False,
+    validate_parameters=True,
+)
 async def transcribe_backlog(
     source: str,
     language: str,
@@ -70,8 +78,9 @@ async def transcribe_backlog(
     include: list[str] | None = None,
     exclude: list[str] | None = None,
     manifest: str | None = None,
-) -> RunSummary:
-    """Transcribe every new or changed file under `source`; returns the run summary.
+) -> State[Any]:
+    """Transcribe every new or changed file under `source`; ends in the state its summary
+    says (flows/states.py), the summary its data.
 
     With MEDASR_DELIVER=true, done transcripts are then delivered (flows/deliver_step.py).
     """
@@ -87,7 +96,7 @@ async def transcribe_backlog(
         limit=limit,
     )
     with bootstrap(settings_for(request), request) as run:
-        return await run_backlog(run)
+        return final_state(await run_backlog(run))
 
 
 def backlog_flow(
@@ -99,11 +108,14 @@ def backlog_flow(
     must not record.
     """
 
-    async def backlog() -> RunSummary:
-        return await run_backlog(run, listed=listed)
+    async def backlog() -> State[Any]:
+        return final_state(await run_backlog(run, listed=listed))
 
-    built: Flow[[], Coroutine[Any, Any, RunSummary]] = Flow(
-        fn=backlog, name=FLOW_NAME, log_prints=False
+    built: Flow[[], Coroutine[Any, Any, State[Any]]] = Flow(
+        fn=backlog,
+        name=FLOW_NAME,
+        flow_run_name=run_name("backlog", run.request.language),
+        log_prints=False,
     )
     return built
 

@@ -11,9 +11,12 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from prefect import Flow, flow, get_run_logger
+from prefect.client.schemas.objects import State
 
 from flows.bootstrap import ANY_LANGUAGE, RERUN_SOURCE, Run, RunRequest, bootstrap, settings_for
+from flows.run_names import name_from_parameters, run_name
 from flows.skeleton import FlowSteps, Prepared, run_flow_steps
+from flows.states import final_state
 from flows.summary import RunSummary
 from tasks.steps import requeue_failures_task
 
@@ -41,19 +44,26 @@ async def run_rerun(run: Run, *, include_permanent: bool, include_skipped: bool)
     return await run_flow_steps(run, FlowSteps(title="medasr rerun of failures", prepare=prepare))
 
 
-@flow(name=FLOW_NAME, log_prints=False, validate_parameters=True)
+@flow(
+    name=FLOW_NAME,
+    flow_run_name=name_from_parameters("rerun"),
+    log_prints=False,
+    validate_parameters=True,
+)
 async def rerun_failures(
     language: str | None = None,
     include_permanent: bool = False,
     concurrency: int | None = None,
     include_skipped: bool = False,
-) -> RunSummary:
-    """Re-queue failures that may succeed now and transcribe them; returns the summary."""
+) -> State[Any]:
+    """Re-queue failures that may succeed now and transcribe them; ends in the state its
+    summary says (flows/states.py)."""
     request = RunRequest(language=language, concurrency=concurrency)
     with bootstrap(settings_for(request), request) as run:
-        return await run_rerun(
+        summary = await run_rerun(
             run, include_permanent=include_permanent, include_skipped=include_skipped
         )
+    return final_state(summary)
 
 
 def rerun_flow(
@@ -61,12 +71,16 @@ def rerun_flow(
 ) -> Callable[[], Coroutine[Any, Any, Any]]:
     """`medasr rerun-failures`' flow: `rerun_failures`' name over a Run built by the command."""
 
-    async def rerun() -> RunSummary:
-        return await run_rerun(
+    async def rerun() -> State[Any]:
+        summary = await run_rerun(
             run, include_permanent=include_permanent, include_skipped=include_skipped
         )
+        return final_state(summary)
 
-    built: Flow[[], Coroutine[Any, Any, RunSummary]] = Flow(
-        fn=rerun, name=FLOW_NAME, log_prints=False
+    built: Flow[[], Coroutine[Any, Any, State[Any]]] = Flow(
+        fn=rerun,
+        name=FLOW_NAME,
+        flow_run_name=run_name("rerun", run.request.language),
+        log_prints=False,
     )
     return built

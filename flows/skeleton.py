@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from flows.artifacts import publish_summary
 from flows.bootstrap import Run
 from flows.drain import drain_pending
+from flows.run_logs import logs_to_prefect
+from flows.run_names import tag_flow_run
 from flows.run_record import recorded_run
 from flows.summary import DeliveryCounts, RunSummary, summarize
 from tasks.discovery.discover import Discovery
@@ -36,7 +38,16 @@ class FlowSteps:
 
 
 async def run_flow_steps(run: Run, steps: FlowSteps) -> RunSummary:
-    """Run one flow's steps on its bootstrapped run; returns the summary (stopped or not)."""
+    """Run one flow's steps on its bootstrapped run; returns the summary (stopped or not).
+
+    medasr's log lines go to the flow run's logs too while it runs (flows/run_logs.py).
+    """
+    with logs_to_prefect(level=run.settings.pipeline.log_level):
+        await tag_flow_run(run)
+        return await _recorded_steps(run, steps)
+
+
+async def _recorded_steps(run: Run, steps: FlowSteps) -> RunSummary:
     with recorded_run(run.store, source=run.record_source, language=run.record_language) as record:
         prepared = steps.prepare(run)
         result = await drain_pending(run, limit=run.request.limit)

@@ -18,6 +18,7 @@ from config.settings import load_settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from flows.cli.console import print_summary
 from flows.cli.store import print_status
+from flows.states import summary_from
 from flows.summary import RunSummary
 from service.devserver import DevServerConfig, start_devserver
 from storage.database import Store
@@ -66,7 +67,11 @@ def demo_command(
 
 
 def _run(samples: Path, language: str) -> RunSummary:
-    return asyncio.run(transcribe_backlog(source=str(samples), language=language))
+    async def run() -> RunSummary:
+        state = await transcribe_backlog(source=str(samples), language=language, return_state=True)
+        return await summary_from(state)
+
+    return asyncio.run(run())
 
 
 def _print_transcripts(storage: Any, console: Console) -> None:

@@ -12,7 +12,7 @@ summary table, with one line naming MEDASR_TOKEN; an unreachable PREFECT_API_URL
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -30,6 +30,7 @@ from flows.cli.log_level import medasr_log_level
 from flows.cli.quiet_errors import typed_errors_without_traceback
 from flows.prefect_api import PrefectApi, PrefectUnavailable, start_prefect_api
 from flows.rerun import rerun_flow
+from flows.states import summary_from
 from flows.summary import RunSummary, StopReason
 from service.client import max_wav_bytes_for
 from service.errors import CredentialsRejected
@@ -45,7 +46,7 @@ from storage.sources import SourceLocation
 from tasks.discovery.discover import discover_and_register
 from tasks.transcription.plan import plan_backlog, plan_rows
 
-FlowRun = Callable[[], Coroutine[Any, Any, Any]]
+FlowRun = Callable[[], Any]  # a flow built around the Run: call it for its final state
 
 
 def run_command(
@@ -99,7 +100,7 @@ def run_command(
     with _started(request, settings, prepared) as (api, run):
         listing: dict[str, Listed] = {}
         _run_and_report(
-            lambda: backlog_flow(run, listed=listing["listed"])(),
+            lambda: backlog_flow(run, listed=listing["listed"]),
             api=api,
             run=run,
             before_flow=lambda run: listing.update(listed=_register(run)),
@@ -136,7 +137,7 @@ def rerun_command(
         _run_and_report(
             lambda: rerun_flow(
                 run, include_permanent=include_permanent, include_skipped=include_skipped
-            )(),
+            ),
             api=api,
             run=run,
             quiet=quiet,
@@ -266,7 +267,7 @@ def _run_flow(flow_run: FlowRun) -> RunSummary:
     """The flow's summary; an error raised before there was one exits with its line."""
     try:
         with typed_errors_without_traceback():
-            summary = asyncio.run(run_interruptibly(flow_run()))
+            summary = asyncio.run(run_interruptibly(_summary_of(flow_run())))
     except CredentialsRejected as exc:  # stopped before there was anything to summarize
         _credentials_rejected(str(exc))
     except ConfigError as exc:
@@ -275,6 +276,11 @@ def _run_flow(flow_run: FlowRun) -> RunSummary:
         _usage_error("usage error", exc)
     assert isinstance(summary, RunSummary), type(summary)
     return summary
+
+
+async def _summary_of(flow: Any) -> RunSummary:
+    """Run the flow; its summary (from its final state), or what it raised."""
+    return await summary_from(await flow(return_state=True))
 
 
 def _credentials_rejected(message: str) -> NoReturn:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from pathlib import Path
@@ -21,7 +20,7 @@ from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage.database import Store
 from tests.flows.cli.test_commands import table_rows
-from tests.flows.conftest import TOKEN, Corpus, settings_for
+from tests.flows.conftest import TOKEN, Corpus, run_flow, settings_for
 
 
 def rows_by_name(settings: Settings, root: Path) -> dict[str, object]:
@@ -34,7 +33,7 @@ def rows_by_name(settings: Settings, root: Path) -> dict[str, object]:
 
 
 def run_backlog(root: Path, **kwargs) -> RunSummary:
-    return asyncio.run(transcribe_backlog(source=str(root), language="en-IN", **kwargs))
+    return run_flow(transcribe_backlog, source=str(root), language="en-IN", **kwargs)
 
 
 def successes(server: RunningDevServer) -> int:
@@ -220,7 +219,7 @@ def test_rerun_requeues_retryable_failures(
             update={"service": settings.service.model_copy(update={"base_url": up.url})}
         )
         with pinned_settings(retry_now):
-            summary = asyncio.run(rerun_failures(language="en-IN"))
+            summary = run_flow(rerun_failures, language="en-IN")
     assert summary.requeued == len(corpus.texts)
     assert summary.files_done == len(corpus.texts)
     rows = rows_by_name(settings, corpus.root)

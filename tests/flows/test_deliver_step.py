@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from pathlib import Path
 
@@ -10,13 +9,13 @@ from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from flows.summary import RunSummary
 from service.devserver import RunningDevServer
-from tests.flows.conftest import Corpus
+from tests.flows.conftest import Corpus, run_flow
 
 DOCS = "/mr/api/v2/docs"
 
 
 def run_backlog(root: Path) -> RunSummary:
-    return asyncio.run(transcribe_backlog(source=str(root), language="en-IN"))
+    return run_flow(transcribe_backlog, source=str(root), language="en-IN")
 
 
 def docs_lines(server: RunningDevServer) -> list:

@@ -3,7 +3,6 @@ with it, every failure of the language goes back to the queue."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from flows.summary import RunSummary
 from service.devserver import RunningDevServer, start_devserver
 from storage.database import Store
 from tests.flows.cli.test_commands import table_rows
-from tests.flows.conftest import TOKEN, Corpus, settings_for
+from tests.flows.conftest import TOKEN, Corpus, run_flow, settings_for
 
 PERMANENT = ("corrupt.mp3", "notes.wav")
 
@@ -58,7 +57,7 @@ def up(prefect_harness: None) -> Iterator[RunningDevServer]:
 
 def rerun(settings: Settings, **kwargs: object) -> RunSummary:
     with pinned_settings(settings):
-        return asyncio.run(rerun_failures(language="en-IN", **kwargs))
+        return run_flow(rerun_failures, language="en-IN", **kwargs)
 
 
 def test_rerun_honors_the_attempts_limit(
@@ -67,7 +66,7 @@ def test_rerun_honors_the_attempts_limit(
     # MEDASR_MAX_ATTEMPTS=2 (conftest): a good file may be tried in two runs, no more.
     failing = pointed_at(settings_for(down, tmp_path / "m.db"), down, retry_delay_s=0.0)
     with pinned_settings(failing):
-        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+        run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
     assert {statuses(failing, corpus.root)[n] for n in corpus.texts} == {("failed", 1)}
 
     second = rerun(failing)  # attempts 1 < 2: re-queued, tried, failed again
@@ -87,7 +86,7 @@ def test_rerun_waits_for_the_next_attempt_time(
 ) -> None:
     later = pointed_at(settings_for(down, tmp_path / "m.db"), down, retry_delay_s=3600.0)
     with pinned_settings(later):
-        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+        run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
 
     summary = rerun(pointed_at(later, up))
 
@@ -100,7 +99,7 @@ def test_include_permanent_requeues_every_failure(
 ) -> None:
     failing = pointed_at(settings_for(down, tmp_path / "m.db"), down, retry_delay_s=0.0)
     with pinned_settings(failing):
-        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+        run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
     rerun(failing)  # the good files reach the attempts limit (2)
     assert rerun(failing).requeued == 0
 
@@ -124,7 +123,7 @@ def test_include_permanent_does_not_wait_for_the_next_attempt_time(
 ) -> None:
     later = pointed_at(settings_for(down, tmp_path / "m.db"), down, retry_delay_s=3600.0)
     with pinned_settings(later):
-        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+        run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
 
     summary = rerun(pointed_at(later, up), include_permanent=True)
 
@@ -137,7 +136,7 @@ def test_include_skipped_requeues_silent_recordings(
 ) -> None:
     settings = pointed_at(settings_for(up, tmp_path / "m.db"), up, retry_delay_s=0.0)
     with pinned_settings(settings):
-        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+        run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
     assert statuses(settings, corpus.root)["silence.wav"] == ("skipped", 1)
     # A failure flag leaves a recording judged silent where it is.
     assert rerun(settings, include_permanent=True).requeued == len(PERMANENT)
