@@ -9,15 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from storage.records import ItemStatus
 from tasks.discovery.discover import Discovery
 from tasks.discovery.names import reason_about, recording_name
 from tasks.transcription.progress import FileOutcome
-
-if TYPE_CHECKING:
-    from flows.summary import RunSummary
 
 LISTED_MAX = 20  # recordings named in a summary; `medasr status` shows the rest
 _NOT_TO_CHECK = frozenset({ItemStatus.DONE, "released", "lost"})
@@ -66,10 +62,9 @@ def recordings_to_check(
     return _fair_share(rows, limit=LISTED_MAX), len(rows)
 
 
-def to_check_lines(summary: RunSummary) -> list[str]:
-    """The printed list: one line per recording, then how to see the rest and re-queue."""
-    rows = summary.to_check
-    total = summary.to_check_total
+def to_check_lines(rows: Sequence[CheckRow], *, total: int) -> list[str]:
+    """The printed list: one line per recording (`total` in all), then how to see the rest
+    and re-queue."""
     if not rows:
         return []
     lines = [f"Recordings to check ({total}):"]

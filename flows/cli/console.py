@@ -156,7 +156,9 @@ def print_summary(summary: RunSummary | Mapping[str, Any], *, title: str) -> Non
         print_table(summary.items(), title=title)
         return
     print_table(summary.rows(), title=title)
-    for line in to_check_lines(summary):  # one line each: never wrapped, no markup
+    for line in to_check_lines(
+        summary.to_check, total=summary.to_check_total
+    ):  # one line each: never wrapped, no markup
         print(line, flush=True)
 
 
