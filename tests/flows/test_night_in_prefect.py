@@ -194,6 +194,15 @@ def test_a_night_with_a_failure_and_a_hold_is_failed_and_says_which_files_and_wh
         "start-run",
     ]
 
+    print(  # the API readings, for the record
+        f"\nstate: {flow_run.state.type.value} {flow_run.state.name!r} {flow_run.state.message!r}"
+        f"\nevents: {events}\nname: {flow_run.name} tags: {sorted(flow_run.tags)}"
+        f"\nlog lines naming {BAD}: {failed}\nlog lines in all: {len(logs)}"
+        f"\nrow: {_row_of(artifact.data, BAD)}\nrow: {held}"
+        f"\ndescription: {artifact.description}"
+        f"\ntask runs: {_task_run_names(prefect_server, flow_run.id)}"
+    )
+
     # The next night has nothing new: it is Completed, and last night's problems stay
     # in its artifact until they are resolved.
     again = _medasr_run(tmp_path, prefect_server, tone_service, root)
