@@ -32,7 +32,7 @@ def recordings_to_check(
     rows = [
         _row(o.source_uri, status=o.outcome, reason=o.reason or o.error_kind, roots=roots)
         for o in outcomes
-        if o.outcome not in _NOT_TO_CHECK
+        if needs_check(o)
     ]
     if discovery is not None:  # listed but unreadable: recorded as failed before any send
         rows += [
@@ -41,6 +41,11 @@ def recordings_to_check(
             if s.unreadable
         ]
     return _fair_share(rows, limit=LISTED_MAX), len(rows)
+
+
+def needs_check(outcome: FileOutcome) -> bool:
+    """A person should look at this file (it did not end done, released or lost)."""
+    return outcome.outcome not in _NOT_TO_CHECK
 
 
 def to_check_lines(summary: dict[str, Any]) -> list[str]:

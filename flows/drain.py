@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -16,6 +17,7 @@ from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifa
 
 from config.errors import RunStop
 from config.settings import Settings
+from flows.attention import needs_check
 from flows.run_context import RunContext
 from tasks.errors import SharedLimitUnavailable
 from tasks.steps import expected_files_task, transcribe_batch_task
@@ -35,8 +37,15 @@ class DrainResult:
     stats: RunStats
     wall_s: float
     planned: int
-    outcomes: list[FileOutcome] = field(default_factory=list)
+    outcomes: list[FileOutcome] = field(default_factory=list)  # only those to check
     stopped: RunStop | None = None
+    finished: int = 0  # files through this drain; `stats` counts them by outcome
+
+    def add(self, outcomes: Sequence[FileOutcome]) -> None:
+        """Count a batch's files; keep only the outcomes a person must check (memory stays
+        flat over 10^6 done files)."""
+        self.finished += len(outcomes)
+        self.outcomes.extend(o for o in outcomes if needs_check(o))
 
 
 async def drain_pending(run: RunContext, *, limit: int | None = None) -> DrainResult:
@@ -115,12 +124,12 @@ class _BatchLoops:
             )
             self.budget.give_back(size - len(outcomes))
             self.drained = self.drained or len(outcomes) < size
-            self.result.outcomes.extend(outcomes)
+            self.result.add(outcomes)
             if outcomes:
                 await self._report()
 
     async def _report(self) -> None:
-        share = 100.0 * len(self.result.outcomes) / max(self.result.planned, 1)
+        share = 100.0 * self.result.finished / max(self.result.planned, 1)
         await aupdate_progress_artifact(artifact_id=self.artifact, progress=min(100.0, share))
 
 
