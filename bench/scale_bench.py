@@ -43,6 +43,7 @@ from service.devserver.tone import encode_tone_dictation
 
 RATE_HZ = 16_000
 FILES_PER_DAY = 100
+LINKS_PER_INODE = 50_000
 DONE_SHA = "0" * 64  # the seeded done rows' content: no file has it, so none is reused
 
 DISCOVER = """
@@ -83,13 +84,15 @@ def day_folder(root: Path, index: int) -> Path:
 
 
 def linked_tree(root: Path, n: int) -> Path:
-    """`n` hard links of one 1 s WAV, 100 a day folder."""
-    original = root / "original.wav"
+    """`n` hard links of one 1 s WAV, 100 a day folder (a new copy of it every 50,000
+    links: ext4 allows 65,000 per inode)."""
     root.mkdir(parents=True)
-    write_wav(original)
     then = time.time() - 3600
-    os.utime(original, (then, then))
     for i in range(n):
+        if i % LINKS_PER_INODE == 0:
+            original = root / f"original-{i // LINKS_PER_INODE}.wav"
+            write_wav(original)
+            os.utime(original, (then, then))
         folder = day_folder(root / "tree", i)
         if i % FILES_PER_DAY == 0:
             folder.mkdir(parents=True)

@@ -137,13 +137,13 @@ def _folder_entries(
     found: list[tuple[str, str, str, os.stat_result]] = []
     for entry in entries:
         relative = prefix + entry.name
-        plain_file = not entry.is_symlink() and not entry.is_dir(follow_symlinks=False)
-        if plain_file and not wants(relative):
-            continue
+        wanted = wants(relative)
+        if not wanted and not entry.is_symlink() and not entry.is_dir(follow_symlinks=False):
+            continue  # a plain file not wanted: no stat
         try:
             entry_stat = entry.stat()  # follows symbolic links
         except OSError as exc:
-            if wants(relative):
+            if wanted:
                 skipped.append(_stat_failure(entry, exc))
             continue
         if stat.S_ISDIR(entry_stat.st_mode):
@@ -154,7 +154,7 @@ def _folder_entries(
                 continue
             visited.add(key)
             found.append((entry.name + "/", entry.path, relative, entry_stat))
-        elif wants(relative):
+        elif wanted:
             found.append((entry.name, entry.path, relative, entry_stat))
     found.sort(key=lambda f: f[0])
     return [(path, relative, entry_stat) for _, path, relative, entry_stat in found]
@@ -198,17 +198,16 @@ class _Reader:
 def _unusable(
     path: str, file_stat: os.stat_result, *, now_ns: int, settle_s: float, reader: _Reader
 ) -> SkippedFile | None:
-    uri = printable(path)
     if not _is_utf8(path):
-        return SkippedFile(uri, "file name is not valid UTF-8; rename it", unreadable=True)
+        return SkippedFile(printable(path), "file name is not valid UTF-8; rename it", True)
     if not stat.S_ISREG(file_stat.st_mode):
-        return SkippedFile(uri, "not a regular file", unreadable=True)
+        return SkippedFile(printable(path), "not a regular file", unreadable=True)
     if not reader.may_read(path, file_stat):
-        return SkippedFile(uri, "no permission to read", unreadable=True)
+        return SkippedFile(printable(path), "no permission to read", unreadable=True)
     # A future mtime (a device with a wrong clock) is not "being written"; the second look guards.
     age_s = (now_ns - file_stat.st_mtime_ns) / 1e9
     if 0 <= age_s < settle_s:
-        return SkippedFile(uri, f"still being written (modified {age_s:.1f} s ago)")
+        return SkippedFile(printable(path), f"still being written (modified {age_s:.1f} s ago)")
     return None
 
 
