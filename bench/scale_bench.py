@@ -123,14 +123,17 @@ def _split_wav(data: bytes) -> tuple[bytes, bytes]:
     return data[:at], data[at:]
 
 
-def floor_s(tree: Path) -> float:
-    """find + stat of every file (the second of two runs: a warm cache, as ours is)."""
+def floor_s(tree: Path) -> tuple[float, float]:
+    """find + stat of every file: (wall, CPU) seconds of the second of two runs (a warm
+    cache, as medasr's listing has)."""
     command = ["find", str(tree), "-type", "f", "-printf", "%s %T@\n"]
     for _ in range(2):
         started = time.perf_counter()
-        subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
-    return wall
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def seed_done(database: Path) -> int:
@@ -161,6 +164,7 @@ class Tier:
         if result.returncode not in (0, 1):
             sys.exit(f"{name} failed ({result.returncode}):\n{result.output[-3000:]}")
         self.figures[name] = result.wall_s
+        self.figures[f"{name}_cpu"] = result.own_cpu_s
         self.figures[f"{name}_rss_mb"] = result.sampled.peak_main_mb
         return result
 
@@ -174,6 +178,7 @@ class Tier:
         result = run_measured([str(PYTHON), "-c", code], env=self.env(), cwd=self.work)
         line = next(x for x in result.output.splitlines() if x.startswith("DISCOVERED"))
         self.figures["discover"] = float(line.split()[3])
+        self.figures["discover_cpu"] = result.own_cpu_s  # imports included
         self.figures["discover_rss_mb"] = result.sampled.peak_main_mb
 
 
@@ -181,9 +186,9 @@ def listing_tier(code: Path, n: int, *, work: Path) -> dict[str, float]:
     """Floor, discovery, dry runs, no-op run, status and export over n linked files."""
     tree = linked_tree(work / "src", n)
     tier = Tier(code=code, work=work, tree=tree, n=n)
-    floor = floor_s(tree)
-    tier.figures["floor"] = floor
-    say(n, "find + stat (floor)", floor)
+    floor, floor_cpu = floor_s(tree)
+    tier.figures |= {"floor": floor, "floor_cpu": floor_cpu}
+    say(n, f"find + stat (floor; CPU {floor_cpu:.2f} s)", floor)
     empty = work / "empty"
     empty.mkdir()
     tier.run("dry_startup", "run", str(empty), "--language", LANGUAGE, "--dry-run")
@@ -208,10 +213,14 @@ def listing_tier(code: Path, n: int, *, work: Path) -> dict[str, float]:
         requests = server.requests()
         again = tier.run("startup_again", "run", str(empty), "--language", LANGUAGE, server=server)
     startup = min(tier.figures["startup"], again.wall_s)  # the load of others only adds
+    startup_cpu = min(tier.figures["startup_cpu"], again.own_cpu_s)
     tier.figures["noop_beyond_startup"] = tier.figures["noop"] - startup
-    say(n, "run start-up (empty source)", startup)
+    tier.figures["noop_cpu_beyond_startup"] = tier.figures["noop_cpu"] - startup_cpu
+    say(n, f"run start-up (empty source; CPU {startup_cpu:.2f} s)", startup)
     say(n, f"no-op run beyond start-up ({requests} requests)",
         tier.figures["noop_beyond_startup"], floor, tier.figures["noop_rss_mb"])  # fmt: skip
+    say(n, "  its medasr CPU beyond start-up's, vs find's CPU",
+        tier.figures["noop_cpu_beyond_startup"], floor_cpu)  # fmt: skip
     tier.run("status", "status")
     say(n, "status", tier.figures["status"], None, tier.figures["status_rss_mb"])
     tier.run("export", "export", "--format", "jsonl", "--out", str(work / "export.jsonl"))
