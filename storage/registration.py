@@ -54,6 +54,23 @@ def find_differing(
     return [Differing(*row) for row in rows]
 
 
+def find_unsettled(
+    session: Session, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
+) -> list[str]:
+    """URIs of `files` that are new, changed, or held in a status not in `settled`: what
+    a dry run must read (the rest a run would not claim), in one query."""
+    dialect = session.get_bind().dialect.name
+    query = text(
+        "SELECT j.value ->> 0 FROM"  # noqa: S608
+        f" {_ROWS[dialect]}"
+        " LEFT JOIN items AS i ON i.source_uri = j.value ->> 0 AND i.language = :language"
+        " WHERE i.id IS NULL OR i.source_version <> j.value ->> 1"
+        f" OR i.size_bytes <> {_SIZE[dialect]} OR i.status NOT IN :settled"
+    ).bindparams(bindparam("settled", expanding=True))
+    values = {"rows": _as_json(files), "language": language, "settled": list(settled)}
+    return list(session.scalars(query, values))
+
+
 def insert_new(
     session: Session, files: Sequence[SourceFile], *, language: str, now: datetime
 ) -> int:

@@ -31,7 +31,7 @@ from storage.records import (
     SourceFile,
     StatusCount,
 )
-from storage.registration import Differing, find_differing, insert_new
+from storage.registration import Differing, find_differing, find_unsettled, insert_new
 from storage.reviews import Reviews
 
 __all__ = [
@@ -87,6 +87,16 @@ class Repository(Reviews, Claims, DeliveryQueries):
             if updates:
                 self._session.execute(update(Item), updates)
         return RegisterResult(new=new, changed=changed, unchanged=unchanged)
+
+    def find_unsettled(
+        self, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
+    ) -> list[str]:
+        """URIs of listed files that are new, changed or not in a `settled` status (one
+        query per batch; no transcript is read)."""
+        found: list[str] = []
+        for batch in batches(list(files), REGISTER_BATCH):
+            found += find_unsettled(self._session, batch, language=language, settled=settled)
+        return found
 
     def _insert_new_items(self, rows: list[dict[str, Any]]) -> int:
         """Insert items another run may be registering at this moment; returns how many were ours.

@@ -102,8 +102,6 @@ class _Reader:
     planned: _PlannedContent = field(default_factory=_PlannedContent)
 
     def plan(self, file: SourceFile, item: ItemRecord | None) -> FilePlan:
-        if item is not None and _unchanged(item, file):
-            return FilePlan("unchanged")
         try:
             with fetch_and_fingerprint(file.uri, storage_options=self.storage_options) as fetched:
                 sha256 = fetched.fingerprint.sha256
@@ -170,11 +168,12 @@ def plan_backlog(
         source, include=include, exclude=exclude, settle_s=settle_s, storage_options=storage_options
     )
     reader = _Reader(store, language, max_wav_bytes, min_pause_ms, storage_options)
-    known = _with_known_items(store, stream.files, language=language)
     totals = _Totals()
+    known = _with_known_items(store, stream.files, language=language)
+    to_read = _counting_settled(known, totals=totals)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for file_plan in bounded_map(
-            lambda pair: reader.plan(*pair), known, pool=pool, ahead=4 * workers
+            lambda pair: reader.plan(*pair), to_read, pool=pool, ahead=4 * workers
         ):
             totals.add(file_plan)
     return totals.plan(not_listed=len(stream.skipped))
@@ -260,20 +259,31 @@ def plan_rows(plan: Plan) -> dict[str, int | float]:
     }
 
 
-def _unchanged(item: ItemRecord, file: SourceFile) -> bool:
-    same = (item.source_version, item.size_bytes) == (file.version, file.size_bytes)
-    return same and item.status in _FINISHED
+def _counting_settled(
+    known: Iterator[tuple[SourceFile, ItemRecord | None, bool]], *, totals: _Totals
+) -> Iterator[tuple[SourceFile, ItemRecord | None]]:
+    """The files to read; settled ones are counted unchanged here, not read."""
+    for file, item, settled in known:
+        if settled:
+            totals.add(FilePlan("unchanged"))
+        else:
+            yield file, item
 
 
 def _with_known_items(
     store: ItemStore | None, files: Iterator[SourceFile], *, language: str
-) -> Iterator[tuple[SourceFile, ItemRecord | None]]:
-    """Each streamed file with what the store holds for it (one query per LOOKUP_BATCH)."""
+) -> Iterator[tuple[SourceFile, ItemRecord | None, bool]]:
+    """Each streamed file with what the store holds for it, and whether it is settled:
+    finished earlier with this version, so a run will not claim it. Two queries per
+    LOOKUP_BATCH files; whole records only for the files that are not settled."""
     while batch := list(itertools.islice(files, LOOKUP_BATCH)):
         if store is None:
-            known: dict[str, ItemRecord] = {}
-        else:
-            with store.repository(read_only=True) as repo:
-                known = repo.find_items(source_uris=[f.uri for f in batch], language=language)
+            for file in batch:
+                yield file, None, False
+            continue
+        with store.repository(read_only=True) as repo:
+            unsettled = repo.find_unsettled(batch, language=language, settled=_FINISHED)
+            known = repo.find_items(source_uris=unsettled, language=language)
+        to_read = set(unsettled)
         for file in batch:
-            yield file, known.get(file.uri)
+            yield file, known.get(file.uri), file.uri not in to_read
