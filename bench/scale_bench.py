@@ -221,6 +221,11 @@ def listing_tier(code: Path, n: int, *, work: Path) -> dict[str, float]:
         tier.figures["noop_beyond_startup"], floor, tier.figures["noop_rss_mb"])  # fmt: skip
     say(n, "  its medasr CPU beyond start-up's, vs find's CPU",
         tier.figures["noop_cpu_beyond_startup"], floor_cpu)  # fmt: skip
+    for dry in ("dry_new", "dry_done"):  # what grows with N: the part beyond start-up
+        tier.figures[f"{dry}_beyond_startup"] = tier.figures[dry] - tier.figures["dry_startup"]
+        tier.figures[f"{dry}_cpu_beyond_startup"] = (
+            tier.figures[f"{dry}_cpu"] - tier.figures["dry_startup_cpu"]
+        )
     tier.run("status", "status")
     say(n, "status", tier.figures["status"], None, tier.figures["status_rss_mb"])
     tier.run("export", "export", "--format", "jsonl", "--out", str(work / "export.jsonl"))
@@ -255,15 +260,34 @@ def say(n: int, what: str, wall_s: float, floor: float | None = None, rss_mb: fl
     print(f"N={n:>9,}  {what:<48} {wall_s:9.2f} s{ratio}{rss}", flush=True)
 
 
+GROWING = (
+    "floor",
+    "floor_cpu",
+    "discover",
+    "dry_new_beyond_startup",
+    "dry_new_cpu_beyond_startup",
+    "dry_done_beyond_startup",
+    "dry_done_cpu_beyond_startup",
+    "noop_cpu_beyond_startup",
+    "status",
+    "export",
+    "discover_rss_mb",
+    "dry_new_rss_mb",
+    "dry_done_rss_mb",
+    "noop_rss_mb",
+    "export_rss_mb",
+)
+
+
 def growth(by_n: dict[int, dict[str, float]]) -> None:
-    """Slope of log(wall) against log(N) per figure (least squares over the tiers run)."""
+    """Slope of log(figure) against log(N) (least squares over the tiers run)."""
     if len(by_n) < 2:
         return
-    names = sorted(set.intersection(*(set(f) for f in by_n.values())))
-    print("growth, slope of log(time or MB) vs log(N) (1 = linear, 0 = flat):")
-    for name in names:
+    print("growth, slope of log(figure) vs log(N) (1 = linear, 0 = flat):")
+    for name in GROWING:
         points = [(math.log(n), math.log(max(f[name], 1e-3))) for n, f in sorted(by_n.items())]
-        print(f"  {name:<24} {_slope(points):5.2f}")
+        values = ", ".join(f"{f[name]:.2f}" for _, f in sorted(by_n.items()))
+        print(f"  {name:<28} {_slope(points):5.2f}   ({values})")
 
 
 def _slope(points: Sequence[tuple[float, float]]) -> float:
