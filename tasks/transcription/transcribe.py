@@ -159,7 +159,11 @@ async def process_batch(items: Sequence[ItemRecord], *, ctx: BatchContext) -> li
 
 async def transcribe_file(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome:
     """Take one claimed item to done, skipped, failed or released; never raises MedasrError."""
-    return await _transcribe_with(ctx.recorder_for(item), ctx=ctx)
+    recorder = ctx.recorder_for(item)
+    try:
+        return await _transcribe_with(recorder, ctx=ctx)
+    finally:
+        recorder.let_go()  # copies of its content waiting in this run decide again
 
 
 async def _transcribe_with(recorder: FileRecorder, *, ctx: BatchContext) -> FileOutcome:
