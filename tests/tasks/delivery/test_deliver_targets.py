@@ -35,7 +35,7 @@ def _settings(
     settings = delivery_settings(server, store_url)
     fields = {
         "target": target,
-        "hl7_ack_timeout_s": 0.3,
+        "hl7_ack_timeout_s": 1.0,  # generous: a loaded machine must not turn an AA into a resend
         "fhir_token": SecretStr(server.token),
         **delivery,
     }
