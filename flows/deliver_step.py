@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import get_run_logger
+from prefect.utilities.annotations import quote
 
 from config.settings import Settings
-from storage.database import Store
-from tasks.delivery.deliver import DeliveryContext, deliver_task
+from storage.interface import UnitOfWorkFactory
+from tasks.delivery.deliver import deliver_task
 
 # The delivery counts the backlog summary carries (no text, no secret).
 _CARRIED = (
@@ -21,15 +22,16 @@ _CARRIED = (
 
 
 async def deliver_after_backlog(
-    settings: Settings, store: Store, *, language: str
+    settings: Settings, store: UnitOfWorkFactory, *, language: str
 ) -> dict[str, Any]:
     """Deliver the language's done transcripts; returns counts for the run summary.
 
     A delivery stopped by credentials or a setting is reported in the counts and the
     log; the transcripts stay recorded and the next run delivers them.
     """
-    summary = await deliver_task(
-        ctx=DeliveryContext(settings=settings, store=store),
+    summary = await deliver_task(  # type: ignore[call-overload]
+        settings=quote(settings),  # unwrapped by Prefect before the call
+        store=quote(store),
         language=language,
         format_name=settings.delivery.format,
     )

@@ -21,8 +21,9 @@ from config.settings import Settings, load_settings
 from service.client import TranscriptionClient
 from service.contract import LANGUAGES, is_supported_language
 from service.preflight import check_service_config
-from storage.database import Store
-from storage.repository import new_lease_owner
+from storage import open_store
+from storage.interface import UnitOfWorkFactory
+from storage.owners import new_lease_owner
 from storage.sources import normalize_source
 from tasks.discovery.discover import Discovery
 from tasks.errors import SharedLimitUnavailable
@@ -60,7 +61,7 @@ class RunContext:
         *,
         request: RunRequest,
         settings: Settings,
-        store: Store,
+        store: UnitOfWorkFactory,
         source_roots: tuple[str, ...],
     ) -> None:
         self.request = request
@@ -146,7 +147,7 @@ def open_run_context(request: RunRequest, *, settings: Settings | None = None) -
     Raises ConfigError (settings, the database URL) and StoreError (the database).
     """
     settings = settings if settings is not None else settings_for(request)
-    store = Store.open(settings.storage)
+    store = open_store(settings.storage)
     try:
         if request.source is not None:
             roots: tuple[str, ...] = (normalize_source(request.source),)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flows.summary import run_counts, run_status
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from tasks.steps import finish_run_task, start_run_task
 
 logger = logging.getLogger("medasr.flows")
@@ -24,7 +24,7 @@ class RecordedRun:
 
 
 @contextmanager
-def recorded_run(store: Store, *, source: str, language: str) -> Iterator[RecordedRun]:
+def recorded_run(store: UnitOfWorkFactory, *, source: str, language: str) -> Iterator[RecordedRun]:
     """A run row for the block: `error` if the block raised, else the summary's status."""
     run = RecordedRun(start_run_task(store=store, source=source, language=language))
     try:

@@ -15,6 +15,7 @@ from config.errors import (
     EXIT_USAGE,
     ConfigError,
     RunInterrupted,
+    exit_code_of,
 )
 from flows.attention import TO_CHECK_KEY, TOTAL_KEY, recordings_to_check
 from flows.drain import DrainResult
@@ -112,15 +113,12 @@ def exit_code_for(summary: dict[str, Any]) -> int:
     """3 credentials rejected, 2 a setting stopped the run, 130 interrupted, 1 any file
     failed, was skipped (a silent recording may be a lost note) or needs review: a
     person must look."""
-    if summary.get("credentials_rejected"):
-        return EXIT_CREDENTIALS
-    if summary.get("stopped_by_configuration"):
-        return EXIT_USAGE
-    if summary.get("interrupted"):
-        return EXIT_INTERRUPTED
-    if any(summary.get(key, 0) > 0 for key in _NOT_ALL_DONE):
-        return EXIT_SOME_FAILED
-    return EXIT_OK
+    return exit_code_of(
+        credentials_rejected=bool(summary.get("credentials_rejected")),
+        stopped_by_configuration=bool(summary.get("stopped_by_configuration")),
+        interrupted=bool(summary.get("interrupted")),
+        needs_a_person=any(summary.get(key, 0) > 0 for key in _NOT_ALL_DONE),
+    )
 
 
 def run_counts(summary: dict[str, Any]) -> dict[str, int]:

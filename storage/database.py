@@ -41,7 +41,7 @@ from storage.errors import (
     StoreFailed,
     StoreUnavailable,
 )
-from storage.repository import Repository
+from storage.unit_of_work import SqlUnitOfWork
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _READ_ONLY = "medasr_read_only"
@@ -49,7 +49,10 @@ _MIGRATION_LOCK_ID = 0x6D656461  # any constant; PostgreSQL migrations take it i
 
 
 class Store:
-    """An opened database: hands out repositories, one session (transaction) each."""
+    """An opened database: hands out units of work, one session (transaction) each.
+
+    Above storage/ it is seen only as a UnitOfWorkFactory (storage.open_store).
+    """
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -77,8 +80,8 @@ class Store:
         return cls(engine)
 
     @contextmanager
-    def repository(self, *, read_only: bool = False) -> Iterator[Repository]:
-        """A repository on a fresh session; commits on normal exit, rolls back on error.
+    def unit_of_work(self, *, read_only: bool = False) -> Iterator[SqlUnitOfWork]:
+        """A unit of work on a fresh session; commits on normal exit, rolls back on error.
 
         Keep the block short: on SQLite a write block holds the one write lock from its
         first statement to its end. Raises StoreUnavailable or StoreFailed.
@@ -87,7 +90,7 @@ class Store:
         try:
             with translate_store_errors():
                 try:
-                    yield Repository(session)
+                    yield SqlUnitOfWork(session)
                     session.commit()
                 except BaseException:
                     session.rollback()

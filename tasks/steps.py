@@ -28,7 +28,7 @@ async def claim_and_transcribe(
     """Claim up to `max_files` items under a lease and transcribe them; [] when none are left."""
     items = await in_store(  # in a thread: the other batch loop has requests in flight
         ctx.store,
-        lambda repo: repo.claim_batch(
+        lambda uow: uow.items.claim_batch(
             owner=ctx.owner,
             language=language,
             limit=max_files,

@@ -15,16 +15,18 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from config.errors import EXIT_INTERRUPTED, EXIT_USAGE, ConfigError, MedasrError
+from config.errors import EXIT_INTERRUPTED, EXIT_USAGE, ConfigError, MedasrError, exit_code_of
 from config.settings import Settings, load_settings
 from flows.cli.console import print_summary
 from flows.cli.log_level import medasr_log_level
 from service.contract import LANGUAGES, is_supported_language
 from service.preflight import check_service_config
-from storage.database import Store, database_exists
-from storage.deliveries import item_version
+from storage import open_store
+from storage.database import database_exists
+from storage.interface import UnitOfWorkFactory
 from storage.manifest import metadata_by_uri, read_manifest
-from tasks.delivery.deliver import deliver_pending, delivery_exit_code, delivery_summary
+from storage.versions import item_version
+from tasks.delivery.deliver import deliver_pending, delivery_summary
 from tasks.delivery.documents import DocsQuery, parse_docs_query
 
 _PAGE = 500
@@ -54,6 +56,14 @@ def deliver_command(
             "--manifest", help="Metadata CSV (column 'path' relative to the CSV's folder)."
         ),
     ] = None,
+    resend_in_doubt: Annotated[
+        bool,
+        typer.Option(
+            "--resend-in-doubt",
+            help="Send again the deliveries in doubt (sent, no answer recorded): only once "
+            "you checked the patient record does not hold them.",
+        ),
+    ] = False,
 ) -> None:
     """Upload every done transcript not yet delivered in its current version."""
     settings, query = _checked_settings(language)
@@ -68,7 +78,13 @@ def deliver_command(
                 store, language=language, query=query, format_name=format_name, manifest=listed
             )
             return
-        summary = _deliver(settings, store, language=language, format_name=format_name)
+        summary = _deliver(
+            settings,
+            store,
+            language=language,
+            format_name=format_name,
+            resend_in_doubt=resend_in_doubt,
+        )
     finally:
         store.dispose()
     print_summary(summary, title=f"medasr deliver ({format_name})")
@@ -76,6 +92,12 @@ def deliver_command(
         typer.echo(
             "medasr: stopped: credentials rejected; undelivered documents stay pending "
             "(set a valid MEDASR_TOKEN)",
+            err=True,
+        )
+    if summary["documents_in_doubt"]:
+        typer.echo(
+            f"medasr: {summary['documents_in_doubt']} document(s) in doubt: sent, no answer "
+            "recorded; check the patient record, then `medasr deliver --resend-in-doubt`",
             err=True,
         )
     raise typer.Exit(summary["exit_code"])
@@ -94,13 +116,13 @@ def _checked_settings(language: str | None) -> tuple[Settings, DocsQuery]:
         _usage_error("configuration error", exc)
 
 
-def _open_store(settings: Settings) -> Store:
+def _open_store(settings: Settings) -> UnitOfWorkFactory:
     storage = settings.storage
     try:
         if not database_exists(storage.database_url):
             where = storage.database_url_redacted
             raise ConfigError(f"no database at {where}: nothing to deliver")
-        return Store.open(storage)
+        return open_store(storage)
     except ConfigError as exc:
         _usage_error("configuration error", exc)
     except MedasrError as exc:
@@ -108,9 +130,9 @@ def _open_store(settings: Settings) -> Store:
 
 
 def _apply_manifest(
-    store: Store, path: Path, *, language: str | None, dry_run: bool
+    store: UnitOfWorkFactory, path: Path, *, language: str | None, dry_run: bool
 ) -> dict[str, dict[str, str]]:
-    """Store the manifest's columns on the recordings it names (not in a dry run).
+    """UnitOfWorkFactory the manifest's columns on the recordings it names (not in a dry run).
 
     Returns the columns by source URI, which a dry run counts with instead.
     """
@@ -123,20 +145,29 @@ def _apply_manifest(
     if dry_run:
         typer.echo(f"manifest {path}: {len(by_uri)} row(s) read (a dry run stores nothing)")
         return by_uri
-    with store.repository() as repo:
-        changed = repo.set_item_metadata(by_uri, language=language)
+    with store.unit_of_work() as uow:
+        changed = uow.items.set_item_metadata(by_uri, language=language)
     typer.echo(f"manifest {path}: {len(by_uri)} row(s), {changed} recording(s) updated", err=True)
     return by_uri
 
 
 def _deliver(
-    settings: Settings, store: Store, *, language: str | None, format_name: str
+    settings: Settings,
+    store: UnitOfWorkFactory,
+    *,
+    language: str | None,
+    format_name: str,
+    resend_in_doubt: bool,
 ) -> dict[str, Any]:
     with medasr_log_level(settings.pipeline.log_level):
         try:
             stats = asyncio.run(
                 deliver_pending(
-                    settings=settings, store=store, language=language, format_name=format_name
+                    settings=settings,
+                    store=store,
+                    language=language,
+                    format_name=format_name,
+                    resend_in_doubt=resend_in_doubt,
                 )
             )
         except KeyboardInterrupt:
@@ -152,7 +183,7 @@ def _deliver(
 
 
 def _print_plan(
-    store: Store,
+    store: UnitOfWorkFactory,
     *,
     language: str | None,
     query: DocsQuery,
@@ -163,9 +194,9 @@ def _print_plan(
     plan = {"documents_to_send": 0, "already_delivered": 0, "missing_metadata": 0}
     after = 0
     while True:
-        with store.repository(read_only=True) as repo:
-            page = repo.done_items_page(language=language, after_id=after, limit=_PAGE)
-            delivered = repo.delivered_versions([item.id for item in page])
+        with store.unit_of_work(read_only=True) as uow:
+            page = uow.items.done_items_page(language=language, after_id=after, limit=_PAGE)
+            delivered = uow.deliveries.delivered_versions([item.id for item in page])
         if not page:
             break
         for item in page:
@@ -178,9 +209,15 @@ def _print_plan(
             else:
                 plan["documents_to_send"] += 1
         after = page[-1].id
-    summary: dict[str, Any] = {**plan, "sent": 0}
-    summary["exit_code"] = delivery_exit_code(summary)
+    with store.unit_of_work(read_only=True) as uow:
+        counts = {c.status: c.rows for c in uow.deliveries.delivery_counts()}
+    summary: dict[str, Any] = {**plan, "in_doubt": counts.get("in_doubt", 0), "sent": 0}
+    # As the real run would end: a document it cannot send, or one in doubt, needs a person.
+    summary["exit_code"] = exit_code_of(
+        needs_a_person=plan["missing_metadata"] + summary["in_doubt"] > 0
+    )
     print_summary(summary, title=f"medasr deliver dry run ({format_name}): nothing sent")
+    raise typer.Exit(summary["exit_code"])
 
 
 def _usage_error(what: str, exc: Exception) -> NoReturn:

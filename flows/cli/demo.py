@@ -19,7 +19,7 @@ from flows.backlog import transcribe_backlog
 from flows.cli.console import print_summary
 from flows.cli.store import print_status
 from service.devserver import DevServerConfig, start_devserver
-from storage.database import Store
+from storage import open_store
 
 DEMO_TOKEN = "demo-token"  # noqa: S105 - throwaway token of the loopback devserver
 
@@ -69,10 +69,10 @@ def _run(samples: Path, language: str) -> dict[str, Any]:
 
 
 def _print_transcripts(storage: Any, console: Console) -> None:
-    store = Store.open(storage)
+    store = open_store(storage)
     try:
-        with store.repository() as repo:
-            for row in repo.export_rows():
+        with store.unit_of_work() as uow:
+            for row in uow.items.export_rows():
                 name = Path(row.source).name
                 if row.status == "done":
                     text = row.text or ""

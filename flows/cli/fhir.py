@@ -8,11 +8,11 @@ import typer
 
 from config.errors import ConfigError
 from config.settings import load_settings
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from tasks.delivery.fhir_export import write_fhir_bundle
 
 
-def export_fhir(store: Store, out: Path, *, status: str | None) -> int:
+def export_fhir(store: UnitOfWorkFactory, out: Path, *, status: str | None) -> int:
     """Write the Bundle to `out` (a file); returns the documents written. ConfigError."""
     if out.is_dir():
         raise ConfigError(f"--out {out} is a folder; give a file name for --format fhir")

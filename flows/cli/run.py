@@ -39,8 +39,10 @@ from flows.run_context import (
 from flows.summary import RunStopped, exit_code_for
 from service.client import max_wav_bytes_for
 from service.errors import CredentialsRejected
-from storage.database import Store, database_exists
+from storage import open_store
+from storage.database import database_exists
 from storage.errors import SourceError, SourceNotFound, SourceUnreadable, StoreError
+from storage.interface import UnitOfWorkFactory
 from tasks.discovery.discover import Discovery, check_manifest, check_source, discover_and_register
 from tasks.transcription.plan import plan_backlog, plan_rows
 
@@ -333,6 +335,6 @@ def _print_plan(
     )
 
 
-def _existing_store(storage: StorageSettings) -> Store | None:
+def _existing_store(storage: StorageSettings) -> UnitOfWorkFactory | None:
     """The store if one exists: a dry run never creates a database."""
-    return Store.open(storage) if database_exists(storage.database_url) else None
+    return open_store(storage) if database_exists(storage.database_url) else None

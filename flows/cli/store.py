@@ -21,10 +21,11 @@ from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
 from flows.cli.console import one_line
 from flows.cli.fhir import export_fhir
-from storage.database import Store, database_exists, upgrade_database
-from storage.deliveries import DeliveryCount
+from storage import open_store
+from storage.database import database_exists, upgrade_database
 from storage.export import common_local_root, write_csv, write_jsonl, write_txt_tree
-from storage.records import ITEM_STATUSES, ItemRecord, StatusCount
+from storage.interface import UnitOfWorkFactory
+from storage.records import ITEM_STATUSES, DeliveryCount, ItemRecord, StatusCount
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
 
@@ -70,13 +71,13 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
         where = storage.database_url_redacted
         typer.echo(f"nothing recorded yet (no database at {where})")
         return
-    store = Store.open(storage)
+    store = open_store(storage)
     try:
-        with store.repository(read_only=True) as repo:
-            counts = repo.status_counts()
-            deliveries = repo.delivery_counts()
+        with store.unit_of_work(read_only=True) as uow:
+            counts = uow.items.status_counts()
+            deliveries = uow.deliveries.delivery_counts()
             latest = {
-                status: repo.list_latest(status=status, limit=failures) if failures else []
+                status: uow.items.list_latest(status=status, limit=failures) if failures else []
                 for status in _TO_CHECK
             }
     finally:
@@ -199,7 +200,7 @@ def export_command(
         if not database_exists(storage.database_url):
             where = storage.database_url_redacted
             raise ConfigError(f"no database at {where}: nothing to export")
-        store = Store.open(storage)
+        store = open_store(storage)
         try:
             written = _export(store, export_format, out, status)
         except OSError as exc:
@@ -209,22 +210,24 @@ def export_command(
     typer.echo(f"exported {written} item(s) to {out}", err=True)
 
 
-def _export(store: Store, export_format: ExportFormat, out: Path, status: str | None) -> int:
+def _export(
+    store: UnitOfWorkFactory, export_format: ExportFormat, out: Path, status: str | None
+) -> int:
     if export_format is ExportFormat.fhir:
         return export_fhir(store, out, status=status)
     if export_format is ExportFormat.txt:
         if out.exists() and not out.is_dir():
             raise ConfigError(f"--out {out} must be a folder for --format txt")
-        with store.repository(read_only=True) as repo:
+        with store.unit_of_work(read_only=True) as uow:
             # The layout follows every item, not only those exported, so it is stable.
-            root = common_local_root(repo.source_uris())
-            return write_txt_tree(repo.export_rows(status=status), out, local_root=root)
+            root = common_local_root(uow.items.source_uris())
+            return write_txt_tree(uow.items.export_rows(status=status), out, local_root=root)
     if out.is_dir():
         raise ConfigError(
             f"--out {out} is a folder; give a file name for --format {export_format.value}"
         )
-    with store.repository(read_only=True) as repo:
-        rows_iter = repo.export_rows(status=status)
+    with store.unit_of_work(read_only=True) as uow:
+        rows_iter = uow.items.export_rows(status=status)
         if export_format is ExportFormat.jsonl:
             return write_jsonl(rows_iter, out)
         return write_csv(rows_iter, out)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from storage.database import Store
 from storage.errors import SourceNotFound, SourceUnreadable
+from storage.interface import UnitOfWorkFactory
 from storage.local_files import printable
 from storage.manifest import default_manifest, metadata_by_uri, read_manifest
 from storage.sources import SkippedFile, list_audio, normalize_source
@@ -37,7 +37,7 @@ def discover_and_register(
     *,
     source: str,
     language: str,
-    store: Store,
+    store: UnitOfWorkFactory,
     settle_s: float,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
@@ -60,11 +60,11 @@ def discover_and_register(
         storage_options=storage_options,
     )
     unreadable = [s for s in listing.skipped if s.unreadable]
-    with store.repository() as repo:
-        registered = repo.register_items(listing.files, language=language)
-        recorded = repo.record_unreadable(unreadable, language=language)
+    with store.unit_of_work() as uow:
+        registered = uow.items.register_items(listing.files, language=language)
+        recorded = uow.items.record_unreadable(unreadable, language=language)
         if metadata:
-            repo.set_item_metadata(metadata, language=language)
+            uow.items.set_item_metadata(metadata, language=language)
     root = normalize_source(source)
     for skipped in listing.skipped:
         name, reason = recording_name(skipped.uri, roots=(root,)), one_line(skipped.reason)

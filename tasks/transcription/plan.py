@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from storage.errors import SourceError
-from storage.interface import ItemStore
+from storage.interface import UnitOfWorkFactory
 from storage.records import ChunkRecord, ItemRecord, SourceFile
 from storage.sources import fetch_and_fingerprint, list_audio
 from tasks.audio import iter_chunks
@@ -62,7 +62,7 @@ class FilePlan:
 class _Reader:
     """Reads one file the way the run would, against what the store already holds."""
 
-    store: ItemStore | None
+    store: UnitOfWorkFactory | None
     language: str
     max_wav_bytes: int
     min_pause_ms: int
@@ -104,8 +104,8 @@ class _Reader:
         """The run's own reuse decision (tasks/transcription/reuse.py), read in one transaction."""
         if self.store is None:
             return decide_reuse(item, sha256=sha256, facts=ReuseFacts())
-        with self.store.repository(read_only=True) as repo:
-            facts = read_reuse_facts(repo, item, sha256=sha256, language=self.language)
+        with self.store.unit_of_work(read_only=True) as uow:
+            facts = read_reuse_facts(uow, item, sha256=sha256, language=self.language)
         return decide_reuse(item, sha256=sha256, facts=facts)
 
 
@@ -113,7 +113,7 @@ def plan_backlog(
     *,
     source: str,
     language: str,
-    store: ItemStore | None,
+    store: UnitOfWorkFactory | None,
     max_wav_bytes: int,
     min_pause_ms: int,
     settle_s: float,
@@ -175,10 +175,10 @@ def _unchanged(item: ItemRecord, file: SourceFile) -> bool:
 
 
 def _known_items(
-    store: ItemStore | None, files: Sequence[SourceFile], *, language: str
+    store: UnitOfWorkFactory | None, files: Sequence[SourceFile], *, language: str
 ) -> dict[str, ItemRecord]:
     """What the store holds for the listed files, by URI (one query per batch of URIs)."""
     if store is None:
         return {}
-    with store.repository(read_only=True) as repo:
-        return repo.find_items(source_uris=[file.uri for file in files], language=language)
+    with store.unit_of_work(read_only=True) as uow:
+        return uow.items.find_items(source_uris=[file.uri for file in files], language=language)

@@ -8,26 +8,28 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from storage.scratch import remove_dead_leftovers
 
 logger = logging.getLogger("medasr.runs")
 
 
-def start_run(store: Store, *, source: str, language: str) -> int:
+def start_run(store: UnitOfWorkFactory, *, source: str, language: str) -> int:
     """Record that a run starts over `source` (normalized) in `language`; returns its id."""
-    with store.repository() as repo:
-        return repo.start_run(source=source, language=language)
+    with store.unit_of_work() as uow:
+        return uow.runs.start_run(source=source, language=language)
 
 
-def finish_run(store: Store, run_id: int, *, counts: Mapping[str, int], status: str) -> None:
+def finish_run(
+    store: UnitOfWorkFactory, run_id: int, *, counts: Mapping[str, int], status: str
+) -> None:
     """Record a run's end: its status and counts (numbers only: no text, no secret)."""
-    with store.repository() as repo:
-        repo.finish_run(run_id, counts=counts, status=status)
+    with store.unit_of_work() as uow:
+        uow.runs.finish_run(run_id, counts=counts, status=status)
 
 
 def expected_files(
-    store: Store, *, language: str | None, source_prefix: str | None, limit: int | None
+    store: UnitOfWorkFactory, *, language: str | None, source_prefix: str | None, limit: int | None
 ) -> int:
     """Take back items (and remove temp folders) of dead local runs; how many files a
     drain expects to do.
@@ -35,10 +37,10 @@ def expected_files(
     Counts pending items of `language` under `source_prefix` (a normalized source), so
     a run over one folder does not count another folder's backlog.
     """
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         # A run killed on this machine left its items leased: take them back now.
-        reclaimed = repo.release_dead_local_leases()
-        pending = repo.pending_count(language=language, source_prefix=source_prefix)
+        reclaimed = uow.items.release_dead_local_leases()
+        pending = uow.items.pending_count(language=language, source_prefix=source_prefix)
     if reclaimed:
         logger.warning("took back %d items left in progress by an ended run", reclaimed)
     # ... and maybe patient audio in the temp directory: delete it.
@@ -47,14 +49,14 @@ def expected_files(
     return min(pending, limit) if limit is not None else pending
 
 
-def known_sources(store: Store) -> tuple[str, ...]:
+def known_sources(store: UnitOfWorkFactory) -> tuple[str, ...]:
     """The sources of recorded runs: a rerun names each file relative to its own."""
-    with store.repository(read_only=True) as repo:
-        return tuple(repo.run_sources())
+    with store.unit_of_work(read_only=True) as uow:
+        return tuple(uow.runs.run_sources())
 
 
 def requeue_failed(
-    store: Store,
+    store: UnitOfWorkFactory,
     *,
     language: str | None,
     max_attempts: int,
@@ -68,8 +70,8 @@ def requeue_failed(
     the language (permanent ones, and retryable ones past the attempts limit too).
     `include_skipped` adds every skipped (silent) item of the language.
     """
-    with store.repository() as repo:
-        return repo.requeue_failures(
+    with store.unit_of_work() as uow:
+        return uow.items.requeue_failures(
             language=language,
             max_attempts=max_attempts,
             include_permanent=include_permanent,

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from storage.database import Store
 from storage.errors import LeaseLost
-from storage.interface import ItemStore
+from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord, SourceFile
 from tests.fakes.store import FakeStore
 
@@ -41,8 +40,8 @@ def seen(item: ItemRecord | None) -> tuple[Any, ...] | None:
     )
 
 
-def chunk(repo: Any, item: ItemRecord, index: int, *, status: str = "done") -> None:
-    repo.record_chunk_result(
+def chunk(uow: Any, item: ItemRecord, index: int, *, status: str = "done") -> None:
+    uow.chunks.record_chunk_result(
         item.id,
         lease_token=item.lease_token,
         index=index,
@@ -54,79 +53,81 @@ def chunk(repo: Any, item: ItemRecord, index: int, *, status: str = "done") -> N
     )
 
 
-def reset_then_fail(store: ItemStore, item_id: int) -> None:
-    with store.repository() as repo:
-        repo.reset_chunks(item_id)
+def reset_then_fail(store: UnitOfWorkFactory, item_id: int) -> None:
+    with store.unit_of_work() as uow:
+        uow.chunks.reset_chunks(item_id)
         raise RuntimeError("rolled back")
 
 
-def scenario(store: ItemStore) -> list[object]:
+def scenario(store: UnitOfWorkFactory) -> list[object]:
     seen_: list[object] = []
-    with store.repository() as repo:
-        seen_.append(repo.register_items(LISTING, language=LANG))
-        a, b = repo.claim_batch(owner="w1", language=LANG, limit=2, lease_s=60)
+    with store.unit_of_work() as uow:
+        seen_.append(uow.items.register_items(LISTING, language=LANG))
+        a, b = uow.items.claim_batch(owner="w1", language=LANG, limit=2, lease_s=60)
         seen_ += [seen(a), seen(b)]
-    with store.repository() as repo:
-        repo.set_fingerprint(a.id, sha256=X, size_bytes=100, lease_token=a.lease_token)
-        chunk(repo, a, 0)
-        chunk(repo, a, 1, status="silent")
-    with store.repository(read_only=True) as repo:
-        finished = repo.done_chunks(a.id)
+    with store.unit_of_work() as uow:
+        uow.items.set_fingerprint(a.id, sha256=X, size_bytes=100, lease_token=a.lease_token)
+        chunk(uow, a, 0)
+        chunk(uow, a, 1, status="silent")
+    with store.unit_of_work(read_only=True) as uow:
+        finished = uow.chunks.done_chunks(a.id)
         seen_.append(sorted((i, c.status, c.text, c.start_ms) for i, c in finished.items()))
-        seen_.append(seen(repo.find_done_with_sha(sha256=X, language=LANG)))
-    with store.repository() as repo:
-        repo.finish_item(
+        seen_.append(seen(uow.items.find_done_with_sha(sha256=X, language=LANG)))
+    with store.unit_of_work() as uow:
+        uow.items.finish_item(
             a.id, lease_token=a.lease_token, text="part 0", duration_ms=2000, chunk_count=2,
             extras={},
         )  # fmt: skip
-        seen_.append(seen(repo.find_done_with_sha(sha256=X, language=LANG)))
-        repo.set_fingerprint(b.id, sha256=Y, size_bytes=100, lease_token=b.lease_token)
-        chunk(repo, b, 0)
-    with store.repository() as repo:  # b's content changed: its old answers are void
-        repo.set_fingerprint(b.id, sha256=Z, size_bytes=100, lease_token=b.lease_token)
-        seen_.append(repo.done_chunks(b.id))
-    with pytest.raises(LeaseLost), store.repository() as repo:
-        repo.finish_item(
+        seen_.append(seen(uow.items.find_done_with_sha(sha256=X, language=LANG)))
+        uow.items.set_fingerprint(b.id, sha256=Y, size_bytes=100, lease_token=b.lease_token)
+        chunk(uow, b, 0)
+    with store.unit_of_work() as uow:  # b's content changed: its old answers are void
+        uow.items.set_fingerprint(b.id, sha256=Z, size_bytes=100, lease_token=b.lease_token)
+        seen_.append(uow.chunks.done_chunks(b.id))
+    with pytest.raises(LeaseLost), store.unit_of_work() as uow:
+        uow.items.finish_item(
             b.id, lease_token="stale", text="", duration_ms=0, chunk_count=0, extras={}
         )
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         assert a.lease_token is not None
         assert b.lease_token is not None
-        lost = repo.renew_leases([a.lease_token, b.lease_token, "gone"], lease_s=60)
+        lost = uow.items.renew_leases([a.lease_token, b.lease_token, "gone"], lease_s=60)
         seen_.append(sorted({a.lease_token: "a", b.lease_token: "b"}.get(t, t) for t in lost))
-        repo.release_items([b.lease_token])
-        seen_.append(seen(repo.get_item(b.id)))
-    with store.repository() as repo:
-        again = repo.claim_batch(owner="w2", language=LANG, limit=5, lease_s=60)
+        uow.items.release_items([b.lease_token])
+        seen_.append(seen(uow.items.get_item(b.id)))
+    with store.unit_of_work() as uow:
+        again = uow.items.claim_batch(owner="w2", language=LANG, limit=5, lease_s=60)
         seen_.append([seen(item) for item in again])
         b2, c = again
-        repo.skip_item(b2.id, lease_token=b2.lease_token, reason_kind="silent_audio", reason="no")
-        repo.fail_item(
+        uow.items.skip_item(
+            b2.id, lease_token=b2.lease_token, reason_kind="silent_audio", reason="no"
+        )
+        uow.items.fail_item(
             c.id, lease_token=c.lease_token, error_kind="corrupt_audio", message="bad",
             retryable=True, next_attempt_at=datetime(2030, 1, 1, tzinfo=UTC),
         )  # fmt: skip
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         piece = {"index": 3, "start_ms": 0, "end_ms": 1, "size_bytes": 1, "text": "t",
                  "attempts": 1, "txn_id": None, "latency_ms": None}  # fmt: skip
         seen_.append(
             [
-                repo.record_recovered_chunk(a.id, source_uri=a.source_uri, sha256=X, **piece),
-                repo.record_recovered_chunk(b.id, source_uri=b.source_uri, sha256=Z, **piece),
-                repo.record_recovered_chunk(b.id, source_uri=b.source_uri, sha256=Y, **piece),
+                uow.chunks.record_recovered_chunk(a.id, source_uri=a.source_uri, sha256=X, **piece),
+                uow.chunks.record_recovered_chunk(b.id, source_uri=b.source_uri, sha256=Z, **piece),
+                uow.chunks.record_recovered_chunk(b.id, source_uri=b.source_uri, sha256=Y, **piece),
             ]
         )
     with pytest.raises(RuntimeError):
         reset_then_fail(store, b.id)
-    with store.repository() as repo:
-        seen_.append(sorted(repo.done_chunks(b.id)))
+    with store.unit_of_work() as uow:
+        seen_.append(sorted(uow.chunks.done_chunks(b.id)))
         relisted = [SourceFile(LISTING[0].uri, 100, "v2"), *LISTING[1:]]
-        seen_.append(repo.register_items(relisted, language=LANG))
-        found = repo.find_items(source_uris=[f.uri for f in LISTING], language=LANG)
+        seen_.append(uow.items.register_items(relisted, language=LANG))
+        found = uow.items.find_items(source_uris=[f.uri for f in LISTING], language=LANG)
         seen_.append(sorted(seen(item) for item in found.values()))  # type: ignore[type-var]
     return seen_
 
 
-def test_the_fake_answers_like_the_sql_store(store: Store) -> None:
+def test_the_fake_answers_like_the_sql_store(store: UnitOfWorkFactory) -> None:
     real = scenario(store)
     fake = scenario(FakeStore())
 

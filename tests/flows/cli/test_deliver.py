@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from config.settings import StorageSettings
 from flows.cli import app
-from storage.database import Store
+from storage import open_store
 from tasks.delivery.fhir import parse_bundle
 from tests.flows.cli.test_commands import table_rows
 from tests.tasks.delivery.delivery_helpers import docs_entries, make_done, sha_of_text
@@ -40,7 +40,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, devserver_factory):
         "MEDASR_MAX_ATTEMPTS": "2",
     }.items():
         monkeypatch.setenv(name, value)
-    store = Store.open(StorageSettings(database_url=url))
+    store = open_store(StorageSettings(database_url=url))
     archive = tmp_path / "archive"
     make_done(store, {str(archive / name): text for name, text in TEXTS.items()})
     store.dispose()
@@ -72,7 +72,7 @@ def test_dry_run_counts_and_sends_nothing(
     manifest.parent.mkdir(parents=True, exist_ok=True)
     manifest.write_text("path,patient_id\na.wav,P-1\n", encoding="utf-8")
     counted = invoke("deliver", "--dry-run", "--manifest", str(manifest))
-    assert counted.exit_code == 0, counted.output
+    assert counted.exit_code == 1, counted.output  # missing metadata: as the real run (1)
     plan = table_rows(counted.output)
     assert (plan["documents to send"], plan["missing metadata"]) == ("1", "2")
     assert docs_entries(env) == []
