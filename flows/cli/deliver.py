@@ -73,6 +73,7 @@ def deliver_command(
         listed = {}
         if manifest is not None:
             listed = _apply_manifest(store, manifest, language=language, dry_run=dry_run)
+            _say_unmatched_columns(listed, query)
         if dry_run:
             _print_plan(
                 store, language=language, query=query, format_name=format_name, manifest=listed
@@ -132,7 +133,7 @@ def _open_store(settings: Settings) -> UnitOfWorkFactory:
 def _apply_manifest(
     store: UnitOfWorkFactory, path: Path, *, language: str | None, dry_run: bool
 ) -> dict[str, dict[str, str]]:
-    """UnitOfWorkFactory the manifest's columns on the recordings it names (not in a dry run).
+    """Store the manifest's columns on the recordings it names (not in a dry run).
 
     Returns the columns by source URI, which a dry run counts with instead.
     """
@@ -149,6 +150,19 @@ def _apply_manifest(
         changed = uow.items.set_item_metadata(by_uri, language=language)
     typer.echo(f"manifest {path}: {len(by_uri)} row(s), {changed} recording(s) updated", err=True)
     return by_uri
+
+
+def _say_unmatched_columns(by_uri: dict[str, dict[str, str]], query: DocsQuery) -> None:
+    """One line per MEDASR_DOCS_QUERY name that a manifest column matches only by case."""
+    columns = {column for row in by_uri.values() for column in row}
+    for name in query.fields:
+        close = sorted(c for c in columns if c != name and c.casefold() == name.casefold())
+        if name not in columns and close:
+            typer.echo(
+                f"medasr: manifest column {close[0]!r} is not {name!r}: MEDASR_DOCS_QUERY names "
+                "match columns exactly (case included); rename the column",
+                err=True,
+            )
 
 
 def _deliver(

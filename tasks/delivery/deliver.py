@@ -33,7 +33,7 @@ from storage.records import DeliveryRecord, WantedDelivery
 from storage.versions import item_version
 from tasks.delivery.documents import DocsQuery, build_document, note_of, parse_docs_query
 from tasks.delivery.stats import DeliveryStats, delivery_summary
-from tasks.discovery.names import one_line
+from tasks.discovery.names import recording_name
 from tasks.work.journal import (
     AcceptedDelivery,
     Journal,
@@ -177,6 +177,7 @@ class _Run:
         self.settings, self.store, self.sender = settings, store, sender
         self.query, self.format_name, self.journal = query, format_name, journal
         self.owner = new_lease_owner()
+        self.roots: tuple[str, ...] | None = None
         lease_s = settings.storage.lease_s
         self.keeper = LeaseKeeper(store=store, lease_s=lease_s, renew=renew_deliveries)
 
@@ -194,6 +195,12 @@ class _Run:
                 await asyncio.shield(in_store(self.store, _releaser(tokens)))
                 raise
             await self._count(claimed, outcomes, stats)
+
+    def _roots(self, uow: Any) -> tuple[str, ...]:
+        """The sources runs went over: a recording is named by its path inside one."""
+        if self.roots is None:
+            self.roots = tuple(uow.runs.run_sources())
+        return self.roots
 
     def _claim(self, uow: Any, language: str | None) -> list[DeliveryRecord]:
         return list(
@@ -267,7 +274,7 @@ class _Run:
         note = note_of(
             item, version=row.version, replaces_version=replaced.version if replaced else None
         )
-        name = one_line(item.source_uri)
+        name = recording_name(item.source_uri, roots=self._roots(uow))
         document = build_document(
             item,
             note,

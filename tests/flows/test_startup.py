@@ -19,7 +19,7 @@ from flows import run_context
 from flows.cli import app
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
-from storage.interface import UnitOfWorkFactory
+from storage.database import Store
 from tests.flows.conftest import Corpus
 from tests.flows.prefect_server import MEDASR, clean_env, free_port
 
@@ -119,18 +119,18 @@ def test_a_cli_run_loads_settings_once_and_opens_the_store_once(
     pinned: Settings, corpus: Corpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     loaded, opened = [], []
-    load_settings, open_store = run_context.load_settings, UnitOfWorkFactory.open
+    load_settings, open_store = run_context.load_settings, Store.open
 
     def counted_load(**overrides: object) -> Settings:
         loaded.append(overrides)
         return load_settings(**overrides)  # type: ignore[arg-type]
 
-    def counted_open(storage: object, **kwargs: object) -> UnitOfWorkFactory:
+    def counted_open(storage: object, **kwargs: object) -> Store:
         opened.append(storage)
         return open_store(storage, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(run_context, "load_settings", counted_load)
-    monkeypatch.setattr(UnitOfWorkFactory, "open", staticmethod(counted_open))
+    monkeypatch.setattr(Store, "open", staticmethod(counted_open))  # under open_store()
 
     result = CliRunner().invoke(app, ["run", str(corpus.root), "--language", "en-IN"])
 

@@ -1,4 +1,4 @@
-"""UnitOfWorkFactory fixtures: the same repository suite runs on SQLite and on a real PostgreSQL."""
+"""Store fixtures: the same repository suite runs on SQLite and on a real PostgreSQL."""
 
 from __future__ import annotations
 

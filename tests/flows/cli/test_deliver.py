@@ -191,3 +191,17 @@ def test_exports_show_each_recordings_manifest_columns(env, archive: Path, tmp_p
     ]
     assert document.subject.identifier.value == "P-1"
     assert document.author[0].display == "Dr. Rao"
+
+
+def test_a_manifest_column_that_differs_only_in_case_is_named_in_one_line(
+    env, archive: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEDASR_DOCS_QUERY", "patient_id={patient_id}")
+    manifest = archive / "medasr.csv"
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text("path,Patient_ID\na.wav,P-1\n", encoding="utf-8")
+    result = invoke("deliver", "--dry-run", "--manifest", str(manifest))
+    said = [line for line in result.output.splitlines() if "Patient_ID" in line]
+    assert len(said) == 1, result.output
+    assert "patient_id" in said[0]
+    assert result.exit_code == 1  # three documents miss patient_id, as the real run would say

@@ -305,3 +305,19 @@ def test_a_version_set_aside_before_it_was_sent_is_delivered_when_it_comes_back(
     assert [r.status for r in rows_of(store, item)] == ["delivered", "superseded"]
     assert stats.delivered == 1
     assert [e.sha256 for e in docs_entries(server)] == [sha_of_text("first")]
+
+
+def test_delivery_names_recordings_by_their_path_in_the_source_with_controls_escaped(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = devserver_factory()
+    make_done(store, {"/archive/in\x1b[31mred.wav": "one", "/archive/sub/b.wav": "two"})
+    with store.unit_of_work() as uow:
+        uow.runs.start_run(source="/archive", language="en-IN")
+    caplog.set_level("INFO", logger="medasr.deliver")
+    deliver(delivery_settings(server, sqlite_url), store)
+    said = "\n".join(r.getMessage() for r in caplog.records if r.name == "medasr.deliver")
+    assert "\x1b" not in said
+    assert "in\\u001b[31mred.wav" in said
+    assert "delivered sub/b.wav" in said
+    assert "/archive/" not in said
