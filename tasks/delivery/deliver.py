@@ -303,7 +303,7 @@ class _Run:
                     remote_id=accepted.remote_id,
                 )
 
-        retry_s = self.settings.storage.lease_s / 2
+        retry_s = self.settings.storage.store_retry_s
         # StoreUnavailable: kept in the journal, recorded as delivered at the next start.
         with contextlib.suppress(StoreUnavailable):
             await record_paid_chunk(write, paid=accepted, journal=self.journal, retry_s=retry_s)

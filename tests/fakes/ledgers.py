@@ -231,7 +231,14 @@ class FakeDeliveries:
         if row is None or row.version != version or row.status in ("delivered", "superseded"):
             return False
         self._settle(
-            row, status="delivered", response=response, remote_id=remote_id, delivered_at=_now()
+            row,
+            status="delivered",
+            response=response,
+            remote_id=remote_id,
+            delivered_at=_now(),
+            error_kind=None,
+            error_message=None,
+            retryable=False,
         )
         return True
 

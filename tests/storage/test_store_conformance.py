@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from storage.errors import LeaseLost
+from storage.errors import LeaseLost, NotUnderReview
 from storage.interface import UnitOfWorkFactory
-from storage.records import ItemRecord, SourceFile
+from storage.records import ItemRecord, SourceFile, WantedDelivery
 from tests.fakes.store import FakeStore
 
 LANG = "en-IN"
@@ -142,3 +142,111 @@ def test_the_fake_answers_like_the_sql_store(store: UnitOfWorkFactory) -> None:
     assert real[8] == ("b.wav", "pending", Z, None, 0, None, False, None, False)
     assert real[10] == [False, True, False]
     assert real[12].changed == 1  # type: ignore[attr-defined]
+
+
+def _done(uow: Any, item: ItemRecord, text: str, *, flags: tuple[str, ...] = ()) -> None:
+    uow.items.set_fingerprint(item.id, sha256=X, size_bytes=100, lease_token=item.lease_token)
+    uow.items.finish_item(
+        item.id, lease_token=item.lease_token, text=text, duration_ms=1000, chunk_count=1,
+        extras={}, flags=flags,
+    )  # fmt: skip
+
+
+def row_seen(row: Any) -> tuple[Any, ...] | None:
+    """What both stores must agree on for a delivery row."""
+    if row is None:
+        return None
+    return (row.version[:1], row.status, row.attempts, row.error_kind, row.target,
+            row.lease_token is not None, row.sending_at is not None, row.remote_id)  # fmt: skip
+
+
+def ledger_scenario(store: UnitOfWorkFactory) -> list[object]:
+    """Items' reading verbs, runs, reviews and the delivery queue, one story."""
+    seen_: list[object] = []
+    with store.unit_of_work() as uow:
+        run_id = uow.runs.start_run(source="/archive", language=LANG)
+        uow.items.register_items(LISTING, language=LANG)
+        a, b, c = uow.items.claim_batch(owner="w1", language=LANG, limit=3, lease_s=60)
+        _done(uow, a, "alpha")
+        _done(uow, b, "bravo", flags=("too_few_words",))
+        uow.items.fail_item(
+            c.id, lease_token=c.lease_token, error_kind="corrupt_audio", message="bad",
+            retryable=True, next_attempt_at=None,
+        )  # fmt: skip
+        uow.runs.finish_run(run_id, counts={"done": 1, "failed": 1}, status="some_failed")
+    with store.unit_of_work() as uow:
+        seen_.append([(r.source, r.status, r.counts["done"]) for r in uow.runs.latest_runs()])
+        seen_.append(uow.runs.run_sources())
+        seen_.append(sorted((s.status, s.items) for s in uow.items.status_counts()))
+        seen_.append([seen(i) for i in uow.items.list_failures()])
+        seen_.append([seen(i) for i in uow.reviews.list_needs_review(language=LANG)])
+        seen_.append(seen(uow.reviews.accept_review(b.id)))
+        seen_.append(uow.items.set_item_metadata({a.source_uri: {"mrn": "1"}}, language=LANG))
+        seen_.append(uow.items.find_item(source_uri=a.source_uri, language=LANG).metadata)  # type: ignore[union-attr]
+        seen_.append(
+            [seen(i) for i in uow.items.done_items_page(language=LANG, after_id=0, limit=9)]
+        )
+        seen_.append(
+            uow.items.requeue_failures(language=LANG, max_attempts=5, include_permanent=False)
+        )
+        seen_.append(uow.items.pending_count(language=LANG))
+        seen_.append(sorted(u.rsplit("/", 1)[-1] for u in uow.items.source_uris()))
+    with store.unit_of_work() as uow:
+        wanted = [WantedDelivery(item_id=i.id, language=LANG, version=v * 64)
+                  for i, v in ((a, "1"), (b, "2"))]  # fmt: skip
+        seen_.append(uow.deliveries.plan_deliveries(wanted, format_name="txt"))
+        seen_.append(uow.deliveries.plan_deliveries(wanted, format_name="txt"))  # nothing new
+        first, second = uow.deliveries.claim_deliveries(
+            owner="w1", language=LANG, limit=5, lease_s=60
+        )
+        seen_ += [row_seen(first), row_seen(second)]
+    with store.unit_of_work() as uow:
+        uow.deliveries.mark_sending(first.id, lease_token=first.lease_token)
+        uow.deliveries.mark_sending(second.id, lease_token=second.lease_token)
+        lost = uow.deliveries.renew_deliveries([first.lease_token or "", "gone"], lease_s=60)
+        seen_.append(sorted(lost))
+        uow.deliveries.record_delivered(
+            first.id, lease_token=first.lease_token, response={"document_id": "d1"}, remote_id="d1"
+        )
+        uow.deliveries.release_deliveries([second.lease_token or ""])  # sent: in doubt
+    with pytest.raises(LeaseLost), store.unit_of_work() as uow:
+        uow.deliveries.record_delivered(first.id, lease_token=first.lease_token, response={})
+    with store.unit_of_work() as uow:
+        seen_ += [row_seen(uow.deliveries.get_delivery(r.id)) for r in (first, second)]
+        seen_.append(
+            uow.deliveries.claim_deliveries(owner="w2", language=LANG, limit=5, lease_s=60)
+        )
+        seen_.append(sorted((n.status, n.rows) for n in uow.deliveries.delivery_counts()))
+        seen_.append(uow.deliveries.resend_in_doubt(language=LANG))
+        (again,) = uow.deliveries.claim_deliveries(owner="w2", language=LANG, limit=5, lease_s=60)
+        seen_.append(row_seen(again))
+        uow.deliveries.record_delivery_failed(
+            again.id, lease_token=again.lease_token, error_kind="rejected", message="no",
+            retryable=True,
+        )  # fmt: skip
+        seen_.append(uow.deliveries.requeue_delivery_failures(max_attempts=5))
+        seen_.append(uow.deliveries.record_recovered_delivery(
+            again.id, version=again.version, response={}, remote_id="d2"))  # fmt: skip
+        seen_.append(uow.deliveries.record_recovered_delivery(
+            again.id, version=again.version, response={}, remote_id="d2"))  # fmt: skip
+        delivered = uow.deliveries.delivered_versions([a.id, b.id])
+        seen_.append(delivered == {a.id: ["1" * 64], b.id: ["2" * 64]})
+        seen_.append([row_seen(r) for r in uow.deliveries.deliveries_of_item(b.id)])
+    with pytest.raises(NotUnderReview), store.unit_of_work() as uow:
+        uow.reviews.resend_review(b.id)  # accepted: no longer under review
+    return seen_
+
+
+def test_runs_reviews_and_the_delivery_queue_answer_alike(store: UnitOfWorkFactory) -> None:
+    real = ledger_scenario(store)
+    fake = ledger_scenario(FakeStore())
+
+    assert fake == real
+    assert real[2] == [("done", 1), ("failed", 1), ("needs_review", 1)]
+    assert real[12:14] == [2, 0]  # two versions planned, then none
+    assert real[16] == ["gone"]
+    assert real[17] == ("1", "delivered", 1, None, "docs", False, True, "d1")
+    assert real[18] == ("2", "in_doubt", 0, None, "docs", False, True, None)
+    assert real[19] == []  # in doubt: never claimed blindly
+    assert real[20] == [("delivered", 1), ("in_doubt", 1)]
+    assert real[24:26] == [True, False]  # a journaled answer is recorded once

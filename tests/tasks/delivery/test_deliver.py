@@ -321,3 +321,36 @@ def test_delivery_names_recordings_by_their_path_in_the_source_with_controls_esc
     assert "in\\u001b[31mred.wav" in said
     assert "delivered sub/b.wav" in said
     assert "/archive/" not in said
+
+
+def test_an_accepted_upload_the_store_cannot_record_is_journaled_then_recorded_not_resent(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, tmp_path, monkeypatch
+) -> None:
+    from storage.deliveries import Deliveries
+    from storage.errors import StoreUnavailable
+
+    server = devserver_factory()
+    items = make_done(store, {"/archive/a.wav": "alpha"})
+    settings = delivery_settings(server, sqlite_url)
+    storage = settings.storage.model_copy(
+        update={"data_dir": tmp_path / "data", "store_retry_s": 0.3}
+    )
+    settings = settings.model_copy(update={"storage": storage})
+    original = Deliveries.record_delivered
+
+    def down(*_args: object, **_kwargs: object) -> None:
+        raise StoreUnavailable("server closed the connection")
+
+    monkeypatch.setattr(Deliveries, "record_delivered", down)
+    deliver(settings, store)
+    kept = list((tmp_path / "data" / "journal" / "deliveries").glob("*.json"))
+    assert len(kept) == 1
+    assert oct(kept[0].stat().st_mode & 0o777) == oct(0o600)
+    monkeypatch.setattr(Deliveries, "record_delivered", original)
+    stats = deliver(settings, store)  # the next start records it from the journal
+    (row,) = rows_of(store, items["/archive/a.wav"])
+    assert row.status == "delivered"
+    assert row.remote_id is not None
+    assert stats.delivered == 0
+    assert len(docs_entries(server)) == 1  # filed once, never sent again
+    assert not kept[0].exists()
