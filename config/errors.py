@@ -95,8 +95,8 @@ EXIT_INTERRUPTED: Final = 130  # 128 + SIGINT, as shells report an interrupted c
 EXIT_CODES: Final[Mapping[int, str]] = MappingProxyType(
     {
         EXIT_OK: "everything asked for is done",
-        EXIT_SOME_FAILED: "some files failed, were skipped as silent or wait for review "
-        "(or a store or audio error outside a run)",
+        EXIT_SOME_FAILED: "some files failed, were skipped as silent or wait for review, "
+        "or some documents failed or are in doubt (or a store or audio error outside a run)",
         EXIT_USAGE: "usage or configuration error (a ConfigError): nothing was sent",
         EXIT_CREDENTIALS: "credentials rejected (401/403): the run stopped at once",
         EXIT_INTERRUPTED: "interrupted by the operator (Ctrl-C or SIGTERM)",

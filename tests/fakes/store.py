@@ -6,7 +6,7 @@ writer); a transaction works on a copy of the state and publishes it on success,
 error rolls it back. `down = True` makes every transaction fail with StoreUnavailable
 (the journal's case). `transactions` counts committed and failed transactions alike.
 tests/storage/test_store_conformance.py runs one scenario against this fake and the real
-Repository so the two cannot drift.
+SQL store so the two cannot drift.
 """
 
 from __future__ import annotations

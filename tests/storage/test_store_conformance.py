@@ -1,4 +1,4 @@
-"""The in-memory fake (tests/fakes/store.py) and the real Repository answer alike.
+"""The in-memory fake (tests/fakes/store.py) and the SQL store answer alike, every Protocol.
 
 One small scenario of a file's life (register, claim, fingerprint, chunks, settle, renew,
 release, re-list, journal recovery, rollback) runs against the fake and against the SQL

@@ -92,7 +92,8 @@ def test_uploads_in_flight_at_a_kill_are_in_doubt_not_sent_twice(
 
     again = _deliver(env, tmp_path)
     uploads = len(docs_entries(server))
-    print(f"\nuploads {uploads} for {DOCUMENTS} documents (exit {again.returncode})")
+    print(f"\nuploads {uploads} for {DOCUMENTS} documents (exit {again.returncode}), "
+          f"{filed_at_kill - CONCURRENCY} in doubt")  # fmt: skip
     assert uploads == DOCUMENTS  # nothing filed twice
     assert again.returncode == 1, again.stdout + again.stderr  # in doubt counts
     status = subprocess.run(
