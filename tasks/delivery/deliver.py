@@ -358,7 +358,9 @@ def _maybe_received(exc: MedasrError) -> bool:
     """The request may have reached the receiver and its answer is unknown."""
     if not isinstance(exc, ServiceUnavailable) or exc.status is not None:
         return False  # an answer came (a status), or it is not a transport failure
-    return not isinstance(exc.__cause__, _NEVER_SENT)
+    cause = exc.__cause__
+    lost_on_the_way = isinstance(cause, httpx.TransportError | TimeoutError)
+    return lost_on_the_way and not isinstance(cause, _NEVER_SENT)
 
 
 def _remote_id(fields: dict[str, Any]) -> str | None:

@@ -354,3 +354,19 @@ def test_an_accepted_upload_the_store_cannot_record_is_journaled_then_recorded_n
     assert stats.delivered == 0
     assert len(docs_entries(server)) == 1  # filed once, never sent again
     assert not kept[0].exists()
+
+
+def test_a_connection_lost_after_sending_leaves_the_delivery_in_doubt_not_failed(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    server = devserver_factory(rate_reset=1.0)  # every upload read, then the line drops
+    items = make_done(store, {"/archive/a.wav": "alpha"})
+    stats = deliver(delivery_settings(server, sqlite_url, max_attempts=1), store)
+    summary = delivery_summary(stats)
+    (row,) = rows_of(store, items["/archive/a.wav"])
+    assert row.status == "in_doubt"
+    assert (stats.in_doubt, stats.failed, summary["exit_code"]) == (1, 0, 1)
+    uploads = len(docs_entries(server))
+    again = deliver(delivery_settings(server, sqlite_url, max_attempts=1), store)
+    assert again.requests == 0  # never re-sent without a person's word
+    assert len(docs_entries(server)) == uploads
