@@ -2,7 +2,8 @@
 
 load_settings() already checks types, bounds and the JWE key length. What it cannot see
 without the transport rules and the key derivation lives here: a clear-text URL to a
-remote host, a CA bundle that does not load, a key that the envelope would refuse. The
+remote host (or a name that does not resolve), a CA bundle that does not load, a token
+that cannot be an HTTP header value, a key that the envelope would refuse. The
 client would refuse the same things, but only once the first file reaches it.
 """
 
@@ -14,7 +15,7 @@ from service import jwe
 from service.client import max_wav_bytes_for
 from service.contract import TRANSCRIBE_PATH
 from service.errors import EncryptionError
-from service.status import check_transport, tls_verify
+from service.status import bearer_token, check_transport, tls_verify
 
 
 def check_service_config(*, service: ServiceSettings, encryption: EncryptionSettings) -> None:
@@ -25,6 +26,8 @@ def check_service_config(*, service: ServiceSettings, encryption: EncryptionSett
         allow_insecure_http=service.allow_insecure_http,
     )
     tls_verify(service.ca_bundle)  # raises ConfigError naming MEDASR_CA_BUNDLE
+    if service.token is not None:  # a missing token stops the run later, as credentials
+        bearer_token(service.token)  # raises ConfigError naming MEDASR_TOKEN
     _check_encryption(service=service, encryption=encryption)
 
 

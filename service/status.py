@@ -5,11 +5,14 @@ from __future__ import annotations
 import email.utils
 import ipaddress
 import math
+import re
+import socket
 import ssl
 import time
 from pathlib import Path
 
 import httpx
+from pydantic import SecretStr
 
 from config.errors import ConfigError, MedasrError
 from service.errors import (
@@ -23,40 +26,83 @@ from service.errors import (
 )
 
 _MAX_QUOTED_MESSAGE_CHARS = 80
+# Visible ASCII and inner spaces: what every HTTP stack sends as a header value unchanged.
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
 
 
-def is_loopback_host(host: str) -> bool:
-    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
-        return True
+def resolved_addresses(host: str) -> set[str]:
+    """The addresses `host` names (itself for an address); empty when it does not resolve."""
+    bare = host.strip("[]")
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return {str(ipaddress.ip_address(bare))}
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(bare, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return set()
+    return {str(info[4][0]) for info in infos}
+
+
+def _is_loopback_address(address: str) -> bool:
+    try:  # an IPv6 address may carry a zone: fe80::1%eth0
+        return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
     except ValueError:
         return False
 
 
-def check_transport(url: str, *, allow_insecure_http: bool) -> str:
-    """The URL if we may send patient audio to it; raises InsecureTransport or ConfigError."""
+def check_transport(
+    url: str, *, allow_insecure_http: bool, setting: str = "MEDASR_BASE_URL"
+) -> str:
+    """The URL if we may send patient data to it; raises InsecureTransport or ConfigError.
+
+    `setting` is the setting that holds the URL, named in every message.
+    """
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
-        raise ConfigError("MEDASR_BASE_URL: the service URL is not a valid URL") from exc
+        raise ConfigError(f"{setting}: the service URL is not a valid URL") from exc
     if parsed.scheme not in ("https", "http"):
         raise ConfigError(
-            f"MEDASR_BASE_URL: the service URL must be https://host (got scheme {parsed.scheme!r})"
+            f"{setting}: the service URL must be https://host (got scheme {parsed.scheme!r})"
         )
     if not parsed.host:
-        raise ConfigError("MEDASR_BASE_URL: the service URL has no host; use https://host")
+        raise ConfigError(f"{setting}: the service URL has no host; use https://host")
     if parsed.port is not None and not 0 < parsed.port < 65536:
         raise ConfigError(
-            f"MEDASR_BASE_URL: port {parsed.port} is out of range (1-65535) in the service URL"
+            f"{setting}: port {parsed.port} is out of range (1-65535) in the service URL"
         )
-    if parsed.scheme == "https" or allow_insecure_http or is_loopback_host(parsed.host):
+    if parsed.scheme == "https" or allow_insecure_http:
         return url
+    # Judged by address, never by name: `x.localhost` can resolve anywhere a resolver says.
+    addresses = resolved_addresses(parsed.host)
+    if addresses and all(_is_loopback_address(a) for a in addresses):
+        return url
+    why = "which is not a loopback address"
+    if not addresses:
+        why = "whose name does not resolve, so it cannot be checked to be loopback"
     raise InsecureTransport(
-        f"MEDASR_BASE_URL: refusing to send patient audio over plain http:// to {parsed.host}; "
-        "use https:// or set MEDASR_ALLOW_INSECURE_HTTP=true"
+        f"{setting}: refusing to send patient data over plain http:// to {parsed.host[:64]}, "
+        f"{why}; use https:// or set MEDASR_ALLOW_INSECURE_HTTP=true"
     )
+
+
+def bearer_token(token: SecretStr | None, *, setting: str = "MEDASR_TOKEN") -> str:
+    """The token to send as `Bearer <token>`; raises CredentialsRejected or ConfigError.
+
+    A missing token stops the run (CredentialsRejected); one holding a character that
+    cannot go in an HTTP header (a newline from a secrets file, a control or non-ASCII
+    character) is a configuration error. Neither message shows the token.
+    """
+    if token is None:  # ServiceSettings turns a blank token into None
+        raise CredentialsRejected(f"no token is set; set {setting}")
+    value = token.get_secret_value()
+    if not _HEADER_SAFE.fullmatch(value):
+        raise ConfigError(
+            f"{setting}: the token holds a character that cannot be sent in an HTTP header "
+            "(a line break, a control or a non-ASCII character); check where it is read from"
+        )
+    return value
 
 
 def tls_verify(ca_bundle: Path | None) -> ssl.SSLContext | bool:

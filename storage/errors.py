@@ -9,6 +9,7 @@
         ├── SourceNotFound             the folder, bucket or object does not exist
         ├── SourceUnreadable           no permission, no credentials, not a regular file
         ├── StoreFailed                the database refused a statement (a bug or a constraint)
+        ├── ExportRefused              export file not written: a link or another's file in the way
         └── RunStop └── ConfigError  the run stops
             ├── UnsupportedSource      unknown scheme, or its fsspec extra is not installed
             ├── DatabaseUrlInvalid     MEDASR_DATABASE_URL unusable (dialect, driver, path)
@@ -109,3 +110,9 @@ class NotUnderReview(ConfigError):
     """`medasr review --accept/--resend` named an item that does not wait for review."""
 
     kind = "not_under_review"
+
+
+class ExportRefused(TerminalError):
+    """An export file was not written: a link or a file medasr did not write is in its place."""
+
+    kind = "export_refused"

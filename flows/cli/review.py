@@ -1,7 +1,9 @@
 """`medasr review`: the recordings the quality gate held back, and a person's decision on them.
 
 Without options it lists the needs_review items (id, source, language, flags, audio),
-never their text. `--accept ID` makes an item done as it is; `--resend ID` forgets its
+never their text; each recording is named by its path relative to the source of a
+recorded run, escaped onto one line.
+`--accept ID` makes an item done as it is; `--resend ID` forgets its
 transcript and chunks and puts it back to pending, so the next `medasr run` over its
 source sends every chunk again. All the decisions of one command are made in one
 transaction: one ID that is not waiting for review changes nothing and exits 2.
@@ -16,13 +18,13 @@ import typer
 
 from config.errors import ConfigError
 from config.settings import load_settings
-from flows.cli.console import one_line
 from flows.cli.store import _command_errors
 from service.contract import is_supported_language
 from storage import open_store
 from storage.database import database_exists
 from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord
+from tasks.discovery.names import one_line, recording_name
 
 _HEADER = "id\tsource\tlanguage\tflags\taudio_min\tupdated_at"
 
@@ -74,13 +76,14 @@ def _decide(store: UnitOfWorkFactory, *, accepted: list[int], resent: list[int])
     """Accept and re-queue in one transaction (all or nothing); prints one line per item."""
     lines = []
     with store.unit_of_work() as uow:
+        roots = uow.runs.run_sources()
         for item_id in accepted:
             item = uow.reviews.accept_review(item_id)
-            lines.append(f"accepted item {item.id} ({_source(item)}): done")
+            lines.append(f"accepted item {item.id} ({_source(item, roots)}): done")
         for item_id in resent:
             item = uow.reviews.resend_review(item_id)
             lines.append(
-                f"re-queued item {item.id} ({_source(item)}): pending; "
+                f"re-queued item {item.id} ({_source(item, roots)}): pending; "
                 "the next `medasr run` over its source sends its chunks again"
             )
     for line in lines:
@@ -90,14 +93,16 @@ def _decide(store: UnitOfWorkFactory, *, accepted: list[int], resent: list[int])
 def _list(store: UnitOfWorkFactory, *, language: str | None, limit: int) -> None:
     with store.unit_of_work(read_only=True) as uow:
         items = uow.reviews.list_needs_review(language=language, limit=limit)
+        roots = uow.runs.run_sources()
     typer.echo(_HEADER)
     for item in items:
         minutes = f"{(item.duration_ms or 0) / 60_000:.1f}"
-        flags = ",".join(item.flags)
+        flags = one_line(",".join(item.flags))
         updated = item.updated_at.isoformat(timespec="seconds")
-        typer.echo(f"{item.id}\t{_source(item)}\t{item.language}\t{flags}\t{minutes}\t{updated}")
+        source, language = _source(item, roots), one_line(item.language)
+        typer.echo(f"{item.id}\t{source}\t{language}\t{flags}\t{minutes}\t{updated}")
     typer.echo(f"{len(items)} item(s) need review", err=True)
 
 
-def _source(item: ItemRecord) -> str:
-    return one_line(item.source_uri)
+def _source(item: ItemRecord, roots: list[str]) -> str:
+    return recording_name(item.source_uri, roots=roots)

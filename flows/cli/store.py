@@ -1,7 +1,9 @@
 """`medasr status`, `medasr export`, `medasr db upgrade`: the store seen from the command line.
 
-Configuration problems exit 2 with one line; an unreachable or locked database exits 1.
-Transcripts are never printed by `status` (only counts and error messages).
+Configuration problems exit 2 with one line; an unreachable or locked database exits 1,
+and so does an export that refused a file. Transcripts are never printed by `status`
+(only counts and error messages). Recordings are named by their path relative to the
+source of a recorded run, and everything printed is escaped onto one line (`one_line`).
 """
 
 from __future__ import annotations
@@ -19,13 +21,20 @@ from rich.text import Text
 
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
-from flows.cli.console import one_line
 from flows.cli.fhir import export_fhir
 from storage import open_store
 from storage.database import database_exists, upgrade_database
-from storage.export import common_local_root, write_csv, write_jsonl, write_txt_tree
+from storage.errors import ExportRefused
+from storage.export import (
+    TreeResult,
+    common_local_root,
+    write_csv,
+    write_jsonl,
+    write_txt_tree,
+)
 from storage.interface import UnitOfWorkFactory
 from storage.records import ITEM_STATUSES, DeliveryCount, ItemRecord, StatusCount
+from tasks.discovery.names import one_line, reason_about, recording_name
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
 
@@ -54,10 +63,10 @@ def _command_errors() -> Iterator[None]:
     try:
         yield
     except ConfigError as exc:
-        typer.echo(f"medasr: configuration error: {exc}", err=True)
+        typer.echo(f"medasr: configuration error: {one_line(str(exc))}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     except MedasrError as exc:
-        typer.echo(f"medasr: {exc}", err=True)
+        typer.echo(f"medasr: {one_line(str(exc))}", err=True)
         raise typer.Exit(EXIT_SOME_FAILED) from None
 
 
@@ -80,14 +89,15 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
                 status: uow.items.list_latest(status=status, limit=failures) if failures else []
                 for status in _TO_CHECK
             }
+            roots = uow.runs.run_sources()
     finally:
         store.dispose()
     console = Console()
     if console.is_terminal:
-        _print_rich(console, counts, latest)
+        _print_rich(console, counts, latest, roots=roots)
         _print_deliveries_rich(console, deliveries)
     else:
-        _print_plain(counts, latest)
+        _print_plain(counts, latest, roots=roots)
         _print_deliveries_plain(deliveries)
 
 
@@ -113,6 +123,12 @@ def _section_title(status: str) -> str:
     return _SECTION_TITLES.get(status, f"latest {status.replace('_', ' ')}")
 
 
+def _named(item: ItemRecord, *, roots: list[str]) -> tuple[str, str]:
+    """The item's recording name and error message, escaped, relative to its source."""
+    uri = item.source_uri
+    return recording_name(uri, roots=roots), reason_about(item.error_message, uri=uri, roots=roots)
+
+
 def _retry_cell(item: ItemRecord, *, plain: bool) -> str:
     if item.status != "failed":
         return item.status
@@ -122,7 +138,11 @@ def _retry_cell(item: ItemRecord, *, plain: bool) -> str:
 
 
 def _print_rich(
-    console: Console, counts: list[StatusCount], latest: dict[str, list[ItemRecord]]
+    console: Console,
+    counts: list[StatusCount],
+    latest: dict[str, list[ItemRecord]],
+    *,
+    roots: list[str],
 ) -> None:
     table = Table(title="Items")
     for name, justify in (("Language", "left"), ("Status", "left"), ("Items", "right"),
@@ -140,13 +160,16 @@ def _print_rich(
         for name in ("Source", "Language", "Kind", "Attempts", "Retry", "Message"):
             section.add_column(name, overflow="fold")
         for item in items:
-            cells = (item.source_uri, item.language, item.error_kind, str(item.attempts),
-                     _retry_cell(item, plain=False), item.error_message)  # fmt: skip
-            section.add_row(*(Text(one_line(cell)) for cell in cells))  # no markup
+            name, message = _named(item, roots=roots)
+            cells = (name, one_line(item.language), one_line(item.error_kind),
+                     str(item.attempts), _retry_cell(item, plain=False), message)  # fmt: skip
+            section.add_row(*(Text(cell) for cell in cells))  # no markup
         console.print(section)
 
 
-def _print_plain(counts: list[StatusCount], latest: dict[str, list[ItemRecord]]) -> None:
+def _print_plain(
+    counts: list[StatusCount], latest: dict[str, list[ItemRecord]], *, roots: list[str]
+) -> None:
     typer.echo("language\tstatus\titems\taudio_hours")
     for c in counts:
         typer.echo(f"{c.language}\t{c.status}\t{c.items}\t{c.audio_ms / _MS_PER_HOUR:.2f}")
@@ -155,9 +178,10 @@ def _print_plain(counts: list[StatusCount], latest: dict[str, list[ItemRecord]])
         if items:
             typer.echo(f"{_section_title(status)}:")
         for item in items:
-            source, message = one_line(item.source_uri), one_line(item.error_message)
+            source, message = _named(item, roots=roots)
             kind, retry = one_line(item.error_kind), _retry_cell(item, plain=True)
-            typer.echo(f"{source}\t{item.language}\t{kind}\t{item.attempts}\t{retry}\t{message}")
+            language = one_line(item.language)
+            typer.echo(f"{source}\t{language}\t{kind}\t{item.attempts}\t{retry}\t{message}")
     if latest.get("skipped"):
         typer.echo(_SKIPPED_HINT, err=True)  # for a person; stdout stays one row per line
 
@@ -189,8 +213,20 @@ def export_command(
     status: Annotated[
         str | None, typer.Option("--status", help="Only items with this status.")
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace files an earlier export did not leave (never a link or a folder).",
+        ),
+    ] = False,
 ) -> None:
-    """Export items: jsonl or csv rows, or one .txt transcript per source in a tree."""
+    """Export items: jsonl or csv rows, or one .txt transcript per source in a tree.
+
+    Files are 0600 in 0700 folders and never written through a link; a refused file is
+    a line on stderr and exit code 1 (the rest is still written).
+    """
+    shown = one_line(str(out))
     with _command_errors():
         if status is not None and status not in ITEM_STATUSES:
             raise ConfigError(
@@ -202,26 +238,41 @@ def export_command(
             raise ConfigError(f"no database at {where}: nothing to export")
         store = open_store(storage)
         try:
-            written = _export(store, export_format, out, status)
+            written, refused = _export(store, export_format, out, status, force=force)
+        except ExportRefused as exc:
+            raise ExportRefused(f"not written: {out}: {exc.message}") from exc
         except OSError as exc:
             raise ConfigError(f"cannot write {out}: {exc.strerror or exc}") from exc
         finally:
             store.dispose()
-    typer.echo(f"exported {written} item(s) to {out}", err=True)
+    refusals = f"; {refused} refused (above)" if refused else ""
+    typer.echo(f"exported {written} item(s) to {shown}{refusals}", err=True)
+    if refused:
+        raise typer.Exit(EXIT_SOME_FAILED)
 
 
 def _export(
-    store: UnitOfWorkFactory, export_format: ExportFormat, out: Path, status: str | None
-) -> int:
+    store: UnitOfWorkFactory,
+    export_format: ExportFormat,
+    out: Path,
+    status: str | None,
+    *,
+    force: bool,
+) -> tuple[int, int]:
+    """(items written, files refused). Raises ConfigError, ExportRefused, OSError."""
     if export_format is ExportFormat.fhir:
-        return export_fhir(store, out, status=status)
+        return export_fhir(store, out, status=status, force=force), 0
     if export_format is ExportFormat.txt:
         if out.exists() and not out.is_dir():
             raise ConfigError(f"--out {out} must be a folder for --format txt")
         with store.unit_of_work(read_only=True) as uow:
             # The layout follows every item, not only those exported, so it is stable.
             root = common_local_root(uow.items.source_uris())
-            return write_txt_tree(uow.items.export_rows(status=status), out, local_root=root)
+            rows = uow.items.export_rows(status=status)
+            result = write_txt_tree(rows, out, local_root=root, force=force)
+            roots = uow.runs.run_sources()
+        _print_refusals(result, roots=roots)
+        return result.written, len(result.refused)
     if out.is_dir():
         raise ConfigError(
             f"--out {out} is a folder; give a file name for --format {export_format.value}"
@@ -229,8 +280,16 @@ def _export(
     with store.unit_of_work(read_only=True) as uow:
         rows_iter = uow.items.export_rows(status=status)
         if export_format is ExportFormat.jsonl:
-            return write_jsonl(rows_iter, out)
-        return write_csv(rows_iter, out)
+            return write_jsonl(rows_iter, out, force=force), 0
+        return write_csv(rows_iter, out, force=force), 0
+
+
+def _print_refusals(result: TreeResult, *, roots: list[str]) -> None:
+    """One line on stderr per transcript not written: the recording, its file, why."""
+    for refusal in result.refused:
+        name = recording_name(refusal.source, roots=roots)
+        target = one_line(refusal.target.as_posix())
+        typer.echo(f"medasr: not written: {target} ({name}): {one_line(refusal.reason)}", err=True)
 
 
 @db_app.command("upgrade")

@@ -14,9 +14,10 @@ from typing import Any
 import uvicorn
 
 from config.errors import ConfigError, TerminalError
-from service.devserver.app import DevServerState, build_state, create_app
+from service.devserver.app import create_app
 from service.devserver.config import DevServerConfig
 from service.devserver.ledger import Ledger
+from service.devserver.state import DevServerState, build_state
 
 _START_TIMEOUT_S = 10.0
 

@@ -24,6 +24,7 @@ from tasks.delivery.fhir import (
     parse_bundle,
     resource_json_bytes,
 )
+from tasks.discovery.names import reason_about
 
 logger = logging.getLogger("medasr.export")
 
@@ -32,9 +33,18 @@ _WITH_TEXT = ("done", "needs_review")
 
 
 def write_fhir_bundle(
-    store: UnitOfWorkFactory, out_path: Path, *, status: str | None, note_code: str
+    store: UnitOfWorkFactory,
+    out_path: Path,
+    *,
+    status: str | None,
+    note_code: str,
+    force: bool = False,
 ) -> tuple[int, int]:
-    """Write the bundle; returns (documents written, recordings left out as invalid)."""
+    """Write the bundle; returns (documents written, recordings left out as invalid).
+
+    Raises ExportRefused (a link or a file medasr did not write at `out_path`, without
+    `force`) and OSError.
+    """
     documents: list[DocumentReference] = []
     invalid = 0
     for wanted in (status,) if status is not None else _WITH_TEXT:
@@ -47,7 +57,7 @@ def write_fhir_bundle(
                 documents.append(document)
     data = resource_json_bytes(build_bundle(documents))
     parse_bundle(data)  # what is written must read back as a valid Bundle
-    write_private_bytes(out_path, data)
+    write_private_bytes(out_path, data, force=force)
     return len(documents), invalid
 
 
@@ -56,6 +66,8 @@ def _documents(
 ) -> list[DocumentReference | None]:
     found: list[DocumentReference | None] = []
     after = 0
+    with store.unit_of_work(read_only=True) as uow:
+        roots = uow.runs.run_sources()  # a recording is named relative to its source
     while True:
         with store.unit_of_work(read_only=True) as uow:
             page = uow.items.done_items_page(
@@ -71,6 +83,7 @@ def _documents(
             try:
                 found.append(build_document_reference(note, note_code=note_code))
             except MedasrError as exc:
-                logger.warning("left out of the FHIR export: %s", exc)
+                why = reason_about(exc.message, uri=item.source_uri, roots=roots)
+                logger.warning("left out of the FHIR export: %s", why)
                 found.append(None)
         after = page[-1].id

@@ -7,6 +7,11 @@ import unicodedata
 from collections.abc import Sequence
 
 _NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+# Bidirectional marks, embeddings, overrides and isolates: they reorder what a terminal
+# shows ("report<RLO>gpj.exe" reads "reportexe.jpg").
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
 
 
 def recording_name(uri: str, *, roots: Sequence[str] = ()) -> str:
@@ -39,11 +44,17 @@ def reason_about(message: str | None, *, uri: str, roots: Sequence[str] = ()) ->
 
 
 def one_line(text: str | None) -> str:
-    """`text` as one printable line: tabs, newlines and other control characters as escapes.
+    """`text` as one printable line, safe for a terminal and a log line; None gives "".
 
-    Other controls are C0/C1 (ESC, DEL...) and the line and paragraph separators; None
-    gives "". Shown once per file on a run's progress lines, so printable text is
-    returned as it is, without a pass over its characters.
+    The one escaper of every command that names a recording (run, status, export,
+    review, deliver). Escaped: TAB, LF and CR as `\\t`, `\\n`, `\\r`; every other C0
+    control (NUL..US, so ESC and BEL), DEL and the C1 controls (U+0080..U+009F), and the
+    line and paragraph separators (U+2028, U+2029) and the bidirectional controls
+    (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069) as `\\uXXXX`. So a name
+    cannot move the cursor, retitle the window, ring the bell, start a forged log line
+    or show its characters in another order. Other text
+    (a no-break space, any script) is kept as it is. Shown once per file on a run's
+    progress lines, so printable text is returned without a pass over its characters.
     """
     if not text:
         return ""
@@ -57,4 +68,4 @@ def one_line(text: str | None) -> str:
 def _is_control(ch: str) -> bool:
     # Cc: C0/C1 controls; Zl/Zp: line and paragraph separators. Other non-printables
     # (a no-break space) are shown as they are.
-    return unicodedata.category(ch) in ("Cc", "Zl", "Zp")
+    return ch in _BIDI_CONTROLS or unicodedata.category(ch) in ("Cc", "Zl", "Zp")

@@ -43,3 +43,16 @@ def test_a_reason_names_the_recording_by_its_path_in_the_source() -> None:
     )
     assert reason_about(message, uri=uri) == one_line(message)
     assert reason_about(None, uri=uri, roots=("/data",)) == ""
+
+
+def test_one_line_escapes_every_control_and_bidi_override() -> None:
+    controls = "".join(map(chr, [*range(0x20), 0x7F, *range(0x80, 0xA0)]))
+    shown = one_line(f"a{controls}b")
+    assert shown.isprintable()
+    assert shown.startswith("a\\u0000\\u0001")
+    assert "\\u001b" in shown
+    assert "\\u0007" in shown
+    # A right-to-left override shows "report\u202egpj.exe" as "reportexe.jpg".
+    assert one_line("report\u202egpj.exe") == "report\\u202egpj.exe"
+    assert one_line("\u2066x\u2069") == "\\u2066x\\u2069"
+    assert one_line("नमस्ते\u00a0café") == "नमस्ते\u00a0café"  # text is kept

@@ -1,0 +1,49 @@
+"""Reading an accepted answer: JSON, opened first when it came as a JWE envelope."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from service import jwe
+from service.errors import InvalidResponse
+
+
+def json_object_of(
+    response: httpx.Response, *, key: jwe.JweKey | None, answered: str, advice: str = ""
+) -> dict[str, Any]:
+    """The answer's JSON object (decrypted if sealed); raises InvalidResponse, EncryptionError.
+
+    Messages read "{answered} (HTTP 200) but its answer is not JSON (12 bytes){advice}".
+    """
+    status = response.status_code
+    said = f"{answered} (HTTP {status}) but its answer"
+    try:
+        body = response.json()
+    except ValueError as exc:
+        raise InvalidResponse(
+            f"{said} is not JSON ({len(response.content)} bytes){advice}", status=status
+        ) from exc
+    if jwe.is_encrypted_envelope(body):
+        body = _opened(body, key=key, said=said, status=status)
+    if not isinstance(body, dict):
+        raise InvalidResponse(f"{said} is JSON that is not an object{advice}", status=status)
+    return body
+
+
+def _opened(envelope: object, *, key: jwe.JweKey | None, said: str, status: int) -> object:
+    if key is None:
+        raise InvalidResponse(
+            "the service sent an encrypted response but encryption is off; "
+            "set MEDASR_ENCRYPT=true and MEDASR_JWE_KEY",
+            status=status,
+        )
+    plaintext = jwe.decrypt_response(envelope, key=key)
+    try:
+        return json.loads(plaintext)
+    except ValueError as exc:
+        raise InvalidResponse(
+            f"{said} is an encrypted body that is not JSON", status=status
+        ) from exc

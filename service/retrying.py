@@ -1,0 +1,171 @@
+"""When a service call tries again: full-jitter backoff, Retry-After, and three budgets.
+
+The budgets (DESIGN.md §3): a small one for HTTP 500 ("file not passed", which we never
+do), `max_attempts` for every other failure except throttling (a 429 costs time, never an
+attempt), and the call's total time, waits and attempts together. tenacity runs the loop;
+this module only says when to stop and how long to wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
+from tenacity.wait import wait_random_exponential
+
+from config.settings import ServiceSettings
+from service.errors import ServiceUnavailable, Throttled
+
+logger = logging.getLogger(__name__)
+
+# A 500 means "file not passed" in the spec; we always pass one, so it is a server fault,
+# but one that rarely heals on its own: give it a smaller budget.
+_SERVER_FAULT_MAX_ATTEMPTS = 2
+_FULL_BUDGET_STATUSES = frozenset({429, 502, 503, 504})
+# An attempt with less time left than this could only time out.
+_LEAST_ATTEMPT_S = 0.1
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long one attempt may take and how many, how long, how far apart (seconds)."""
+
+    request_timeout_s: float
+    max_attempts: int
+    total_s: float
+    initial_backoff_s: float
+    max_backoff_s: float
+
+    @classmethod
+    def of(cls, service: ServiceSettings) -> RetryPolicy:
+        """The policy of the MEDASR_* service settings."""
+        return cls(
+            request_timeout_s=service.request_timeout_s,
+            max_attempts=service.max_attempts,
+            total_s=service.retry_max_total_s,
+            initial_backoff_s=service.retry_initial_backoff_s,
+            max_backoff_s=service.retry_max_backoff_s,
+        )
+
+
+@dataclass(frozen=True)
+class RetryEvent:
+    """One retry about to happen; passed to on_retry. No secrets, no text."""
+
+    attempt: int  # the attempt that failed (1-based)
+    wait_s: float  # how long we wait before the next one
+    error_kind: str
+    status: int | None
+
+
+@dataclass
+class Deadline:
+    """When a call's retry budget runs out (time.monotonic() seconds); moved by pacing."""
+
+    at_s: float
+
+    @classmethod
+    def after(cls, budget_s: float) -> Deadline:
+        """The deadline `budget_s` seconds from now."""
+        return cls(time.monotonic() + budget_s)
+
+    def left_s(self) -> float:
+        """Seconds left (negative once past)."""
+        return self.at_s - time.monotonic()
+
+
+def retrying(
+    policy: RetryPolicy,
+    *,
+    deadline: Deadline,
+    label: str,
+    on_retry: Callable[[RetryEvent], None] | None = None,
+) -> AsyncRetrying:
+    """A tenacity loop for one call: retries ServiceUnavailable within the policy's budgets."""
+    server_faults: list[int] = []  # this call's answers that get the small budget
+    budgeted: list[str] = []  # this call's failures that use an attempt (not 429s)
+    backoff = wait_random_exponential(multiplier=policy.initial_backoff_s, max=policy.max_backoff_s)
+
+    def wait_s(state: RetryCallState) -> float:
+        return _wait_s(state, backoff=backoff)
+
+    def should_stop(state: RetryCallState) -> bool:
+        error = _failure(state)
+        status = getattr(error, "status", None)
+        if status is not None and status not in _FULL_BUDGET_STATUSES:
+            server_faults.append(status)
+        # Throttling is no fault of the request: while the service keeps answering, a 429
+        # costs only time, and the total budget ends it.
+        if not isinstance(error, Throttled):
+            budgeted.append(type(error).__name__)
+        return _out_of_budget(
+            state, policy=policy, server_faults=server_faults, budgeted=budgeted, deadline=deadline
+        )
+
+    def before_sleep(state: RetryCallState) -> None:
+        _announce_retry(state, label=label, on_retry=on_retry)
+
+    return AsyncRetrying(
+        retry=retry_if_exception_type(ServiceUnavailable),
+        wait=wait_s,
+        stop=should_stop,
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+
+
+def _wait_s(state: RetryCallState, *, backoff: wait_random_exponential) -> float:
+    """Full-jitter backoff, but never shorter than the server's Retry-After."""
+    error = _failure(state)
+    retry_after_s = getattr(error, "retry_after_s", None)
+    if isinstance(error, Throttled) and retry_after_s is not None:
+        # The server said when; the limiter paces everyone from then on.
+        return float(retry_after_s)
+    return max(backoff(state), retry_after_s or 0.0)
+
+
+def _out_of_budget(
+    state: RetryCallState,
+    *,
+    policy: RetryPolicy,
+    server_faults: list[int],
+    budgeted: list[str],
+    deadline: Deadline,
+) -> bool:
+    # The small budget counts 500s only: a 429 or a timeout before one must not use it up.
+    if len(server_faults) >= _SERVER_FAULT_MAX_ATTEMPTS:
+        return True
+    if len(budgeted) >= policy.max_attempts:
+        return True
+    # Waiting to (almost) the end of the total budget leaves no time for the attempt:
+    # give up now with the real error.
+    return state.upcoming_sleep + _LEAST_ATTEMPT_S >= deadline.left_s()
+
+
+def _announce_retry(
+    state: RetryCallState, *, label: str, on_retry: Callable[[RetryEvent], None] | None
+) -> None:
+    error = _failure(state)
+    event = RetryEvent(
+        attempt=state.attempt_number,
+        wait_s=state.upcoming_sleep,
+        error_kind=getattr(error, "kind", type(error).__name__),
+        status=getattr(error, "status", None),
+    )
+    logger.debug(
+        "%s retry attempt=%d kind=%s status=%s wait_s=%.3f",
+        label,
+        event.attempt,
+        event.error_kind,
+        event.status,
+        event.wait_s,
+    )
+    if on_retry is not None:
+        on_retry(event)
+
+
+def _failure(state: RetryCallState) -> BaseException | None:
+    return state.outcome.exception() if state.outcome is not None else None
