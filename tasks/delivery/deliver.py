@@ -16,22 +16,22 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-import httpx
 from prefect import task
 from prefect.cache_policies import NONE
 
 from config.errors import ConfigError, InternalError, MedasrError
 from config.settings import Settings
 from service.docs_client import DocsClient, DocsReceipt, Document
-from service.errors import CredentialsRejected, ServiceUnavailable
+from service.errors import CredentialsRejected
 from storage.errors import LeaseLost, StoreUnavailable
 from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord, WantedDelivery
 from storage.versions import item_version
 from tasks.delivery.documents import DocsQuery, build_document, note_of, parse_docs_query
+from tasks.delivery.sending import DocumentSender, dedupes, maybe_received, remote_id_of
 from tasks.delivery.stats import DeliveryStats, delivery_summary
 from tasks.discovery.names import recording_name
 from tasks.work.journal import (
@@ -43,7 +43,13 @@ from tasks.work.journal import (
 from tasks.work.lease_keeper import LeaseKeeper, renew_deliveries
 from tasks.work.store_calls import in_store
 
-__all__ = ["DeliveryStats", "DocumentSender", "deliver_pending", "deliver_task", "delivery_summary"]
+__all__ = [
+    "DeliveryStats",
+    "DocumentSender",
+    "deliver_pending",
+    "deliver_task",
+    "delivery_summary",
+]
 
 logger = logging.getLogger("medasr.deliver")
 
@@ -52,23 +58,6 @@ _PAGE = 500
 _STOPPING = (CredentialsRejected, ConfigError)
 # Failures an operator fixes in the manifest: worth another try on a later run.
 _FIXABLE_KINDS = frozenset({"metadata_missing", "document_invalid"})
-# Exchanges that failed before a byte could reach the receiver.
-_NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
-
-
-class DocumentSender(Protocol):
-    """What sends one document to a receiver (the docs endpoint, later MLLP or FHIR).
-
-    `dedupes`: the receiver refuses a copy of a document it already filed (FHIR
-    conditional create on a stable identifier, MLLP with the same MSH-10), so a delivery
-    in doubt may be re-sent without a person's word.
-    """
-
-    dedupes: bool
-
-    async def upload(self, document: Document) -> DocsReceipt:
-        """Send one document; raises the service/errors.py tree."""
-        ...
 
 
 def plan_deliveries(
@@ -126,7 +115,7 @@ async def deliver_pending(
             language=language,
             format_name=format_name,
             max_attempts=settings.service.max_attempts,
-            resend_in_doubt=resend_in_doubt or _dedupes(sender),
+            resend_in_doubt=resend_in_doubt or dedupes(sender),
         )
     )
     run = _Run(settings, store, sender, query, format_name, journal)
@@ -146,11 +135,6 @@ def _replay(store: UnitOfWorkFactory, journal: Journal) -> None:
 
 def _docs_sender(settings: Settings, stats: DeliveryStats) -> DocsClient:
     return DocsClient(settings.service, settings.encryption, on_retry=lambda _: _retry(stats))
-
-
-def _dedupes(sender: DocumentSender | DocsClient) -> bool:
-    """The docs endpoint files every copy it gets: it does not deduplicate."""
-    return bool(getattr(sender, "dedupes", False))
 
 
 def _in_doubt_rows(uow: Any) -> int:
@@ -256,7 +240,7 @@ class _Run:
         except _STOPPING:
             raise
         except MedasrError as exc:
-            if not _maybe_received(exc):
+            if not maybe_received(exc):
                 raise
             await self._settle_in_doubt(row, exc, name=name)
             return _Outcome("in_doubt", requests=1)
@@ -290,18 +274,22 @@ class _Run:
             delivery_id=row.id,
             version=row.version,
             response=receipt.fields,
-            remote_id=_remote_id(receipt.fields),
+            remote_id=remote_id_of(receipt.fields),
         )
 
         def write() -> None:
             with self.store.unit_of_work() as uow:
-                uow.deliveries.record_delivered(
-                    row.id,
-                    lease_token=row.lease_token,
-                    response=accepted.response,
-                    format_name=self.format_name,
-                    remote_id=accepted.remote_id,
-                )
+                try:
+                    uow.deliveries.record_delivered(
+                        row.id,
+                        lease_token=row.lease_token,
+                        response=accepted.response,
+                        format_name=self.format_name,
+                        remote_id=accepted.remote_id,
+                    )
+                except LeaseLost:  # the receiver has it all the same: say so if still ours
+                    if not _recover(uow, accepted):
+                        raise
 
         retry_s = self.settings.storage.store_retry_s
         # StoreUnavailable: kept in the journal, recorded as delivered at the next start.
@@ -346,29 +334,24 @@ class _Run:
             logger.error("delivery %d: outcome not recorded (%s)", row.id, store_error.kind)
 
 
+def _recover(uow: Any, accepted: AcceptedDelivery) -> bool:
+    """Record an accepted upload whose claim lapsed (in doubt meanwhile); False if it moved on."""
+    return bool(
+        uow.deliveries.record_recovered_delivery(
+            accepted.delivery_id,
+            version=accepted.version,
+            response=accepted.response,
+            remote_id=accepted.remote_id,
+        )
+    )
+
+
 def _marker(row: DeliveryRecord) -> Any:
     return lambda uow: uow.deliveries.mark_sending(row.id, lease_token=row.lease_token)
 
 
 def _releaser(tokens: list[str], *, refused: bool = False) -> Any:
     return lambda uow: uow.deliveries.release_deliveries(tokens, refused=refused)
-
-
-def _maybe_received(exc: MedasrError) -> bool:
-    """The request may have reached the receiver and its answer is unknown."""
-    if not isinstance(exc, ServiceUnavailable) or exc.status is not None:
-        return False  # an answer came (a status), or it is not a transport failure
-    cause = exc.__cause__
-    lost_on_the_way = isinstance(cause, httpx.TransportError | TimeoutError)
-    return lost_on_the_way and not isinstance(cause, _NEVER_SENT)
-
-
-def _remote_id(fields: dict[str, Any]) -> str | None:
-    for key in ("document_id", "id", "location"):
-        value = fields.get(key)
-        if isinstance(value, str | int):
-            return str(value)[:255]
-    return None
 
 
 @dataclass(frozen=True)

@@ -370,3 +370,41 @@ def test_a_connection_lost_after_sending_leaves_the_delivery_in_doubt_not_failed
     again = deliver(delivery_settings(server, sqlite_url, max_attempts=1), store)
     assert again.requests == 0  # never re-sent without a person's word
     assert len(docs_entries(server)) == uploads
+
+
+def test_the_lease_keeper_renews_a_delivery_whose_answer_takes_longer_than_its_lease(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    import threading
+
+    server = devserver_factory(latency_ms=7000)  # longer than the 5 s lease
+    items = make_done(store, {"/archive/a.wav": "alpha"})
+    settings = delivery_settings(server, sqlite_url, request_timeout_s=30)
+    storage = settings.storage.model_copy(update={"lease_s": 5})
+    settings = settings.model_copy(update={"storage": storage})
+    taken, doubted, done = [], [], threading.Event()
+
+    def rival() -> None:  # another deliverer, looking for lapsed leases all along
+        while not done.is_set():
+            with store.unit_of_work() as uow:
+                counts = {c.status: c.rows for c in uow.deliveries.delivery_counts()}
+                doubted.append(counts.get("in_doubt", 0))
+                taken.extend(
+                    uow.deliveries.claim_deliveries(
+                        owner="rival", language=None, limit=1, lease_s=60
+                    )
+                )
+            time.sleep(0.3)
+
+    watcher = threading.Thread(target=rival)
+    watcher.start()
+    try:
+        stats = deliver(settings, store)
+    finally:
+        done.set()
+        watcher.join()
+    assert taken == []
+    assert max(doubted) == 0  # never lapsed: the rival could not even doubt it
+    assert stats.delivered == 1
+    (row,) = rows_of(store, items["/archive/a.wav"])
+    assert row.status == "delivered"
