@@ -186,8 +186,9 @@ def _deliver(
             )
         except KeyboardInterrupt:
             typer.echo(
-                "medasr: interrupted: delivered documents are recorded, the others are "
-                "pending; run the same command again to go on",
+                "medasr: interrupted: delivered documents are recorded, those sent without "
+                "an answer are in doubt (see `medasr status`), the others are pending; run "
+                "the same command again to go on",
                 err=True,
             )
             raise typer.Exit(EXIT_INTERRUPTED) from None

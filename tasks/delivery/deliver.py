@@ -33,7 +33,7 @@ from storage.versions import item_version
 from tasks.delivery.documents import DocsQuery, build_document, note_of, parse_docs_query
 from tasks.delivery.sending import DocumentSender, dedupes, maybe_received, remote_id_of
 from tasks.delivery.stats import DeliveryStats, delivery_summary
-from tasks.discovery.names import recording_name
+from tasks.discovery.names import one_line, reason_about, recording_name
 from tasks.work.journal import (
     AcceptedDelivery,
     Journal,
@@ -186,6 +186,13 @@ class _Run:
             self.roots = tuple(uow.runs.run_sources())
         return self.roots
 
+    def _reason(self, uow: Any, row: DeliveryRecord, exc: MedasrError) -> str:
+        """`exc`'s message on one line, its recording named inside its source."""
+        item = uow.items.get_item(row.item_id)
+        if item is None:
+            return one_line(str(exc))
+        return reason_about(str(exc), uri=item.source_uri, roots=self._roots(uow))
+
     def _claim(self, uow: Any, language: str | None) -> list[DeliveryRecord]:
         return list(
             uow.deliveries.claim_deliveries(
@@ -297,7 +304,8 @@ class _Run:
             await record_paid_chunk(write, paid=accepted, journal=self.journal, retry_s=retry_s)
 
     async def _settle_failed(self, row: DeliveryRecord, exc: MedasrError) -> None:
-        logger.warning("delivery %d failed: %s (%s)", row.id, exc.kind, exc)
+        said = await in_store(self.store, lambda uow: self._reason(uow, row, exc), read_only=True)
+        logger.warning("delivery %d failed: %s (%s)", row.id, exc.kind, said)
         retryable = exc.transient or exc.kind in _FIXABLE_KINDS
         await self._settle(
             row,

@@ -408,3 +408,17 @@ def test_the_lease_keeper_renews_a_delivery_whose_answer_takes_longer_than_its_l
     assert stats.delivered == 1
     (row,) = rows_of(store, items["/archive/a.wav"])
     assert row.status == "delivered"
+
+
+def test_a_failed_delivery_is_logged_with_its_recording_named_inside_the_source(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = devserver_factory()
+    make_done(store, {"/archive/ward\n7/c.wav": "charlie"})
+    with store.unit_of_work() as uow:
+        uow.runs.start_run(source="/archive", language="en-IN")
+    caplog.set_level("INFO", logger="medasr.deliver")
+    deliver(delivery_settings(server, sqlite_url, docs_query="patient_id={patient_id}"), store)
+    said = [r.getMessage() for r in caplog.records if r.name == "medasr.deliver"]
+    assert any("ward\\n7/c.wav" in line for line in said), said
+    assert not any("/archive/" in line or "\n" in line for line in said), said
