@@ -17,6 +17,11 @@ sys.path, the same way for both.
 * medasr run (temporary server): the whole command as a cron job would run it;
 * medasr run (PREFECT_API_URL): the same against a long-running `prefect server start`.
 
+`--quick` instead times the commands that must answer at once (`medasr --help`, status,
+export, review, split, db upgrade) against `python -c "import sqlalchemy"` (issue 23:
+each at most 3x), taking turns so that the machine's load falls on all alike; with
+`--code DIR` for the medasr of another checkout (before/after).
+
 `--against-naive` instead times the pipeline bench's row 1 against its naive script
 (row 3) the way the issue states the target: start-up included, in a PREFECT_HOME used
 before (one `medasr run` over an empty folder first, not counted). Same workload
@@ -37,6 +42,7 @@ import time
 from pathlib import Path
 
 import httpx
+import soundfile
 from pipeline_procs import (
     PYTHON,
     TRIVIAL_FLOW,
@@ -48,6 +54,8 @@ from pipeline_procs import (
     scratch_dir,
 )
 from pipeline_workloads import short_workload
+
+from service.devserver.tone import encode_tone_dictation
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 3
@@ -165,6 +173,38 @@ def against_naive(code: Path, *, runs: int) -> None:
     print(f"\nmedian ratio: {statistics.median(ratios):.2f}")
 
 
+def quick_commands(code: Path, *, runs: int) -> None:
+    """Median wall s of each quick command and of `import sqlalchemy`; prints the ratios."""
+    with scratch_dir("medasr-quick-") as work:
+        env = medasr_env(work, server=None)
+        wav = work / "note.wav"
+        soundfile.write(wav, encode_tone_dictation("review in 6 weeks."), 16_000, subtype="PCM_16")
+        timed(medasr_command(code, "db", "upgrade"), env=env, cwd=work)
+        out = str(work / "out.jsonl")
+        commands = {
+            "import sqlalchemy": [str(PYTHON), "-c", "import sqlalchemy"],
+            "medasr --help": medasr_command(code, "--help"),
+            "medasr status": medasr_command(code, "status"),
+            "medasr export --format jsonl": medasr_command(
+                code, "export", "--format", "jsonl", "--out", out
+            ),
+            "medasr review": medasr_command(code, "review"),
+            "medasr split": medasr_command(code, "split", str(wav), "--out", str(work / "c")),
+            "medasr db upgrade": medasr_command(code, "db", "upgrade"),
+        }
+        walls: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(runs):  # taking turns: a burst of load falls on every command alike
+            for name, command in commands.items():
+                walls[name].append(timed(command, env=env, cwd=work))
+    floor_s = statistics.median(walls["import sqlalchemy"])
+    print(f"Machine: {machine()}; median of {runs}, taking turns; code: {code}.")
+    print(f"Load average before/after: {LOAD_BEFORE} / {os.getloadavg()[0]:.1f}\n")
+    print("| command | wall s (median) | x import sqlalchemy |\n|---|---|---|")
+    for name, seconds in walls.items():
+        median_s = statistics.median(seconds)
+        print(f"| {name} | {median_s:.2f} | {median_s / floor_s:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=RUNS, help="runs per figure (median)")
@@ -172,8 +212,14 @@ def main() -> None:
     parser.add_argument(
         "--against-naive", action="store_true", help="row 1 against the naive script"
     )
+    parser.add_argument(
+        "--quick", action="store_true", help="the quick commands against import sqlalchemy"
+    )
     args = parser.parse_args()
     code, runs = args.code.resolve(), args.runs
+    if args.quick:
+        quick_commands(code, runs=runs)
+        return
     if args.against_naive:
         against_naive(code, runs=runs)
         return

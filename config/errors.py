@@ -11,6 +11,8 @@ decide "retry later", "give up on this item" or "stop the run" without knowing t
             │                        yet finished go back to pending (RUN_STOP_ERRORS)
             ├── ConfigError          a setting is missing or invalid (exit code 2)
             ├── RunInterrupted       the operator stopped the run: Ctrl-C, SIGTERM (exit 130)
+            ├── PrefectDidNotStart   flows/prefect_api.py: the temporary server never
+            │                        answered (exit 75, try again; not a setting's fault)
             └── CredentialsRejected  401/403 (exit code 3); lives in service/errors.py
                 └── RunStopped       flows/summary.py: raised by a stopped flow, with its summary
 
@@ -89,6 +91,7 @@ EXIT_OK: Final = 0
 EXIT_SOME_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_CREDENTIALS: Final = 3
+EXIT_TEMPORARY: Final = 75  # sysexits.h EX_TEMPFAIL: a cron job may simply try again
 EXIT_INTERRUPTED: Final = 130  # 128 + SIGINT, as shells report an interrupted command
 
 # Every exit code of the `medasr` command, and what it means.
@@ -99,6 +102,8 @@ EXIT_CODES: Final[Mapping[int, str]] = MappingProxyType(
         "or some documents failed or are in doubt (or a store or audio error outside a run)",
         EXIT_USAGE: "usage or configuration error (a ConfigError): nothing was sent",
         EXIT_CREDENTIALS: "credentials rejected (401/403): the run stopped at once",
+        EXIT_TEMPORARY: "Prefect's temporary server did not start (a busy host): nothing "
+        "was sent; try again later",
         EXIT_INTERRUPTED: "interrupted by the operator (Ctrl-C or SIGTERM)",
     }
 )

@@ -33,9 +33,8 @@ from pydantic_settings import (
 )
 
 from config.errors import ConfigError
+from config.names import ENV_PREFIX, check_toml_keys, known_variables, warn_unknown_variables
 from config.quality import QualitySettings
-
-ENV_PREFIX = "MEDASR_"
 
 # The JWE key string is doubled into the 32-byte A128CBC-HS256 key (DESIGN.md §3).
 JWE_KEY_STRING_BYTES = 16
@@ -62,6 +61,7 @@ FLAT_VARIABLES: dict[str, tuple[str, str]] = {
     "MEDASR_GLOBAL_CONCURRENCY": ("pipeline", "global_concurrency"),
     "MEDASR_BATCH_SIZE": ("pipeline", "batch_size"),
     "MEDASR_LOG_LEVEL": ("pipeline", "log_level"),
+    "MEDASR_PREFECT_START_TIMEOUT_S": ("pipeline", "prefect_start_timeout_s"),
     "MEDASR_DELIVER": ("delivery", "enabled"),
     "MEDASR_DELIVER_FORMAT": ("delivery", "format"),
     "MEDASR_DOCS_QUERY": ("delivery", "docs_query"),
@@ -274,6 +274,15 @@ class PipelineSettings(BaseModel):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "INFO", description="Log level of medasr's own loggers."
     )
+    prefect_start_timeout_s: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description=(
+            "How long a run waits for Prefect's temporary server to start, seconds "
+            "(a loaded 2-core host needs more than Prefect's own 20 s)."
+        ),
+    )
 
 
 class DeliverySettings(BaseModel):
@@ -313,6 +322,16 @@ class Settings(BaseSettings):
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)  # type: ignore[arg-type]
     quality: QualitySettings = Field(default_factory=QualitySettings)  # type: ignore[arg-type]
     delivery: DeliverySettings = Field(default_factory=DeliverySettings)  # type: ignore[arg-type]
+
+    @model_validator(mode="after")
+    def _durable_database(self) -> Settings:
+        # Every result would vanish when the command exits, after being paid for.
+        if is_in_memory_sqlite(self.storage.database_url):
+            raise ValueError(
+                "MEDASR_DATABASE_URL: an in-memory SQLite database forgets every result "
+                "when medasr exits; name a file (sqlite:///./medasr.db) or a PostgreSQL server"
+            )
+        return self
 
     @classmethod
     def settings_customise_sources(
@@ -360,18 +379,43 @@ class _TomlSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        path = os.environ.get("MEDASR_CONFIG") or _dotenv_values().get("MEDASR_CONFIG")
+        path = _toml_path()
         if not path:
             return {}
-        try:
-            with open(path, "rb") as handle:
-                return tomllib.load(handle)
-        except OSError as exc:
-            raise ConfigError(f"MEDASR_CONFIG: cannot read {path}: {exc.strerror}") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"MEDASR_CONFIG: {path} is not valid TOML: {exc}") from exc
-        except UnicodeDecodeError as exc:  # tomllib reads UTF-8 only
-            raise ConfigError(f"MEDASR_CONFIG: {path} is not UTF-8 text") from exc
+        data = _read_toml(path)
+        check_toml_keys(data, sections=_sections(), path=path)
+        return data
+
+
+def _toml_path() -> str | None:
+    return os.environ.get("MEDASR_CONFIG") or _dotenv_values().get("MEDASR_CONFIG") or None
+
+
+def _read_toml(path: str) -> dict[str, Any]:
+    """The TOML file's tables; raises ConfigError (unreadable, not TOML, not UTF-8)."""
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"MEDASR_CONFIG: cannot read {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"MEDASR_CONFIG: {path} is not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:  # tomllib reads UTF-8 only
+        raise ConfigError(f"MEDASR_CONFIG: {path} is not UTF-8 text") from exc
+
+
+def _sections() -> dict[str, type[BaseModel]]:
+    """The Settings sections by name (their TOML tables), each with its model."""
+    return {name: field.annotation for name, field in Settings.model_fields.items()}  # type: ignore[misc]
+
+
+def is_in_memory_sqlite(database_url: str) -> bool:
+    """True for an SQLite URL without a file: sqlite://, sqlite:///, :memory:, mode=memory."""
+    scheme, _, rest = database_url.partition("://")
+    if scheme.split("+")[0].lower() != "sqlite":
+        return False
+    database, _, query = rest.partition("?")
+    return database in ("", "/", "/:memory:") or "mode=memory" in query
 
 
 def _dotenv_values() -> dict[str, str]:
@@ -389,6 +433,20 @@ def variable_name(loc: tuple[int | str, ...]) -> str:
     if len(parts) == 1:
         return f"{ENV_PREFIX}{parts[0].upper()}"
     return f"{ENV_PREFIX}{parts[0].upper()}__{parts[1].upper()}"
+
+
+def _setting_name(loc: tuple[int | str, ...], *, environment: dict[str, str]) -> str:
+    """What the operator wrote a bad value in: the variable if set, else the TOML key."""
+    name = variable_name(loc)
+    nested = f"{ENV_PREFIX}{'__'.join(str(p).upper() for p in loc[:2])}"
+    if environment.get(name) or environment.get(nested):
+        return name
+    path = _toml_path()
+    if path is not None and len(loc) >= 2:
+        table = _read_toml(path).get(str(loc[0]))
+        if isinstance(table, dict) and str(loc[1]) in table:
+            return f"[{loc[0]}] {loc[1]} in {path}"
+    return name
 
 
 _pinned: Settings | None = None
@@ -413,26 +471,31 @@ def load_settings(**overrides: Any) -> Settings:
     """Build the Settings once; raises ConfigError with one line naming the variable."""
     if _pinned is not None and not overrides:
         return _pinned
+    environment = {**_dotenv_values(), **os.environ}
+    warn_unknown_variables(
+        environment, known=known_variables(sections=_sections(), flat=FLAT_VARIABLES)
+    )
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc)) from None
+        raise ConfigError(_describe(exc, environment=environment)) from None
 
 
 # Values of these are never echoed back: they are secrets or may hold a password.
 _SECRET_VARIABLES = frozenset({"MEDASR_TOKEN", "MEDASR_JWE_KEY", "MEDASR_DATABASE_URL"})
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError, *, environment: dict[str, str]) -> str:
     lines = []
     for error in exc.errors(include_url=False):
         message = error["msg"].removeprefix("Value error, ")
         if ENV_PREFIX in message:  # a cross-field check that already names its variable
             lines.append(message)
             continue
-        name = variable_name(tuple(error["loc"]))
+        name = _setting_name(tuple(error["loc"]), environment=environment)
         got = error.get("input")
-        if name not in _SECRET_VARIABLES and isinstance(got, str | int | float) and got != "":
+        secret = variable_name(tuple(error["loc"])) in _SECRET_VARIABLES
+        if not secret and isinstance(got, str | int | float) and got != "":
             message = f"{message} (got {str(got)[:40]!r})"
         lines.append(f"{name}: {message}")
     return "; ".join(lines)

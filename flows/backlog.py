@@ -84,11 +84,11 @@ def discover(
             manifest=manifest,
         )
     get_run_logger().info(
-        "listed %d files (%d new, %d changed, %d not listed, %d newly unreadable)",
+        "listed %d files (%d new, %d changed, %d not listed, %d unreadable)",
         discovery.listed,
         discovery.new,
         discovery.changed,
-        len(discovery.skipped),
+        discovery.not_listed,
         discovery.unreadable,
     )
     return discovery

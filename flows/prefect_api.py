@@ -12,17 +12,25 @@ it boots while the command opens the store and lists the source; the flow then r
 against it through PREFECT_API_URL (a temporary settings override of this process).
 The temporary server skips what a single run never reads: automations, event
 storage and streaming, block registration (config/runtime.py says which settings).
+It dies with the medasr process that started it, however that ends (SIGKILL, a
+second Ctrl-C): on Linux the kernel sends it SIGKILL when its parent goes
+(PR_SET_PDEATHSIG, set between fork and exec). A slow start on a busy host is waited
+for (MEDASR_PREFECT_START_TIMEOUT_S, said after a few seconds); one that never comes
+is PrefectDidNotStart (exit 75), not a configuration error.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import ctypes
+import os
+import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,23 +40,30 @@ from prefect.client.orchestration import get_client
 from prefect.settings import (
     PREFECT_API_URL,
     PREFECT_SERVER_EPHEMERAL_ENABLED,
-    PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
     get_current_settings,
     temporary_settings,
 )
 
-from config.errors import ConfigError
+from config.errors import ConfigError, RunStop
 from config.runtime import temporary_server_environment
 
 HEALTH_TIMEOUT_S = 15.0
+WAIT_NOTICE_S = 5.0  # a start slower than this is said, once
 _POLL_S = 0.1
 _STOP_WAIT_S = 5.0
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 class PrefectUnavailable(ConfigError):
     """No Prefect API to run the flow against (terminal: a setting or the server)."""
 
     kind = "prefect_unavailable"
+
+
+class PrefectDidNotStart(RunStop):
+    """Prefect's temporary server did not answer in time or exited while starting."""
+
+    kind = "prefect_did_not_start"
 
 
 class PrefectApi:
@@ -79,8 +94,9 @@ class PrefectApi:
             self._server.stop()
 
 
-def start_prefect_api() -> PrefectApi:
-    """The configured API, or a temporary server starting in the background now."""
+def start_prefect_api(*, start_timeout_s: float) -> PrefectApi:
+    """The configured API, or a temporary server starting in the background now, given
+    `start_timeout_s` to answer."""
     url = PREFECT_API_URL.value()
     if url:
         _check_configured(str(url))
@@ -90,7 +106,7 @@ def start_prefect_api() -> PrefectApi:
             "no Prefect API: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api) or "
             "PREFECT_SERVER_EPHEMERAL_ENABLED=true"
         )
-    server = _TemporaryServer()
+    server = _TemporaryServer(start_timeout_s=start_timeout_s)
     server.start()
     return PrefectApi(url=None, server=server)
 
@@ -118,8 +134,9 @@ async def health_failure() -> Exception | None:
 class _TemporaryServer:
     """Prefect's API server in a subprocess on a free loopback port, as Prefect runs it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, start_timeout_s: float) -> None:
         self.port = 0
+        self._start_timeout_s = start_timeout_s
         self._process: subprocess.Popen[bytes] | None = None
         self._started_at = 0.0
 
@@ -138,34 +155,46 @@ class _TemporaryServer:
              "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
              "--port", str(self.port), "--log-level", "error", "--lifespan", "on"],
             env=environment,
+            preexec_fn=_die_with_this_process(),
         )  # fmt: skip
         atexit.register(self.stop)  # after Prefect's own exit hooks have sent its logs
 
     def wait_healthy(self) -> None:
-        """Return once the server answers; raises PrefectUnavailable if it exits or is late."""
-        timeout_s = float(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
-        waited_s = 0.0
+        """Return once the server answers; raises PrefectDidNotStart if it exits or is late."""
+        noticed = False
         with httpx.Client(timeout=2.0) as http:
-            while (waited_s := time.monotonic() - self._started_at) < timeout_s:
-                assert self._process is not None, "start() first"
-                if self._process.poll() is not None:
-                    raise PrefectUnavailable(
-                        "Prefect's temporary server stopped while starting (exit code "
-                        f"{self._process.returncode}); set PREFECT_API_URL to a running "
-                        "`prefect server start`"
-                    )
+            while (waited_s := time.monotonic() - self._started_at) < self._start_timeout_s:
+                self._require_running()
                 try:
                     if http.get(f"{self.api_url}/health").status_code == 200:
                         return
                 except httpx.TransportError:
                     pass
+                if not noticed and waited_s >= WAIT_NOTICE_S:
+                    noticed = True
+                    # Progress, not an error: stdout, like "N files to process".
+                    print(
+                        "medasr: waiting for Prefect's temporary server to start (up to "
+                        f"{self._start_timeout_s:.0f} s, MEDASR_PREFECT_START_TIMEOUT_S)",
+                        flush=True,
+                    )
                 time.sleep(_POLL_S)
         self.stop()
-        raise PrefectUnavailable(
+        raise PrefectDidNotStart(
             f"Prefect's temporary server did not start in {waited_s:.0f} s "
-            "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS); on a busy machine raise "
-            "it, or set PREFECT_API_URL to a running `prefect server start`"
+            "(MEDASR_PREFECT_START_TIMEOUT_S); nothing was sent: try again when the host "
+            "is less busy, raise the timeout, or set PREFECT_API_URL to a running "
+            "`prefect server start`"
         )
+
+    def _require_running(self) -> None:
+        assert self._process is not None, "start() first"
+        if self._process.poll() is not None:
+            raise PrefectDidNotStart(
+                "Prefect's temporary server stopped while starting (exit code "
+                f"{self._process.returncode}); nothing was sent: set PREFECT_API_URL to a "
+                "running `prefect server start`"
+            )
 
     def stop(self) -> None:
         process, self._process = self._process, None
@@ -177,6 +206,26 @@ class _TemporaryServer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def _die_with_this_process() -> Callable[[], None] | None:
+    """A preexec function asking the kernel to SIGKILL the child when we die (Linux only).
+
+    Runs in the child between fork and exec: only the prctl call, and a check that we
+    did not die before it took effect. The kernel's "parent" is the thread that forks,
+    so the server is started from the main thread (flows/cli/run.py does).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)  # loaded here: the child must not import
+    parent_pid = os.getpid()
+
+    def set_death_signal() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died first: the signal it would send
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return set_death_signal
 
 
 def _free_port() -> int:

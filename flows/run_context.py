@@ -94,9 +94,8 @@ class RunContext:
         )
         if isinstance(shared, SharedLimitUnavailable):
             gate.stop(shared)  # fail closed: nothing is sent without the shared limit
-        client = TranscriptionClient(
-            self.settings.service, self.settings.encryption, on_retry=self.stats.count_retry
-        )
+        # Requests and retries are counted as they are sent (tasks/transcription/transcribe.py).
+        client = TranscriptionClient(self.settings.service, self.settings.encryption)
         return BatchContext(
             pipeline=pipeline,
             store=self.store,

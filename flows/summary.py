@@ -98,7 +98,7 @@ def summarize(
     }
     if discovery is not None:
         summary["files_listed"] = discovery.listed
-        summary["files_not_listed"] = sum(not s.unreadable for s in discovery.skipped)
+        summary["files_not_listed"] = discovery.not_listed
         summary["files_unreadable"] = discovery.unreadable
     if requeued is not None:
         summary["requeued"] = requeued

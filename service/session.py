@@ -38,6 +38,12 @@ T = TypeVar("T")
 
 ReadAnswer = Callable[[httpx.Response], T]  # a 2xx answer -> the endpoint's value
 
+# An idle pooled connection is dropped after this many seconds: under the 5 s after which
+# uvicorn (the devserver) and many servers close one. At httpx's own default (also 5 s)
+# a request can go out on a connection the server is closing at that moment: it never
+# reaches the service, fails, and is sent again (a retry the service never saw).
+KEEPALIVE_EXPIRY_S = 2.0
+
 
 @dataclass(frozen=True)
 class Reply(Generic[T]):
@@ -106,6 +112,7 @@ class ServiceSession(AsyncClosing):
             verify=tls_verify(ca_bundle),
             timeout=httpx.Timeout(policy.request_timeout_s),
             follow_redirects=False,
+            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S),
         )
 
     @classmethod

@@ -14,13 +14,8 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError as AlembicCommandError
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import (
@@ -41,7 +36,11 @@ from storage.errors import (
     StoreFailed,
     StoreUnavailable,
 )
+from storage.schema_revision import newest_known_revision, stored_revision
 from storage.unit_of_work import SqlUnitOfWork
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _READ_ONLY = "medasr_read_only"
@@ -189,6 +188,8 @@ def _create_private_file(path: Path) -> None:
 
 
 def _alembic_config() -> Config:
+    from alembic.config import Config  # Alembic only when the schema is not the newest
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     return config
@@ -196,6 +197,8 @@ def _alembic_config() -> Config:
 
 def head_revision() -> str:
     """The newest schema revision this program knows."""
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
     assert head is not None
     return head
@@ -207,11 +210,27 @@ def current_revision(engine: Engine) -> str | None:
     Read on a read-only connection: on SQLite a plain BEGIN, not BEGIN IMMEDIATE, so
     opening the store (`medasr status`, export) never waits behind a writer.
     """
+    from alembic.runtime.migration import MigrationContext
+
     with engine.execution_options(**{_READ_ONLY: True}).connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+def _at_newest_schema(engine: Engine) -> bool:
+    """True when the database is at the newest revision, asked without Alembic; False
+    when it is not, or when only Alembic can tell."""
+    newest = newest_known_revision()
+    if newest is None:
+        return False
+    with engine.execution_options(**{_READ_ONLY: True}).connect() as connection:
+        return stored_revision(connection) == newest
+
+
 def _upgrade_engine(engine: Engine, revision: str = "head") -> None:
+    if revision == "head" and _at_newest_schema(engine):
+        return
+    from alembic import command
+
     current = current_revision(engine)
     _refuse_unknown_revision(current)
     if revision == "head" and current == head_revision():
@@ -233,6 +252,9 @@ def _refuse_unknown_revision(current: str | None) -> None:
     """Raise SchemaUnknown when the database is at a revision no migration here defines."""
     if current is None:
         return
+    from alembic.script import ScriptDirectory
+    from alembic.util.exc import CommandError as AlembicCommandError
+
     try:
         ScriptDirectory.from_config(_alembic_config()).get_revision(current)
     except AlembicCommandError as exc:
@@ -243,6 +265,8 @@ def _refuse_unknown_revision(current: str | None) -> None:
 
 
 def _require_newest_schema(engine: Engine) -> None:
+    if _at_newest_schema(engine):
+        return
     current, head = current_revision(engine), head_revision()
     _refuse_unknown_revision(current)
     if current != head:
@@ -259,6 +283,9 @@ def upgrade_database(
     engine = create_store_engine(database_url, busy_timeout_ms=busy_timeout_ms)
     try:
         with translate_store_errors():
+            newest = newest_known_revision()
+            if revision == "head" and newest is not None and _at_newest_schema(engine):
+                return newest  # nothing to migrate: Alembic stays unloaded
             _upgrade_engine(engine, revision)
             return current_revision(engine) or "base"
     finally:
@@ -267,6 +294,8 @@ def upgrade_database(
 
 def downgrade_database(database_url: str, *, revision: str = "base") -> str:
     """Downgrade the schema to `revision` (for tests and rollbacks); returns where it is."""
+    from alembic import command
+
     engine = create_store_engine(database_url)
     try:
         with translate_store_errors():

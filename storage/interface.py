@@ -94,6 +94,10 @@ class ItemRepository(Protocol):
         """Record listed files that cannot be read as failed (source_unreadable, permanent)."""
         ...
 
+    def resolve_listed_folders(self, *, root: str, unlisted: Sequence[str], language: str) -> int:
+        """Remove the rows of folders under `root` that were listed this time."""
+        ...
+
     def set_fingerprint(
         self, item_id: int, *, sha256: str, size_bytes: int, lease_token: str | None
     ) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from sqlalchemy import Row, and_, delete, select, update
+from sqlalchemy import Row, and_, delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -32,6 +32,8 @@ _MESSAGE_MAX_CHARS = 4000
 # The version an unreadable file is recorded with: any real listing differs, so the file
 # goes back to pending as soon as it can be read.
 UNREADABLE_VERSION = "unreadable"
+# ... and a folder or bucket prefix that could not be listed: its row goes once it is.
+UNLISTED_FOLDER_VERSION = "unlisted folder"
 
 
 class Items(Claims):
@@ -106,6 +108,7 @@ class Items(Claims):
         left alone; a file readable again is sent back to pending by the next listing.
         """
         by_uri = {f.uri: f.reason for f in files}
+        folders = {f.uri for f in files if f.folder}
         now, recorded = utc_now(), 0
         for batch in batches(list(by_uri), self._uri_batch_size()):
             known = {
@@ -119,6 +122,8 @@ class Items(Claims):
             inserts, updates = [], []
             for uri in batch:
                 values = _unreadable(uri, by_uri[uri], now=now)
+                if uri in folders:
+                    values["source_version"] = UNLISTED_FOLDER_VERSION
                 row = known.get(uri)
                 if row is None:
                     inserts.append(_new_unreadable_item(uri, values, language=language, now=now))
@@ -132,6 +137,22 @@ class Items(Claims):
                 self._session.execute(update(Item), updates)
             recorded += len(updates)
         return recorded
+
+    def resolve_listed_folders(self, *, root: str, unlisted: Sequence[str], language: str) -> int:
+        """Remove the rows of folders under `root` that were listed this time (not in
+        `unlisted`): their files now have rows of their own. Returns how many went."""
+        statement = delete(Item).where(
+            Item.language == language,
+            Item.source_version == UNLISTED_FOLDER_VERSION,
+            Item.status == "failed",
+            or_(
+                Item.source_uri == root,
+                Item.source_uri.startswith(root.rstrip("/") + "/", autoescape=True),
+            ),
+        )
+        if unlisted:
+            statement = statement.where(Item.source_uri.not_in(list(unlisted)))
+        return int(self._session.execute(statement).rowcount or 0)  # type: ignore[attr-defined]
 
     def set_fingerprint(
         self, item_id: int, *, sha256: str, size_bytes: int, lease_token: str | None

@@ -53,8 +53,9 @@ def _walk_local(
         try:
             with os.scandir(folder) as scan:
                 entries = sorted(scan, key=lambda e: e.name)
-        except OSError as exc:
-            skipped.append(SkippedFile(printable(folder), f"cannot read folder: {exc.strerror}"))
+        except OSError as exc:  # what it holds is unknown: a failed row of its own
+            reason = f"cannot read folder: {exc.strerror}"
+            skipped.append(SkippedFile(printable(folder), reason, unreadable=True, folder=True))
             continue
         for entry in entries:
             relative = prefix + entry.name

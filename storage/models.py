@@ -92,7 +92,18 @@ class Item(Base):
         UniqueConstraint("source_uri", "language"),
         CheckConstraint(f"status IN ({_in(ITEM_STATUSES)})", name="status"),
         Index("ix_items_status_language", "status", "language", "id"),
-        Index("ix_items_sha256_language", "sha256", "language"),
+        # The done-twin lookup, in its order (0005): storage/queries.py find_done_with_sha.
+        Index(
+            "ix_items_sha256_language_status_done_at",
+            "sha256",
+            "language",
+            "status",
+            "done_at",
+            "id",
+        ),
+        Index("ix_items_status_updated_at", "status", "updated_at", "id"),  # latest (0005)
+        # `medasr status` counts from the index alone (0005).
+        Index("ix_items_status_language_duration_ms", "status", "language", "duration_ms"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

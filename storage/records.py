@@ -223,12 +223,14 @@ class SkippedFile:
 
     `unreadable`: an audio file that is there but cannot be read (permission, link loop,
     not a regular file); it is recorded as failed. Otherwise (still being written, a
-    folder seen twice) it is simply not listed this time.
+    folder seen twice) it is simply not listed this time. `folder`: a folder or bucket
+    prefix whose listing failed (unreadable too): its row stands for what it holds.
     """
 
     uri: str
     reason: str
     unreadable: bool = False
+    folder: bool = False
 
 
 @dataclass(frozen=True)

@@ -228,11 +228,20 @@ def _list_remote(
     assert location.protocol is not None
     uri = f"{location.protocol}://{location.path}"
     fs = _filesystem(location.protocol, storage_options)
-    with _translated(uri):
-        fs.invalidate_cache()  # a long-lived worker must see tonight's objects, not a cache
-        found: dict[str, dict[str, Any]] = fs.find(location.path, detail=True, withdirs=False)
-        if not found and not fs.exists(location.path.split("/", 1)[0]):
-            raise SourceNotFound(f"bucket not found: {location.protocol}://{location.path}")
+    try:
+        with _translated(uri):
+            fs.invalidate_cache()  # a long-lived worker must see tonight's objects
+            found: dict[str, dict[str, Any]] = fs.find(location.path, detail=True, withdirs=False)
+            if not found and not fs.exists(location.path.split("/", 1)[0]):
+                raise SourceNotFound(f"bucket not found: {location.protocol}://{location.path}")
+    except SourceUnavailable as exc:
+        if not _answers(fs, location):
+            raise  # nothing answers at all (endpoint down): the whole run waits
+        # A listing that stopped part-way (an error on page 3) says nothing of the rest:
+        # the prefix becomes a failed row of its own, retried by the next run.
+        why = str(exc).split(": ", 1)[-1]
+        stopped = SkippedFile(uri, f"listing stopped part-way: {why}", unreadable=True, folder=True)
+        return Listing(files=[], skipped=[stopped])
     files = []
     for path, info in found.items():
         relative = path[len(location.path) :].lstrip("/") or path.rsplit("/", 1)[-1]
@@ -241,6 +250,18 @@ def _list_remote(
         full_uri = f"{location.protocol}://{path}"
         files.append(SourceFile(full_uri, int(info.get("size") or 0), _object_version(info)))
     return Listing(files=files, skipped=[])
+
+
+def _answers(fs: Any, location: _Location) -> bool:
+    """Whether the bucket answers a listing at all (after one failed part-way)."""
+    bucket = location.path.split("/", 1)[0]
+    try:
+        with _translated(f"{location.protocol}://{bucket}"):
+            fs.invalidate_cache()
+            fs.ls(bucket, detail=False)
+    except SourceError:
+        return False
+    return True
 
 
 def _object_version(info: Mapping[str, Any]) -> str:

@@ -2,43 +2,160 @@
 
 Exit codes everywhere are the table in config/errors.py (EXIT_CODES): 0 all done, 1 some
 items failed, 2 usage or configuration error, 3 credentials rejected, 130 interrupted.
+
+Each command's module is imported only when that command runs or shows its own help:
+`medasr status` never pays for Prefect, `medasr --help` for nothing but Typer. The list
+of commands on `medasr --help` shows each one's SUMMARY below, the first paragraph of
+its docstring (tests/flows/cli/test_quick_commands.py keeps the two equal).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from dataclasses import dataclass
+from typing import Any
 
 import typer
+from typer import _click as click  # Typer vendors click; its group API is typed with it
+from typer.core import TyperCommand, TyperGroup
 
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
-from flows.cli.audio import split_command
-from flows.cli.deliver import deliver_command
-from flows.cli.demo import demo_command
-from flows.cli.devserver import devserver_command
-from flows.cli.review import review_command
-from flows.cli.run import rerun_command, run_command
-from flows.cli.store import db_app, export_command, status_command
-from flows.deploy import serve_command
+
+
+@dataclass(frozen=True)
+class LazyCommand:
+    """A command of `medasr`, named by where it lives instead of imported."""
+
+    name: str
+    target: str  # "module:attribute": a command function or a Typer app (a group)
+    summary: str  # what `medasr --help` lists for it: its help's first paragraph
+
+
+COMMANDS = (
+    LazyCommand(
+        "run",
+        "flows.cli.run:run_command",
+        "Transcribe every new or changed recording under SOURCE.",
+    ),
+    LazyCommand(
+        "rerun-failures",
+        "flows.cli.run:rerun_command",
+        "Re-queue failures that may succeed now and transcribe them.",
+    ),
+    LazyCommand(
+        "status",
+        "flows.cli.store:status_command",
+        "Show items by status and language, audio hours done, the latest failed and skipped,\n"
+        "and deliveries by status.",
+    ),
+    LazyCommand(
+        "export",
+        "flows.cli.store:export_command",
+        "Export items: jsonl or csv rows, or one .txt transcript per source in a tree.",
+    ),
+    LazyCommand(
+        "review",
+        "flows.cli.review:review_command",
+        "List transcripts flagged by the quality gate; accept or re-queue them by ID.",
+    ),
+    LazyCommand(
+        "deliver",
+        "flows.cli.deliver:deliver_command",
+        "Upload every done transcript not yet delivered in its current version.",
+    ),
+    LazyCommand(
+        "split",
+        "flows.cli.audio:split_command",
+        "Split one recording into chunks; print one JSON line per chunk.",
+    ),
+    LazyCommand(
+        "devserver",
+        "flows.cli.devserver:devserver_command",
+        "Run the local stand-in of the transcription service until interrupted.",
+    ),
+    LazyCommand(
+        "serve",
+        "flows.deploy:serve_command",
+        "Register the nightly and rerun deployments with their schedules and serve them.",
+    ),
+    LazyCommand(
+        "demo",
+        "flows.cli.demo:demo_command",
+        "Transcribe samples/ against a local devserver, then run again to show zero requests.",
+    ),
+    LazyCommand("db", "flows.cli.store:db_app", "Database schema commands."),
+)
+_BY_NAME = {command.name: command for command in COMMANDS}
+
+
+def load_command(entry: LazyCommand) -> click.Command:
+    """Import the command's module and build its click command as `app.command()` would."""
+    module_name, _, attribute = entry.target.partition(":")
+    target = getattr(importlib.import_module(module_name), attribute)
+    holder = typer.Typer()
+    if isinstance(target, typer.Typer):
+        holder.add_typer(target, name=entry.name)
+    else:
+        holder.command(entry.name)(target)
+    holder.callback()(_no_options)  # a group, whatever it holds: commands keep their names
+    return typer.main.get_group(holder).commands[entry.name]
+
+
+def _no_options() -> None:
+    """The holder group's callback: no options of its own."""
+
+
+class LazyGroup(TyperGroup):
+    """`medasr`'s commands: a command's module is imported when the command is resolved;
+    listing them (`medasr --help`, a typo's suggestion) imports none and shows each
+    one's summary."""
+
+    _listing = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # What Typer reads to list and to suggest ("Did you mean 'status'?"): summaries.
+        self.commands.update(
+            {entry.name: TyperCommand(entry.name, help=entry.summary) for entry in COMMANDS}
+        )
+        self._loaded: dict[str, click.Command] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [command.name for command in COMMANDS]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = _BY_NAME.get(cmd_name)
+        if entry is None:
+            return None
+        if self._listing:
+            return self.commands[cmd_name]
+        if cmd_name not in self._loaded:
+            self._loaded[cmd_name] = load_command(entry)
+        return self._loaded[cmd_name]
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
 
 app = typer.Typer(
     name="medasr",
+    cls=LazyGroup,
     help="Batch transcription of medical dictation archives.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.command("run")(run_command)
-app.command("rerun-failures")(rerun_command)
-app.command("status")(status_command)
-app.command("export")(export_command)
-app.command("review")(review_command)
-app.command("deliver")(deliver_command)
-app.command("split")(split_command)
-app.command("devserver")(devserver_command)
-app.command("serve")(serve_command)
-app.command("demo")(demo_command)
-app.add_typer(db_app, name="db")
+
+
+@app.callback()
+def _medasr() -> None:
+    """No options of its own: the commands come from LazyGroup."""
 
 
 def main() -> None:

@@ -4,8 +4,9 @@ Prefect's engine absorbs the cancellation that asyncio delivers on SIGINT (a run
 to its end), so the CLI handles both signals itself. The first stops every request gate
 of the process, as rejected credentials do: requests already on the wire finish and are
 recorded, files not yet sent go back to pending, and the flow ends with its summary.
-The second ends the process at once; the next run on this host takes back its items
-(leases of dead processes, storage/owners.py).
+The second ends the process at once, after journaling the paid answers whose store
+write is still being retried (tasks/work/journal.py); the next run on this host records
+them and takes back its items (leases of dead processes, storage/owners.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from config.errors import EXIT_INTERRUPTED
 from tasks.throttle.gate import interrupt_all_gates
+from tasks.work.journal import keep_unrecorded_answers
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -30,8 +32,9 @@ async def run_interruptibly(flow_run: Coroutine[Any, Any, dict[str, Any]]) -> di
 
     def on_signal(signum: int) -> None:
         received.append(signum)
-        if len(received) > 1:
-            os._exit(EXIT_INTERRUPTED)  # asked twice: quit now, the leases come back later
+        if len(received) > 1:  # asked twice: quit now, the leases come back later
+            keep_unrecorded_answers()  # paid for: the next run records, not buys, them
+            os._exit(EXIT_INTERRUPTED)
         interrupt_all_gates()
         sys.stderr.write(
             "medasr: interrupted: finishing the requests in flight, giving the other files "

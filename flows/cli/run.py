@@ -20,14 +20,25 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from config.errors import EXIT_CREDENTIALS, EXIT_INTERRUPTED, EXIT_USAGE, ConfigError
+from config.errors import (
+    EXIT_CREDENTIALS,
+    EXIT_INTERRUPTED,
+    EXIT_TEMPORARY,
+    EXIT_USAGE,
+    ConfigError,
+)
 from config.settings import Settings, StorageSettings
 from flows.backlog import transcribe_backlog
 from flows.cli.console import print_summary, show_progress
 from flows.cli.interrupts import run_interruptibly
 from flows.cli.log_level import medasr_log_level
 from flows.cli.quiet_errors import typed_errors_without_traceback
-from flows.prefect_api import PrefectApi, PrefectUnavailable, start_prefect_api
+from flows.prefect_api import (
+    PrefectApi,
+    PrefectDidNotStart,
+    PrefectUnavailable,
+    start_prefect_api,
+)
 from flows.rerun import rerun_failures
 from flows.run_context import (
     RunContext,
@@ -45,6 +56,7 @@ from storage.errors import SourceError, SourceNotFound, SourceUnreadable, StoreE
 from storage.interface import UnitOfWorkFactory
 from tasks.discovery.discover import Discovery, check_manifest, check_source, discover_and_register
 from tasks.transcription.plan import plan_backlog, plan_rows
+from tasks.work.journal import Journal
 
 FlowRun = Coroutine[Any, Any, dict[str, Any]]
 
@@ -183,7 +195,11 @@ def _prepared(request: RunRequest, settings: Settings) -> Iterator[tuple[Prefect
     The flow called inside the block uses this run context (flows/run_context.py).
     """
     try:
-        api = start_prefect_api()
+        Journal(settings.storage.data_dir / "journal").check_writable()  # before any request
+    except ConfigError as exc:
+        _usage_error("configuration error", exc)
+    try:
+        api = start_prefect_api(start_timeout_s=settings.pipeline.prefect_start_timeout_s)
     except PrefectUnavailable as exc:
         _usage_error("configuration error", exc)
     try:
@@ -267,6 +283,9 @@ def _run_and_report(
             api.ready()
         except PrefectUnavailable as exc:
             _usage_error("configuration error", exc)
+        except PrefectDidNotStart as exc:  # a busy host, not a setting: try again
+            typer.echo(f"medasr: Prefect did not start: {exc}", err=True)
+            raise typer.Exit(EXIT_TEMPORARY) from None
         except KeyboardInterrupt:
             typer.echo("medasr: interrupted before any file was sent", err=True)
             raise typer.Exit(EXIT_INTERRUPTED) from None

@@ -21,7 +21,6 @@ from rich.text import Text
 
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
-from flows.cli.fhir import export_fhir
 from storage import open_store
 from storage.database import database_exists, upgrade_database
 from storage.errors import ExportRefused
@@ -261,6 +260,8 @@ def _export(
 ) -> tuple[int, int]:
     """(items written, files refused). Raises ConfigError, ExportRefused, OSError."""
     if export_format is ExportFormat.fhir:
+        from flows.cli.fhir import export_fhir  # httpx and the FHIR models: fhir only
+
         return export_fhir(store, out, status=status, force=force), 0
     if export_format is ExportFormat.txt:
         if out.exists() and not out.is_dir():

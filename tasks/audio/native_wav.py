@@ -7,7 +7,8 @@ else (another rate, stereo, 24-bit, float, RF64, a data chunk past the first 64 
 goes through ffmpeg. `open_pcm_source` is the one entry point: it returns ffmpeg's
 decoder (tasks/audio/decoder.py) or this reader.
 
-A data size left as a placeholder (0 or 0xFFFFFFFF, written by streaming recorders)
+A data size left as a placeholder (0, 0xFFFFFFFF or near it, written by streaming
+recorders and by one that never closed its file)
 means "to the end of the file", except that chunks appended after the samples (LIST,
 id3 ) are recognized and left out; ffmpeg would decode them as a burst of noise.
 """
@@ -22,14 +23,11 @@ from types import TracebackType
 
 from tasks.audio.decoder import PcmDecoder
 from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, read_head
-from tasks.audio.sniff import check_wav_header
+from tasks.audio.sniff import check_wav_header, is_placeholder_size
 from tasks.errors import AudioNotFound
 
 _PCM = 1
 _EXTENSIBLE = 0xFFFE
-# Data sizes a recorder writes before it knows the real one: read to the end instead.
-_PLACEHOLDER_SIZES = {0, 0xFFFFFFFF, 0x7FFFFFFF, 0x7FFFF000}
-
 
 _TAIL_BYTES = 64 * 1024  # trailing metadata chunks longer than this are not looked for
 # A chunk id: four printable ASCII characters, the first a letter (LIST, id3 , bext, cue ).
@@ -58,7 +56,7 @@ def native_data_chunk(head: bytes, *, size_bytes: int) -> _DataChunk | None:
                 return None
             start = offset + 8
             present = max(0, size_bytes - start)
-            placeholder = size in _PLACEHOLDER_SIZES
+            placeholder = is_placeholder_size(size)
             declared = present if placeholder else min(size, present)
             return _DataChunk(start, declared - declared % 2, placeholder)
         offset += 8 + size + (size & 1)

@@ -13,6 +13,15 @@ from tasks.errors import CorruptAudio, EmptyAudio
 
 # Sizes a recorder writes before it knows the real one (streaming writers, crashed runs).
 _PLACEHOLDER_SIZES = {0, 0xFFFFFFFF, 0x7FFFFFFF, 0x7FFFF000}
+# A data size this close to 4 GiB leaves no room in a RIFF file for its own header: a
+# recorder that never closed the file wrote it ("0xFFFFFFFF less the header", 0xFFFFFFF0).
+_UNCLOSED_MIN_SIZE = 0xFFFF0000
+
+
+def is_placeholder_size(declared_bytes: int) -> bool:
+    """True for a WAV data size that means "to the end of the file", not a real size."""
+    return declared_bytes in _PLACEHOLDER_SIZES or declared_bytes >= _UNCLOSED_MIN_SIZE
+
 
 _AUDIO_MAGIC = (
     (0, b"RIFF"),
@@ -72,9 +81,9 @@ def check_wav_header(head: bytes, *, size_bytes: int, path: Path) -> None:
         return
     data_offset, declared_bytes = found
     present_bytes = size_bytes - data_offset
-    if present_bytes <= 0 and declared_bytes in (0, *_PLACEHOLDER_SIZES):
+    if present_bytes <= 0 and is_placeholder_size(declared_bytes):
         raise EmptyAudio(f"empty audio file: {path} (the WAV holds no samples)", path=str(path))
-    if declared_bytes in _PLACEHOLDER_SIZES:
+    if is_placeholder_size(declared_bytes):
         return
     if present_bytes < declared_bytes:
         raise CorruptAudio(

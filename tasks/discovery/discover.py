@@ -14,6 +14,7 @@ from storage.errors import SourceNotFound, SourceUnreadable
 from storage.interface import UnitOfWorkFactory
 from storage.local_files import printable
 from storage.manifest import default_manifest, metadata_by_uri, read_manifest
+from storage.query_plans import refresh_statistics
 from storage.sources import SkippedFile, list_audio, normalize_source
 from tasks.discovery.names import one_line, recording_name
 
@@ -30,7 +31,14 @@ class Discovery:
     changed: int
     unchanged: int
     skipped: tuple[SkippedFile, ...]
-    unreadable: int = 0  # items newly recorded as failed: listed but unreadable
+    # Files and folders there but unreadable, each a failed row (source_unreadable) after
+    # this run: the summary, the log and the artifact all read this one count.
+    unreadable: int = 0
+
+    @property
+    def not_listed(self) -> int:
+        """Files left for the next run (still being written, removed while listing)."""
+        return sum(not s.unreadable for s in self.skipped)
 
 
 def discover_and_register(
@@ -46,8 +54,9 @@ def discover_and_register(
 ) -> Discovery:
     """List audio under `source` and upsert one item per (file, language); raises SourceError.
 
-    Files that are there but cannot be read are recorded as failed (source_unreadable);
-    files still being written are left for the next run. The metadata manifest
+    Files that are there but cannot be read, and folders or bucket prefixes that cannot
+    be listed, are recorded as failed (source_unreadable); a folder's row goes once it
+    is listed again. Files still being written are left for the next run. The metadata manifest
     (`manifest`, else medasr.csv at a local source's root) is stored on the items it
     names; a bad one raises ManifestInvalid before anything is listed.
     """
@@ -62,9 +71,16 @@ def discover_and_register(
     unreadable = [s for s in listing.skipped if s.unreadable]
     with store.unit_of_work() as uow:
         registered = uow.items.register_items(listing.files, language=language)
-        recorded = uow.items.record_unreadable(unreadable, language=language)
+        uow.items.record_unreadable(unreadable, language=language)
+        uow.items.resolve_listed_folders(
+            root=normalize_source(source),
+            unlisted=[s.uri for s in unreadable if s.folder],
+            language=language,
+        )
         if metadata:
             uow.items.set_item_metadata(metadata, language=language)
+    if registered.new:  # the planner must see the archive's new shape before the run
+        refresh_statistics(store)
     root = normalize_source(source)
     for skipped in listing.skipped:
         name, reason = recording_name(skipped.uri, roots=(root,)), one_line(skipped.reason)
@@ -79,7 +95,7 @@ def discover_and_register(
         changed=registered.changed,
         unchanged=registered.unchanged,
         skipped=tuple(listing.skipped),
-        unreadable=recorded,
+        unreadable=len(unreadable),
     )
 
 

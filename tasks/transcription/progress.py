@@ -37,10 +37,12 @@ class RunStats:
     chunks_sent: int = 0
     chunks_reused: int = 0
 
-    def count_retry(self, _event: object) -> None:
-        """Count one retried request (the client's on_retry hook)."""
-        self.retries += 1
+    def count_sent(self, *, retry: bool) -> None:
+        """Count one attempt as it goes on the wire (`retry`: not its call's first): a
+        retry scheduled but never sent (the run stopped meanwhile) is not counted."""
         self.requests += 1
+        if retry:
+            self.retries += 1
 
     def add(self, outcome: FileOutcome) -> None:
         """Count one finished file."""

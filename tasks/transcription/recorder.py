@@ -63,7 +63,11 @@ class FileRecorder:
         fingerprint, and finish the item from a known transcript if there is one.
         Raises LeaseLost or StoreError."""
         self.sha256 = print_.sha256
-        return await self._call(lambda uow: self._settle_content(uow, print_))
+        with self._leases.settling(self.item):  # it may finish the item from a twin
+            decision = await self._call(lambda uow: self._settle_content(uow, print_))
+            if decision.transcript is not None:
+                self.let_go()
+        return decision
 
     def _settle_content(self, uow: UnitOfWork, print_: Fingerprint) -> ReuseDecision:
         item = self.item
@@ -123,7 +127,7 @@ class FileRecorder:
         flags: Sequence[str],
     ) -> None:
         """Mark the item done (needs_review when flagged) with its transcript."""
-        await self._call(
+        await self._end_claim(
             lambda uow: uow.items.finish_item(
                 self.item.id,
                 lease_token=self._token,
@@ -137,7 +141,7 @@ class FileRecorder:
 
     async def skip(self, *, reason_kind: str, reason: str) -> None:
         """Mark the item skipped (silent) with the reason."""
-        await self._call(
+        await self._end_claim(
             lambda uow: uow.items.skip_item(
                 self.item.id, lease_token=self._token, reason_kind=reason_kind, reason=reason
             )
@@ -145,7 +149,7 @@ class FileRecorder:
 
     async def fail(self, error: MedasrError, *, retry_at: datetime) -> None:
         """Mark the item failed; a transient error may be retried from `retry_at`."""
-        await self._call(
+        await self._end_claim(
             lambda uow: uow.items.fail_item(
                 self.item.id,
                 lease_token=self._token,
@@ -160,11 +164,18 @@ class FileRecorder:
         """Give the claim back untouched (the run stopped; not the file's fault)."""
         token = self._token
         if token is not None:
-            await self._call(lambda uow: uow.items.release_items([token]))
+            await self._end_claim(lambda uow: uow.items.release_items([token]))
 
     @property
     def _token(self) -> str | None:
         return self.item.lease_token
+
+    async def _end_claim(self, call: Callable[[UnitOfWork], object]) -> None:
+        """A write that ends the claim; the lease keeper lets it go as soon as it commits,
+        so a renewal on its way does not take its end for a takeover."""
+        with self._leases.settling(self.item):
+            await self._call(call)
+            self.let_go()
 
     async def _call(self, call: Callable[[UnitOfWork], T]) -> T:
         return await in_store(self._store, call)

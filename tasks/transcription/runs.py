@@ -8,7 +8,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from storage.errors import StoreError
 from storage.interface import UnitOfWorkFactory
+from storage.query_plans import refresh_statistics
 from storage.scratch import remove_dead_leftovers
 
 logger = logging.getLogger("medasr.runs")
@@ -26,6 +28,10 @@ def finish_run(
     """Record a run's end: its status and counts (numbers only: no text, no secret)."""
     with store.unit_of_work() as uow:
         uow.runs.finish_run(run_id, counts=counts, status=status)
+    try:  # statistics for the next run's planner; the run itself is recorded already
+        refresh_statistics(store)
+    except StoreError as exc:
+        logger.warning("could not refresh the store's statistics: %s", exc)
 
 
 def expected_files(

@@ -307,16 +307,20 @@ async def _send_chunk(
 async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Transcription:
     """One call: a slot for the whole call; the adaptive window and rate cap for each attempt."""
 
+    sent = 0  # attempts of this call that went out
+
     async def before_attempt() -> None:
+        nonlocal sent
         await ctx.gate.pace()  # raises what stopped the run, once it has stopped
         if any(isinstance(error, LeaseLost) for error in run.errors):
             # Another worker owns the file now and sends this chunk itself.
             raise LeaseLost(f"item {run.item.id} was taken over; chunk not sent")
         await run.recorder.require_lease()  # never send on a lease that may have lapsed
         progress_observer().on_request()
+        ctx.stats.count_sent(retry=sent > 0)  # counted as the service will see it
+        sent += 1
 
     async with ctx.gate.slot():
-        ctx.stats.requests += 1  # retries are counted by the client's on_retry hook
         return await ctx.client.transcribe(
             chunk.wav,
             language=run.item.language,

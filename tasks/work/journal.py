@@ -25,12 +25,16 @@ from typing import Any, TypeVar
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay
 from tenacity.wait import wait_random_exponential
 
+from config.errors import ConfigError
 from storage.errors import StoreUnavailable
 from storage.interface import UnitOfWorkFactory
 
 logger = logging.getLogger("medasr.journal")
 
 _SUFFIX = ".json"
+# Paid answers of this process not yet in the store (their write is being retried), so
+# that a process about to end at once (a second Ctrl-C) can journal them first.
+_unrecorded: dict[int, tuple[Journal, PaidChunk | AcceptedDelivery]] = {}
 
 
 @dataclass(frozen=True)
@@ -126,10 +130,35 @@ class Journal:
         sub = _SUBFOLDER[kind.__name__]
         return self.folder / sub if sub else self.folder
 
-    def _make_folder(self, folder: Path) -> None:
-        for made in (self.folder, folder):
-            made.mkdir(mode=0o700, parents=True, exist_ok=True)
-            made.chmod(0o700)  # mkdir's mode is masked by the umask; exist_ok keeps old modes
+    def check_writable(self) -> None:
+        """Make the folder and write a probe in it, before the first paid request.
+
+        Raises ConfigError (MEDASR_DATA_DIR): without a writable journal an answer the
+        busy store cannot take is lost, and bought again by the next run.
+        """
+        try:
+            self._make_folder()
+            probe = self.folder / f".probe-{uuid.uuid4().hex[:12]}"
+            descriptor = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            os.close(descriptor)
+            probe.unlink()
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise ConfigError(
+                f"MEDASR_DATA_DIR: cannot write the journal of paid answers in {self.folder} "
+                f"({reason}); make it writable or point MEDASR_DATA_DIR elsewhere"
+            ) from None
+
+    def _make_folder(self, target: Path | None = None) -> None:
+        # Every folder made here is 0700 (the data dir too): mkdir(parents=True) would
+        # make the missing parents 0755 whatever its mode.
+        target = target or self.folder
+        missing = [p for p in (target, *target.parents) if not p.exists()]
+        for folder in reversed(missing):
+            folder.mkdir(mode=0o700, exist_ok=True)
+            folder.chmod(0o700)  # mkdir's mode is masked by the umask
+        for kept in {self.folder, target}:
+            kept.chmod(0o700)  # exist_ok keeps old modes
 
 
 async def record_paid_chunk(
@@ -145,6 +174,8 @@ async def record_paid_chunk(
     StoreUnavailable is raised (the file cannot finish now; its answer is safe).
     LeaseLost and StoreFailed are raised at once: no retry helps them.
     """
+    key = id(paid)
+    _unrecorded[key] = (journal, paid)
     try:
         async for attempt in AsyncRetrying(
             retry=retry_if_exception_type(StoreUnavailable),
@@ -163,6 +194,24 @@ async def record_paid_chunk(
             where,
         )
         raise StoreUnavailable(f"{exc.message}; the paid answer was kept in the journal") from exc
+    finally:
+        _unrecorded.pop(key, None)
+
+
+def keep_unrecorded_answers() -> int:
+    """Journal every paid answer whose store write has not finished; returns how many.
+
+    For a process that ends at once (a second Ctrl-C): the next run records them (an
+    answer the store took meanwhile is recorded again, to the same text). Never raises.
+    """
+    kept = 0
+    for journal, paid in list(_unrecorded.values()):
+        try:
+            journal.keep(paid)
+            kept += 1
+        except OSError:
+            logger.exception("a paid answer could not be journaled before exit")
+    return kept
 
 
 async def store_chunk_answer(

@@ -9,7 +9,9 @@ of the lease, one UPDATE renews all held claims at once (in a thread: no store I
 the event loop). A claim the store no longer knows is lost: nothing more may be sent
 for it. While a renewal cannot be confirmed (store down) and the last confirmed one is
 older than most of the lease, sending waits; it never goes ahead on a lease that may
-have lapsed.
+have lapsed. A claim that ends while a renewal is on its way (the file was settled or
+released, or is being settled) is not lost: the renewal's answer is read only for the
+claims still held and not being settled.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Protocol
 
 from storage.errors import LeaseLost, StoreError
@@ -67,6 +69,7 @@ class LeaseKeeper:
         self._tick_s = lease_s / 3
         self._confirmed: dict[str, float] = {}  # lease token -> monotonic s known good
         self._lost: set[str] = set()
+        self._settling: set[str] = set()  # tokens whose claim our own write is ending
         self._renewed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -94,6 +97,21 @@ class LeaseKeeper:
         if item.lease_token is not None:
             self._confirmed.pop(item.lease_token, None)
             self._lost.discard(item.lease_token)
+
+    @contextmanager
+    def settling(self, item: Held) -> Iterator[None]:
+        """Around a write that may end this claim (done, skipped, failed, released): a
+        renewal that finds the claim gone meanwhile is not told it was taken over (the
+        write itself raises LeaseLost if it was)."""
+        token = item.lease_token
+        if token is None:
+            yield
+            return
+        self._settling.add(token)
+        try:
+            yield
+        finally:
+            self._settling.discard(token)
 
     async def require(self, item: Held) -> None:
         """Return while the claim is safely ours; wait while unconfirmed; raise LeaseLost.
@@ -140,16 +158,31 @@ class LeaseKeeper:
         except StoreError as exc:
             logger.warning("could not renew the leases of %d files: %s", len(tokens), exc)
             return
-        for token in tokens:
-            if token in lost:
-                self._lost.add(token)
-                self._confirmed.pop(token, None)
-            elif token in self._confirmed:
-                self._confirmed[token] = asked
-        if lost:
-            logger.warning("%d files were taken over by another worker; stopping them", len(lost))
+        taken = self._mark_lost(lost, asked_s=asked, tokens=tokens)
+        if taken:
+            logger.warning("%d files were taken over by another worker; stopping them", taken)
         self._renewed.set()
         self._renewed = asyncio.Event()
+
+    def _mark_lost(self, lost: frozenset[str], *, asked_s: float, tokens: list[str]) -> int:
+        """Apply a renewal's answer to the claims still held; returns how many were lost.
+
+        A claim let go or being settled since the renewal was asked ended here, not
+        elsewhere: its absence from the store is no takeover.
+        """
+        taken = 0
+        for token in tokens:
+            if token not in self._confirmed:
+                continue  # let go while the store answered: settled or released here
+            if token in lost:
+                if token in self._settling:
+                    continue  # our own write ends it; that write sees a real takeover
+                self._lost.add(token)
+                self._confirmed.pop(token, None)
+                taken += 1
+            else:
+                self._confirmed[token] = asked_s
+        return taken
 
     def _renew(self, tokens: list[str]) -> frozenset[str]:
         with self._store.unit_of_work() as uow:

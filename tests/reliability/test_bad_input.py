@@ -270,7 +270,12 @@ def test_a_file_still_being_written_is_picked_up_by_the_next_run(bad_batch: BadB
     assert (row["status"], row["text"]) == ("done", GROWING_TEXT)
     # The second run sent only that file: everything else kept its first outcome.
     assert bad_batch.second.summary()["requests"] == "1", bad_batch.second.describe()
-    assert bad_batch.second.returncode == 0, bad_batch.second.describe()
+    # Issue 20 §1: files still unreadable are counted (and exit 1) on every run until a
+    # person fixes them, the same count as the first run's; nothing else failed.
+    second = bad_batch.second.summary()
+    assert second["files_unreadable"] == bad_batch.first.summary()["files_unreadable"]
+    assert second["files_failed"] == "0", bad_batch.second.describe()
+    assert bad_batch.second.returncode == 1, bad_batch.second.describe()
 
 
 def test_no_temp_file_and_no_ffmpeg_process_is_left_behind(bad_batch: BadBatch) -> None:

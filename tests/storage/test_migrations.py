@@ -17,6 +17,7 @@ from storage.database import (
 )
 from storage.errors import SchemaUnknown
 from storage.models import Base
+from storage.schema_revision import newest_known_revision
 
 TABLES = {"items", "chunks", "runs", "deliveries"}
 
@@ -67,3 +68,7 @@ def test_a_database_from_a_newer_medasr_is_refused_not_touched(store_url: str) -
     ):
         with pytest.raises(SchemaUnknown, match="ffff9999, which this medasr does not know"):
             attempt()
+
+
+def test_the_newest_revision_read_without_alembic_is_alembics() -> None:
+    assert newest_known_revision() == head_revision()

@@ -6,8 +6,8 @@ exactly-once key becomes (item, transcript version, target). `remote_id`: what t
 receiver named the document. `sending_at`: committed just before a request goes out,
 so a row whose answer was never recorded is known to be in doubt (new status).
 
-Revision ID: 0005_queue
-Revises: 0004
+Revision ID: 0006_queue
+Revises: 0005_quickface
 Create Date: 2026-11-24 23:00:00
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0005_queue"
-down_revision: str | Sequence[str] | None = "0004"
+revision: str = "0006_queue"
+down_revision: str | Sequence[str] | None = "0005_quickface"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,184 @@
+"""Issue 20 §5-6: Prefect's temporary server lives and dies with the `medasr` that started it,
+and a slow start on a busy host is waited for, not reported as a configuration error.
+
+A busy host is stood in for by a `sitecustomize` that holds the temporary server's Python
+process (only it: its command line names Prefect's app factory) for a while before it
+imports anything; the server then starts as usual.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import soundfile
+
+from service.devserver import RunningDevServer, start_devserver
+from service.devserver.tone import encode_tone_dictation
+from tests.flows.prefect_server import MEDASR, SLOW_PREFECT_START, clean_env
+from tests.flows.test_startup import processes_with
+
+TOKEN = "lifetime-token"
+HOLD = """\
+import os, sys, time
+if "prefect.server.api.server:create_app" in sys.orig_argv:
+    time.sleep(float(os.environ.get("HOLD_PREFECT_START_S", "0")))
+"""
+
+
+@pytest.fixture
+def service() -> Iterator[RunningDevServer]:
+    with start_devserver(token=TOKEN, port=0, engine="tone", latency_ms=4000) as server:
+        yield server
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    root = tmp_path / "s"
+    root.mkdir()
+    soundfile.write(root / "a.wav", encode_tone_dictation("review in 6 weeks."), 16000)
+    return root
+
+
+def env_for(tmp_path: Path, server: RunningDevServer, *, hold_s: float, **extra: str) -> dict:
+    hook = tmp_path / "hold"
+    hook.mkdir(exist_ok=True)
+    (hook / "sitecustomize.py").write_text(HOLD)
+    env = clean_env(
+        tmp_path / "prefect",
+        MEDASR_BASE_URL=server.url,
+        MEDASR_TOKEN=TOKEN,
+        MEDASR_DATABASE_URL=f"sqlite:///{tmp_path / 'medasr.db'}",
+        MEDASR_PIPELINE__SETTLE_S="0",
+        PYTHONPATH=str(hook),
+        HOLD_PREFECT_START_S=str(hold_s),
+    )
+    for name in SLOW_PREFECT_START:  # Prefect's own 20 s, as an operator has it
+        env.pop(name, None)
+    return env | extra
+
+
+def start(source: Path, env: dict, cwd: Path) -> subprocess.Popen[bytes]:
+    """`medasr run` in its own session, its output in files (a left server keeps no pipe)."""
+    with (cwd / "out.log").open("wb") as out, (cwd / "err.log").open("wb") as err:
+        return subprocess.Popen(
+            [MEDASR, "run", str(source), "-l", "en-IN", "--quiet"],
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+
+
+def stderr_of(cwd: Path) -> str:
+    return (cwd / "err.log").read_text(errors="replace")
+
+
+def stdout_of(cwd: Path) -> str:
+    return (cwd / "out.log").read_text(errors="replace")
+
+
+def wait_for(check, *, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := check():
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"no {what} within {timeout_s} s")
+
+
+def servers(prefect_home: Path) -> list[int]:
+    """Live temporary Prefect servers of this PREFECT_HOME (not medasr itself)."""
+    found = []
+    for pid in processes_with(prefect_home):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"prefect.server.api.server:create_app" in command:
+            found.append(pid)
+    return found
+
+
+def servers_left(prefect_home: Path, *, within_s: float = 15.0) -> list[int]:
+    """The server processes still alive after up to `within_s` (they may take a moment)."""
+    deadline = time.monotonic() + within_s
+    while (left := servers(prefect_home)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:  # leave no orphan to the next test either
+        os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def test_sigkill_during_prefect_start_leaves_no_server(
+    tmp_path: Path, service: RunningDevServer, source: Path
+) -> None:
+    env = env_for(tmp_path, service, hold_s=120)
+    home = Path(env["PREFECT_HOME"])
+    run = start(source, env, tmp_path)
+    wait_for(lambda: servers(home), timeout_s=60, what="temporary server")
+    run.kill()
+    run.wait(timeout=30)
+    assert servers_left(home) == []
+    assert len(service.ledger) == 0
+
+
+@pytest.mark.slow
+def test_sigkill_or_a_second_ctrl_c_mid_run_leaves_no_server(
+    tmp_path: Path, service: RunningDevServer, source: Path
+) -> None:
+    env = env_for(tmp_path, service, hold_s=0, MEDASR_PREFECT_START_TIMEOUT_S="180")
+    home = Path(env["PREFECT_HOME"])
+    run = start(source, env, tmp_path)
+    wait_for(
+        lambda: service.state.capacity.peak_in_flight or run.poll() is not None,
+        timeout_s=180,
+        what="request",
+    )
+    assert run.poll() is None, stderr_of(tmp_path)
+    os.kill(run.pid, signal.SIGINT)
+    time.sleep(0.3)  # the issue's second Ctrl-C, 0.3 s after the first
+    os.kill(run.pid, signal.SIGINT)
+    assert run.wait(timeout=30) == 130, stderr_of(tmp_path)
+    assert servers_left(home) == []
+
+
+@pytest.mark.slow
+def test_a_slow_prefect_start_is_waited_for_and_said(
+    tmp_path: Path, service: RunningDevServer, source: Path
+) -> None:
+    # Held past Prefect's own 20 s: today "configuration error ... did not start in 20 s".
+    env = env_for(tmp_path, service, hold_s=25)
+    run = start(source, env, tmp_path)
+    run.wait(timeout=300)
+    err = stderr_of(tmp_path)
+    assert run.returncode == 0, err
+    waiting = [line for line in stdout_of(tmp_path).splitlines() if "waiting for Prefect" in line]
+    assert len(waiting) == 1, stdout_of(tmp_path)
+    assert "MEDASR_PREFECT_START_TIMEOUT_S" in waiting[0]
+    assert [e.status for e in service.ledger.entries()] == [200]
+
+
+def test_a_start_that_never_comes_is_reported_as_prefect_not_starting(
+    tmp_path: Path, service: RunningDevServer, source: Path
+) -> None:
+    env = env_for(tmp_path, service, hold_s=300, MEDASR_PREFECT_START_TIMEOUT_S="7")
+    run = start(source, env, tmp_path)
+    run.wait(timeout=120)
+    err = stderr_of(tmp_path)
+    assert run.returncode == 75, err
+    ours = [line for line in err.splitlines() if line.startswith("medasr:")]
+    assert len(ours) == 1, err
+    assert ours[0].startswith("medasr: Prefect did not start:"), ours
+    assert "did not start in 7 s" in ours[0]
+    assert "waiting for Prefect's temporary server" in stdout_of(tmp_path)  # said at 5 s
+    assert "configuration error" not in err
+    assert servers_left(Path(env["PREFECT_HOME"])) == []
+    assert len(service.ledger) == 0
