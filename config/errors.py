@@ -14,7 +14,6 @@ decide "retry later", "give up on this item" or "stop the run" without knowing t
             ├── PrefectDidNotStart   flows/prefect_api.py: the temporary server never
             │                        answered (exit 75, try again; not a setting's fault)
             └── CredentialsRejected  401/403 (exit code 3); lives in service/errors.py
-                └── RunStopped       flows/summary.py: raised by a stopped flow, with its summary
 
 Wings: service/errors.py (talking to the service), storage/errors.py (sources and the
 store), tasks/errors.py (the audio engine, the shared limit), tasks/delivery/errors.py

@@ -1,19 +1,73 @@
-"""The nightly flow: discover a source, register its files, transcribe what is pending."""
+"""The nightly flow: discover a source, register its files, transcribe what is pending.
+
+`run_backlog(run)` is the plain body. Two flows wrap it: `transcribe_backlog`, the
+deployment's entry point (`medasr serve`), bootstraps its Run from its parameters;
+`backlog_flow(run)` is the same flow over the Run `medasr run` bootstrapped before
+Prefect started (so nothing is parsed, read or opened twice).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import Flow, flow, get_run_logger
+from prefect.client.schemas.objects import State
 
+from flows.bootstrap import Run, RunRequest, bootstrap, settings_for
 from flows.deliver_step import deliver_after_backlog
-from flows.run_context import RunContext, RunRequest
+from flows.run_names import name_from_parameters, run_name
 from flows.skeleton import FlowSteps, Prepared, run_flow_steps
+from flows.states import final_state
+from flows.summary import DeliveryCounts, RunSummary
 from tasks.discovery.discover import Discovery
 from tasks.steps import discover_task
 
+FLOW_NAME = "transcribe-backlog"
 
-@flow(name="transcribe-backlog", log_prints=False, validate_parameters=True)
+
+@dataclass(frozen=True)
+class Listed:
+    """The source listed and registered before the flow started (`medasr run` does it
+    while Prefect's server boots): the discovery, or what it raised."""
+
+    discovery: Discovery | None = None
+    error: Exception | None = None
+
+    def result(self) -> Discovery:
+        """The discovery; raises what listing raised."""
+        if self.error is not None:
+            raise self.error
+        assert self.discovery is not None
+        return self.discovery
+
+
+async def run_backlog(run: Run, *, listed: Listed | None = None) -> RunSummary:
+    """List and register the run's source (unless `listed`), transcribe what is pending,
+    deliver with MEDASR_DELIVER=true; returns the summary."""
+    language = run.request.language
+    assert language is not None, "a backlog run has a language"
+    assert run.source is not None, "a backlog run has a source"
+
+    def prepare(run: Run) -> Prepared:
+        return Prepared(discovery=discover(run, listed=listed))
+
+    async def deliver(run: Run) -> DeliveryCounts | None:
+        if not run.settings.delivery.enabled:
+            return None
+        return await deliver_after_backlog(run.settings, run.store, language=language)
+
+    steps = FlowSteps(title=f"medasr backlog run ({language})", prepare=prepare, after=deliver)
+    return await run_flow_steps(run, steps)
+
+
+@flow(
+    name=FLOW_NAME,
+    flow_run_name=name_from_parameters("backlog"),
+    log_prints=False,
+    validate_parameters=True,
+)
 async def transcribe_backlog(
     source: str,
     language: str,
@@ -24,8 +78,9 @@ async def transcribe_backlog(
     include: list[str] | None = None,
     exclude: list[str] | None = None,
     manifest: str | None = None,
-) -> dict[str, Any]:
-    """Transcribe every new or changed file under `source`; returns the run summary.
+) -> State[Any]:
+    """Transcribe every new or changed file under `source`; ends in the state its summary
+    says (flows/states.py), the summary its data.
 
     With MEDASR_DELIVER=true, done transcripts are then delivered (flows/deliver_step.py).
     """
@@ -35,53 +90,52 @@ async def transcribe_backlog(
         concurrency=concurrency,
         encrypt=encrypt,
         batch_size=batch_size,
+        include=tuple(include or ()),
+        exclude=tuple(exclude or ()),
+        manifest=manifest,
+        limit=limit,
     )
+    with bootstrap(settings_for(request), request) as run:
+        return final_state(await run_backlog(run))
 
-    def prepare(run: RunContext) -> Prepared:
-        return Prepared(
-            discovery=discover(
-                run,
-                source=source,
-                language=language,
-                include=include,
-                exclude=exclude,
-                manifest=manifest,
-            )
-        )
 
-    async def deliver(run: RunContext) -> dict[str, Any]:
-        if not run.settings.delivery.enabled:
-            return {}
-        return await deliver_after_backlog(run.settings, run.store, language=language)
+def backlog_flow(
+    run: Run, *, listed: Listed | None = None
+) -> Callable[[], Coroutine[Any, Any, Any]]:
+    """`medasr run`'s flow: `transcribe_backlog`'s name over a Run built by the command.
 
-    steps = FlowSteps(
-        title=f"medasr backlog run ({language})", prepare=prepare, after=deliver, limit=limit
+    It takes no parameters: the Run holds the token and an open store, which Prefect
+    must not record.
+    """
+
+    async def backlog() -> State[Any]:
+        return final_state(await run_backlog(run, listed=listed))
+
+    built: Flow[[], Coroutine[Any, Any, State[Any]]] = Flow(
+        fn=backlog,
+        name=FLOW_NAME,
+        flow_run_name=run_name("backlog", run.request.language),
+        log_prints=False,
     )
-    return await run_flow_steps(request, steps)
+    return built
 
 
-def discover(
-    run: RunContext,
-    *,
-    source: str,
-    language: str,
-    include: list[str] | None,
-    exclude: list[str] | None,
-    manifest: str | None,
-) -> Discovery:
+def discover(run: Run, *, listed: Listed | None) -> Discovery:
     """List and register the source (a Prefect task), unless the command did it while
     Prefect started; say what was found."""
-    if run.listed is not None:
-        discovery = run.listed.result()
+    assert run.source is not None, "a backlog run has a source"
+    assert run.request.language is not None, "a backlog run has a language"
+    if listed is not None:
+        discovery = listed.result()
     else:
         discovery = discover_task(
-            source=source,
-            language=language,
+            source=run.source.location,
+            language=run.request.language,
             store=run.store,
             settle_s=run.settings.pipeline.settle_s,
-            include=include or (),
-            exclude=exclude or (),
-            manifest=manifest,
+            include=run.request.include,
+            exclude=run.request.exclude,
+            metadata=run.source.metadata,
         )
     get_run_logger().info(
         "listed %d files (%d new, %d changed, %d not listed, %d unreadable)",

@@ -2,33 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from prefect import get_run_logger
 from prefect.utilities.annotations import quote
 
 from config.settings import Settings
+from flows.summary import DeliveryCounts
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.deliver import deliver_task
-
-# The delivery counts the backlog summary carries (no text, no secret).
-_CARRIED = (
-    "documents_planned",
-    "documents_delivered",
-    "documents_failed",
-    "documents_superseded",
-    "documents_released",
-)
 
 
 async def deliver_after_backlog(
     settings: Settings, store: UnitOfWorkFactory, *, language: str
-) -> dict[str, Any]:
+) -> DeliveryCounts:
     """Deliver the language's done transcripts; returns counts for the run summary.
 
     A delivery stopped by credentials or a setting is reported in the counts and the
     log; the transcripts stay recorded and the next run delivers them.
     """
+    # The delivery wing still answers with a plain dict; it is read here, once.
     summary = await deliver_task(  # type: ignore[call-overload]
         settings=quote(settings),  # unwrapped by Prefect before the call
         store=quote(store),
@@ -43,6 +34,12 @@ async def deliver_after_backlog(
     )
     if summary["credentials_rejected"] or summary["stopped_by_configuration"]:
         logger.warning("delivery stopped early (exit code %d)", summary["exit_code"])
-    carried = {key: summary[key] for key in _CARRIED}
-    carried["delivery_exit_code"] = summary["exit_code"]
-    return carried
+    return DeliveryCounts(
+        planned=int(summary["documents_planned"]),
+        delivered=int(summary["documents_delivered"]),
+        failed=int(summary["documents_failed"]),
+        superseded=int(summary["documents_superseded"]),
+        released=int(summary["documents_released"]),
+        exit_code=int(summary["exit_code"]),
+        in_doubt=int(summary["documents_in_doubt"]),
+    )

@@ -3,12 +3,15 @@
 Shared by the backlog flow and the rerun flow. Two batch loops run side by side so
 the request slots stay busy while one batch finishes its slowest file. Paid answers a
 run before could not store (the journal) are recorded first, before anything is sent.
+A batch is claimed first and then handed to a task run named by its size ("batch 3
+(50 files)"); a claim that finds nothing is no task run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -16,11 +19,12 @@ from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifa
 
 from config.errors import RunStop
 from config.settings import Settings
-from flows.run_context import RunContext
+from flows.bootstrap import Run
+from flows.run_logs import FileLines
 from tasks.errors import SharedLimitUnavailable
-from tasks.steps import expected_files_task, transcribe_batch_task
+from tasks.steps import claim_batch, expected_files_task, transcribe_batch_task
 from tasks.throttle.global_limit import SharedLimit, ensure_shared_limits
-from tasks.transcription.progress import FileOutcome, RunStats, progress_observer
+from tasks.transcription.progress import FileOutcome, RunStats, observing, progress_observer
 from tasks.transcription.transcribe import BatchContext
 from tasks.work.journal import replay_journal
 
@@ -37,9 +41,10 @@ class DrainResult:
     planned: int
     outcomes: list[FileOutcome] = field(default_factory=list)
     stopped: RunStop | None = None
+    batches: int = 0  # task runs started
 
 
-async def drain_pending(run: RunContext, *, limit: int | None = None) -> DrainResult:
+async def drain_pending(run: Run, *, limit: int | None = None) -> DrainResult:
     """Claim and transcribe the run's pending items; returns counts, never raises for a
     single file. Log lines name files relative to the run's source roots."""
     started = time.monotonic()
@@ -49,9 +54,7 @@ async def drain_pending(run: RunContext, *, limit: int | None = None) -> DrainRe
     )
     progress_observer().on_planned(files=planned)
     await asyncio.to_thread(replay_journal, run.store, run.journal)
-    artifact = await acreate_progress_artifact(
-        progress=0.0, key=PROGRESS_KEY, description="Files finished in this run (%)"
-    )
+    progress = await _ProgressArtifact.create(planned=planned)
     result = DrainResult(stats=run.stats, wall_s=0.0, planned=planned)
     ctx = run.batch_context(shared=await _shared(run.settings))
     loops = _BatchLoops(
@@ -61,16 +64,21 @@ async def drain_pending(run: RunContext, *, limit: int | None = None) -> DrainRe
         source_prefix=source_prefix,
         batch_size=run.settings.pipeline.batch_size,
         budget=_Budget(limit),
-        artifact=artifact,
     )
-    try:
-        await asyncio.gather(*(loops.run() for _ in range(BATCH_LOOPS)))
-    finally:
-        await ctx.client.aclose()
-        await ctx.aclose()
+    lines = FileLines(source_roots=run.source_roots, planned=planned)
+    with ExitStack() as observers:
+        observers.enter_context(observing(progress))
+        observers.enter_context(observing(lines))
+        follower = asyncio.create_task(progress.follow())
+        try:
+            await asyncio.gather(*(loops.run() for _ in range(BATCH_LOOPS)))
+        finally:
+            follower.cancel()
+            await ctx.client.aclose()
+            await ctx.aclose()
     result.stopped = ctx.gate.stopped
-    if result.stopped is None:  # every expected file is through: the bar ends full
-        await aupdate_progress_artifact(artifact_id=artifact, progress=100.0)
+    # Every expected file is through: the bar ends full; a stopped run shows how far it got.
+    await progress.show(full=result.stopped is None)
     result.wall_s = time.monotonic() - started
     return result
 
@@ -88,9 +96,49 @@ async def _shared(settings: Settings) -> SharedLimit | SharedLimitUnavailable | 
         return exc
 
 
+class _ProgressArtifact:
+    """The progress artifact, moved as each recording is processed (a progress observer)."""
+
+    def __init__(self, artifact_id: UUID, *, planned: int) -> None:
+        self._id = artifact_id
+        self._planned = planned
+        self._processed = 0
+        self._changed = asyncio.Event()
+
+    @classmethod
+    async def create(cls, *, planned: int) -> _ProgressArtifact:
+        artifact = await acreate_progress_artifact(
+            progress=0.0,
+            key=PROGRESS_KEY,
+            description="Recordings processed in this run (%): done, failed, skipped or held",
+        )
+        return cls(artifact, planned=planned)
+
+    def on_planned(self, *, files: int) -> None:
+        self._planned = files
+
+    def on_request(self) -> None:
+        pass
+
+    def on_file_finished(self, outcome: FileOutcome) -> None:
+        self._processed += 1
+        self._changed.set()
+
+    async def follow(self) -> None:
+        """Update the artifact whenever files were processed since the last update."""
+        while True:
+            await self._changed.wait()
+            self._changed.clear()
+            await self.show(full=False)
+
+    async def show(self, *, full: bool) -> None:
+        share = 100.0 if full else 100.0 * self._processed / max(self._planned, 1)
+        await aupdate_progress_artifact(artifact_id=self._id, progress=min(100.0, share))
+
+
 @dataclass
 class _BatchLoops:
-    """Claim a batch, transcribe it, report progress; again until nothing is left."""
+    """Claim a batch, transcribe it as one named task run; again until nothing is left."""
 
     ctx: BatchContext
     result: DrainResult
@@ -98,7 +146,6 @@ class _BatchLoops:
     source_prefix: str | None
     batch_size: int
     budget: _Budget
-    artifact: UUID
     drained: bool = False  # a claim found fewer items than it asked for
 
     async def run(self) -> None:
@@ -107,21 +154,20 @@ class _BatchLoops:
             size = self.budget.take(self.batch_size)
             if size == 0:
                 return
-            outcomes = await transcribe_batch_task(
+            items = await claim_batch(
                 ctx=self.ctx,
                 language=self.language,
                 max_files=size,
                 source_prefix=self.source_prefix,
             )
-            self.budget.give_back(size - len(outcomes))
-            self.drained = self.drained or len(outcomes) < size
-            self.result.outcomes.extend(outcomes)
-            if outcomes:
-                await self._report()
-
-    async def _report(self) -> None:
-        share = 100.0 * len(self.result.outcomes) / max(self.result.planned, 1)
-        await aupdate_progress_artifact(artifact_id=self.artifact, progress=min(100.0, share))
+            self.budget.give_back(size - len(items))
+            self.drained = self.drained or len(items) < size
+            if not items:
+                return
+            self.result.batches += 1
+            name = f"batch {self.result.batches} ({len(items)} files)"
+            task = transcribe_batch_task.with_options(task_run_name=name)
+            self.result.outcomes.extend(await task(items, ctx=self.ctx))
 
 
 class _Budget:

@@ -1,33 +1,38 @@
-"""The failure flow: re-queue failures that may succeed now, then transcribe them."""
+"""The failure flow: re-queue failures that may succeed now, then transcribe them.
+
+`run_rerun(run, ...)` is the plain body; `rerun_failures` (the deployment's flow)
+bootstraps its Run from its parameters, `rerun_flow(run, ...)` wraps the Run
+`medasr rerun-failures` built.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import Flow, flow, get_run_logger
+from prefect.client.schemas.objects import State
 
-from flows.run_context import ANY_LANGUAGE, RERUN_SOURCE, RunContext, RunRequest
+from flows.bootstrap import ANY_LANGUAGE, RERUN_SOURCE, Run, RunRequest, bootstrap, settings_for
+from flows.run_names import name_from_parameters, run_name
 from flows.skeleton import FlowSteps, Prepared, run_flow_steps
+from flows.states import final_state
+from flows.summary import RunSummary
 from tasks.steps import requeue_failures_task
 
-__all__ = ["ANY_LANGUAGE", "RERUN_SOURCE", "rerun_failures"]
+__all__ = ["ANY_LANGUAGE", "RERUN_SOURCE", "rerun_failures", "rerun_flow", "run_rerun"]
+FLOW_NAME = "rerun-failures"
 
 
-@flow(name="rerun-failures", log_prints=False, validate_parameters=True)
-async def rerun_failures(
-    language: str | None = None,
-    include_permanent: bool = False,
-    concurrency: int | None = None,
-    include_skipped: bool = False,
-) -> dict[str, Any]:
+async def run_rerun(run: Run, *, include_permanent: bool, include_skipped: bool) -> RunSummary:
     """Re-queue due retryable failures under the attempts budget (or, with
     `include_permanent`, every failure; with `include_skipped`, skipped recordings too)
-    and process them."""
+    and process them; returns the summary."""
 
-    def prepare(run: RunContext) -> Prepared:
+    def prepare(run: Run) -> Prepared:
         requeued = requeue_failures_task(
             run.store,
-            language=language,
+            language=run.request.language,
             max_attempts=run.settings.service.max_attempts,
             include_permanent=include_permanent,
             include_skipped=include_skipped,
@@ -36,7 +41,46 @@ async def rerun_failures(
         get_run_logger().info("re-queued %d %s items", requeued, what)
         return Prepared(requeued=requeued)
 
+    return await run_flow_steps(run, FlowSteps(title="medasr rerun of failures", prepare=prepare))
+
+
+@flow(
+    name=FLOW_NAME,
+    flow_run_name=name_from_parameters("rerun"),
+    log_prints=False,
+    validate_parameters=True,
+)
+async def rerun_failures(
+    language: str | None = None,
+    include_permanent: bool = False,
+    concurrency: int | None = None,
+    include_skipped: bool = False,
+) -> State[Any]:
+    """Re-queue failures that may succeed now and transcribe them; ends in the state its
+    summary says (flows/states.py)."""
     request = RunRequest(language=language, concurrency=concurrency)
-    return await run_flow_steps(
-        request, FlowSteps(title="medasr rerun of failures", prepare=prepare)
+    with bootstrap(settings_for(request), request) as run:
+        summary = await run_rerun(
+            run, include_permanent=include_permanent, include_skipped=include_skipped
+        )
+    return final_state(summary)
+
+
+def rerun_flow(
+    run: Run, *, include_permanent: bool, include_skipped: bool
+) -> Callable[[], Coroutine[Any, Any, Any]]:
+    """`medasr rerun-failures`' flow: `rerun_failures`' name over a Run built by the command."""
+
+    async def rerun() -> State[Any]:
+        summary = await run_rerun(
+            run, include_permanent=include_permanent, include_skipped=include_skipped
+        )
+        return final_state(summary)
+
+    built: Flow[[], Coroutine[Any, Any, State[Any]]] = Flow(
+        fn=rerun,
+        name=FLOW_NAME,
+        flow_run_name=run_name("rerun", run.request.language),
+        log_prints=False,
     )
+    return built

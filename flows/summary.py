@@ -1,11 +1,15 @@
-"""The end-of-run summary: one plain dict for the CLI, the artifact, the run row, the exit code."""
+"""The end-of-run summary: one typed value for the CLI, the artifact, the run row, the exit code.
+
+A flow returns its `RunSummary`, stopped or not: a run stopped by rejected credentials
+or a setting says so in `stopped` (and `exit_code`), nothing is raised to carry it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-from prefect.artifacts import acreate_table_artifact
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from config.errors import (
     EXIT_CREDENTIALS,
@@ -17,55 +21,176 @@ from config.errors import (
     RunInterrupted,
     exit_code_of,
 )
-from flows.attention import TO_CHECK_KEY, TOTAL_KEY, recordings_to_check
-from flows.drain import DrainResult
+from flows.attention import CheckRow, recordings_to_check
 from service.errors import CredentialsRejected
+from storage.records import ItemStatus
 from tasks.discovery.discover import Discovery
 
-# Summary keys stored in the run row's count columns (storage RUN_COUNT_COLUMNS) ...
-_RUN_COLUMNS = {
-    "files_done": "done",
-    "files_failed": "failed",
-    "files_skipped": "skipped",
-    "requests": "requests",
-    "retries": "retries",
-}
-# ... and the other whole-number counts, kept aside in the run row.
-_RUN_OTHER = {
-    "files_released": "released",
-    "chunks_sent": "chunks_sent",
-    "chunks_reused": "chunks_reused",
-    "files_listed": "listed",
-    "files_not_listed": "not_listed",
-    "files_unreadable": "unreadable",
-    "requeued": "requeued",
-    "files_needs_review": "needs_review",
-}
-# Counts that make a finished run exit 1.
-# needs_review too: the gate held a transcript back, a person must accept or resend it.
-_NOT_ALL_DONE = ("files_failed", "files_unreadable", "files_skipped", "files_needs_review")
+if TYPE_CHECKING:  # the drain imports Prefect; a summary is read by commands that do not
+    from flows.drain import DrainResult
+
+# What the run row's status column says for each exit code (some_failed may be refined).
 _RUN_STATUS = {
     EXIT_OK: "done",
-    EXIT_SOME_FAILED: "some_failed",  # or some_skipped, when none failed (run_status)
+    EXIT_SOME_FAILED: "some_failed",  # or some_skipped / some_to_review (RunSummary.run_status)
     EXIT_USAGE: "stopped",
     EXIT_CREDENTIALS: "stopped",
     EXIT_INTERRUPTED: "interrupted",
 }
 
 
-class RunStopped(CredentialsRejected):
-    """Credentials were rejected: the run stopped at once; carries the run's summary."""
+class StopReason(StrEnum):
+    """Why a run ended before its work was through; the value is the table row's name."""
 
-    def __init__(
-        self, message: str, *, status: int | None = None, summary: dict[str, Any] | None = None
-    ) -> None:
-        super().__init__(message, status=status)
-        self.summary = summary or {}
+    CREDENTIALS = "credentials_rejected"
+    CONFIGURATION = "stopped_by_configuration"
+    INTERRUPTED = "interrupted"
 
 
-def stopped_with(summary: dict[str, Any], error: CredentialsRejected) -> RunStopped:
-    """The error a stopped flow raises: the credentials message plus the summary so far."""
-    return RunStopped(error.message, status=getattr(error, "status", None), summary=summary)
+@dataclass(frozen=True)
+class DeliveryCounts:
+    """What the nightly delivery step did (MEDASR_DELIVER=true); no text, no secret."""
+
+    planned: int
+    delivered: int
+    failed: int
+    superseded: int
+    released: int
+    exit_code: int
+    in_doubt: int = 0  # sent, no answer recorded: a person checks, then --resend-in-doubt
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """Counts, why the run stopped (if it did), and the recordings a person should check."""
+
+    files_done: int = 0
+    files_needs_review: int = 0
+    files_skipped: int = 0
+    files_failed: int = 0
+    files_released: int = 0
+    audio_hours_done: float = 0.0
+    requests: int = 0
+    retries: int = 0
+    chunks_sent: int = 0
+    chunks_reused: int = 0
+    wall_s: float = 0.0
+    stopped: StopReason | None = None
+    stop_message: str | None = None  # the stopping error's one sentence (never a secret)
+    files_listed: int | None = None  # None: the run listed no source (a rerun)
+    files_not_listed: int | None = None
+    files_unreadable: int | None = None
+    requeued: int | None = None  # None: the run re-queued nothing (a backlog)
+    to_check: tuple[CheckRow, ...] = ()
+    to_check_total: int = 0
+    delivery: DeliveryCounts | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """3 credentials rejected, 2 a setting stopped the run, 130 interrupted, 1 any file
+        failed, was skipped (a silent recording may be a lost note) or needs review."""
+        not_all_done = (
+            self.files_failed,
+            self.files_unreadable or 0,
+            self.files_skipped,
+            self.files_needs_review,
+        )
+        return exit_code_of(  # the one reading of EXIT_CODES, shared with `deliver`
+            credentials_rejected=self.stopped is StopReason.CREDENTIALS,
+            stopped_by_configuration=self.stopped is StopReason.CONFIGURATION,
+            interrupted=self.stopped is StopReason.INTERRUPTED,
+            needs_a_person=any(n > 0 for n in not_all_done),
+        )
+
+    @property
+    def failed_total(self) -> int:
+        """Files that failed in this run, listed-but-unreadable ones included."""
+        return self.files_failed + (self.files_unreadable or 0)
+
+    def rows(self) -> list[tuple[str, int | float | bool]]:
+        """(name, value) in the order the CLI table and the run record have always shown."""
+        rows: list[tuple[str, int | float | bool]] = [
+            ("files_done", self.files_done),
+            ("files_needs_review", self.files_needs_review),
+            ("files_skipped", self.files_skipped),
+            ("files_failed", self.files_failed),
+            ("files_released", self.files_released),
+            ("audio_hours_done", self.audio_hours_done),
+            ("requests", self.requests),
+            ("retries", self.retries),
+            ("chunks_sent", self.chunks_sent),
+            ("chunks_reused", self.chunks_reused),
+            ("wall_s", self.wall_s),
+        ]
+        rows += [(reason.value, self.stopped is reason) for reason in StopReason]
+        rows += [(name, value) for name, value in self._optional_counts() if value is not None]
+        rows += [("recordings_to_check_total", self.to_check_total), ("exit_code", self.exit_code)]
+        if self.delivery is not None:
+            d = self.delivery
+            rows += [
+                ("documents_planned", d.planned),
+                ("documents_delivered", d.delivered),
+                ("documents_failed", d.failed),
+                ("documents_in_doubt", d.in_doubt),
+                ("documents_superseded", d.superseded),
+                ("documents_released", d.released),
+                ("delivery_exit_code", d.exit_code),
+            ]
+        return rows
+
+    def _optional_counts(self) -> list[tuple[str, int | None]]:
+        return [
+            ("files_listed", self.files_listed),
+            ("files_not_listed", self.files_not_listed),
+            ("files_unreadable", self.files_unreadable),
+            ("requeued", self.requeued),
+        ]
+
+    def run_counts(self) -> dict[str, int]:
+        """The whole-number counts under the run row's names (numbers only: no text)."""
+        counts = {
+            "done": self.files_done,
+            "failed": self.files_failed,
+            "skipped": self.files_skipped,
+            "requests": self.requests,
+            "retries": self.retries,
+        }
+        counts["files"] = (
+            self.files_done
+            + self.files_failed
+            + self.files_skipped
+            + self.files_released
+            + self.files_needs_review
+        )
+        counts |= {"released": self.files_released, "chunks_sent": self.chunks_sent}
+        counts |= {"chunks_reused": self.chunks_reused, "needs_review": self.files_needs_review}
+        optional = dict(self._optional_counts())
+        renamed = {"files_listed": "listed", "files_not_listed": "not_listed"}
+        renamed |= {"files_unreadable": "unreadable", "requeued": "requeued"}
+        counts |= {renamed[k]: v for k, v in optional.items() if v is not None}
+        return counts
+
+    def run_status(self) -> str:
+        """done, some_failed, some_skipped or some_to_review (none failed), stopped, interrupted."""
+        status = _RUN_STATUS[self.exit_code]
+        if status == "some_failed" and not self.failed_total:
+            return "some_skipped" if self.files_skipped else "some_to_review"
+        return status
+
+    def with_delivery(self, delivery: DeliveryCounts) -> RunSummary:
+        """This summary with the delivery step's counts."""
+        return replace(self, delivery=delivery)
+
+
+def stop_reason(stopped: BaseException | None) -> StopReason | None:
+    """What a drain's stopping error means for the run."""
+    if isinstance(stopped, CredentialsRejected):
+        return StopReason.CREDENTIALS
+    if isinstance(stopped, ConfigError):
+        return StopReason.CONFIGURATION
+    if isinstance(stopped, RunInterrupted):
+        return StopReason.INTERRUPTED
+    return None
 
 
 def summarize(
@@ -74,79 +199,32 @@ def summarize(
     discovery: Discovery | None = None,
     requeued: int | None = None,
     source_roots: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> RunSummary:
     """Counts, and the recordings to check by path and reason: no transcript text, no secret.
 
     Paths are relative to the deepest of `source_roots` holding them (else whole URIs).
     """
     files = result.stats.files
-    summary: dict[str, Any] = {
-        "files_done": files.get("done", 0),
-        "files_needs_review": files.get("needs_review", 0),
-        "files_skipped": files.get("skipped", 0),
-        "files_failed": files.get("failed", 0),
-        "files_released": files.get("released", 0) + files.get("lost", 0),
-        "audio_hours_done": round(result.stats.audio_ms_done / 3_600_000, 4),
-        "requests": result.stats.requests,
-        "retries": result.stats.retries,
-        "chunks_sent": result.stats.chunks_sent,
-        "chunks_reused": result.stats.chunks_reused,
-        "wall_s": round(result.wall_s, 2),
-        "credentials_rejected": isinstance(result.stopped, CredentialsRejected),
-        "stopped_by_configuration": isinstance(result.stopped, ConfigError),
-        "interrupted": isinstance(result.stopped, RunInterrupted),
-    }
-    if discovery is not None:
-        summary["files_listed"] = discovery.listed
-        summary["files_not_listed"] = discovery.not_listed
-        summary["files_unreadable"] = discovery.unreadable
-    if requeued is not None:
-        summary["requeued"] = requeued
     to_check, total = recordings_to_check(result.outcomes, discovery=discovery, roots=source_roots)
-    summary[TOTAL_KEY] = total
-    summary[TO_CHECK_KEY] = to_check
-    summary["exit_code"] = exit_code_for(summary)
-    return summary
-
-
-def exit_code_for(summary: dict[str, Any]) -> int:
-    """3 credentials rejected, 2 a setting stopped the run, 130 interrupted, 1 any file
-    failed, was skipped (a silent recording may be a lost note) or needs review: a
-    person must look."""
-    return exit_code_of(
-        credentials_rejected=bool(summary.get("credentials_rejected")),
-        stopped_by_configuration=bool(summary.get("stopped_by_configuration")),
-        interrupted=bool(summary.get("interrupted")),
-        needs_a_person=any(summary.get(key, 0) > 0 for key in _NOT_ALL_DONE),
+    unreadable = None if discovery is None else discovery.unreadable
+    return RunSummary(
+        files_done=files.get(ItemStatus.DONE, 0),
+        files_needs_review=files.get(ItemStatus.NEEDS_REVIEW, 0),
+        files_skipped=files.get(ItemStatus.SKIPPED, 0),
+        files_failed=files.get(ItemStatus.FAILED, 0),
+        files_released=files.get("released", 0) + files.get("lost", 0),
+        audio_hours_done=round(result.stats.audio_ms_done / 3_600_000, 4),
+        requests=result.stats.requests,
+        retries=result.stats.retries,
+        chunks_sent=result.stats.chunks_sent,
+        chunks_reused=result.stats.chunks_reused,
+        wall_s=round(result.wall_s, 2),
+        stopped=stop_reason(result.stopped),
+        stop_message=None if result.stopped is None else str(result.stopped),
+        files_listed=None if discovery is None else discovery.listed,
+        files_not_listed=None if discovery is None else discovery.not_listed,
+        files_unreadable=unreadable,
+        requeued=requeued,
+        to_check=tuple(to_check),
+        to_check_total=total,
     )
-
-
-def run_counts(summary: dict[str, Any]) -> dict[str, int]:
-    """The summary's whole-number counts under the run row's names."""
-    counts = {column: int(summary.get(key, 0)) for key, column in _RUN_COLUMNS.items()}
-    counts["files"] = counts["done"] + counts["failed"] + counts["skipped"]
-    counts["files"] += int(summary.get("files_released", 0))
-    counts["files"] += int(summary.get("files_needs_review", 0))
-    counts |= {name: int(summary[key]) for key, name in _RUN_OTHER.items() if key in summary}
-    return counts
-
-
-def run_status(summary: dict[str, Any]) -> str:
-    """done, some_failed, some_skipped or some_to_review (none failed), stopped, interrupted."""
-    status = _RUN_STATUS[exit_code_for(summary)]
-    failed = summary.get("files_failed", 0) + summary.get("files_unreadable", 0)
-    if status == "some_failed" and not failed:
-        return "some_skipped" if summary.get("files_skipped", 0) else "some_to_review"
-    return status
-
-
-async def publish_summary(summary: dict[str, Any], *, title: str) -> None:
-    """Attach the summary to the flow run as a table artifact, a row per recording to check."""
-    rows = [
-        {"metric": key, "value": value} for key, value in summary.items() if key != TO_CHECK_KEY
-    ]
-    rows += [
-        {"metric": f"{row['status']}: {row['recording']}", "value": row["reason"]}
-        for row in summary.get(TO_CHECK_KEY, [])
-    ]
-    await acreate_table_artifact(table=rows, key="medasr-summary", description=title)

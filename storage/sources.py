@@ -51,10 +51,12 @@ __all__ = [
     "Listing",
     "SkippedFile",
     "SourceFile",
+    "SourceLocation",
     "fetch_and_fingerprint",
     "fingerprint",
     "list_audio",
     "normalize_source",
+    "parse_source",
 ]
 _BLOCK_BYTES = 1 << 20
 _REMOTE_READ_BLOCK_BYTES = 8 << 20
@@ -81,9 +83,24 @@ class FetchedFile:
 
 
 @dataclass(frozen=True)
-class _Location:
+class SourceLocation:
+    """A source parsed once (`parse_source`): pass this down, not the string."""
+
     protocol: str | None  # None: local path
     path: str  # absolute local path, or the fsspec path without its protocol
+
+    @property
+    def uri(self) -> str:
+        """The canonical form: absolute local path, or `scheme://bucket/key`."""
+        return self.path if self.protocol is None else f"{self.protocol}://{self.path}"
+
+    @property
+    def is_local(self) -> bool:
+        """A local folder or file (no scheme after parsing)."""
+        return self.protocol is None
+
+
+_Location = SourceLocation
 
 
 @dataclass(frozen=True)
@@ -102,7 +119,7 @@ class _Filters:
 
 
 def list_audio(
-    source: str,
+    source: SourceLocation | str,
     *,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
@@ -122,7 +139,7 @@ def list_audio(
         exclude=tuple(exclude),
         extensions=tuple(e.lower() for e in extensions),
     )
-    location = _parse_location(source)
+    location = source if isinstance(source, SourceLocation) else _parse_location(source)
     if location.protocol is None:
         listing = list_local(location.path, wants=filters.wants, settle_s=settle_s)
     else:
@@ -133,12 +150,14 @@ def list_audio(
     )
 
 
+def parse_source(source: str) -> SourceLocation:
+    """The source string parsed once, at the edge; raises UnsupportedSource."""
+    return _parse_location(source)
+
+
 def normalize_source(source: str) -> str:
     """The canonical form of a path or URL: absolute local path, or `scheme://bucket/key`."""
-    location = _parse_location(source)
-    if location.protocol is None:
-        return location.path
-    return f"{location.protocol}://{location.path}"
+    return _parse_location(source).uri
 
 
 def fingerprint(uri: str, *, storage_options: Mapping[str, Any] | None = None) -> Fingerprint:

@@ -7,26 +7,34 @@ and ~30 ms of server work, and backlogs reach 100,000 files.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
-from prefect import task
+from prefect import Task, task
 from prefect.cache_policies import NONE
 
+from storage.records import ItemRecord
 from tasks.discovery.discover import discover_and_register
-from tasks.transcription.progress import FileOutcome
 from tasks.transcription.runs import expected_files, finish_run, requeue_failed, start_run
 from tasks.transcription.transcribe import BatchContext, process_batch
 from tasks.work.store_calls import in_store
 
-# No caching and no stored results: every step reads or writes the store itself.
+# No caching and no stored results: every step reads or writes the store itself. Task runs
+# carry the task's name without Prefect's random suffix; a batch is named by its size.
+P = ParamSpec("P")
+R = TypeVar("R")
 _OPTIONS: dict[str, Any] = {"tags": ["medasr"], "cache_policy": NONE, "persist_result": False}
 
 
-async def claim_and_transcribe(
+async def claim_batch(
     *, ctx: BatchContext, language: str | None, max_files: int, source_prefix: str | None
-) -> list[FileOutcome]:
-    """Claim up to `max_files` items under a lease and transcribe them; [] when none are left."""
-    items = await in_store(  # in a thread: the other batch loop has requests in flight
+) -> list[ItemRecord]:
+    """Claim up to `max_files` items under a lease; [] when none are left.
+
+    Not a task: a claim that finds nothing leaves no task run behind, and the batch task
+    is named by what it claimed (flows/drain.py).
+    """
+    return await in_store(  # in a thread: the other batch loop has requests in flight
         ctx.store,
         lambda uow: uow.items.claim_batch(
             owner=ctx.owner,
@@ -36,15 +44,16 @@ async def claim_and_transcribe(
             source_prefix=source_prefix,
         ),
     )
-    if not items:
-        return []
-    return await process_batch(items, ctx=ctx)
+
+
+def _task(name: str, fn: Callable[P, R]) -> Task[P, R]:
+    return task(name=name, task_run_name=name, **_OPTIONS)(fn)
 
 
 # No retries for discovery: a listing error is the user's to fix.
-discover_task = task(name="discover", **_OPTIONS)(discover_and_register)
-transcribe_batch_task = task(name="transcribe-batch", **_OPTIONS)(claim_and_transcribe)
-expected_files_task = task(name="expected-files", **_OPTIONS)(expected_files)
-requeue_failures_task = task(name="requeue-failures", **_OPTIONS)(requeue_failed)
-start_run_task = task(name="start-run", **_OPTIONS)(start_run)
-finish_run_task = task(name="finish-run", **_OPTIONS)(finish_run)
+discover_task = _task("discover", discover_and_register)
+transcribe_batch_task = _task("transcribe-batch", process_batch)
+expected_files_task = _task("expected-files", expected_files)
+requeue_failures_task = _task("requeue-failures", requeue_failed)
+start_run_task = _task("start-run", start_run)
+finish_run_task = _task("finish-run", finish_run)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,11 +20,12 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from flows.attention import TO_CHECK_KEY, to_check_lines
+from flows.attention import to_check_lines
+from flows.summary import RunSummary
 from tasks.discovery.names import one_line, recording_name
 from tasks.transcription.progress import FileOutcome, set_progress_observer
 
-__all__ = ["logs_through", "one_line", "print_summary", "show_progress"]
+__all__ = ["logs_through", "one_line", "print_summary", "print_table", "show_progress"]
 
 
 class _BarObserver:
@@ -145,18 +146,29 @@ def _rich_console_handlers() -> list[Any]:
     return list(found.values())
 
 
-def print_summary(summary: dict[str, Any], *, title: str) -> None:
+def print_summary(summary: RunSummary | Mapping[str, Any], *, title: str) -> None:
     """A short two-column table of the run's counts, then the recordings to check.
 
-    Yes/no rows (credentials rejected, interrupted...) are shown only when true.
+    Yes/no rows (credentials rejected, interrupted...) are shown only when true. A plain
+    mapping (the delivery command's counts) is shown as it is.
     """
+    if not isinstance(summary, RunSummary):
+        print_table(summary.items(), title=title)
+        return
+    print_table(summary.rows(), title=title)
+    for line in to_check_lines(
+        summary.to_check, total=summary.to_check_total
+    ):  # one line each: never wrapped, no markup
+        print(line, flush=True)
+
+
+def print_table(rows: Iterable[tuple[str, Any]], *, title: str) -> None:
+    """(name, value) rows as a two-column table; names with spaces for underscores."""
     table = Table(title=title, show_header=False, min_width=len(title))
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key, value in summary.items():
-        if value is False or key == TO_CHECK_KEY:
+    for key, value in rows:
+        if value is False:
             continue
         table.add_row(key.replace("_", " "), str(value))
     Console().print(table)
-    for line in to_check_lines(summary):  # one line each: never wrapped, no markup
-        print(line, flush=True)

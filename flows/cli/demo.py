@@ -18,8 +18,11 @@ from config.settings import load_settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from flows.cli.console import print_summary
 from flows.cli.store import print_status
+from flows.states import summary_from
+from flows.summary import RunSummary
 from service.devserver import DevServerConfig, start_devserver
 from storage import open_store
+from storage.records import ItemStatus
 
 DEMO_TOKEN = "demo-token"  # noqa: S105 - throwaway token of the loopback devserver
 
@@ -63,9 +66,12 @@ def demo_command(
         )
 
 
-def _run(samples: Path, language: str) -> dict[str, Any]:
-    result: dict[str, Any] = asyncio.run(transcribe_backlog(source=str(samples), language=language))
-    return result
+def _run(samples: Path, language: str) -> RunSummary:
+    async def run() -> RunSummary:
+        state = await transcribe_backlog(source=str(samples), language=language, return_state=True)
+        return await summary_from(state)
+
+    return asyncio.run(run())
 
 
 def _print_transcripts(storage: Any, console: Console) -> None:
@@ -74,7 +80,7 @@ def _print_transcripts(storage: Any, console: Console) -> None:
         with store.unit_of_work() as uow:
             for row in uow.items.export_rows():
                 name = Path(row.source).name
-                if row.status == "done":
+                if row.status == ItemStatus.DONE:
                     text = row.text or ""
                     shown = text if len(text) <= 240 else f"{text[:240]}... ({len(text)} chars)"
                     console.print(f"[bold]{name}[/bold]: {shown}")

@@ -16,16 +16,17 @@ import os
 import signal
 import sys
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 from config.errors import EXIT_INTERRUPTED
 from tasks.throttle.gate import interrupt_all_gates
 from tasks.work.journal import keep_unrecorded_answers
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+T = TypeVar("T")
 
 
-async def run_interruptibly(flow_run: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+async def run_interruptibly(flow_run: Coroutine[Any, Any, T]) -> T:
     """Await a flow run with our own SIGINT/SIGTERM handling (see the module docstring)."""
     loop = asyncio.get_running_loop()
     received: list[int] = []

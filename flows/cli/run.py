@@ -1,20 +1,19 @@
 """`medasr run` and `medasr rerun-failures`: the flows from a terminal or a cron job.
 
-Settings, the service settings and the source are checked before Prefect starts, so a
-mistake costs a second and exits 2 with one line. Then Prefect's API starts in the
-background (flows/prefect_api.py) while the run context is built once (store opened,
-flows/run_context.py) and the source is listed and registered; the flow uses that
-context. Credentials rejected exits 3 after the summary table, with one line naming
-MEDASR_TOKEN; an unreachable PREFECT_API_URL exits 2 with one line.
+Settings, the service settings, the source (parsed once) and its manifest (read once)
+are checked before Prefect starts, so a mistake costs a second and exits 2 with one
+line. Then the run is bootstrapped (flows/bootstrap.py: store opened), Prefect's API
+starts in the background (flows/prefect_api.py) while the source is listed and
+registered, and the flow runs over that Run. Credentials rejected exits 3 after the
+summary table, with one line naming MEDASR_TOKEN; an unreachable PREFECT_API_URL exits
+2 with one line.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Iterator
-from concurrent.futures import Future
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -28,8 +27,10 @@ from config.errors import (
     ConfigError,
 )
 from config.settings import Settings, StorageSettings
-from flows.backlog import transcribe_backlog
-from flows.cli.console import print_summary, show_progress
+from flows.backlog import Listed, backlog_flow
+from flows.bootstrap import PreparedSource, Run, RunRequest, bootstrap, checked_settings
+from flows.bootstrap import prepare_source as prepare_run_source
+from flows.cli.console import print_summary, print_table, show_progress
 from flows.cli.interrupts import run_interruptibly
 from flows.cli.log_level import medasr_log_level
 from flows.cli.quiet_errors import typed_errors_without_traceback
@@ -39,26 +40,27 @@ from flows.prefect_api import (
     PrefectUnavailable,
     start_prefect_api,
 )
-from flows.rerun import rerun_failures
-from flows.run_context import (
-    RunContext,
-    RunRequest,
-    checked_settings,
-    open_run_context,
-    prepared_run,
-)
-from flows.summary import RunStopped, exit_code_for
+from flows.rerun import rerun_flow
+from flows.states import summary_from
+from flows.summary import RunSummary, StopReason
 from service.client import max_wav_bytes_for
 from service.errors import CredentialsRejected
 from storage import open_store
 from storage.database import database_exists
-from storage.errors import SourceError, SourceNotFound, SourceUnreadable, StoreError
+from storage.errors import (
+    ManifestInvalid,
+    SourceError,
+    SourceNotFound,
+    SourceUnreadable,
+    StoreError,
+)
 from storage.interface import UnitOfWorkFactory
-from tasks.discovery.discover import Discovery, check_manifest, check_source, discover_and_register
+from storage.sources import SourceLocation
+from tasks.discovery.discover import discover_and_register
 from tasks.transcription.plan import plan_backlog, plan_rows
 from tasks.work.journal import Journal
 
-FlowRun = Coroutine[Any, Any, dict[str, Any]]
+FlowRun = Callable[[], Any]  # a flow built around the Run: call it for its final state
 
 
 def run_command(
@@ -99,38 +101,23 @@ def run_command(
         concurrency=concurrency,
         encrypt=encrypt,
         batch_size=batch_size,
+        include=tuple(include or ()),
+        exclude=tuple(exclude or ()),
+        manifest=str(manifest) if manifest is not None else None,
+        limit=limit,
     )
     settings = _checked(request)
-    try:
-        check_manifest(source, manifest=manifest)
-    except ConfigError as exc:  # ManifestInvalid: one line, before Prefect starts
-        _usage_error("manifest error", exc)
+    prepared = _prepared_source(request)
     if dry_run:
-        _print_plan(source, settings=settings, language=language, include=include, exclude=exclude)
+        _print_plan(prepared.location, settings=settings, language=language, request=request)
         return
-    listing = _Listing(
-        source=source,
-        language=language,
-        include=include or [],
-        exclude=exclude or [],
-        manifest=str(manifest) if manifest is not None else None,
-    )
-    with _prepared(request, settings) as (api, run):
+    with _started(request, settings, prepared) as (api, run):
+        listing: dict[str, Listed] = {}
         _run_and_report(
-            lambda: transcribe_backlog(
-                source=source,
-                language=language,
-                limit=limit,
-                concurrency=concurrency,
-                encrypt=encrypt,
-                batch_size=batch_size,
-                include=include,
-                exclude=exclude,
-                manifest=listing.manifest,
-            ),
+            lambda: backlog_flow(run, listed=listing["listed"]),
             api=api,
             run=run,
-            before_flow=listing.register,
+            before_flow=lambda run: listing.update(listed=_register(run)),
             quiet=quiet,
             title="medasr run",
         )
@@ -160,13 +147,10 @@ def rerun_command(
     """Re-queue failures that may succeed now and transcribe them."""
     request = RunRequest(language=language, concurrency=concurrency)
     settings = _checked(request)
-    with _prepared(request, settings) as (api, run):
+    with _started(request, settings, None) as (api, run):
         _run_and_report(
-            lambda: rerun_failures(
-                language=language,
-                include_permanent=include_permanent,
-                include_skipped=include_skipped,
-                concurrency=concurrency,
+            lambda: rerun_flow(
+                run, include_permanent=include_permanent, include_skipped=include_skipped
             ),
             api=api,
             run=run,
@@ -176,24 +160,32 @@ def rerun_command(
 
 
 def _checked(request: RunRequest) -> Settings:
-    """Settings, service settings and the source root, checked in a second; else exit 2."""
+    """Settings and service settings, checked in a second; else exit 2."""
     try:
-        settings = checked_settings(request)
-        if request.source is not None:
-            check_source(request.source)
+        return checked_settings(request)
+    except ConfigError as exc:
+        _usage_error("configuration error", exc)
+
+
+def _prepared_source(request: RunRequest) -> PreparedSource:
+    """The source parsed once and checked, its manifest read once; else exit 2."""
+    try:
+        prepared = prepare_run_source(request)
+    except ManifestInvalid as exc:  # one line, before Prefect starts
+        _usage_error("manifest error", exc)
     except ConfigError as exc:  # UnsupportedSource (an unknown scheme) included
         _usage_error("configuration error", exc)
     except SourceError as exc:
         _usage_error("usage error", exc)
-    return settings
+    assert prepared is not None, "a backlog request names a source"
+    return prepared
 
 
 @contextmanager
-def _prepared(request: RunRequest, settings: Settings) -> Iterator[tuple[PrefectApi, RunContext]]:
-    """Start Prefect's API (in the background), then open the run's store; else exit 2.
-
-    The flow called inside the block uses this run context (flows/run_context.py).
-    """
+def _started(
+    request: RunRequest, settings: Settings, prepared: PreparedSource | None
+) -> Iterator[tuple[PrefectApi, Run]]:
+    """Start Prefect's API (in the background), then bootstrap the run; else exit 2."""
     try:
         Journal(settings.storage.data_dir / "journal").check_writable()  # before any request
     except ConfigError as exc:
@@ -203,73 +195,60 @@ def _prepared(request: RunRequest, settings: Settings) -> Iterator[tuple[Prefect
     except PrefectUnavailable as exc:
         _usage_error("configuration error", exc)
     try:
-        run = _opened(request, settings)
+        run = _bootstrapped(request, settings, prepared)
     except BaseException:
         api.stop()
         raise
-    try:
-        with prepared_run(run):
-            yield api, run
-    finally:
-        run.close()
+    with run:
+        yield api, run
 
 
-def _opened(request: RunRequest, settings: Settings) -> RunContext:
-    """The run context: its store opened (a new SQLite file is created and migrated)."""
-    storage = settings.storage
+def _bootstrapped(request: RunRequest, settings: Settings, prepared: PreparedSource | None) -> Run:
+    """The run: its store opened (a new SQLite file is created and migrated)."""
     try:
-        return open_run_context(request, settings=settings)
+        return bootstrap(settings, request, source=prepared)
     except ConfigError as exc:  # the URL itself: a folder that is not there, a bad dialect
         _usage_error("configuration error", exc)
     except StoreError as exc:  # an unreachable server, a file that is not a database
-        where = storage.database_url_redacted
+        where = settings.storage.database_url_redacted
         typer.echo(f"medasr: database error: {exc} (MEDASR_DATABASE_URL={where})", err=True)
         raise typer.Exit(EXIT_USAGE) from None
 
 
-@dataclass(frozen=True)
-class _Listing:
-    """The source listing of `medasr run`, done while Prefect's server starts."""
-
-    source: str
-    language: str
-    include: list[str]
-    exclude: list[str]
-    manifest: str | None
-
-    def register(self, run: RunContext) -> None:
-        """List and register now; the flow reports it (and raises what it raised)."""
-        listed: Future[Discovery] = Future()
-        try:
-            listed.set_result(
-                discover_and_register(
-                    source=self.source,
-                    language=self.language,
-                    store=run.store,
-                    settle_s=run.settings.pipeline.settle_s,
-                    include=self.include,
-                    exclude=self.exclude,
-                    manifest=self.manifest,
-                )
+def _register(run: Run) -> Listed:
+    """List and register the source now, while Prefect starts; the flow reports it (and
+    raises what it raised, inside its run record)."""
+    assert run.source is not None, "a backlog run has a source"
+    assert run.request.language is not None, "a backlog run has a language"
+    try:
+        return Listed(
+            discovery=discover_and_register(
+                source=run.source.location,
+                language=run.request.language,
+                store=run.store,
+                settle_s=run.settings.pipeline.settle_s,
+                include=run.request.include,
+                exclude=run.request.exclude,
+                metadata=run.source.metadata,
             )
-        except Exception as exc:  # the flow raises it inside its run record
-            listed.set_exception(exc)
-        run.listed = listed
+        )
+    except Exception as exc:
+        return Listed(error=exc)
 
 
-def _usage_error(what: str, exc: Exception) -> NoReturn:
+def _usage_error(what: str, exc: Exception | str) -> NoReturn:
     typer.echo(f"medasr: {what}: {exc}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 
 def _run_and_report(
-    flow_run: Callable[[], FlowRun],
+    flow_run: FlowRun,
     *,
     api: PrefectApi,
-    run: RunContext,
+    run: Run,
     quiet: bool,
     title: str,
-    before_flow: Callable[[RunContext], None] | None = None,
+    before_flow: Callable[[Run], None] | None = None,
 ) -> None:
     """Do what needs no Prefect while its server starts, run the flow with progress
     output, print its summary table, exit with its code."""
@@ -290,36 +269,42 @@ def _run_and_report(
             typer.echo("medasr: interrupted before any file was sent", err=True)
             raise typer.Exit(EXIT_INTERRUPTED) from None
         with api.in_use():
-            summary, stopped = _run_flow(flow_run())
+            summary = _run_flow(flow_run)
+    if summary.stopped is StopReason.CONFIGURATION:  # one line, as before the flow
+        _usage_error("configuration error", summary.stop_message or "a setting stopped the run")
     print_summary(summary, title=title)
-    if stopped is not None:
-        _credentials_rejected(stopped)
-    if summary.get("interrupted"):
+    if summary.stopped is StopReason.CREDENTIALS:
+        _credentials_rejected(summary.stop_message or "")
+    if summary.stopped is StopReason.INTERRUPTED:
         typer.echo(
             "medasr: interrupted: finished files are recorded, the others are pending; "
             "run the same command again to go on",
             err=True,
         )
-    raise typer.Exit(exit_code_for(summary))
+    raise typer.Exit(summary.exit_code)
 
 
-def _run_flow(flow_run: FlowRun) -> tuple[dict[str, Any], CredentialsRejected | None]:
-    """The flow's summary, and the credentials error that stopped it early, if any."""
+def _run_flow(flow_run: FlowRun) -> RunSummary:
+    """The flow's summary; an error raised before there was one exits with its line."""
     try:
         with typed_errors_without_traceback():
-            return asyncio.run(run_interruptibly(flow_run)), None
-    except RunStopped as exc:
-        return exc.summary, exc
+            summary = asyncio.run(run_interruptibly(_summary_of(flow_run())))
     except CredentialsRejected as exc:  # stopped before there was anything to summarize
-        _credentials_rejected(exc)
+        _credentials_rejected(str(exc))
     except ConfigError as exc:
         _usage_error("configuration error", exc)
     except (SourceNotFound, SourceUnreadable) as exc:  # a bucket that is not there
         _usage_error("usage error", exc)
+    assert isinstance(summary, RunSummary), type(summary)
+    return summary
 
 
-def _credentials_rejected(exc: CredentialsRejected) -> NoReturn:
-    message = str(exc)
+async def _summary_of(flow: Any) -> RunSummary:
+    """Run the flow; its summary (from its final state), or what it raised."""
+    return await summary_from(await flow(return_state=True))
+
+
+def _credentials_rejected(message: str) -> NoReturn:
     if "MEDASR_TOKEN" not in message:
         message += " (set a valid MEDASR_TOKEN)"
     typer.echo(f"medasr: stopped: credentials rejected: {message}", err=True)
@@ -327,12 +312,7 @@ def _credentials_rejected(exc: CredentialsRejected) -> NoReturn:
 
 
 def _print_plan(
-    source: str,
-    *,
-    settings: Settings,
-    language: str,
-    include: list[str] | None,
-    exclude: list[str] | None,
+    source: SourceLocation, *, settings: Settings, language: str, request: RunRequest
 ) -> None:
     store = _existing_store(settings.storage)
     try:
@@ -343,15 +323,14 @@ def _print_plan(
             max_wav_bytes=max_wav_bytes_for(settings.service, settings.encryption),
             min_pause_ms=settings.pipeline.min_pause_ms,
             settle_s=settings.pipeline.settle_s,
-            include=include or (),
-            exclude=exclude or (),
+            include=request.include,
+            exclude=request.exclude,
         )
     finally:
         if store is not None:
             store.dispose()
-    print_summary(
-        {**plan_rows(plan), "sent": 0}, title=f"medasr dry run ({language}): nothing sent"
-    )
+    rows = [*plan_rows(plan).items(), ("sent", 0)]
+    print_table(rows, title=f"medasr dry run ({language}): nothing sent")
 
 
 def _existing_store(storage: StorageSettings) -> UnitOfWorkFactory | None:

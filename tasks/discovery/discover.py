@@ -15,7 +15,7 @@ from storage.interface import UnitOfWorkFactory
 from storage.local_files import printable
 from storage.manifest import default_manifest, metadata_by_uri, read_manifest
 from storage.query_plans import refresh_statistics
-from storage.sources import SkippedFile, list_audio, normalize_source
+from storage.sources import SkippedFile, SourceLocation, list_audio, parse_source
 from tasks.discovery.names import one_line, recording_name
 
 logger = logging.getLogger("medasr.discover")
@@ -41,9 +41,12 @@ class Discovery:
         return sum(not s.unreadable for s in self.skipped)
 
 
+Metadata = Mapping[str, Mapping[str, str]]  # a manifest's columns by source URI
+
+
 def discover_and_register(
     *,
-    source: str,
+    source: SourceLocation | str,
     language: str,
     store: UnitOfWorkFactory,
     settle_s: float,
@@ -51,6 +54,7 @@ def discover_and_register(
     exclude: Sequence[str] = (),
     storage_options: Mapping[str, Any] | None = None,
     manifest: str | None = None,
+    metadata: Metadata | None = None,
 ) -> Discovery:
     """List audio under `source` and upsert one item per (file, language); raises SourceError.
 
@@ -58,11 +62,14 @@ def discover_and_register(
     be listed, are recorded as failed (source_unreadable); a folder's row goes once it
     is listed again. Files still being written are left for the next run. The metadata manifest
     (`manifest`, else medasr.csv at a local source's root) is stored on the items it
-    names; a bad one raises ManifestInvalid before anything is listed.
+    names; a bad one raises ManifestInvalid before anything is listed. A run that read
+    it already passes its `metadata` (and its parsed `source`): nothing is read twice.
     """
-    metadata = manifest_metadata(source, manifest=manifest)
+    location = as_location(source)
+    if metadata is None:
+        metadata = manifest_metadata(location, manifest=manifest)
     listing = list_audio(
-        source,
+        location,
         include=include,
         exclude=exclude,
         settle_s=settle_s,
@@ -73,15 +80,17 @@ def discover_and_register(
         registered = uow.items.register_items(listing.files, language=language)
         uow.items.record_unreadable(unreadable, language=language)
         uow.items.resolve_listed_folders(
-            root=normalize_source(source),
+            root=location.uri,
             unlisted=[s.uri for s in unreadable if s.folder],
             language=language,
         )
         if metadata:
-            uow.items.set_item_metadata(metadata, language=language)
+            uow.items.set_item_metadata(
+                {uri: dict(columns) for uri, columns in metadata.items()}, language=language
+            )
     if registered.new:  # the planner must see the archive's new shape before the run
         refresh_statistics(store)
-    root = normalize_source(source)
+    root = location.uri
     for skipped in listing.skipped:
         name, reason = recording_name(skipped.uri, roots=(root,)), one_line(skipped.reason)
         if skipped.unreadable:
@@ -89,7 +98,7 @@ def discover_and_register(
         else:
             logger.warning("not listed: %s (%s)", name, reason)
     return Discovery(
-        source=source,
+        source=location.uri,
         listed=len(listing.files),
         new=registered.new,
         changed=registered.changed,
@@ -99,29 +108,32 @@ def discover_and_register(
     )
 
 
-def manifest_metadata(source: str, *, manifest: str | None) -> dict[str, dict[str, str]]:
+def as_location(source: SourceLocation | str) -> SourceLocation:
+    """A parsed source as it is, a string parsed (tests and one-off callers)."""
+    return source if isinstance(source, SourceLocation) else parse_source(source)
+
+
+def manifest_metadata(
+    source: SourceLocation | str, *, manifest: str | None
+) -> dict[str, dict[str, str]]:
     """The manifest's columns by source URI ({} without one); raises ManifestInvalid."""
-    root = normalize_source(source)
+    root = as_location(source).uri
     path = Path(manifest) if manifest is not None else default_manifest(root)
     if path is None:
         return {}
     return metadata_by_uri(read_manifest(path), source_root=root)
 
 
-def check_manifest(source: str, *, manifest: Path | None) -> None:
-    """Read the manifest a run would use, so a bad one stops it first; ManifestInvalid."""
-    manifest_metadata(source, manifest=str(manifest) if manifest is not None else None)
-
-
-def check_source(source: str) -> None:
+def check_source(source: SourceLocation | str) -> None:
     """Refuse a local source root that is missing or cannot be listed, in a millisecond.
 
     Raises SourceNotFound or SourceUnreadable (and UnsupportedSource for an unknown
     scheme). Buckets are not contacted here: their listing reports its own errors.
     """
-    root = normalize_source(source)
-    if "://" in root:
+    location = as_location(source)
+    if not location.is_local:
         return
+    root = location.uri
     shown = printable(root)
     try:
         mode = os.stat(root).st_mode

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from storage.records import ChunkRecord
+from storage.records import ChunkRecord, ChunkStatus
 from tasks.audio import Chunk
 
 _SAMPLES_PER_MS = 16  # the 16 kHz output signal
@@ -84,7 +84,7 @@ def answered_ranges(done: Mapping[int, ChunkRecord]) -> list[AnsweredRange]:
     left behind), the earlier-starting one is kept."""
     kept: list[AnsweredRange] = []
     rows = sorted(
-        (r for r in done.values() if r.status == "done" and r.end_ms > r.start_ms),
+        (r for r in done.values() if r.status == ChunkStatus.DONE and r.end_ms > r.start_ms),
         key=lambda r: (r.start_ms, r.index),
     )
     for row in rows:

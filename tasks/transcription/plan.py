@@ -19,15 +19,15 @@ from typing import Any, Literal, get_args
 
 from storage.errors import SourceError
 from storage.interface import UnitOfWorkFactory
-from storage.records import ChunkRecord, ItemRecord, SourceFile
-from storage.sources import fetch_and_fingerprint, list_audio
+from storage.records import ChunkRecord, ItemRecord, ItemStatus, SourceFile
+from storage.sources import SourceLocation, fetch_and_fingerprint, list_audio
 from tasks.audio import iter_chunks
 from tasks.errors import AudioError, DamagedTail, SilentAudio
 from tasks.transcription.coverage import Coverage
 from tasks.transcription.reuse import ReuseDecision, ReuseFacts, decide_reuse, read_reuse_facts
 
 # Items in these states with the listed version are not claimed again by a run.
-_FINISHED = ("done", "needs_review", "skipped", "failed")
+_FINISHED = (ItemStatus.DONE, ItemStatus.NEEDS_REVIEW, ItemStatus.SKIPPED, ItemStatus.FAILED)
 
 Verdict = Literal["unchanged", "reused", "silent", "undecodable", "transcribe"]
 
@@ -111,7 +111,7 @@ class _Reader:
 
 def plan_backlog(
     *,
-    source: str,
+    source: SourceLocation | str,
     language: str,
     store: UnitOfWorkFactory | None,
     max_wav_bytes: int,

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from storage.records import ItemStatus
+
 logger = logging.getLogger("medasr.progress")
 
-Outcome = Literal["done", "needs_review", "skipped", "failed", "released", "lost"]
+# An item status a file ended in, or: given back unfinished (released), taken over by
+# another worker (lost).
+Outcome = ItemStatus | Literal["released", "lost"]
 
 
 @dataclass(frozen=True)
@@ -47,13 +52,13 @@ class RunStats:
     def add(self, outcome: FileOutcome) -> None:
         """Count one finished file."""
         self.files[outcome.outcome] = self.files.get(outcome.outcome, 0) + 1
-        if outcome.outcome == "done" and outcome.duration_ms:
+        if outcome.outcome == ItemStatus.DONE and outcome.duration_ms:
             self.audio_ms_done += outcome.duration_ms
 
     @property
     def failed(self) -> int:
         """Files that ended failed in this run."""
-        return self.files.get("failed", 0)
+        return self.files.get(ItemStatus.FAILED, 0)
 
 
 class ProgressObserver(Protocol):
@@ -104,7 +109,27 @@ class _Guarded:
             self._inner = _Silent()
 
 
+class _FanOut:
+    """Passes every event to each observer in turn."""
+
+    def __init__(self, observers: Sequence[ProgressObserver]) -> None:
+        self._observers = observers
+
+    def on_planned(self, *, files: int) -> None:
+        for observer in self._observers:
+            observer.on_planned(files=files)
+
+    def on_request(self) -> None:
+        for observer in self._observers:
+            observer.on_request()
+
+    def on_file_finished(self, outcome: FileOutcome) -> None:
+        for observer in self._observers:
+            observer.on_file_finished(outcome)
+
+
 _observer: ProgressObserver = _Silent()
+_run_observers: list[ProgressObserver] = []  # a flow's own (its progress artifact, its log)
 
 
 def set_progress_observer(observer: ProgressObserver | None) -> None:
@@ -113,6 +138,19 @@ def set_progress_observer(observer: ProgressObserver | None) -> None:
     _observer = _Guarded(observer) if observer is not None else _Silent()
 
 
+@contextmanager
+def observing(observer: ProgressObserver) -> Iterator[None]:
+    """Add a flow's own observer beside the CLI's for the block (guarded the same way)."""
+    guarded = _Guarded(observer)
+    _run_observers.append(guarded)
+    try:
+        yield
+    finally:
+        _run_observers.remove(guarded)
+
+
 def progress_observer() -> ProgressObserver:
-    """The installed observer (a silent one by default)."""
-    return _observer
+    """The installed observers as one (a silent one by default)."""
+    if not _run_observers:
+        return _observer
+    return _FanOut([_observer, *_run_observers])

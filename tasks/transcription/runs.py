@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from storage.errors import StoreError
 from storage.interface import UnitOfWorkFactory
 from storage.query_plans import refresh_statistics
+from storage.records import ItemRecord, ItemStatus
 from storage.scratch import remove_dead_leftovers
 
 logger = logging.getLogger("medasr.runs")
@@ -83,3 +84,39 @@ def requeue_failed(
             include_permanent=include_permanent,
             include_skipped=include_skipped,
         )
+
+
+# What stays open in the store until a person or a rerun resolves it.
+OPEN_STATUSES = (ItemStatus.FAILED, ItemStatus.NEEDS_REVIEW, ItemStatus.SKIPPED)
+
+
+def open_backlog(
+    store: UnitOfWorkFactory, *, language: str | None, source_prefix: str | None, limit: int
+) -> tuple[list[ItemRecord], int]:
+    """The latest failed, held and skipped items (of `language`, under `source_prefix`),
+    at most `limit` of each status, and how many there are in all (of the language).
+
+    The records carry transcript text for held items: callers show names and reasons only.
+    """
+    with store.unit_of_work(read_only=True) as uow:
+        total = sum(
+            count.items
+            for count in uow.items.status_counts()
+            if count.status in OPEN_STATUSES and language in (None, count.language)
+        )
+        found: list[ItemRecord] = []
+        for status in OPEN_STATUSES:
+            # Other languages and sources share these lists: read more, keep ours.
+            latest = uow.items.list_latest(status=status, limit=limit * 4)
+            found += [
+                item for item in latest if _ours(item, language=language, prefix=source_prefix)
+            ][:limit]
+    return found, total
+
+
+def _ours(item: ItemRecord, *, language: str | None, prefix: str | None) -> bool:
+    if language is not None and item.language != language:
+        return False
+    if prefix is None:
+        return True
+    return item.source_uri == prefix or item.source_uri.startswith(prefix.rstrip("/") + "/")

@@ -30,7 +30,7 @@ from service.client import Transcription, TranscriptionClient
 from service.contract import chunk_filename
 from storage.errors import LeaseLost, StoreError
 from storage.interface import UnitOfWorkFactory
-from storage.records import ItemRecord
+from storage.records import ItemRecord, ItemStatus
 from tasks.audio import Chunk, iter_chunks
 from tasks.discovery.fetch import fetched_file
 from tasks.discovery.names import reason_about, recording_name
@@ -182,7 +182,7 @@ async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
             decision = await recorder.settle_content(fetched.fingerprint)
             if decision.transcript is not None:
                 return FileOutcome(
-                    item.source_uri, "done", duration_ms=decision.transcript.duration_ms
+                    item.source_uri, ItemStatus.DONE, duration_ms=decision.transcript.duration_ms
                 )
             return await _split_and_send(fetched.path, decision, run=run, ctx=ctx)
     except RUN_STOP_ERRORS as exc:  # the run stops, not the file
@@ -197,7 +197,7 @@ async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
         logger.warning("%s skipped (%s): %s", _name(item, ctx), kind, why)
         return FileOutcome(
             item.source_uri,
-            "skipped",
+            ItemStatus.SKIPPED,
             requests=run.requests,
             error_kind=kind,
             reason=reason,
@@ -372,7 +372,7 @@ async def _finish(
     )
     return FileOutcome(
         run.item.source_uri,
-        "needs_review" if review.flags else "done",
+        ItemStatus.NEEDS_REVIEW if review.flags else ItemStatus.DONE,
         duration_ms=last.end_ms,
         requests=run.requests,
         chunks=last.index,
@@ -400,7 +400,7 @@ async def _fail(run: _FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOu
     logger.info("%s failed (%s, retryable=%s): %s", name, exc.kind, exc.transient, why)
     return FileOutcome(
         run.item.source_uri,
-        "failed",
+        ItemStatus.FAILED,
         requests=run.requests,
         error_kind=exc.kind,
         retryable=exc.transient,

@@ -28,6 +28,7 @@ from tenacity.wait import wait_random_exponential
 from config.errors import ConfigError
 from storage.errors import StoreUnavailable
 from storage.interface import UnitOfWorkFactory
+from storage.records import ChunkStatus
 
 logger = logging.getLogger("medasr.journal")
 
@@ -238,7 +239,7 @@ async def store_chunk_answer(
                 end_ms=answer.end_ms,
                 size_bytes=answer.size_bytes,
                 text=answer.text,
-                status="silent" if silent else "done",
+                status=ChunkStatus.SILENT if silent else ChunkStatus.DONE,
                 attempts=answer.attempts,
                 txn_id=answer.txn_id,
                 latency_ms=answer.latency_ms,

@@ -32,8 +32,6 @@ SHARES_PARENT_KIND = {
     # Stored as "corrupt_audio" like the whole-file failure: the partial contract
     # (extras["partial"]["error_kind"]) and the export read that kind.
     "tasks.errors.DamagedTail",
-    # The CredentialsRejected a stopped flow raises, carrying the summary so far.
-    "flows.summary.RunStopped",
 }
 
 

@@ -3,11 +3,13 @@ pinned settings."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +18,8 @@ from prefect.testing.utilities import prefect_test_harness
 from pydantic import SecretStr
 
 from config.settings import Settings, load_settings, pinned_settings
+from flows.states import summary_from
+from flows.summary import RunSummary
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from tasks.audio import find_ffmpeg
@@ -146,3 +150,12 @@ def pinned(
 ) -> Iterator[Settings]:
     with pinned_settings(settings_for(flow_server, tmp_path / "medasr.db")) as settings:
         yield settings
+
+
+def run_flow(flow: Any, **parameters: Any) -> RunSummary:
+    """A flow called in this process: the RunSummary its final state carries."""
+
+    async def run() -> RunSummary:
+        return await summary_from(await flow(**parameters, return_state=True))
+
+    return asyncio.run(run())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from pathlib import Path
@@ -16,11 +15,12 @@ from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from flows.cli import app
 from flows.rerun import rerun_failures
+from flows.summary import RunSummary
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage import open_store
 from tests.flows.cli.test_commands import table_rows
-from tests.flows.conftest import TOKEN, Corpus, settings_for
+from tests.flows.conftest import TOKEN, Corpus, run_flow, settings_for
 
 
 def rows_by_name(settings: Settings, root: Path) -> dict[str, object]:
@@ -32,8 +32,8 @@ def rows_by_name(settings: Settings, root: Path) -> dict[str, object]:
         store.dispose()
 
 
-def run_backlog(root: Path, **kwargs) -> dict:
-    return asyncio.run(transcribe_backlog(source=str(root), language="en-IN", **kwargs))
+def run_backlog(root: Path, **kwargs) -> RunSummary:
+    return run_flow(transcribe_backlog, source=str(root), language="en-IN", **kwargs)
 
 
 def successes(server: RunningDevServer) -> int:
@@ -54,9 +54,9 @@ def test_mixed_folder_ends_with_right_statuses_and_texts(
         assert rows[name].status == status, name
         assert rows[name].error_message, name
     assert rows["long/dictation.wav"].chunks > 1
-    assert summary["files_done"] == len(corpus.texts)
-    assert summary["files_failed"] == 2
-    assert summary["exit_code"] == 1
+    assert summary.files_done == len(corpus.texts)
+    assert summary.files_failed == 2
+    assert summary.exit_code == 1
     # Every chunk of the good files reached the service once; the silent file never did.
     assert successes(flow_server) == sum(rows[n].chunks for n in corpus.texts)
 
@@ -70,7 +70,7 @@ def test_second_run_sends_nothing(
     summary = run_backlog(corpus.root)
 
     assert len(flow_server.ledger.entries()) == sent
-    assert summary["requests"] == 0
+    assert summary.requests == 0
 
 
 def test_changed_file_is_transcribed_again(
@@ -136,7 +136,8 @@ def test_expiring_token_stops_run_with_exit_3_and_items_stay_pending(
     # This run finished the rest. Bad files the first run did not reach before it stopped
     # fail or are skipped now, and a run that fails or skips a file exits 1.
     to_check = ("files_failed", "files_unreadable", "files_skipped", "files_needs_review")
-    assert summary["exit_code"] == (1 if any(summary.get(k) for k in to_check) else 0), summary
+    not_all_done = any(getattr(summary, k) for k in to_check)
+    assert summary.exit_code == (1 if not_all_done else 0), summary
     rows = rows_by_name(settings, corpus.root)
     assert all(rows[name].status == "done" for name in corpus.texts)
 
@@ -212,15 +213,15 @@ def test_rerun_requeues_retryable_failures(
         )
         with pinned_settings(settings):
             first = run_backlog(corpus.root)
-    assert first["files_failed"] >= len(corpus.texts)
+    assert first.files_failed >= len(corpus.texts)
     with start_devserver(token=TOKEN, port=0) as up:
         retry_now = settings.model_copy(
             update={"service": settings.service.model_copy(update={"base_url": up.url})}
         )
         with pinned_settings(retry_now):
-            summary = asyncio.run(rerun_failures(language="en-IN"))
-    assert summary["requeued"] == len(corpus.texts)
-    assert summary["files_done"] == len(corpus.texts)
+            summary = run_flow(rerun_failures, language="en-IN")
+    assert summary.requeued == len(corpus.texts)
+    assert summary.files_done == len(corpus.texts)
     rows = rows_by_name(settings, corpus.root)
     assert rows["corrupt.mp3"].status == "failed"  # permanent: not re-queued
 
@@ -235,7 +236,7 @@ def test_silence_is_skipped_not_sent(
 
     summary = run_backlog(root)
 
-    assert summary["files_skipped"] == 1
+    assert summary.files_skipped == 1
     assert flow_server.ledger.entries() == []
 
 

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from pathlib import Path
 
 from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
+from flows.summary import RunSummary
 from service.devserver import RunningDevServer
-from tests.flows.conftest import Corpus
+from tests.flows.conftest import Corpus, run_flow
 
 DOCS = "/mr/api/v2/docs"
 
 
-def run_backlog(root: Path) -> dict:
-    return asyncio.run(transcribe_backlog(source=str(root), language="en-IN"))
+def run_backlog(root: Path) -> RunSummary:
+    return run_flow(transcribe_backlog, source=str(root), language="en-IN")
 
 
 def docs_lines(server: RunningDevServer) -> list:
@@ -26,8 +26,8 @@ def test_the_backlog_delivers_nothing_unless_asked(
     pinned: Settings, corpus: Corpus, flow_server: RunningDevServer
 ) -> None:
     summary = run_backlog(corpus.root)
-    assert summary["files_done"] == len(corpus.texts)
-    assert "documents_delivered" not in summary
+    assert summary.files_done == len(corpus.texts)
+    assert summary.delivery is None
     assert docs_lines(flow_server) == []
 
 
@@ -44,9 +44,11 @@ def test_with_deliver_on_each_done_transcript_is_delivered_once_with_its_manifes
         second = run_backlog(corpus.root)
 
     lines = docs_lines(flow_server)
-    assert first["documents_delivered"] == len(corpus.texts)
-    assert first["documents_failed"] == 0
-    assert (second["documents_planned"], second["documents_delivered"]) == (0, 0)
+    assert first.delivery is not None
+    assert second.delivery is not None
+    assert first.delivery.delivered == len(corpus.texts)
+    assert first.delivery.failed == 0
+    assert (second.delivery.planned, second.delivery.delivered) == (0, 0)
     assert len(lines) == len(corpus.texts)  # sent twice: 0
     expected = {hashlib.sha256(t.encode()).hexdigest() for t in corpus.texts.values()}
     assert {line.sha256 for line in lines} == expected

@@ -8,7 +8,6 @@ anything, and the chunk is never sent again: the ledger shows one request for it
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import stat
 import tempfile
@@ -30,7 +29,7 @@ from service.devserver import start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage import open_store
 from storage.database import upgrade_database
-from tests.flows.conftest import TOKEN, settings_for
+from tests.flows.conftest import TOKEN, run_flow, settings_for
 from tests.storage_servers import database_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -139,7 +138,7 @@ def test_an_answer_the_store_cannot_take_is_journaled_and_recorded_later(
         )
         watcher = stop_while_first_chunk_is_on_the_wire(url, stoppable_postgres)
         with pinned_settings(settings), pytest.raises(Exception):  # noqa: B017
-            asyncio.run(transcribe_backlog(source=str(folder), language="en-IN"))
+            run_flow(transcribe_backlog, source=str(folder), language="en-IN")
         watcher.join()
         first_run = [e.sha256 for e in server.ledger.entries() if e.status == 200]
 
@@ -151,7 +150,7 @@ def test_an_answer_the_store_cannot_take_is_journaled_and_recorded_later(
         stoppable_postgres.start()
         time.sleep(2.5)  # the first run's lease lapses (same process: not a dead owner)
         with pinned_settings(settings):
-            summary = asyncio.run(transcribe_backlog(source=str(folder), language="en-IN"))
+            summary = run_flow(transcribe_backlog, source=str(folder), language="en-IN")
 
         paid = Counter(e.sha256 for e in server.ledger.entries() if e.status == 200)
     requests, twice = len(server.ledger.entries()), sum(n - 1 for n in paid.values())
@@ -159,7 +158,7 @@ def test_an_answer_the_store_cannot_take_is_journaled_and_recorded_later(
     assert len(first_run) == 1
     assert modes == [0o600, 0o700]  # one entry, in a private folder
     assert "chest clear" not in logged  # the answer was on disk, never in a log
-    assert summary["files_done"] == 1
+    assert summary.files_done == 1
     assert paid[first_run[0]] == 1  # the journaled chunk was not sent again
     assert max(paid.values()) == 1
     assert list(journal.glob("*.json")) == []  # recorded, then removed

@@ -7,7 +7,6 @@ leases first) and both loops sent the same chunks: 98 paid requests for 96 chunk
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from service.devserver import RunningDevServer, start_devserver
 from storage import open_store
-from tests.flows.conftest import TOKEN, settings_for
+from tests.flows.conftest import TOKEN, run_flow, settings_for
 from tests.recordings import write_tone_recordings
 
 FILES = 12
@@ -75,7 +74,7 @@ def test_slow_service_and_short_lease_pay_each_chunk_once(
             server, tmp_path / "m.db", lease_s=2, batch_size=6, concurrency=CONCURRENCY
         )
         with pinned_settings(settings):
-            summary = asyncio.run(transcribe_backlog(source=str(twelve_files), language="en-IN"))
+            summary = run_flow(transcribe_backlog, source=str(twelve_files), language="en-IN")
         store = open_store(settings.storage)
         try:
             with store.unit_of_work(read_only=True) as uow:
@@ -90,4 +89,4 @@ def test_slow_service_and_short_lease_pay_each_chunk_once(
     assert [r.chunks for r in rows] == [CHUNKS_PER_FILE] * FILES
     assert twice == 0
     assert requests == FILES * CHUNKS_PER_FILE
-    assert summary["files_done"] == FILES
+    assert summary.files_done == FILES

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import typer.main
+
+from flows.cli import app
 from tests.flows.readme_tables import all_variables, devserver_rows, settings_rows
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -39,3 +42,19 @@ def test_the_generated_list_covers_every_setting_and_option() -> None:
     devserver = {row[0] for row in devserver_rows()}
     assert {"MEDASR_DEVSERVER_PORT", "MEDASR_DEVSERVER_TOKEN"} <= devserver
     assert all(name.startswith("MEDASR_DEVSERVER_") for name in devserver)
+
+
+def _command_row(command: str) -> str:
+    rows = README.read_text(encoding="utf-8").splitlines()
+    found = [line for line in rows if line.startswith(f"| `medasr {command} ")]
+    assert len(found) == 1, f"README.md has {len(found)} rows for `medasr {command}`"
+    return re.split(r"(?<!\\)\|", found[0])[1]  # cells split at unescaped pipes
+
+
+def test_the_run_row_lists_every_option_of_medasr_run() -> None:
+    command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    row = _command_row("run")
+    options = [name for param in command.params for name in param.opts if name.startswith("--")]
+    options += [n for param in command.params for n in param.secondary_opts if n.startswith("--")]
+    missing = [name for name in options if name != "--help" and name not in row]
+    assert not missing, f"the `medasr run` row of README.md lacks {missing}"

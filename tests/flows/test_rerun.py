@@ -3,7 +3,6 @@ with it, every failure of the language goes back to the queue."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,10 +13,11 @@ from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from flows.cli import app
 from flows.rerun import rerun_failures
+from flows.summary import RunSummary
 from service.devserver import RunningDevServer, start_devserver
 from storage import open_store
 from tests.flows.cli.test_commands import table_rows
-from tests.flows.conftest import TOKEN, Corpus, settings_for
+from tests.flows.conftest import TOKEN, Corpus, run_flow, settings_for
 
 PERMANENT = ("corrupt.mp3", "notes.wav")
 
@@ -55,9 +55,9 @@ def up(prefect_harness: None) -> Iterator[RunningDevServer]:
         yield server
 
 
-def rerun(settings: Settings, **kwargs: object) -> dict:
+def rerun(settings: Settings, **kwargs: object) -> RunSummary:
     with pinned_settings(settings):
-        return asyncio.run(rerun_failures(language="en-IN", **kwargs))
+        return run_flow(rerun_failures, language="en-IN", **kwargs)
 
 
 def test_rerun_honors_the_attempts_limit(
@@ -66,16 +66,16 @@ def test_rerun_honors_the_attempts_limit(
     # MEDASR_MAX_ATTEMPTS=2 (conftest): a good file may be tried in two runs, no more.
     failing = pointed_at(settings_for(down, tmp_path / "m.db"), down, retry_delay_s=0.0)
     with pinned_settings(failing):
-        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+        run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
     assert {statuses(failing, corpus.root)[n] for n in corpus.texts} == {("failed", 1)}
 
     second = rerun(failing)  # attempts 1 < 2: re-queued, tried, failed again
-    assert second["requeued"] == len(corpus.texts)
+    assert second.requeued == len(corpus.texts)
     assert {statuses(failing, corpus.root)[n] for n in corpus.texts} == {("failed", 2)}
 
     sent = len(up.ledger)
     third = rerun(pointed_at(failing, up))  # attempts 2: at the limit, left alone
-    assert third["requeued"] == 0
+    assert third.requeued == 0
     assert len(up.ledger) == sent
     for name in PERMANENT:  # permanent failures are never re-queued without the flag
         assert statuses(failing, corpus.root)[name] == ("failed", 1)
@@ -86,11 +86,11 @@ def test_rerun_waits_for_the_next_attempt_time(
 ) -> None:
     later = pointed_at(settings_for(down, tmp_path / "m.db"), down, retry_delay_s=3600.0)
     with pinned_settings(later):
-        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+        run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
 
     summary = rerun(pointed_at(later, up))
 
-    assert summary["requeued"] == 0
+    assert summary.requeued == 0
     assert len(up.ledger) == 0
 
 
@@ -99,9 +99,9 @@ def test_include_permanent_requeues_every_failure(
 ) -> None:
     failing = pointed_at(settings_for(down, tmp_path / "m.db"), down, retry_delay_s=0.0)
     with pinned_settings(failing):
-        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+        run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
     rerun(failing)  # the good files reach the attempts limit (2)
-    assert rerun(failing)["requeued"] == 0
+    assert rerun(failing).requeued == 0
 
     with pinned_settings(pointed_at(failing, up)):
         result = CliRunner().invoke(
@@ -123,12 +123,12 @@ def test_include_permanent_does_not_wait_for_the_next_attempt_time(
 ) -> None:
     later = pointed_at(settings_for(down, tmp_path / "m.db"), down, retry_delay_s=3600.0)
     with pinned_settings(later):
-        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+        run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
 
     summary = rerun(pointed_at(later, up), include_permanent=True)
 
-    assert summary["requeued"] == len(corpus.texts) + len(PERMANENT)
-    assert summary["files_done"] == len(corpus.texts)
+    assert summary.requeued == len(corpus.texts) + len(PERMANENT)
+    assert summary.files_done == len(corpus.texts)
 
 
 def test_include_skipped_requeues_silent_recordings(
@@ -136,10 +136,10 @@ def test_include_skipped_requeues_silent_recordings(
 ) -> None:
     settings = pointed_at(settings_for(up, tmp_path / "m.db"), up, retry_delay_s=0.0)
     with pinned_settings(settings):
-        asyncio.run(transcribe_backlog(source=str(corpus.root), language="en-IN"))
+        run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
     assert statuses(settings, corpus.root)["silence.wav"] == ("skipped", 1)
     # A failure flag leaves a recording judged silent where it is.
-    assert rerun(settings, include_permanent=True)["requeued"] == len(PERMANENT)
+    assert rerun(settings, include_permanent=True).requeued == len(PERMANENT)
     assert statuses(settings, corpus.root)["silence.wav"] == ("skipped", 1)
 
     with pinned_settings(settings):

@@ -4,7 +4,6 @@ artifacts, task runs that each handle a batch of files, and the progress total."
 from __future__ import annotations
 
 import asyncio
-import math
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -22,6 +21,8 @@ from prefect.client.schemas.filters import (
 from config.settings import Settings
 from flows.backlog import transcribe_backlog
 from flows.rerun import RERUN_SOURCE, rerun_failures
+from flows.states import summary_from
+from flows.summary import RunSummary
 from service.devserver import RunningDevServer
 from service.devserver.tone import encode_tone_dictation
 from storage import open_store
@@ -29,7 +30,7 @@ from storage.records import RunRecord
 from storage.sources import normalize_source
 from tasks.discovery.discover import discover_and_register
 from tasks.transcription.progress import FileOutcome, set_progress_observer
-from tests.flows.conftest import Corpus
+from tests.flows.conftest import Corpus, run_flow
 
 
 def latest_runs(settings: Settings, limit: int = 5) -> list[RunRecord]:
@@ -41,13 +42,17 @@ def latest_runs(settings: Settings, limit: int = 5) -> list[RunRecord]:
         store.dispose()
 
 
-def run_with_state(root: Path, **kwargs: Any) -> tuple[dict[str, Any], UUID]:
-    state = asyncio.run(
-        transcribe_backlog(source=str(root), language="en-IN", return_state=True, **kwargs)
-    )
+def run_with_state(root: Path, **kwargs: Any) -> tuple[RunSummary, UUID]:
+    async def run() -> tuple[Any, RunSummary]:
+        state = await transcribe_backlog(
+            source=str(root), language="en-IN", return_state=True, **kwargs
+        )
+        return state, await summary_from(state)
+
+    state, summary = asyncio.run(run())
     flow_run_id = state.state_details.flow_run_id
     assert flow_run_id is not None
-    return state.result(), flow_run_id
+    return summary, flow_run_id
 
 
 def write_dictations(root: Path, count: int) -> None:
@@ -68,11 +73,11 @@ def test_a_run_row_records_the_counts(
     assert run.finished_at is not None
     assert run.finished_at >= run.started_at
     counts = run.counts
-    assert counts["done"] == len(corpus.texts) == summary["files_done"]
+    assert counts["done"] == len(corpus.texts) == summary.files_done
     assert counts["failed"] == 2
     assert counts["skipped"] == 1
     assert counts["files"] == len(corpus.texts) + len(corpus.bad)
-    assert counts["requests"] == len(flow_server.ledger) == summary["requests"]
+    assert counts["requests"] == len(flow_server.ledger) == summary.requests
     assert counts["retries"] == 0
     assert counts["listed"] == len(corpus.texts) + len(corpus.bad)
 
@@ -82,7 +87,7 @@ def test_a_rerun_records_its_own_row(
 ) -> None:
     run_with_state(corpus.root)
 
-    asyncio.run(rerun_failures(language="en-IN"))
+    run_flow(rerun_failures, language="en-IN")
 
     rerun, backlog = latest_runs(pinned, limit=2)
     assert backlog.source == normalize_source(str(corpus.root))
@@ -115,11 +120,12 @@ def test_a_task_run_handles_a_batch_of_files(
 
     summary, flow_run_id = run_with_state(tmp_path / "many", batch_size=batch)
 
-    assert summary["files_done"] == files
+    assert summary.files_done == files
     names = asyncio.run(_task_run_names(flow_run_id))
-    batches = [name for name in names if name.startswith("transcribe-batch")]
-    # ceil(11 / 4) = 3 batches carry the files; at most one more claim finds the queue empty.
-    assert math.ceil(files / batch) <= len(batches) <= math.ceil(files / batch) + 1, names
+    batches = sorted(name for name in names if name.startswith("batch "))
+    # ceil(11 / 4) = 3 batches carry the files, named by size; a claim that finds the
+    # queue empty is no task run.
+    assert batches == ["batch 1 (4 files)", "batch 2 (4 files)", "batch 3 (3 files)"], names
     assert sum(name.startswith("discover") for name in names) == 1
 
 
@@ -143,7 +149,7 @@ def test_progress_total_counts_only_this_source(
         set_progress_observer(None)
 
     assert planned.files == [3]  # the annex's two pending files are not this run's
-    assert summary["files_done"] == 3
+    assert summary.files_done == 3
 
 
 class _Planned:

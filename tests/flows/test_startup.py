@@ -15,10 +15,11 @@ import soundfile
 from typer.testing import CliRunner
 
 from config.settings import Settings
-from flows import run_context
+from flows import bootstrap
 from flows.cli import app
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
+from storage import manifest, sources
 from storage.database import Store
 from tests.flows.conftest import Corpus
 from tests.flows.prefect_server import MEDASR, clean_env, free_port
@@ -119,7 +120,7 @@ def test_a_cli_run_loads_settings_once_and_opens_the_store_once(
     pinned: Settings, corpus: Corpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     loaded, opened = [], []
-    load_settings, open_store = run_context.load_settings, Store.open
+    load_settings, open_store = bootstrap.load_settings, Store.open
 
     def counted_load(**overrides: object) -> Settings:
         loaded.append(overrides)
@@ -129,11 +130,39 @@ def test_a_cli_run_loads_settings_once_and_opens_the_store_once(
         opened.append(storage)
         return open_store(storage, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(run_context, "load_settings", counted_load)
-    monkeypatch.setattr(Store, "open", staticmethod(counted_open))  # under open_store()
+    monkeypatch.setattr(bootstrap, "load_settings", counted_load)
+    monkeypatch.setattr(Store, "open", staticmethod(counted_open))
 
     result = CliRunner().invoke(app, ["run", str(corpus.root), "--language", "en-IN"])
 
     assert result.exit_code == 1, result.output  # the corpus holds two bad files
     assert len(opened) == 1  # was 2: the CLI's check, then the flow (3 for a rerun)
     assert len(loaded) == 1
+
+
+def test_a_cli_run_parses_its_source_once_and_reads_its_manifest_once(
+    pinned: Settings, corpus: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (corpus.root / "medasr.csv").write_text("path,doc_type\nadmission.wav,admission\n")
+    source = str(corpus.root)
+    parsed: list[str] = []
+    read: list[Path] = []
+    parse, read_text = sources._parse_location, manifest._read_text
+
+    def counted_parse(text: str) -> sources.SourceLocation:
+        if text == source:
+            parsed.append(text)
+        return parse(text)
+
+    def counted_read(path: Path) -> str:
+        read.append(path)
+        return read_text(path)
+
+    monkeypatch.setattr(sources, "_parse_location", counted_parse)
+    monkeypatch.setattr(manifest, "_read_text", counted_read)
+
+    result = CliRunner().invoke(app, ["run", source, "--language", "en-IN"])
+
+    assert result.exit_code == 1, result.output  # the corpus holds two bad files
+    assert len(parsed) == 1  # was 7: the CLI's checks, the run context twice, discovery...
+    assert read == [corpus.root / "medasr.csv"]  # was read twice: the CLI's check, discovery

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from config.errors import RunInterrupted, RunStop
+from flows.attention import CheckRow
 from flows.cli.console import print_summary
 from flows.drain import DrainResult
-from flows.summary import exit_code_for, run_status, summarize
+from flows.summary import RunSummary, summarize
 from service.errors import CredentialsRejected, TlsNotVerified
 from storage.records import SkippedFile
 from tasks.discovery.discover import Discovery
@@ -45,8 +46,8 @@ def drained(*outcomes: str, stopped: RunStop | None = None) -> DrainResult:
 def test_exit_code_and_run_status(result: DrainResult, code: int, status: str) -> None:
     summary = summarize(result)
 
-    assert exit_code_for(summary) == summary["exit_code"] == code
-    assert run_status(summary) == status
+    assert summary.exit_code == dict(summary.rows())["exit_code"] == code
+    assert summary.run_status() == status
 
 
 ROOT = "/archive/ward 7"
@@ -56,7 +57,7 @@ def outcome(name: str, status: str, reason: str | None = None) -> FileOutcome:
     return FileOutcome(f"{ROOT}/{name}", status, error_kind=f"{status}_kind", reason=reason)  # type: ignore[arg-type]
 
 
-def summary_of(*outcomes: FileOutcome, discovery: Discovery | None = None) -> dict:
+def summary_of(*outcomes: FileOutcome, discovery: Discovery | None = None) -> RunSummary:
     stats = RunStats()
     for one in outcomes:
         stats.add(one)
@@ -80,22 +81,25 @@ def test_summary_lists_what_to_check_by_path_in_the_source_with_its_reason() -> 
         discovery=discovery,
     )
 
-    listed = [(r["status"], r["recording"], r["reason"]) for r in summary["recordings_to_check"]]
+    listed = [(r.status, r.recording, r.reason) for r in summary.to_check]
     assert listed == [
         ("failed", "new\\nline.mp3", "not an audio file:\\nit holds text"),
         ("failed", "pipe.wav", "not a regular file"),
         ("skipped", "beds/quiet.wav", "no speech in the recording: a steady tone"),
     ]
-    assert summary["recordings_to_check_total"] == 3
+    assert summary.to_check_total == 3
 
 
 def test_a_status_without_a_reason_is_listed_by_its_kind() -> None:
     # Any status other than done, released or lost is listed (needs_review included).
     summary = summary_of(outcome("x.wav", "needs_review"))  # type: ignore[arg-type]
 
-    assert summary["recordings_to_check"] == [
-        {"recording": "x.wav", "status": "needs_review", "reason": "needs_review_kind"}
-    ]
+    assert summary.to_check == (
+        CheckRow(
+            recording="x.wav", status="needs_review", reason="needs_review_kind",
+            kind="needs_review_kind",
+        ),
+    )  # fmt: skip
 
 
 def test_printed_summary_lists_twenty_and_says_how_to_see_the_rest(
@@ -111,8 +115,8 @@ def test_printed_summary_lists_twenty_and_says_how_to_see_the_rest(
     assert listed == [f"failed: {n}: broken {n}" for n in names[:20]]
     assert "5 more" in out
     assert "medasr status --failures 25" in out
-    assert len(summary["recordings_to_check"]) == 20
-    assert summary["recordings_to_check_total"] == 25
+    assert len(summary.to_check) == 20
+    assert summary.to_check_total == 25
 
 
 def test_printed_summary_shows_stop_reasons_only_when_true(
@@ -137,12 +141,12 @@ def test_thirty_failures_never_hide_a_recording_skipped_as_silent() -> None:
 
     summary = summary_of(*failures, silent)
 
-    listed = summary["recordings_to_check"]
+    listed = summary.to_check
     assert len(listed) == 20
-    assert summary["recordings_to_check_total"] == 31
-    assert listed[-1] == {
-        "recording": "zz/quiet.wav",
-        "status": "skipped",
-        "reason": "no speech in zz/quiet.wav",  # the path in the reason is shortened too
-    }
-    assert [row["recording"] for row in listed[:-1]] == [f"f{i:02d}.wav" for i in range(19)]
+    assert summary.to_check_total == 31
+    assert (listed[-1].recording, listed[-1].status, listed[-1].reason) == (
+        "zz/quiet.wav",
+        "skipped",
+        "no speech in zz/quiet.wav",  # the path in the reason is shortened too
+    )
+    assert [row.recording for row in listed[:-1]] == [f"f{i:02d}.wav" for i in range(19)]

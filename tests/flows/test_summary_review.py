@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flows.summary import exit_code_for, run_counts, run_status, summarize
+from flows.summary import summarize
 from tests.flows.test_summary import drained
 
 
@@ -23,14 +23,14 @@ def test_needs_review_is_counted_and_makes_the_run_exit_1(
 ) -> None:
     summary = summarize(drained(*outcomes))
 
-    assert summary["files_needs_review"] == outcomes.count("needs_review")
-    assert summary["files_done"] == outcomes.count("done")
-    assert exit_code_for(summary) == code
-    assert run_status(summary) == status
+    assert summary.files_needs_review == outcomes.count("needs_review")
+    assert summary.files_done == outcomes.count("done")
+    assert summary.exit_code == code
+    assert summary.run_status() == status
 
 
 def test_the_run_row_keeps_the_needs_review_count() -> None:
-    counts = run_counts(summarize(drained("done", "needs_review", "needs_review", "skipped")))
+    counts = summarize(drained("done", "needs_review", "needs_review", "skipped")).run_counts()
 
     assert counts["needs_review"] == 2
     assert counts["files"] == 4

@@ -9,7 +9,7 @@ from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, tempor
 
 from config.settings import Settings, StorageSettings
 from flows import drain
-from flows.run_context import RunContext, RunRequest
+from flows.bootstrap import Run, RunRequest
 from service.client import TranscriptionClient
 from storage import open_store
 from tasks.errors import SharedLimitUnavailable
@@ -67,7 +67,7 @@ def test_an_unreachable_server_stops_the_gate_before_any_request(monkeypatch, tm
     settings = Settings(pipeline={"global_concurrency": 3})
     shared = asyncio.run(drain._shared(settings))
     storage = StorageSettings(database_url=f"sqlite:///{tmp_path / 's.db'}", data_dir=tmp_path)
-    run = RunContext(
+    run = Run(
         request=RunRequest(language=None),
         settings=settings.model_copy(update={"storage": storage}),
         store=open_store(storage),

@@ -1,20 +1,19 @@
-"""A run built once: settings, source roots, store, lease owner, client and request gate.
+"""A run built once: settings, the parsed source, its manifest, store, lease owner, client.
 
-Like cosmicpython's bootstrap: built in one place, then injected. `medasr run` builds it
-before Prefect starts (building it is the command's check of settings and store) and
-hands it to the flow through a context variable, never as a flow parameter: Prefect
-records and logs parameters, and the context holds the token and an open store. A flow
-called with parameters only (`medasr serve`'s deployments, tests) builds its own from
-the same `RunRequest`, and closes it when it ends.
+Like cosmicpython's bootstrap.py: `bootstrap(settings, request)` builds a `Run` in one
+place and everything after gets it injected. `medasr run` calls it before Prefect starts
+(building it is the command's check of source, manifest and store) and hands the Run to
+a flow it builds around it (flows/backlog.py `backlog_flow`); a deployment's flow
+(`medasr serve`) calls it with its own parameters. The source string is parsed here,
+once, into a `SourceLocation`; the manifest is read here, once. The Run is never a flow
+parameter: Prefect records parameters, and the Run holds the token and an open store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from concurrent.futures import Future
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import TracebackType
 
 from config.errors import ConfigError
 from config.settings import Settings, load_settings
@@ -24,8 +23,8 @@ from service.preflight import check_service_config
 from storage import open_store
 from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
-from storage.sources import normalize_source
-from tasks.discovery.discover import Discovery
+from storage.sources import SourceLocation, parse_source
+from tasks.discovery.discover import check_source, manifest_metadata
 from tasks.errors import SharedLimitUnavailable
 from tasks.throttle.gate import RequestGate
 from tasks.throttle.global_limit import SharedLimit
@@ -51,9 +50,21 @@ class RunRequest:
     concurrency: int | None = None
     encrypt: bool | None = None
     batch_size: int | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    manifest: str | None = None  # the metadata CSV (default: medasr.csv at the source root)
+    limit: int | None = None
 
 
-class RunContext:
+@dataclass(frozen=True)
+class PreparedSource:
+    """The source parsed once and its manifest read once (`prepare_source`)."""
+
+    location: SourceLocation
+    metadata: Mapping[str, Mapping[str, str]]
+
+
+class Run:
     """What one run shares. A plain class on purpose: Prefect does not walk it."""
 
     def __init__(
@@ -63,21 +74,20 @@ class RunContext:
         settings: Settings,
         store: UnitOfWorkFactory,
         source_roots: tuple[str, ...],
+        source: PreparedSource | None = None,
     ) -> None:
         self.request = request
         self.settings = settings
         self.store = store
+        self.source = source
         self.source_roots = source_roots  # log lines name files relative to these
-        root = normalize_source(request.source) if request.source is not None else None
+        root = source.location.uri if source is not None else None
         self.source_prefix = root  # a backlog claims only its own source's items
         self.record_source = root or RERUN_SOURCE
         self.record_language = request.language or ANY_LANGUAGE
         self.owner = new_lease_owner()
         self.stats = RunStats()
         self.journal = Journal(settings.storage.data_dir / "journal")
-        # The source listed and registered before the flow started (while Prefect's server
-        # booted), if the command did so: the flow reports it, or raises what it raised.
-        self.listed: Future[Discovery] | None = None
 
     def batch_context(self, *, shared: SharedLimit | SharedLimitUnavailable | None) -> BatchContext:
         """The client, the request gate and what every batch shares; call once per run."""
@@ -114,6 +124,14 @@ class RunContext:
         """Close the store's connections."""
         self.store.dispose()
 
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
 
 def settings_for(request: RunRequest) -> Settings:
     """Settings loaded once, with the run's overrides applied; raises ConfigError."""
@@ -140,46 +158,35 @@ def checked_settings(request: RunRequest) -> Settings:
     return settings
 
 
-def open_run_context(request: RunRequest, *, settings: Settings | None = None) -> RunContext:
-    """Open the store (a new SQLite file is created and migrated) and name the source roots.
+def prepare_source(request: RunRequest) -> PreparedSource | None:
+    """Parse the source once, refuse a missing local root, read the manifest once.
 
-    Raises ConfigError (settings, the database URL) and StoreError (the database).
+    None for a rerun (no source). Raises UnsupportedSource, SourceNotFound,
+    SourceUnreadable, ManifestInvalid.
     """
-    settings = settings if settings is not None else settings_for(request)
+    if request.source is None:
+        return None
+    location = parse_source(request.source)
+    check_source(location)
+    return PreparedSource(location, manifest_metadata(location, manifest=request.manifest))
+
+
+def bootstrap(
+    settings: Settings, request: RunRequest, *, source: PreparedSource | None = None
+) -> Run:
+    """The run: source prepared (unless given), store opened (a new SQLite file is created
+    and migrated), source roots named.
+
+    Raises what `prepare_source` raises, ConfigError (the database URL), StoreError.
+    """
+    prepared = source if source is not None else prepare_source(request)
     store = open_store(settings.storage)
     try:
-        if request.source is not None:
-            roots: tuple[str, ...] = (normalize_source(request.source),)
+        if prepared is not None:
+            roots: tuple[str, ...] = (prepared.location.uri,)
         else:  # a rerun names each file relative to the source it was listed under
             roots = known_sources(store)
     except BaseException:
         store.dispose()
         raise
-    return RunContext(request=request, settings=settings, store=store, source_roots=roots)
-
-
-_prepared: ContextVar[RunContext | None] = ContextVar("medasr_run_context", default=None)
-
-
-@contextmanager
-def prepared_run(run: RunContext) -> Iterator[RunContext]:
-    """While active, a flow called with `run.request`'s parameters uses `run`."""
-    token = _prepared.set(run)
-    try:
-        yield run
-    finally:
-        _prepared.reset(token)
-
-
-@contextmanager
-def run_context_for(request: RunRequest) -> Iterator[RunContext]:
-    """The context prepared for exactly this request, else one built here and closed after."""
-    prepared = _prepared.get()
-    if prepared is not None and prepared.request == request:
-        yield prepared
-        return
-    run = open_run_context(request)
-    try:
-        yield run
-    finally:
-        run.close()
+    return Run(request=request, settings=settings, store=store, source_roots=roots, source=prepared)

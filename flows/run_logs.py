@@ -1,0 +1,97 @@
+"""medasr's log lines in the flow run's logs (Prefect's Logs tab), as on the terminal.
+
+Prefect sends only its own loggers to its API; medasr's lines (which file failed and
+why, throttling, leases) are module loggers. For one flow run, an API handler is
+attached to them, bound to that flow run so lines from worker threads are not dropped.
+The lines are the terminal's own: recordings named by their path relative to the
+source, never transcript text, a token or a patient id (tests/reliability/test_secrets.py).
+One more line per finished recording is written for Prefect only (`medasr.files`): the
+terminal already prints its own per-file line or bar.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID
+
+from prefect.context import FlowRunContext
+from prefect.logging.handlers import APILogHandler
+
+from storage.records import ItemStatus
+from tasks.discovery.names import recording_name
+from tasks.transcription.progress import FileOutcome
+
+# Every logger medasr writes to sits under one of these names (flows/cli/log_level.py).
+MEDASR_LOGGERS = ("medasr", "config", "service", "storage", "tasks", "flows")
+FILES_LOGGER = "medasr.files"  # per-recording lines for Prefect only (not propagated)
+
+
+class _FlowRunLogHandler(APILogHandler):
+    """Prefect's API handler, bound to one flow run (records from any thread)."""
+
+    def __init__(self, flow_run_id: UUID) -> None:
+        super().__init__()
+        self._flow_run_id = flow_run_id
+
+    def prepare(self, record: logging.LogRecord) -> dict[str, Any]:
+        if not getattr(record, "flow_run_id", None):
+            record.flow_run_id = self._flow_run_id
+        prepared: dict[str, Any] = super().prepare(record)
+        return prepared
+
+
+class FileLines:
+    """A progress observer: one log line per finished recording, like the terminal's."""
+
+    def __init__(self, *, source_roots: Sequence[str], planned: int) -> None:
+        self._roots = source_roots
+        self._logger = logging.getLogger(FILES_LOGGER)
+        self._planned = planned
+        self._done = 0
+
+    def on_planned(self, *, files: int) -> None:
+        self._planned = files
+
+    def on_request(self) -> None:
+        pass
+
+    def on_file_finished(self, outcome: FileOutcome) -> None:
+        self._done += 1
+        detail = f" ({outcome.error_kind})" if outcome.error_kind else ""
+        name = recording_name(outcome.source_uri, roots=self._roots)
+        calm = outcome.outcome in (ItemStatus.DONE, "released")
+        level = logging.INFO if calm else logging.WARNING
+        self._logger.log(
+            level, "[%d/%d] %s%s: %s", self._done, self._planned, outcome.outcome, detail, name
+        )
+
+
+@contextmanager
+def logs_to_prefect(*, level: str) -> Iterator[None]:
+    """For the block: medasr's loggers at `level` also write to the current flow run's logs.
+
+    Outside a flow run (a plain call in a test) nothing changes.
+    """
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None:
+        yield
+        return
+    handler = _FlowRunLogHandler(context.flow_run.id)
+    loggers = [logging.getLogger(name) for name in MEDASR_LOGGERS]
+    files = logging.getLogger(FILES_LOGGER)
+    previous = [(logger, logger.level) for logger in [*loggers, files]]
+    files.propagate = False
+    for logger in [*loggers, files]:
+        logger.setLevel(level)
+    for logger in [*loggers, files]:
+        logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        for logger, old in previous:
+            logger.removeHandler(handler)
+            logger.setLevel(old)
+        files.propagate = True
