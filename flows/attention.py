@@ -51,7 +51,7 @@ def recordings_to_check(
             retryable=o.retryable,
         )
         for o in outcomes
-        if o.outcome not in _NOT_TO_CHECK
+        if needs_check(o)
     ]
     if discovery is not None:  # listed but unreadable: recorded as failed before any send
         rows += [
@@ -60,6 +60,11 @@ def recordings_to_check(
             if s.unreadable
         ]
     return _fair_share(rows, limit=LISTED_MAX), len(rows)
+
+
+def needs_check(outcome: FileOutcome) -> bool:
+    """A person should look at this file (it did not end done, released or lost)."""
+    return outcome.outcome not in _NOT_TO_CHECK
 
 
 def to_check_lines(rows: Sequence[CheckRow], *, total: int) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from uuid import UUID
@@ -19,6 +20,7 @@ from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifa
 
 from config.errors import RunStop
 from config.settings import Settings
+from flows.attention import needs_check
 from flows.bootstrap import Run
 from flows.run_logs import FileLines
 from tasks.errors import SharedLimitUnavailable
@@ -39,9 +41,16 @@ class DrainResult:
     stats: RunStats
     wall_s: float
     planned: int
-    outcomes: list[FileOutcome] = field(default_factory=list)
+    outcomes: list[FileOutcome] = field(default_factory=list)  # only those to check
     stopped: RunStop | None = None
     batches: int = 0  # task runs started
+    finished: int = 0  # files through this drain; `stats` counts them by outcome
+
+    def add(self, outcomes: Sequence[FileOutcome]) -> None:
+        """Count a batch's files; keep only the outcomes a person must check (memory stays
+        flat over 10^6 done files)."""
+        self.finished += len(outcomes)
+        self.outcomes.extend(o for o in outcomes if needs_check(o))
 
 
 async def drain_pending(run: Run, *, limit: int | None = None) -> DrainResult:
@@ -167,7 +176,7 @@ class _BatchLoops:
             self.result.batches += 1
             name = f"batch {self.result.batches} ({len(items)} files)"
             task = transcribe_batch_task.with_options(task_run_name=name)
-            self.result.outcomes.extend(await task(items, ctx=self.ctx))
+            self.result.add(await task(items, ctx=self.ctx))
 
 
 class _Budget:

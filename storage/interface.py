@@ -167,6 +167,12 @@ class ItemRepository(Protocol):
         """Items of `language` by source URI, many URIs per query (unknown ones left out)."""
         ...
 
+    def find_unsettled(
+        self, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
+    ) -> list[str]:
+        """URIs of listed files that are new, changed, or not in a `settled` status."""
+        ...
+
     def find_done_with_sha(self, *, sha256: str, language: str) -> ItemRecord | None:
         """The latest done item with this content and language, if any."""
         ...

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any
 
-from sqlalchemy import Row, and_, delete, or_, select, update
+from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -20,11 +20,8 @@ from storage.errors import LeaseLost, SourceUnreadable
 from storage.models import ChunkRow, Item
 from storage.queries import ITEMS, batches, utc_now
 from storage.records import ItemRecord, RegisterResult, SkippedFile, SourceFile
+from storage.registration import Differing, find_differing, find_unsettled, insert_new
 from storage.work_queue import cleared_lease
-
-if TYPE_CHECKING:
-    # id, source_uri, source_version, size_bytes, status, lease_expires_at
-    KnownItem: TypeAlias = Row[int, str, str, int, str, datetime | None]
 
 __all__ = ["UNREADABLE_VERSION", "Items"]
 
@@ -34,6 +31,8 @@ _MESSAGE_MAX_CHARS = 4000
 UNREADABLE_VERSION = "unreadable"
 # ... and a folder or bucket prefix that could not be listed: its row goes once it is.
 UNLISTED_FOLDER_VERSION = "unlisted folder"
+# Listed files compared and inserted per statement (one JSON parameter: no IN-list limit).
+REGISTER_BATCH = 2000
 
 
 class Items(Claims):
@@ -51,39 +50,34 @@ class Items(Claims):
         by_uri = {f.uri: f for f in files}
         new = changed = unchanged = 0
         now = self._queue.now()  # leases lapse on the store's clock
-        for batch in batches(list(by_uri), self._uri_batch_size()):
-            known = self._known_items(batch, language=language)
+        for batch in batches(list(by_uri.values()), REGISTER_BATCH):
+            differing = find_differing(self._session, batch, language=language)
+            unchanged += len(batch) - len(differing)
             inserts, updates = [], []
-            for uri in batch:
-                listed, row = by_uri[uri], known.get(uri)
-                if row is None:
-                    inserts.append(_new_item(listed, language=language, now=now))
-                elif (row.source_version, row.size_bytes) == (listed.version, listed.size_bytes):
-                    unchanged += 1
-                else:
-                    changed += 1
-                    if not _leased(row, now=now):
-                        updates.append(_back_to_pending(row.id, listed, now=now))
+            for row in differing:
+                listed = by_uri[row.source_uri]
+                if row.id is None:
+                    inserts.append(listed)
+                    continue
+                changed += 1
+                if not _leased(row, now=now):
+                    updates.append(_back_to_pending(row.id, listed, now=now))
             if inserts:
-                ours = self._insert_new_items(inserts)
+                ours = insert_new(self._session, inserts, language=language, now=now)
                 new, unchanged = new + ours, unchanged + len(inserts) - ours
             if updates:
                 self._session.execute(update(Item), updates)
         return RegisterResult(new=new, changed=changed, unchanged=unchanged)
 
-    def _known_items(self, uris: Sequence[str], *, language: str) -> dict[str, KnownItem]:
-        """What registering compares a listing with, by source URI."""
-        rows = self._session.execute(
-            select(
-                Item.id,
-                Item.source_uri,
-                Item.source_version,
-                Item.size_bytes,
-                Item.status,
-                Item.lease_expires_at,
-            ).where(Item.language == language, self._uri_in(uris))
-        )
-        return {row.source_uri: row for row in rows}
+    def find_unsettled(
+        self, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
+    ) -> list[str]:
+        """URIs of listed files that are new, changed or not in a `settled` status (one
+        query per batch; no transcript is read)."""
+        found: list[str] = []
+        for batch in batches(list(files), REGISTER_BATCH):
+            found += find_unsettled(self._session, batch, language=language, settled=settled)
+        return found
 
     def _insert_new_items(self, rows: list[dict[str, Any]]) -> int:
         """Insert items another run may be registering at this moment; returns how many were ours.
@@ -283,20 +277,6 @@ class Items(Claims):
         return self._items_where(condition, limit=limit)
 
 
-def _new_item(listed: SourceFile, *, language: str, now: datetime) -> dict[str, Any]:
-    return {
-        "source_uri": listed.uri,
-        "language": language,
-        "source_version": listed.version,
-        "size_bytes": listed.size_bytes,
-        "status": "pending",
-        "retryable": False,
-        "attempts": 0,
-        "created_at": now,
-        "updated_at": now,
-    }
-
-
 def _unreadable(uri: str, reason: str, *, now: datetime) -> dict[str, Any]:
     return {
         "source_version": UNREADABLE_VERSION,
@@ -323,7 +303,7 @@ def _new_unreadable_item(
     }
 
 
-def _leased(row: KnownItem, *, now: datetime) -> bool:
+def _leased(row: Differing, *, now: datetime) -> bool:
     """A worker holds the item under a lease that has not expired."""
     expires = row.lease_expires_at
     return bool(row.status == "processing" and expires is not None and expires > now)

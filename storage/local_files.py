@@ -13,30 +13,80 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from storage.errors import SourceNotFound, SourceUnreadable
 from storage.records import Listing, SkippedFile, SourceFile
 
+# Files a second look is batched over, and how recent a modification earns one: a file
+# quiet for longer than that was not being written when it was listed (its one stat is
+# the listing's only syscall for it; `find` + `stat` is the floor).
+SECOND_LOOK_BATCH = 1000
+SECOND_LOOK_RECENT_S = 600.0
+
 
 def list_local(root: str, *, wants: Callable[[str], bool], settle_s: float) -> Listing:
     """List wanted files under a folder, or one file; raises SourceNotFound, SourceUnreadable."""
+    skipped: list[SkippedFile] = []
+    files = list(iter_local(root, wants=wants, settle_s=settle_s, skipped=skipped))
+    return Listing(files=files, skipped=skipped)
+
+
+def iter_local(
+    root: str, *, wants: Callable[[str], bool], settle_s: float, skipped: list[SkippedFile]
+) -> Iterator[SourceFile]:
+    """Wanted files under a folder (or one file) in URI order, read folder by folder as
+    the consumer goes; what is left out is appended to `skipped`. The root is checked
+    now: raises SourceNotFound, SourceUnreadable."""
     try:
         root_stat = os.stat(root)
     except FileNotFoundError as exc:
         raise SourceNotFound(f"source folder not found: {printable(root)}") from exc
     except OSError as exc:
         raise SourceUnreadable(f"cannot open source {printable(root)}: {exc.strerror}") from exc
-    skipped: list[SkippedFile] = []
+    candidates: Iterator[tuple[str, os.stat_result]]
     if stat.S_ISDIR(root_stat.st_mode):
-        candidates = list(_walk_local(root, root_stat, wants=wants, skipped=skipped))
+        candidates = _walk_local(root, root_stat, wants=wants, skipped=skipped)
     elif stat.S_ISREG(root_stat.st_mode):
-        name = os.path.basename(root)
-        candidates = [(root, root_stat)] if wants(name) else []
+        wanted = wants(os.path.basename(root))
+        candidates = iter([(root, root_stat)] if wanted else [])
     else:
         raise SourceUnreadable(f"source is neither a folder nor a file: {printable(root)}")
-    settled = _settled(candidates, settle_s=settle_s, skipped=skipped)
-    files = _second_look(settled, skipped=skipped)
-    return Listing(files=files, skipped=skipped)
+    return _looked_at(candidates, settle_s=settle_s, skipped=skipped)
+
+
+def _looked_at(
+    candidates: Iterator[tuple[str, os.stat_result]],
+    *,
+    settle_s: float,
+    skipped: list[SkippedFile],
+) -> Iterator[SourceFile]:
+    """Settled candidates in order. A recent one starts a batch that is looked at again
+    when it is full (or the listing ends); until then old files go straight through."""
+    reader = _Reader.current()
+    batch: list[tuple[str, os.stat_result]] = []
+    for path, file_stat in candidates:
+        now_ns = time.time_ns()
+        unusable = _unusable(path, file_stat, now_ns=now_ns, settle_s=settle_s, reader=reader)
+        if unusable is not None:
+            skipped.append(unusable)
+        elif batch or _recent(file_stat, now_ns=now_ns):
+            batch.append((path, file_stat))
+            if len(batch) >= SECOND_LOOK_BATCH:
+                yield from _second_look(batch, skipped=skipped, only_recent=True)
+                batch = []
+        else:
+            yield _listed(path, file_stat)
+    yield from _second_look(batch, skipped=skipped, only_recent=True)
+
+
+def _recent(file_stat: os.stat_result, *, now_ns: int) -> bool:
+    """Modified lately (or in the future): it may still be written, look again."""
+    return file_stat.st_mtime_ns >= now_ns - int(SECOND_LOOK_RECENT_S * 1e9)
+
+
+def _listed(path: str, file_stat: os.stat_result) -> SourceFile:
+    return SourceFile(path, file_stat.st_size, str(file_stat.st_mtime_ns))
 
 
 def _walk_local(
@@ -46,35 +96,69 @@ def _walk_local(
     wants: Callable[[str], bool],
     skipped: list[SkippedFile],
 ) -> Iterator[tuple[str, os.stat_result]]:
+    """Depth first in URI order: one folder's entries in memory at a time."""
     visited = {(root_stat.st_dev, root_stat.st_ino)}
-    pending = [(root, "")]
-    while pending:
-        folder, prefix = pending.pop()
-        try:
-            with os.scandir(folder) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
-        except OSError as exc:  # what it holds is unknown: a failed row of its own
-            reason = f"cannot read folder: {exc.strerror}"
-            skipped.append(SkippedFile(printable(folder), reason, unreadable=True, folder=True))
+    stack = [iter(_folder_entries(root, "", wants=wants, skipped=skipped, visited=visited))]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
             continue
-        for entry in entries:
-            relative = prefix + entry.name
-            try:
-                entry_stat = entry.stat()  # follows symbolic links
-            except OSError as exc:
-                if wants(relative):
-                    skipped.append(_stat_failure(entry, exc))
+        path, relative, entry_stat = entry
+        if stat.S_ISDIR(entry_stat.st_mode):
+            found = _folder_entries(
+                path, relative + "/", wants=wants, skipped=skipped, visited=visited
+            )
+            stack.append(iter(found))
+        else:
+            yield path, entry_stat
+
+
+def _folder_entries(
+    folder: str,
+    prefix: str,
+    *,
+    wants: Callable[[str], bool],
+    skipped: list[SkippedFile],
+    visited: set[tuple[int, int]],
+) -> list[tuple[str, str, os.stat_result]]:
+    """One folder's sub-folders and wanted files, in the order their URIs sort.
+
+    A folder sorts as its name plus "/", so that everything under it sorts where its
+    URIs do. Files not wanted cost no syscall; a wanted file or a folder costs one stat
+    (DirEntry.stat, following symbolic links).
+    """
+    try:
+        with os.scandir(folder) as scan:
+            entries = list(scan)
+    except OSError as exc:  # what it holds is unknown: a failed row of its own
+        reason = f"cannot read folder: {exc.strerror}"
+        skipped.append(SkippedFile(printable(folder), reason, unreadable=True, folder=True))
+        return []
+    found: list[tuple[str, str, str, os.stat_result]] = []
+    for entry in entries:
+        relative = prefix + entry.name
+        wanted = wants(relative)
+        if not wanted and not entry.is_symlink() and not entry.is_dir(follow_symlinks=False):
+            continue  # a plain file not wanted: no stat
+        try:
+            entry_stat = entry.stat()  # follows symbolic links
+        except OSError as exc:
+            if wanted:
+                skipped.append(_stat_failure(entry, exc))
+            continue
+        if stat.S_ISDIR(entry_stat.st_mode):
+            key = (entry_stat.st_dev, entry_stat.st_ino)
+            if key in visited:
+                reason = "symbolic link to a folder already listed (link loop)"
+                skipped.append(SkippedFile(printable(entry.path), reason))
                 continue
-            if stat.S_ISDIR(entry_stat.st_mode):
-                key = (entry_stat.st_dev, entry_stat.st_ino)
-                if key in visited:
-                    reason = "symbolic link to a folder already listed (link loop)"
-                    skipped.append(SkippedFile(printable(entry.path), reason))
-                    continue
-                visited.add(key)
-                pending.append((entry.path, relative + "/"))
-            elif wants(relative):
-                yield entry.path, entry_stat
+            visited.add(key)
+            found.append((entry.name + "/", entry.path, relative, entry_stat))
+        elif wanted:
+            found.append((entry.name, entry.path, relative, entry_stat))
+    found.sort(key=lambda f: f[0])
+    return [(path, relative, entry_stat) for _, path, relative, entry_stat in found]
 
 
 def _stat_failure(entry: os.DirEntry[str], exc: OSError) -> SkippedFile:
@@ -89,42 +173,59 @@ def _stat_failure(entry: os.DirEntry[str], exc: OSError) -> SkippedFile:
     return SkippedFile(uri, f"cannot read file information: {exc.strerror}", unreadable=True)
 
 
-def _settled(
-    candidates: list[tuple[str, os.stat_result]], *, settle_s: float, skipped: list[SkippedFile]
-) -> list[tuple[str, os.stat_result]]:
-    now_ns = time.time_ns()
-    kept = []
-    for path, file_stat in candidates:
-        unusable = _unusable(path, file_stat, now_ns=now_ns, settle_s=settle_s)
-        if unusable is None:
-            kept.append((path, file_stat))
+@dataclass(frozen=True)
+class _Reader:
+    """Who lists: the mode bits answer "may I read it" without a syscall for most files."""
+
+    uid: int
+    groups: frozenset[int]
+
+    @classmethod
+    def current(cls) -> _Reader:
+        return cls(uid=os.geteuid(), groups=frozenset((os.getegid(), *os.getgroups())))
+
+    def may_read(self, path: str, file_stat: os.stat_result) -> bool:
+        """The owner, group or other read bit that applies; when it says no, the kernel
+        is asked (root, ACLs), so a "no" is never a guess."""
+        if file_stat.st_uid == self.uid:
+            allowed = file_stat.st_mode & stat.S_IRUSR
+        elif file_stat.st_gid in self.groups:
+            allowed = file_stat.st_mode & stat.S_IRGRP
         else:
-            skipped.append(unusable)
-    return kept
+            allowed = file_stat.st_mode & stat.S_IROTH
+        return bool(allowed) or os.access(path, os.R_OK)
 
 
 def _unusable(
-    path: str, file_stat: os.stat_result, *, now_ns: int, settle_s: float
+    path: str, file_stat: os.stat_result, *, now_ns: int, settle_s: float, reader: _Reader
 ) -> SkippedFile | None:
-    uri = printable(path)
     if not _is_utf8(path):
-        return SkippedFile(uri, "file name is not valid UTF-8; rename it", unreadable=True)
+        return SkippedFile(printable(path), "file name is not valid UTF-8; rename it", True)
     if not stat.S_ISREG(file_stat.st_mode):
-        return SkippedFile(uri, "not a regular file", unreadable=True)
-    if not os.access(path, os.R_OK):
-        return SkippedFile(uri, "no permission to read", unreadable=True)
+        return SkippedFile(printable(path), "not a regular file", unreadable=True)
+    if not reader.may_read(path, file_stat):
+        return SkippedFile(printable(path), "no permission to read", unreadable=True)
     # A future mtime (a device with a wrong clock) is not "being written"; the second look guards.
     age_s = (now_ns - file_stat.st_mtime_ns) / 1e9
     if 0 <= age_s < settle_s:
-        return SkippedFile(uri, f"still being written (modified {age_s:.1f} s ago)")
+        return SkippedFile(printable(path), f"still being written (modified {age_s:.1f} s ago)")
     return None
 
 
 def _second_look(
-    settled: list[tuple[str, os.stat_result]], *, skipped: list[SkippedFile]
+    settled: list[tuple[str, os.stat_result]],
+    *,
+    skipped: list[SkippedFile],
+    only_recent: bool = False,
 ) -> list[SourceFile]:
+    """Files looked at again (`only_recent`: those modified lately or in the future) and
+    left out if they changed in between (still being written)."""
     files = []
+    now_ns = time.time_ns()
     for path, first in settled:
+        if only_recent and not _recent(first, now_ns=now_ns):
+            files.append(_listed(path, first))
+            continue
         try:
             second = os.stat(path)
         except OSError:
@@ -134,7 +235,7 @@ def _second_look(
             reason = "still being written (changed while listing)"
             skipped.append(SkippedFile(printable(path), reason))
             continue
-        files.append(SourceFile(path, second.st_size, str(second.st_mtime_ns)))
+        files.append(_listed(path, second))
     return files
 
 

@@ -28,7 +28,7 @@ from storage.errors import (
     SourceUnreadable,
     UnsupportedSource,
 )
-from storage.local_files import list_local, printable, require_regular_file
+from storage.local_files import iter_local, printable, require_regular_file
 from storage.records import Listing, SkippedFile, SourceFile
 from storage.scratch import create_private_file, private_folder
 
@@ -49,11 +49,13 @@ __all__ = [
     "FetchedFile",
     "Fingerprint",
     "Listing",
+    "ListingStream",
     "SkippedFile",
     "SourceFile",
     "SourceLocation",
     "fetch_and_fingerprint",
     "fingerprint",
+    "iter_audio",
     "list_audio",
     "normalize_source",
     "parse_source",
@@ -118,6 +120,14 @@ class _Filters:
         return not any(_glob_matches(relative, p) for p in self.exclude)
 
 
+@dataclass
+class ListingStream:
+    """Files in URI order, read as they are consumed; `skipped` fills as they are."""
+
+    files: Iterator[SourceFile]
+    skipped: list[SkippedFile]
+
+
 def list_audio(
     source: SourceLocation | str,
     *,
@@ -132,22 +142,45 @@ def list_audio(
     Globs match the path relative to the source (`*` crosses folders) or the file name.
     Local files modified less than `settle_s` seconds ago, or changed between two
     looks, are skipped as still being written. Raises SourceNotFound, SourceUnreadable,
-    SourceUnavailable, UnsupportedSource.
+    SourceUnavailable, UnsupportedSource. Holds the whole listing: `iter_audio` streams.
     """
+    stream = iter_audio(
+        source,
+        include=include,
+        exclude=exclude,
+        extensions=extensions,
+        settle_s=settle_s,
+        storage_options=storage_options,
+    )
+    files = list(stream.files)
+    return Listing(files=files, skipped=sorted(stream.skipped, key=lambda s: s.uri))
+
+
+def iter_audio(
+    source: SourceLocation | str,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    extensions: Sequence[str] = AUDIO_EXTENSIONS,
+    settle_s: float = 2.0,
+    storage_options: Mapping[str, Any] | None = None,
+) -> ListingStream:
+    """`list_audio` as a stream in URI order: a local folder is read folder by folder as
+    the files are consumed (memory: one folder); a bucket is listed whole first (fsspec).
+    The source itself is checked now; raises as `list_audio` does."""
     filters = _Filters(
         include=tuple(include),
         exclude=tuple(exclude),
         extensions=tuple(e.lower() for e in extensions),
     )
     location = source if isinstance(source, SourceLocation) else _parse_location(source)
+    skipped: list[SkippedFile] = []
     if location.protocol is None:
-        listing = list_local(location.path, wants=filters.wants, settle_s=settle_s)
-    else:
-        listing = _list_remote(location, filters=filters, storage_options=storage_options)
-    return Listing(
-        files=sorted(listing.files, key=lambda f: f.uri),
-        skipped=sorted(listing.skipped, key=lambda s: s.uri),
-    )
+        files = iter_local(location.path, wants=filters.wants, settle_s=settle_s, skipped=skipped)
+        return ListingStream(files=files, skipped=skipped)
+    listing = _list_remote(location, filters=filters, storage_options=storage_options)
+    remote = iter(sorted(listing.files, key=lambda f: f.uri))
+    return ListingStream(files=remote, skipped=list(listing.skipped))
 
 
 def parse_source(source: str) -> SourceLocation:

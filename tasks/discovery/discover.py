@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,14 @@ from storage.interface import UnitOfWorkFactory
 from storage.local_files import printable
 from storage.manifest import default_manifest, metadata_by_uri, read_manifest
 from storage.query_plans import refresh_statistics
-from storage.sources import SkippedFile, SourceLocation, list_audio, parse_source
+from storage.records import RegisterResult, SourceFile
+from storage.sources import SkippedFile, SourceLocation, iter_audio, parse_source
 from tasks.discovery.names import one_line, recording_name
 
 logger = logging.getLogger("medasr.discover")
+
+# Listed files registered per transaction: bounded memory and write-lock holds.
+REGISTER_BATCH_FILES = 1000
 
 
 @dataclass(frozen=True)
@@ -55,29 +60,34 @@ def discover_and_register(
     storage_options: Mapping[str, Any] | None = None,
     manifest: str | None = None,
     metadata: Metadata | None = None,
+    batch_files: int = REGISTER_BATCH_FILES,
 ) -> Discovery:
     """List audio under `source` and upsert one item per (file, language); raises SourceError.
 
-    Files that are there but cannot be read, and folders or bucket prefixes that cannot
-    be listed, are recorded as failed (source_unreadable); a folder's row goes once it
-    is listed again. Files still being written are left for the next run. The metadata manifest
-    (`manifest`, else medasr.csv at a local source's root) is stored on the items it
-    names; a bad one raises ManifestInvalid before anything is listed. A run that read
-    it already passes its `metadata` (and its parsed `source`): nothing is read twice.
+    The listing streams: every `batch_files` listed files are registered in a
+    transaction of their own, so memory and the write lock's hold stay bounded however
+    large the archive. Files that are there but cannot be read, and folders or bucket
+    prefixes that cannot be listed, are recorded as failed (source_unreadable); a
+    folder's row goes once it is listed again. Files still being written are left for the
+    next run. The metadata manifest (`manifest`, else medasr.csv at a local source's root)
+    is stored on the items it names; a bad one raises ManifestInvalid before anything is
+    listed. A run that read it already passes its `metadata` (and its parsed `source`):
+    nothing is read twice.
     """
     location = as_location(source)
     if metadata is None:
         metadata = manifest_metadata(location, manifest=manifest)
-    listing = list_audio(
+    stream = iter_audio(
         location,
         include=include,
         exclude=exclude,
         settle_s=settle_s,
         storage_options=storage_options,
     )
-    unreadable = [s for s in listing.skipped if s.unreadable]
+    listed, registered = _register_stream(stream.files, store, language, batch_files=batch_files)
+    skipped = sorted(stream.skipped, key=lambda s: s.uri)
+    unreadable = [s for s in skipped if s.unreadable]
     with store.unit_of_work() as uow:
-        registered = uow.items.register_items(listing.files, language=language)
         uow.items.record_unreadable(unreadable, language=language)
         uow.items.resolve_listed_folders(
             root=location.uri,
@@ -90,22 +100,38 @@ def discover_and_register(
             )
     if registered.new:  # the planner must see the archive's new shape before the run
         refresh_statistics(store)
-    root = location.uri
-    for skipped in listing.skipped:
-        name, reason = recording_name(skipped.uri, roots=(root,)), one_line(skipped.reason)
-        if skipped.unreadable:
-            logger.warning("cannot read %s (%s): recorded as failed", name, reason)
-        else:
-            logger.warning("not listed: %s (%s)", name, reason)
+    _log_skipped(skipped, root=location.uri)
     return Discovery(
         source=location.uri,
-        listed=len(listing.files),
+        listed=listed,
         new=registered.new,
         changed=registered.changed,
         unchanged=registered.unchanged,
-        skipped=tuple(listing.skipped),
+        skipped=tuple(skipped),
         unreadable=len(unreadable),
     )
+
+
+def _register_stream(
+    files: Iterator[SourceFile], store: UnitOfWorkFactory, language: str, *, batch_files: int
+) -> tuple[int, RegisterResult]:
+    """Register streamed files `batch_files` per transaction; returns (listed, totals)."""
+    listed = new = changed = unchanged = 0
+    while batch := list(itertools.islice(files, batch_files)):
+        with store.unit_of_work() as uow:
+            done = uow.items.register_items(batch, language=language)
+        listed += len(batch)
+        new, changed, unchanged = new + done.new, changed + done.changed, unchanged + done.unchanged
+    return listed, RegisterResult(new=new, changed=changed, unchanged=unchanged)
+
+
+def _log_skipped(skipped: Sequence[SkippedFile], *, root: str) -> None:
+    for file in skipped:
+        name, reason = recording_name(file.uri, roots=(root,)), one_line(file.reason)
+        if file.unreadable:
+            logger.warning("cannot read %s (%s): recorded as failed", name, reason)
+        else:
+            logger.warning("not listed: %s (%s)", name, reason)
 
 
 def as_location(source: SourceLocation | str) -> SourceLocation:

@@ -5,22 +5,27 @@ and size, finished (done, skipped or failed), is not read: the run will not clai
 Every other file is read as the run reads it: fingerprinted (content already
 transcribed costs no request), then split exactly as the run splits it, so silent
 chunks, chunks finished by an earlier run and all-silent files are not counted as
-requests. Reading costs a decode per file that would be sent, and no network.
+requests; a copy of content the plan already sends is reused, as the run's copies wait
+for the answer in flight. Reading costs a decode per file that would be sent, and no
+network. The listing streams and at most a few files per worker are read at once.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+import itertools
+import threading
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar
 
 from storage.errors import SourceError
 from storage.interface import UnitOfWorkFactory
 from storage.records import ChunkRecord, ItemRecord, ItemStatus, SourceFile
-from storage.sources import SourceLocation, fetch_and_fingerprint, list_audio
+from storage.sources import SourceLocation, fetch_and_fingerprint, iter_audio
 from tasks.audio import iter_chunks
 from tasks.errors import AudioError, DamagedTail, SilentAudio
 from tasks.transcription.coverage import Coverage
@@ -28,6 +33,11 @@ from tasks.transcription.reuse import ReuseDecision, ReuseFacts, decide_reuse, r
 
 # Items in these states with the listed version are not claimed again by a run.
 _FINISHED = (ItemStatus.DONE, ItemStatus.NEEDS_REVIEW, ItemStatus.SKIPPED, ItemStatus.FAILED)
+
+# Listed files whose store records are read in one query.
+LOOKUP_BATCH = 500
+T = TypeVar("T")
+R = TypeVar("R")
 
 Verdict = Literal["unchanged", "reused", "silent", "undecodable", "transcribe"]
 
@@ -58,6 +68,28 @@ class FilePlan:
     requests: int = 0
 
 
+class _PlannedContent:
+    """Content the plan already sends, by sha256: its copies are planned as reused, as the
+    run makes a copy wait for the answer in flight. 8 bytes of the digest per entry (a
+    collision is 2^-64 per pair) keep 10^6 distinct recordings near 60 MB."""
+
+    def __init__(self) -> None:
+        self._keys: set[int] = set()
+        self._lock = threading.Lock()
+
+    def __contains__(self, sha256: str) -> bool:
+        return int(sha256[:16], 16) in self._keys
+
+    def claim(self, sha256: str) -> bool:
+        """True for the first plan of this content; False for a copy."""
+        key = int(sha256[:16], 16)
+        with self._lock:
+            if key in self._keys:
+                return False
+            self._keys.add(key)
+            return True
+
+
 @dataclass(frozen=True)
 class _Reader:
     """Reads one file the way the run would, against what the store already holds."""
@@ -67,20 +99,24 @@ class _Reader:
     max_wav_bytes: int
     min_pause_ms: int
     storage_options: Mapping[str, Any] | None
+    planned: _PlannedContent = field(default_factory=_PlannedContent)
 
     def plan(self, file: SourceFile, item: ItemRecord | None) -> FilePlan:
-        if item is not None and _unchanged(item, file):
-            return FilePlan("unchanged")
         try:
             with fetch_and_fingerprint(file.uri, storage_options=self.storage_options) as fetched:
-                decision = self._decide(item, sha256=fetched.fingerprint.sha256)
-                if decision.reuses_transcript:
+                sha256 = fetched.fingerprint.sha256
+                decision = self._decide(item, sha256=sha256)
+                if decision.reuses_transcript or sha256 in self.planned:
                     return FilePlan("reused")
-                return self._split(fetched.path, finished=decision.answered)
+                planned = self._split(fetched.path, finished=decision.answered)
         except SilentAudio:
             return FilePlan("silent")
         except (AudioError, SourceError):
             return FilePlan("undecodable")
+        # Copies decoded at the same moment: the first to finish is the one sent.
+        if planned.verdict == "transcribe" and not self.planned.claim(sha256):
+            return FilePlan("reused")
+        return planned
 
     def _split(self, path: Path, *, finished: Mapping[int, ChunkRecord]) -> FilePlan:
         chunks = requests = audio_ms = 0
@@ -124,33 +160,87 @@ def plan_backlog(
 ) -> Plan:
     """What a run over `source` would do; `store` None: nothing recorded yet.
 
-    Raises SourceError for a bad source; never writes to the store.
+    The listing streams: the store is read `LOOKUP_BATCH` files at a time and at most
+    `workers` * 4 files are being read at once, so memory does not grow with the
+    archive. Raises SourceError for a bad source; never writes to the store.
     """
-    listing = list_audio(
+    stream = iter_audio(
         source, include=include, exclude=exclude, settle_s=settle_s, storage_options=storage_options
     )
-    known = _known_items(store, listing.files, language=language)
     reader = _Reader(store, language, max_wav_bytes, min_pause_ms, storage_options)
+    totals = _Totals()
+    known = _with_known_items(store, stream.files, language=language)
+    to_read = _counting_settled(known, totals=totals)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        plans = list(pool.map(lambda f: reader.plan(f, known.get(f.uri)), listing.files))
-    return total_plan(plans, not_listed=len(listing.skipped))
+        for file_plan in bounded_map(
+            lambda pair: reader.plan(*pair), to_read, pool=pool, ahead=4 * workers
+        ):
+            totals.add(file_plan)
+    return totals.plan(not_listed=len(stream.skipped))
+
+
+def bounded_map(
+    call: Callable[[T], R],
+    values: Iterable[T],
+    *,
+    ahead: int,
+    workers: int = 1,
+    pool: Executor | None = None,
+) -> Iterator[R]:
+    """`pool.map` that takes at most `ahead` values beyond what was consumed, in order.
+
+    Executor.map submits every value at once (the whole archive); this keeps memory flat.
+    Without `pool`, one of `workers` threads is made for the iteration.
+    """
+    if pool is None:
+        with ThreadPoolExecutor(max_workers=workers) as own:
+            yield from bounded_map(call, values, ahead=ahead, pool=own)
+        return
+    pending: deque[Future[R]] = deque()
+    for value in values:
+        pending.append(pool.submit(call, value))
+        if len(pending) >= ahead:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
+@dataclass
+class _Totals:
+    """The plan added up one file at a time (no list of every file's plan)."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    audio_ms: int = 0
+    chunks: int = 0
+    requests: int = 0
+
+    def add(self, file_plan: FilePlan) -> None:
+        self.counts[file_plan.verdict] += 1
+        self.audio_ms += file_plan.audio_ms
+        self.chunks += file_plan.chunks
+        self.requests += file_plan.requests
+
+    def plan(self, *, not_listed: int) -> Plan:
+        return Plan(
+            files=sum(self.counts.values()),
+            unchanged=self.counts["unchanged"],
+            reused=self.counts["reused"],
+            silent=self.counts["silent"],
+            undecodable=self.counts["undecodable"],
+            to_transcribe=self.counts["transcribe"],
+            audio_ms=self.audio_ms,
+            chunks=self.chunks,
+            requests=self.requests,
+            not_listed=not_listed,
+        )
 
 
 def total_plan(plans: Sequence[FilePlan], *, not_listed: int) -> Plan:
     """Add up the plans of single files."""
-    counts = {name: sum(p.verdict == name for p in plans) for name in get_args(Verdict)}
-    return Plan(
-        files=len(plans),
-        unchanged=counts["unchanged"],
-        reused=counts["reused"],
-        silent=counts["silent"],
-        undecodable=counts["undecodable"],
-        to_transcribe=counts["transcribe"],
-        audio_ms=sum(p.audio_ms for p in plans),
-        chunks=sum(p.chunks for p in plans),
-        requests=sum(p.requests for p in plans),
-        not_listed=not_listed,
-    )
+    totals = _Totals()
+    for file_plan in plans:
+        totals.add(file_plan)
+    return totals.plan(not_listed=not_listed)
 
 
 def plan_rows(plan: Plan) -> dict[str, int | float]:
@@ -169,16 +259,31 @@ def plan_rows(plan: Plan) -> dict[str, int | float]:
     }
 
 
-def _unchanged(item: ItemRecord, file: SourceFile) -> bool:
-    same = (item.source_version, item.size_bytes) == (file.version, file.size_bytes)
-    return same and item.status in _FINISHED
+def _counting_settled(
+    known: Iterator[tuple[SourceFile, ItemRecord | None, bool]], *, totals: _Totals
+) -> Iterator[tuple[SourceFile, ItemRecord | None]]:
+    """The files to read; settled ones are counted unchanged here, not read."""
+    for file, item, settled in known:
+        if settled:
+            totals.add(FilePlan("unchanged"))
+        else:
+            yield file, item
 
 
-def _known_items(
-    store: UnitOfWorkFactory | None, files: Sequence[SourceFile], *, language: str
-) -> dict[str, ItemRecord]:
-    """What the store holds for the listed files, by URI (one query per batch of URIs)."""
-    if store is None:
-        return {}
-    with store.unit_of_work(read_only=True) as uow:
-        return uow.items.find_items(source_uris=[file.uri for file in files], language=language)
+def _with_known_items(
+    store: UnitOfWorkFactory | None, files: Iterator[SourceFile], *, language: str
+) -> Iterator[tuple[SourceFile, ItemRecord | None, bool]]:
+    """Each streamed file with what the store holds for it, and whether it is settled:
+    finished earlier with this version, so a run will not claim it. Two queries per
+    LOOKUP_BATCH files; whole records only for the files that are not settled."""
+    while batch := list(itertools.islice(files, LOOKUP_BATCH)):
+        if store is None:
+            for file in batch:
+                yield file, None, False
+            continue
+        with store.unit_of_work(read_only=True) as uow:
+            unsettled = uow.items.find_unsettled(batch, language=language, settled=_FINISHED)
+            known = uow.items.find_items(source_uris=unsettled, language=language)
+        to_read = set(unsettled)
+        for file in batch:
+            yield file, known.get(file.uri), file.uri not in to_read

@@ -23,7 +23,13 @@ from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.records import ItemRecord
 from storage.sources import Fingerprint
 from tasks.audio import Chunk
-from tasks.transcription.reuse import ReuseDecision, decide_reuse, read_reuse_facts, reused_extras
+from tasks.transcription.reuse import (
+    ContentInFlight,
+    ReuseDecision,
+    decide_reuse,
+    read_reuse_facts,
+    reused_extras,
+)
 from tasks.work.journal import Journal, PaidChunk, store_chunk_answer
 from tasks.work.lease_keeper import LeaseKeeper
 from tasks.work.store_calls import in_store
@@ -42,6 +48,7 @@ class FileRecorder:
         leases: LeaseKeeper,
         journal: Journal,
         store_retry_s: float,
+        in_flight: ContentInFlight | None = None,
     ) -> None:
         self.item = item
         self.sha256: str | None = None  # the content fingerprint, once settled
@@ -49,25 +56,41 @@ class FileRecorder:
         self._leases = leases
         self._journal = journal
         self._store_retry_s = store_retry_s
+        self._in_flight = in_flight if in_flight is not None else ContentInFlight()
+        self._sending: str | None = None  # the content this file sends for its copies
 
     async def require_lease(self) -> None:
         """Return while the claim is safely ours (waits for a renewal); raises LeaseLost."""
         await self._leases.require(self.item)
 
     def let_go(self) -> None:
-        """Stop renewing the claim (the file is settled, released or lost)."""
+        """Stop renewing the claim (the file is settled, released or lost); copies waiting
+        for this file's answer decide again."""
         self._leases.let_go(self.item)
+        if self._sending is not None:
+            self._in_flight.settle(sha256=self._sending, language=self.item.language)
+            self._sending = None
 
     async def settle_content(self, print_: Fingerprint) -> ReuseDecision:
         """In one transaction: decide reuse, void changed content's chunks, record the
         fingerprint, and finish the item from a known transcript if there is one.
-        Raises LeaseLost or StoreError."""
+
+        When another file of this run is sending the same content, wait until it is
+        settled and decide again (its transcript is then reused). Raises LeaseLost or
+        StoreError."""
         self.sha256 = print_.sha256
-        with self._leases.settling(self.item):  # it may finish the item from a twin
-            decision = await self._call(lambda uow: self._settle_content(uow, print_))
-            if decision.transcript is not None:
-                self.let_go()
-        return decision
+        while True:
+            with self._leases.settling(self.item):  # it may finish the item from a twin
+                decision = await self._call(lambda uow: self._settle_content(uow, print_))
+                if decision.transcript is not None:
+                    self.let_go()
+                    return decision
+            sending = self._in_flight.claim(sha256=print_.sha256, language=self.item.language)
+            if sending is None:
+                self._sending = print_.sha256
+                return decision
+            await sending.wait()  # the lease keeper renews our claim meanwhile
+            await self.require_lease()
 
     def _settle_content(self, uow: UnitOfWork, print_: Fingerprint) -> ReuseDecision:
         item = self.item

@@ -8,11 +8,14 @@ same content was partly answered -> those answers are reused by range and only t
 uncovered audio is sent (tasks/transcription/coverage.py).
 `tasks/transcription/transcribe.py` (the run) and
 `tasks/transcription/plan.py` (`--dry-run`) both read the facts with `read_reuse_facts` and decide
-with `decide_reuse`, so the plan cannot drift from the run.
+with `decide_reuse`, so the plan cannot drift from the run. Copies of content being
+sent right now wait for that answer (`ContentInFlight`), and the plan counts them as
+reused the same way.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +44,36 @@ class ReuseDecision:
     def reuses_transcript(self) -> bool:
         """The whole file is answered already: nothing is decoded or sent."""
         return self.transcript is not None
+
+
+class ContentInFlight:
+    """Content this run is sending now, by (sha256, language): a copy waits for that answer.
+
+    Ten thousand names for one recording (hard links, re-exports) claimed at once would
+    otherwise each be sent: the store holds no done twin until the first one finishes.
+    Used from the event loop only; entries live while their file is in flight.
+    """
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[str, str], asyncio.Event] = {}
+
+    def claim(self, *, sha256: str, language: str) -> asyncio.Event | None:
+        """None: nobody sends this content now, the caller does; else the event that is
+        set when the file sending it is settled (then decide again)."""
+        key = (sha256, language)
+        sending = self._answers.get(key)
+        if sending is None:
+            self._answers[key] = asyncio.Event()
+        return sending
+
+    def settle(self, *, sha256: str, language: str) -> None:
+        """The file sending this content is settled: wake its copies."""
+        answered = self._answers.pop((sha256, language), None)
+        if answered is not None:
+            answered.set()
+
+    def __len__(self) -> int:
+        return len(self._answers)
 
 
 def decide_reuse(item: ItemRecord | None, *, sha256: str, facts: ReuseFacts) -> ReuseDecision:

@@ -40,7 +40,7 @@ from tasks.transcription.coverage import Coverage
 from tasks.transcription.progress import FileOutcome, RunStats, progress_observer
 from tasks.transcription.quality import review_transcript
 from tasks.transcription.recorder import FileRecorder
-from tasks.transcription.reuse import ReuseDecision
+from tasks.transcription.reuse import ContentInFlight, ReuseDecision
 from tasks.work.journal import Journal
 from tasks.work.lease_keeper import LeaseKeeper
 
@@ -94,6 +94,7 @@ class BatchContext:
         # files per decoder; more would only queue at the decoders and hold memory (a long
         # recording in flight holds up to 20 MB).
         self.files_at_once = asyncio.Semaphore(pipeline.concurrency + 2 * pipeline.decode_workers)
+        self.in_flight = ContentInFlight()  # copies of content being sent wait for its answer
 
     def recorder_for(self, item: ItemRecord) -> FileRecorder:
         """The store side of one claimed file, bound to its claim and this run's leases."""
@@ -103,6 +104,7 @@ class BatchContext:
             leases=self.leases,
             journal=self.journal,
             store_retry_s=self.store_retry_s,
+            in_flight=self.in_flight,
         )
 
     def close(self) -> None:
@@ -157,7 +159,11 @@ async def process_batch(items: Sequence[ItemRecord], *, ctx: BatchContext) -> li
 
 async def transcribe_file(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome:
     """Take one claimed item to done, skipped, failed or released; never raises MedasrError."""
-    return await _transcribe_with(ctx.recorder_for(item), ctx=ctx)
+    recorder = ctx.recorder_for(item)
+    try:
+        return await _transcribe_with(recorder, ctx=ctx)
+    finally:
+        recorder.let_go()  # copies of its content waiting in this run decide again
 
 
 async def _transcribe_with(recorder: FileRecorder, *, ctx: BatchContext) -> FileOutcome:

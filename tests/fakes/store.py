@@ -200,6 +200,17 @@ class FakeRepository(FakeItemQueries):
         found = (self._find(uri, language) for uri in source_uris)
         return {item.source_uri: item for item in found if item is not None}
 
+    def find_unsettled(
+        self, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
+    ) -> list[str]:
+        def is_settled(file: SourceFile) -> bool:
+            item = self._find(file.uri, language)
+            if item is None or item.status not in settled:
+                return False
+            return (item.source_version, item.size_bytes) == (file.version, file.size_bytes)
+
+        return [file.uri for file in files if not is_settled(file)]
+
     def find_done_with_sha(self, *, sha256: str, language: str) -> ItemRecord | None:
         done = [
             i

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import click
 import typer.main
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
@@ -49,8 +50,9 @@ def settings_rows() -> list[tuple[str, str, str, str]]:
 
 def devserver_rows() -> list[tuple[str, str, str]]:
     """(variable, default, meaning) for every `medasr devserver` option."""
-    command = typer.main.get_command(app)
-    devserver = command.commands["devserver"]  # type: ignore[attr-defined]
+    group = typer.main.get_command(app)
+    # The group loads a command's module when asked for it (flows/cli/commands.py).
+    devserver = group.get_command(click.Context(group), "devserver")  # type: ignore[attr-defined]
     return [
         (str(param.envvar), _shown(param.default), (getattr(param, "help", "") or "").rstrip("."))
         for param in devserver.params

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import click
 import typer.main
 
 from flows.cli import app
@@ -52,7 +53,8 @@ def _command_row(command: str) -> str:
 
 
 def test_the_run_row_lists_every_option_of_medasr_run() -> None:
-    command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    group = typer.main.get_command(app)
+    command = group.get_command(click.Context(group), "run")  # type: ignore[attr-defined]
     row = _command_row("run")
     options = [name for param in command.params for name in param.opts if name.startswith("--")]
     options += [n for param in command.params for n in param.secondary_opts if n.startswith("--")]

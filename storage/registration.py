@@ -1,0 +1,93 @@
+"""Registering a listing at archive scale: one statement compares a batch, one inserts it.
+
+The listed files travel as one JSON parameter (no limit on parameters, no per-row work
+in Python): the store joins them with `items` on its unique (source_uri, language)
+index and returns only the files that are new or changed, so the nightly no-op costs a
+`stat` and an indexed lookup per file. New files go in with `INSERT ... SELECT ... ON
+CONFLICT DO NOTHING`: another run registering the same files at once is not an error.
+SQLite (json_each) and PostgreSQL (jsonb_array_elements) each have their text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import NamedTuple
+
+from sqlalchemy import bindparam, text
+from sqlalchemy.orm import Session
+
+from storage.models import UTCDateTime
+from storage.records import SourceFile
+
+_ROWS = {  # each listed file as the JSON array [uri, version, size_bytes]
+    "sqlite": "json_each(:rows) AS j",
+    "postgresql": "jsonb_array_elements(CAST(:rows AS jsonb)) AS j(value)",
+}
+_SIZE = {"sqlite": "j.value ->> 2", "postgresql": "CAST(j.value ->> 2 AS bigint)"}
+_FALSE = {"sqlite": "0", "postgresql": "false"}
+
+
+class Differing(NamedTuple):
+    """A listed file the store does not hold as listed: new (`id` None) or changed."""
+
+    source_uri: str
+    id: int | None
+    status: str | None
+    lease_expires_at: datetime | None
+
+
+def find_differing(
+    session: Session, files: Sequence[SourceFile], *, language: str
+) -> list[Differing]:
+    """The files of `files` that are new, or whose version or size differs, in one query."""
+    dialect = session.get_bind().dialect.name
+    query = text(
+        f"SELECT j.value ->> 0 AS source_uri, i.id, i.status, i.lease_expires_at"  # noqa: S608
+        f" FROM {_ROWS[dialect]}"
+        " LEFT JOIN items AS i ON i.source_uri = j.value ->> 0 AND i.language = :language"
+        " WHERE i.id IS NULL OR i.source_version <> j.value ->> 1"
+        f" OR i.size_bytes <> {_SIZE[dialect]}"
+    ).columns(lease_expires_at=UTCDateTime())
+    rows = session.execute(query, {"rows": _as_json(files), "language": language})
+    return [Differing(*row) for row in rows]
+
+
+def find_unsettled(
+    session: Session, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
+) -> list[str]:
+    """URIs of `files` that are new, changed, or held in a status not in `settled`: what
+    a dry run must read (the rest a run would not claim), in one query."""
+    dialect = session.get_bind().dialect.name
+    query = text(
+        "SELECT j.value ->> 0 FROM"  # noqa: S608
+        f" {_ROWS[dialect]}"
+        " LEFT JOIN items AS i ON i.source_uri = j.value ->> 0 AND i.language = :language"
+        " WHERE i.id IS NULL OR i.source_version <> j.value ->> 1"
+        f" OR i.size_bytes <> {_SIZE[dialect]} OR i.status NOT IN :settled"
+    ).bindparams(bindparam("settled", expanding=True))
+    values = {"rows": _as_json(files), "language": language, "settled": list(settled)}
+    return list(session.scalars(query, values))
+
+
+def insert_new(
+    session: Session, files: Sequence[SourceFile], *, language: str, now: datetime
+) -> int:
+    """Insert pending items for `files`, skipping any another run inserted first; returns
+    how many were ours."""
+    dialect = session.get_bind().dialect.name
+    statement = text(
+        "INSERT INTO items (source_uri, language, source_version, size_bytes, status,"  # noqa: S608
+        " retryable, attempts, created_at, updated_at)"
+        f" SELECT j.value ->> 0, :language, j.value ->> 1, {_SIZE[dialect]}, 'pending',"
+        f" {_FALSE[dialect]}, 0, :now, :now FROM {_ROWS[dialect]}"
+        " WHERE true"  # SQLite: tells the upsert clause from a join's ON
+        " ON CONFLICT (source_uri, language) DO NOTHING"
+    ).bindparams(bindparam("now", type_=UTCDateTime()))
+    result = session.execute(statement, {"rows": _as_json(files), "language": language, "now": now})
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def _as_json(files: Sequence[SourceFile]) -> str:
+    return json.dumps([[f.uri, f.version, f.size_bytes] for f in files])
