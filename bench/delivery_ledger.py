@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from config.settings import StorageSettings
 from service.devserver import start_devserver
-from storage.database import Store
+from storage import open_store
 from tests.tasks.delivery.delivery_helpers import make_done
 
 DOCS = "/mr/api/v2/docs"
@@ -56,7 +56,7 @@ def measure(work: Path, *, items: int, changed_count: int) -> None:
     """Run the three deliveries in `work` and print the ledger's figures."""
     ledger = work / "ledger.jsonl"
     url = f"sqlite:///{work / 'medasr.db'}"
-    store = Store.open(StorageSettings(database_url=url))
+    store = open_store(StorageSettings(database_url=url))
     texts = {f"/archive/{i:04d}.wav": f"dictation {i} text" for i in range(items)}
     make_done(store, texts)
     with start_devserver(port=0, token="bench", ledger_path=ledger, seed=7, **FAULTS) as server:
@@ -73,8 +73,8 @@ def measure(work: Path, *, items: int, changed_count: int) -> None:
         codes_3 = deliver(env)
         after_3 = accepted(ledger)
         requests = sum(1 for line in ledger.read_text().splitlines() if DOCS in line)
-    with store.repository(read_only=True) as repo:
-        counts = {c.status: c.rows for c in repo.delivery_counts()}
+    with store.unit_of_work(read_only=True) as uow:
+        counts = {c.status: c.rows for c in uow.deliveries.delivery_counts()}
     replaces = sum(
         1 for row in _rows(url) if row["replaces_id"] is not None and row["status"] == "delivered"
     )

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from config.settings import StorageSettings
 from service.devserver import RunningDevServer, start_devserver
-from storage.database import Store
+from storage import open_store
 from tests.service.mllp_listener import MllpListener, running_listener
 from tests.tasks.delivery.delivery_helpers import make_done
 
@@ -55,7 +55,7 @@ class Work:
         folder.mkdir(parents=True)
         self.folder = folder
         self.url = f"sqlite:///{folder / 'medasr.db'}"
-        self.store = Store.open(StorageSettings(database_url=self.url))
+        self.store = open_store(StorageSettings(database_url=self.url))
         self.texts = {
             f"/archive/{i:04d}.wav": f"Dictation {i}.\nFindings | normal ^ stable & clear ~ ok."
             for i in range(items)
@@ -97,8 +97,8 @@ class Work:
         return codes, rounds
 
     def counts(self) -> dict[str, int]:
-        with self.store.repository(read_only=True) as repo:
-            return {c.status: c.rows for c in repo.delivery_counts()}
+        with self.store.unit_of_work(read_only=True) as uow:
+            return {c.status: c.rows for c in uow.deliveries.delivery_counts()}
 
     def retranscribe(self, changed: int) -> None:
         amended = {u: t + "\nAddendum: reviewed." for u, t in list(self.texts.items())[:changed]}

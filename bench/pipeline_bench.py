@@ -49,7 +49,7 @@ from pipeline_workloads import (
 )
 
 from config.settings import StorageSettings
-from storage.database import Store
+from storage import open_store
 from storage.sources import list_audio
 
 README = Path(__file__).resolve().parent / "README.md"
@@ -166,15 +166,15 @@ def cpu_row(name: str, run: dict[str, object]) -> dict[str, object]:
 def seed_done(folder: Path, *, database_url: str) -> int:
     """Register every file under `folder` and mark it done (as a finished run would)."""
     listing = list_audio(str(folder), settle_s=0)
-    store = Store.open(StorageSettings(database_url=database_url))
+    store = open_store(StorageSettings(database_url=database_url))
     try:
-        with store.repository() as repo:
-            repo.register_items(listing.files, language=LANGUAGE)
-            items = repo.claim_batch(
+        with store.unit_of_work() as uow:
+            uow.items.register_items(listing.files, language=LANGUAGE)
+            items = uow.items.claim_batch(
                 owner="bench", language=LANGUAGE, limit=len(listing.files), lease_s=3600
             )
             for item in items:
-                repo.finish_item(
+                uow.items.finish_item(
                     item.id,
                     lease_token=item.lease_token,
                     text="seeded",

@@ -31,8 +31,8 @@ from pipeline_procs import PYTHON, machine, scratch_dir
 
 from config.settings import StorageSettings
 from storage.database import Store, create_store_engine, upgrade_database
+from storage.interface import UnitOfWork
 from storage.query_plans import explain_call, refresh_statistics
-from storage.repository import Repository
 
 LANG = "en-IN"
 BEFORE = "0004"  # the newest revision before issue 23's indexes
@@ -41,19 +41,19 @@ COLUMNS = (
     "retryable, attempts, created_at, updated_at, done_at, text, chunk_count, error_kind"
 )
 # What each command asks the store (flows/cli/store.py, review.py, run.py, deliver.py).
-COMMAND_QUERIES: dict[str, Callable[[Repository], Any]] = {
-    "status: counts": lambda repo: repo.status_counts(),
-    "status: deliveries": lambda repo: repo.delivery_counts(),
-    "status: latest failed": lambda repo: repo.list_latest(status="failed", limit=10),
-    "review: list": lambda repo: repo.list_needs_review(language=None, limit=0),
-    "rerun-failures: re-queue": lambda repo: repo.requeue_failures(
+COMMAND_QUERIES: dict[str, Callable[[UnitOfWork], Any]] = {
+    "status: counts": lambda uow: uow.items.status_counts(),
+    "status: deliveries": lambda uow: uow.deliveries.delivery_counts(),
+    "status: latest failed": lambda uow: uow.items.list_latest(status="failed", limit=10),
+    "review: list": lambda uow: uow.reviews.list_needs_review(language=None, limit=0),
+    "rerun-failures: re-queue": lambda uow: uow.items.requeue_failures(
         language=LANG, max_attempts=3, include_permanent=False
     ),
-    "deliver: selection page": lambda repo: repo.done_items_page(
+    "deliver: selection page": lambda uow: uow.items.done_items_page(
         language=LANG, after_id=0, limit=500
     ),
-    "export: rows": lambda repo: repo.export_rows(status=None),
-    "export --status done: rows": lambda repo: repo.export_rows(status="done"),
+    "export: rows": lambda uow: uow.items.export_rows(status=None),
+    "export --status done: rows": lambda uow: uow.items.export_rows(status="done"),
 }
 
 
@@ -90,9 +90,9 @@ def lookup_ms(store: Store, *, rows: int, lookups: int) -> float:
     figures = []
     for n in range(lookups):
         sha = _sha(rng.randrange(rows)) if n % 2 else "f" * 64
-        with store.repository() as repo:
+        with store.unit_of_work() as uow:
             started = time.perf_counter()
-            repo.find_done_with_sha(sha256=sha, language=LANG)
+            uow.items.find_done_with_sha(sha256=sha, language=LANG)
             figures.append((time.perf_counter() - started) * 1000)
     return statistics.median(figures)
 
@@ -108,11 +108,11 @@ def plans(store: Store) -> dict[str, str]:
 def status_queries_ms(store: Store) -> float:
     """Ms of what `medasr status` asks the store (counts, deliveries, latest of each)."""
     started = time.perf_counter()
-    with store.repository(read_only=True) as repo:
-        repo.status_counts()
-        repo.delivery_counts()
+    with store.unit_of_work(read_only=True) as uow:
+        uow.items.status_counts()
+        uow.deliveries.delivery_counts()
         for status in ("failed", "needs_review", "skipped"):
-            repo.list_latest(status=status, limit=10)
+            uow.items.list_latest(status=status, limit=10)
     return (time.perf_counter() - started) * 1000
 
 

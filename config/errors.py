@@ -97,8 +97,8 @@ EXIT_INTERRUPTED: Final = 130  # 128 + SIGINT, as shells report an interrupted c
 EXIT_CODES: Final[Mapping[int, str]] = MappingProxyType(
     {
         EXIT_OK: "everything asked for is done",
-        EXIT_SOME_FAILED: "some files failed, were skipped as silent or wait for review "
-        "(or a store or audio error outside a run)",
+        EXIT_SOME_FAILED: "some files failed, were skipped as silent or wait for review, "
+        "or some documents failed or are in doubt (or a store or audio error outside a run)",
         EXIT_USAGE: "usage or configuration error (a ConfigError): nothing was sent",
         EXIT_CREDENTIALS: "credentials rejected (401/403): the run stopped at once",
         EXIT_TEMPORARY: "Prefect's temporary server did not start (a busy host): nothing "
@@ -106,3 +106,22 @@ EXIT_CODES: Final[Mapping[int, str]] = MappingProxyType(
         EXIT_INTERRUPTED: "interrupted by the operator (Ctrl-C or SIGTERM)",
     }
 )
+
+
+def exit_code_of(
+    *,
+    credentials_rejected: bool = False,
+    stopped_by_configuration: bool = False,
+    interrupted: bool = False,
+    needs_a_person: bool = False,
+) -> int:
+    """The one reading of EXIT_CODES, for a run and a delivery alike: 3 credentials
+    rejected, 2 a setting stopped it, 130 interrupted, 1 something a person must look at
+    (failed, skipped, needs review, a delivery in doubt), else 0."""
+    if credentials_rejected:
+        return EXIT_CREDENTIALS
+    if stopped_by_configuration:
+        return EXIT_USAGE
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_SOME_FAILED if needs_a_person else EXIT_OK

@@ -20,8 +20,9 @@ from config.settings import Settings, load_settings
 from service.client import TranscriptionClient
 from service.contract import LANGUAGES, is_supported_language
 from service.preflight import check_service_config
-from storage.database import Store
-from storage.repository import new_lease_owner
+from storage import open_store
+from storage.interface import UnitOfWorkFactory
+from storage.owners import new_lease_owner
 from storage.sources import SourceLocation, parse_source
 from tasks.discovery.discover import check_source, manifest_metadata
 from tasks.errors import SharedLimitUnavailable
@@ -71,7 +72,7 @@ class Run:
         *,
         request: RunRequest,
         settings: Settings,
-        store: Store,
+        store: UnitOfWorkFactory,
         source_roots: tuple[str, ...],
         source: PreparedSource | None = None,
     ) -> None:
@@ -179,7 +180,7 @@ def bootstrap(
     Raises what `prepare_source` raises, ConfigError (the database URL), StoreError.
     """
     prepared = source if source is not None else prepare_source(request)
-    store = Store.open(settings.storage)
+    store = open_store(settings.storage)
     try:
         if prepared is not None:
             roots: tuple[str, ...] = (prepared.location.uri,)

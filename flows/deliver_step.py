@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from prefect import get_run_logger
+from prefect.utilities.annotations import quote
 
 from config.settings import Settings
 from flows.summary import DeliveryCounts
-from storage.database import Store
-from tasks.delivery.deliver import DeliveryContext, deliver_task
+from storage.interface import UnitOfWorkFactory
+from tasks.delivery.deliver import deliver_task
 
 
 async def deliver_after_backlog(
-    settings: Settings, store: Store, *, language: str
+    settings: Settings, store: UnitOfWorkFactory, *, language: str
 ) -> DeliveryCounts:
     """Deliver the language's done transcripts; returns counts for the run summary.
 
@@ -19,8 +20,9 @@ async def deliver_after_backlog(
     log; the transcripts stay recorded and the next run delivers them.
     """
     # The delivery wing still answers with a plain dict; it is read here, once.
-    summary = await deliver_task(
-        ctx=DeliveryContext(settings=settings, store=store),
+    summary = await deliver_task(  # type: ignore[call-overload]
+        settings=quote(settings),  # unwrapped by Prefect before the call
+        store=quote(store),
         language=language,
         format_name=settings.delivery.format,
     )
@@ -39,4 +41,5 @@ async def deliver_after_backlog(
         superseded=int(summary["documents_superseded"]),
         released=int(summary["documents_released"]),
         exit_code=int(summary["exit_code"]),
+        in_doubt=int(summary["documents_in_doubt"]),
     )

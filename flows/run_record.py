@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from flows.summary import RunSummary
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from tasks.steps import finish_run_task, start_run_task
 
 logger = logging.getLogger("medasr.flows")
@@ -30,7 +30,7 @@ class RecordedRun:
 
 
 @contextmanager
-def recorded_run(store: Store, *, source: str, language: str) -> Iterator[RecordedRun]:
+def recorded_run(store: UnitOfWorkFactory, *, source: str, language: str) -> Iterator[RecordedRun]:
     """A run row for the block: `error` if the block raised, else the summary's status."""
     run = RecordedRun(start_run_task(store=store, source=source, language=language))
     try:

@@ -19,6 +19,7 @@ from config.errors import (
     EXIT_USAGE,
     ConfigError,
     RunInterrupted,
+    exit_code_of,
 )
 from flows.attention import CheckRow, recordings_to_check
 from service.errors import CredentialsRejected
@@ -46,13 +47,6 @@ class StopReason(StrEnum):
     INTERRUPTED = "interrupted"
 
 
-_STOP_EXIT = {
-    StopReason.CREDENTIALS: EXIT_CREDENTIALS,
-    StopReason.CONFIGURATION: EXIT_USAGE,
-    StopReason.INTERRUPTED: EXIT_INTERRUPTED,
-}
-
-
 @dataclass(frozen=True)
 class DeliveryCounts:
     """What the nightly delivery step did (MEDASR_DELIVER=true); no text, no secret."""
@@ -63,6 +57,7 @@ class DeliveryCounts:
     superseded: int
     released: int
     exit_code: int
+    in_doubt: int = 0  # sent, no answer recorded: a person checks, then --resend-in-doubt
 
 
 @dataclass(frozen=True)
@@ -94,15 +89,18 @@ class RunSummary:
     def exit_code(self) -> int:
         """3 credentials rejected, 2 a setting stopped the run, 130 interrupted, 1 any file
         failed, was skipped (a silent recording may be a lost note) or needs review."""
-        if self.stopped is not None:
-            return _STOP_EXIT[self.stopped]
         not_all_done = (
             self.files_failed,
             self.files_unreadable or 0,
             self.files_skipped,
             self.files_needs_review,
         )
-        return EXIT_SOME_FAILED if any(n > 0 for n in not_all_done) else EXIT_OK
+        return exit_code_of(  # the one reading of EXIT_CODES, shared with `deliver`
+            credentials_rejected=self.stopped is StopReason.CREDENTIALS,
+            stopped_by_configuration=self.stopped is StopReason.CONFIGURATION,
+            interrupted=self.stopped is StopReason.INTERRUPTED,
+            needs_a_person=any(n > 0 for n in not_all_done),
+        )
 
     @property
     def failed_total(self) -> int:
@@ -133,6 +131,7 @@ class RunSummary:
                 ("documents_planned", d.planned),
                 ("documents_delivered", d.delivered),
                 ("documents_failed", d.failed),
+                ("documents_in_doubt", d.in_doubt),
                 ("documents_superseded", d.superseded),
                 ("documents_released", d.released),
                 ("delivery_exit_code", d.exit_code),

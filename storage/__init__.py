@@ -1,0 +1,25 @@
+"""Things at rest: the SQL store behind a unit of work, sources, exports.
+
+`open_store(settings.storage)` is the one way above storage/ to open the store; it
+returns a `UnitOfWorkFactory` (storage/interface.py). The concrete classes stay inside.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from config.settings import StorageSettings
+    from storage.interface import UnitOfWorkFactory
+
+__all__ = ["open_store"]
+
+
+def open_store(storage: StorageSettings, *, upgrade: bool = False) -> UnitOfWorkFactory:
+    """Open the database (SQLite is migrated on open; `upgrade=True` migrates any).
+
+    Raises DatabaseUrlInvalid, StoreUnavailable, SchemaOutdated or SchemaUnknown.
+    """
+    from storage.database import Store  # the engine and Alembic load only when a store opens
+
+    return Store.open(storage, upgrade=upgrade)

@@ -1,63 +1,47 @@
-"""Claiming items under a lease, exactly once across processes, and giving them back.
+"""Claiming items on the work queue (storage/work_queue.py), and giving them back.
 
-PostgreSQL: the claimable rows are locked with `FOR UPDATE SKIP LOCKED`, so concurrent
-claimers split the work. SQLite: the write session began with BEGIN IMMEDIATE, so only
-one claimer runs at a time (SQLite renders no FOR UPDATE). An item whose lease expired
-is claimable again, except by the process (owner) that held it: it may still be working
-on it. Each claim writes its own lease token (storage/leases.py) and every check compares
-that token, so work reported under a claim that is no longer current raises LeaseLost.
-Expiry is judged on the store's clock (PostgreSQL `now()`), not this host's.
-Items held by a process of this machine that has ended (killed, crashed) are given
-back at once by `release_dead_local_leases`, without waiting for the lease to expire.
+The queue does the claiming (SKIP LOCKED / BEGIN IMMEDIATE, a token per claim, the
+store's clock, taking back the dead); this module chooses which items: of a language,
+under a source prefix, among given URIs. Failures are re-queued here too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, delete, or_, select, update
+from sqlalchemy import ColumnElement, and_, delete, or_, select, update
+from sqlalchemy.orm import Session
 
-from storage.leases import new_lease_token, release_dead_local_holders, store_now
 from storage.models import ChunkRow, Item
-from storage.owners import new_lease_owner
-from storage.queries import IN_BATCH, Queries, batches, under_source, utc_now
+from storage.queries import IN_BATCH, Queries, under_source, utc_now
 from storage.records import ItemRecord
+from storage.work_queue import WorkQueue, cleared_lease
 
 _SCAN_PAGE = 1000
 
-__all__ = ["Claims", "cleared_lease", "new_lease_owner"]
-
-
-def _claimable(
-    now: datetime, *, owner: str, language: str | None, source_prefix: str | None
-) -> list[ColumnElement[bool]]:
-    """Expired leases of other owners, then pending items: two conditions, so that each
-    query walks the (status, language, id) index in id order and stops at the limit
-    instead of sorting every pending row. `owner`'s own lapsed leases are left alone: a
-    live process may still be working on them (its lease keeper was late)."""
-    narrowing = []
-    if language is not None:
-        narrowing.append(Item.language == language)
-    if source_prefix is not None:
-        narrowing.append(under_source(source_prefix))
-    expired = and_(
-        Item.status == "processing",
-        Item.lease_expires_at < now,
-        or_(Item.lease_owner.is_(None), Item.lease_owner != owner),
-        *narrowing,
-    )
-    return [expired, and_(Item.status == "pending", *narrowing)]
-
-
-def cleared_lease() -> dict[str, Any]:
-    """Column values of an item no one holds."""
-    return {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
+__all__ = ["Claims"]
 
 
 class Claims(Queries):
     """Claim, renew, release and re-queue items."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self._queue = WorkQueue(session, Item)
+
+    def _claimable(
+        self, now: datetime, *, owner: str, language: str | None, source_prefix: str | None
+    ) -> list[ColumnElement[bool]]:
+        """The queue's two claimable conditions (lapsed, pending), narrowed: each query
+        walks the (status, language, id) index in id order and stops at the limit."""
+        narrowing = []
+        if language is not None:
+            narrowing.append(Item.language == language)
+        if source_prefix is not None:
+            narrowing.append(under_source(source_prefix))
+        return [and_(c, *narrowing) for c in self._queue.claimable(now, owner=owner)]
 
     def claim_batch(
         self,
@@ -77,31 +61,20 @@ class Claims(Queries):
         sources under a normalized folder or bucket prefix (see
         storage.sources.normalize_source). `now` stands in for the store's clock (tests).
         """
-        now = now or store_now(self._session)
+        now = now or self._queue.now()
         if limit <= 0:
             return []
         ids: list[int] = []
-        claimable_now = _claimable(now, owner=owner, language=language, source_prefix=source_prefix)
+        claimable_now = self._claimable(
+            now, owner=owner, language=language, source_prefix=source_prefix
+        )
         for claimable in claimable_now:
             ids += self._lock_claimable(claimable, limit=limit - len(ids), uris=uris)
             if len(ids) >= limit:
                 break
         if not ids:
             return []
-        self._session.execute(
-            update(Item)
-            .where(Item.id.in_(ids))
-            .values(
-                status="processing",
-                lease_owner=owner,
-                lease_expires_at=now + timedelta(seconds=lease_s),
-                attempts=Item.attempts + 1,
-                updated_at=now,
-            )
-            .execution_options(synchronize_session=False)
-        )
-        tokens = [{"id": item_id, "lease_token": new_lease_token()} for item_id in ids]
-        self._session.execute(update(Item), tokens)
+        self._queue.take(ids, owner=owner, lease_s=lease_s, now=now)
         return self._items_where(Item.id.in_(ids))
 
     def _lock_claimable(
@@ -139,9 +112,7 @@ class Claims(Queries):
         return chosen
 
     def _locked_ids(self, query: Any) -> list[int]:
-        # SKIP LOCKED: rows another claimer is taking are left to it (PostgreSQL only;
-        # SQLite renders no FOR UPDATE, its BEGIN IMMEDIATE already excludes claimers).
-        return list(self._session.scalars(query.with_for_update(skip_locked=True)))
+        return self._queue.lock_ids(query)
 
     def renew_leases(self, lease_tokens: Sequence[str], *, lease_s: float) -> frozenset[str]:
         """Extend the leases of these claims to `lease_s` from the store's now; returns the
@@ -153,34 +124,11 @@ class Claims(Queries):
         no more chunks): every later write under that token raises LeaseLost. A lapsed
         lease that no one took over is still ours and is renewed.
         """
-        expires = store_now(self._session) + timedelta(seconds=lease_s)
-        renewed: set[str] = set()
-        for batch in batches(list(lease_tokens)):
-            renewed.update(
-                self._session.scalars(
-                    update(Item)
-                    .where(Item.status == "processing", Item.lease_token.in_(batch))
-                    .values(lease_expires_at=expires)
-                    .returning(Item.lease_token)
-                    .execution_options(synchronize_session=False)
-                )
-            )
-        return frozenset(lease_tokens) - renewed
+        return self._queue.renew(lease_tokens, lease_s=lease_s)
 
     def release_items(self, lease_tokens: Sequence[str]) -> None:
         """Give our claims back (pending, attempts - 1): the stop was not the item's fault."""
-        for batch in batches(list(lease_tokens)):
-            self._session.execute(
-                update(Item)
-                .where(Item.status == "processing", Item.lease_token.in_(batch))
-                .values(
-                    status="pending",
-                    attempts=case((Item.attempts > 0, Item.attempts - 1), else_=0),
-                    updated_at=utc_now(),
-                    **cleared_lease(),
-                )
-                .execution_options(synchronize_session=False)
-            )
+        self._queue.release(lease_tokens)
 
     def release_dead_local_leases(self) -> int:
         """Give back items held by ended processes of this machine; returns how many.
@@ -188,7 +136,7 @@ class Claims(Queries):
         A killed run's items need not wait out their lease. Attempts are kept: the
         crash may have been the item's doing. Owners on other hosts are left alone.
         """
-        return release_dead_local_holders(self._session, Item, cleared=cleared_lease())
+        return self._queue.take_back_dead()
 
     def requeue_failures(
         self,

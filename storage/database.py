@@ -36,8 +36,8 @@ from storage.errors import (
     StoreFailed,
     StoreUnavailable,
 )
-from storage.repository import Repository
 from storage.schema_revision import newest_known_revision, stored_revision
+from storage.unit_of_work import SqlUnitOfWork
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -48,7 +48,10 @@ _MIGRATION_LOCK_ID = 0x6D656461  # any constant; PostgreSQL migrations take it i
 
 
 class Store:
-    """An opened database: hands out repositories, one session (transaction) each."""
+    """An opened database: hands out units of work, one session (transaction) each.
+
+    Above storage/ it is seen only as a UnitOfWorkFactory (storage.open_store).
+    """
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -76,8 +79,8 @@ class Store:
         return cls(engine)
 
     @contextmanager
-    def repository(self, *, read_only: bool = False) -> Iterator[Repository]:
-        """A repository on a fresh session; commits on normal exit, rolls back on error.
+    def unit_of_work(self, *, read_only: bool = False) -> Iterator[SqlUnitOfWork]:
+        """A unit of work on a fresh session; commits on normal exit, rolls back on error.
 
         Keep the block short: on SQLite a write block holds the one write lock from its
         first statement to its end. Raises StoreUnavailable or StoreFailed.
@@ -86,7 +89,7 @@ class Store:
         try:
             with translate_store_errors():
                 try:
-                    yield Repository(session)
+                    yield SqlUnitOfWork(session)
                     session.commit()
                 except BaseException:
                     session.rollback()

@@ -1,68 +1,47 @@
-"""The deliveries ledger: one row per (item, transcript version), claimed under a lease.
+"""The deliveries repository (`uow.deliveries`): one row per (item, version, target).
 
 A transcript version names exactly what a receiver would get: the recording's content
-(sha256 of the audio), the language and the text we hold for it. Either changing is a new version,
-delivered once; the same transcript uploaded again is not. The format (txt or FHIR) is
-not part of it: switching formats must not file the same note twice.
+(sha256 of the audio), the language and the text we hold for it. Either changing is a
+new version, delivered once per target; the same transcript uploaded again is not. The
+format (txt or FHIR) is not part of it: switching formats must not file the same note
+twice.
 
-Claiming follows storage/claims.py: PostgreSQL locks claimable rows with
-`FOR UPDATE SKIP LOCKED`, SQLite's BEGIN IMMEDIATE admits one claimer at a time; a row
-whose lease expired is claimable again, and settling a row we no longer hold raises
-LeaseLost.
+Rows are claimed on the one work queue (storage/work_queue.py): a token per claim,
+renewal, the store's clock, the dead taken back. `mark_sending` commits `sending_at`
+just before a request goes out; from then on a row whose answer was not recorded
+(holder killed, lease lapsed, stopped mid-request) becomes `in_doubt`, never pending:
+the receiver may have filed it. Only `resend_in_doubt` (a person's decision) sends it
+back to pending.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Row, Table, and_, case, func, or_, select, update
+from sqlalchemy import ColumnElement, Row, Table, func, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
 
-from storage.errors import LeaseLost
-from storage.leases import release_dead_local_holders
-from storage.models import Delivery, Item
-from storage.queries import Queries, batches, utc_now
-from storage.records import DeliveryRecord, ItemRecord
+from storage.models import Delivery
+from storage.queries import batches, utc_now
+from storage.records import DeliveryCount, DeliveryRecord, WantedDelivery
+from storage.versions import item_version, transcript_version
+from storage.work_queue import WorkQueue
 
 DELIVERIES = cast(Table, Delivery.__table__)
 _MESSAGE_MAX_CHARS = 4000
 _UNSENT = ("pending", "failed")
 
-
-def transcript_version(*, content_sha256: str | None, language: str, text: str) -> str:
-    """sha256 (hex) naming one transcript of one recording's content in one language."""
-    text_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    named = f"{content_sha256 or ''}\n{language}\n{text_sha256}"
-    return hashlib.sha256(named.encode("utf-8")).hexdigest()
-
-
-def item_version(item: ItemRecord) -> str:
-    """The transcript version of a finished item as it is stored now."""
-    return transcript_version(
-        content_sha256=item.sha256, language=item.language, text=item.text or ""
-    )
-
-
-@dataclass(frozen=True)
-class WantedDelivery:
-    """A done item and the version of its transcript today."""
-
-    item_id: int
-    language: str
-    version: str
-
-
-@dataclass(frozen=True)
-class DeliveryCount:
-    """Rows of one delivery status."""
-
-    status: str
-    rows: int
+__all__ = [
+    "Deliveries",
+    "DeliveryCount",
+    "WantedDelivery",
+    "item_version",
+    "transcript_version",
+]
 
 
 def _latest_delivered(rows: Sequence[Any]) -> int | None:
@@ -71,44 +50,12 @@ def _latest_delivered(rows: Sequence[Any]) -> int | None:
     return delivered[-1] if delivered else None
 
 
-def _held_by(owner: str) -> ColumnElement[bool]:
-    return and_(Delivery.status == "processing", Delivery.lease_owner == owner)
-
-
-class DeliveryQueries(Queries):
+class Deliveries:
     """Plan, claim, settle and read deliveries inside one session."""
 
-    def set_item_metadata(
-        self, metadata_by_uri: Mapping[str, Mapping[str, str]], *, language: str | None
-    ) -> int:
-        """Store the manifest's columns on the items (of `language`); returns rows changed."""
-        changed = 0
-        uris = list(metadata_by_uri)
-        for batch in batches(uris, self._uri_batch_size()):
-            condition = self._uri_in(batch)
-            if language is not None:
-                condition = and_(condition, Item.language == language)
-            rows = self._session.execute(
-                select(Item.id, Item.source_uri, Item.item_metadata).where(condition)
-            )
-            updates = [
-                {"id": row.id, "item_metadata": dict(metadata_by_uri[row.source_uri])}
-                for row in rows
-                if (row.item_metadata or {}) != dict(metadata_by_uri[row.source_uri])
-            ]
-            if updates:
-                self._session.execute(update(Item), updates)
-            changed += len(updates)
-        return changed
-
-    def done_items_page(
-        self, *, language: str | None, after_id: int, limit: int, status: str = "done"
-    ) -> list[ItemRecord]:
-        """Up to `limit` items with `status` (of `language`) whose id is above `after_id`."""
-        condition = and_(Item.status == status, Item.id > after_id)
-        if language is not None:
-            condition = and_(condition, Item.language == language)
-        return self._items_where(condition, limit=limit)
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._queue = WorkQueue(session, Delivery, doubt_when=Delivery.sending_at.is_not(None))
 
     def plan_deliveries(self, wanted: Sequence[WantedDelivery], *, format_name: str) -> int:
         """Add a pending row for each version not seen yet; returns how many were added.
@@ -122,7 +69,7 @@ class DeliveryQueries(Queries):
             known = self._rows_of_items([w.item_id for w in batch])
             inserts = []
             for want in batch:
-                rows = known.get(want.item_id, [])
+                rows = [r for r in known.get(want.item_id, []) if r.target == want.target]
                 same = [r for r in rows if r.version == want.version]
                 others = [r for r in rows if r.version != want.version]
                 if same and same[0].status != "superseded":
@@ -144,6 +91,7 @@ class DeliveryQueries(Queries):
                 Delivery.version,
                 Delivery.status,
                 Delivery.delivered_at,
+                Delivery.target,
             )
             .where(Delivery.item_id.in_(item_ids))
             .order_by(Delivery.id)
@@ -166,7 +114,13 @@ class DeliveryQueries(Queries):
         result = self._session.execute(
             update(Delivery)
             .where(Delivery.id == delivery_id, Delivery.status == "superseded")
-            .values(status="pending", attempts=0, replaces_id=replaces_id, updated_at=utc_now())
+            .values(
+                status="pending",
+                attempts=0,
+                replaces_id=replaces_id,
+                sending_at=None,
+                updated_at=utc_now(),
+            )
             .execution_options(synchronize_session=False)
         )
         return int(result.rowcount)  # type: ignore[attr-defined]
@@ -181,6 +135,7 @@ class DeliveryQueries(Queries):
             "language": want.language,
             "version": want.version,
             "format": format_name,
+            "target": want.target,
             "status": "pending",
             "attempts": 0,
             "retryable": False,
@@ -194,9 +149,9 @@ class DeliveryQueries(Queries):
         dialect = self._session.get_bind().dialect.name
         statement = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(DELIVERIES)
         inserted = self._session.execute(
-            statement.on_conflict_do_nothing(index_elements=["item_id", "version"]).returning(
-                DELIVERIES.c.id
-            ),
+            statement.on_conflict_do_nothing(
+                index_elements=["item_id", "version", "target"]
+            ).returning(DELIVERIES.c.id),
             rows,
         )
         return len(inserted.all())
@@ -210,7 +165,23 @@ class DeliveryQueries(Queries):
                 Delivery.retryable.is_(True),
                 Delivery.attempts < max_attempts,
             )
-            .values(status="pending", updated_at=utc_now())
+            .values(status="pending", sending_at=None, updated_at=utc_now())
+            .execution_options(synchronize_session=False)
+        )
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+    def resend_in_doubt(self, *, language: str | None = None, target: str | None = None) -> int:
+        """A person's decision (or a deduplicating target's): in-doubt deliveries (of
+        `language`, to `target`) go out again; how many."""
+        chosen: ColumnElement[bool] = Delivery.status == "in_doubt"
+        if language is not None:
+            chosen = chosen & (Delivery.language == language)
+        if target is not None:
+            chosen = chosen & (Delivery.target == target)
+        result = self._session.execute(
+            update(Delivery)
+            .where(chosen)
+            .values(status="pending", sending_at=None, updated_at=utc_now())
             .execution_options(synchronize_session=False)
         )
         return int(result.rowcount)  # type: ignore[attr-defined]
@@ -223,112 +194,166 @@ class DeliveryQueries(Queries):
         limit: int,
         lease_s: float,
         now: datetime | None = None,
+        target: str | None = None,
     ) -> list[DeliveryRecord]:
-        """Claim up to `limit` pending (or lease-expired) deliveries, oldest first."""
-        now = now or utc_now()
+        """Claim up to `limit` pending (or lease-expired, never sent) deliveries, oldest
+        first, each with its own lease token. Lapsed rows whose request went out become
+        in_doubt first. `now` stands in for the store's clock (tests)."""
+        now = now or self._queue.now()
         if limit <= 0:
             return []
-        expired = and_(Delivery.status == "processing", Delivery.lease_expires_at < now)
-        claimable: ColumnElement[bool] = or_(Delivery.status == "pending", expired)
-        if language is not None:
-            claimable = and_(claimable, Delivery.language == language)
-        query = select(Delivery.id).where(claimable).order_by(Delivery.id).limit(limit)
-        # SKIP LOCKED: rows another deliverer is taking are left to it (PostgreSQL only).
-        ids = list(self._session.scalars(query.with_for_update(skip_locked=True)))
+        self._queue.doubt_lapsed(owner=owner, now=now)
+        ids: list[int] = []
+        for claimable in self._queue.claimable(now, owner=owner):
+            if language is not None:
+                claimable = claimable & (Delivery.language == language)
+            if target is not None:  # a run sends to one target: the others' rows wait
+                claimable = claimable & (Delivery.target == target)
+            query = select(Delivery.id).where(claimable).order_by(Delivery.id)
+            ids += self._queue.lock_ids(query.limit(limit - len(ids)))
+            if len(ids) >= limit:
+                break
         if not ids:
             return []
+        self._queue.take(ids, owner=owner, lease_s=lease_s, now=now)
         self._session.execute(
             update(Delivery)
             .where(Delivery.id.in_(ids))
-            .values(
-                status="processing",
-                lease_owner=owner,
-                lease_expires_at=now + timedelta(seconds=lease_s),
-                attempts=Delivery.attempts + 1,
-                updated_at=now,
-            )
+            .values(sending_at=None)
             .execution_options(synchronize_session=False)
         )
         return self._deliveries_where(Delivery.id.in_(ids))
+
+    def renew_deliveries(self, lease_tokens: Sequence[str], *, lease_s: float) -> frozenset[str]:
+        """Extend these claims' leases on the store's clock; returns the tokens lost."""
+        return self._queue.renew(lease_tokens, lease_s=lease_s)
+
+    def mark_sending(self, delivery_id: int, *, lease_token: str | None) -> None:
+        """Our request is about to go out: from now on an unrecorded answer means in doubt.
+
+        Commit it before sending. Raises LeaseLost if the claim is no longer ours.
+        """
+        self._queue.touch(delivery_id, lease_token=lease_token, sending_at=utc_now())
 
     def record_delivered(
         self,
         delivery_id: int,
         *,
-        owner: str,
+        lease_token: str | None,
         response: dict[str, Any],
         format_name: str | None = None,
+        remote_id: str | None = None,
     ) -> None:
         """Mark our delivery done with the response's fields as they came; LeaseLost.
 
-        `format_name` is what was sent (a row planned as txt may go out as fhir).
+        `format_name` is what was sent (a row planned as txt may go out as fhir);
+        `remote_id` what the receiver named the document, if it said.
         """
-        now = utc_now()
         formats = {} if format_name is None else {"format": format_name}
-        self._settle_delivery(
+        self._queue.settle(
             delivery_id,
-            owner=owner,
+            lease_token=lease_token,
             status="delivered",
             **formats,
             response=response,
-            delivered_at=now,
+            remote_id=remote_id,
+            delivered_at=utc_now(),
             error_kind=None,
             error_message=None,
             retryable=False,
         )
 
+    def record_recovered_delivery(
+        self, delivery_id: int, *, version: str, response: dict[str, Any], remote_id: str | None
+    ) -> bool:
+        """Record an accepted upload kept in the journal (its worker is gone, no lease).
+
+        Only while the row is that version and not delivered; False (nothing written)
+        otherwise.
+        """
+        result = self._session.execute(
+            update(Delivery)
+            .where(
+                Delivery.id == delivery_id,
+                Delivery.version == version,
+                Delivery.status.in_(("pending", "processing", "failed", "in_doubt")),
+            )
+            .values(
+                status="delivered",
+                response=response,
+                remote_id=remote_id,
+                delivered_at=utc_now(),
+                error_kind=None,
+                error_message=None,
+                retryable=False,
+                updated_at=utc_now(),
+                lease_owner=None,
+                lease_expires_at=None,
+                lease_token=None,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
     def record_delivery_failed(
-        self, delivery_id: int, *, owner: str, error_kind: str, message: str, retryable: bool
+        self,
+        delivery_id: int,
+        *,
+        lease_token: str | None,
+        error_kind: str,
+        message: str,
+        retryable: bool,
     ) -> None:
-        """Mark our delivery failed with its error; raises LeaseLost."""
-        self._settle_delivery(
+        """Mark our delivery failed (the receiver answered, or nothing was sent); LeaseLost."""
+        self._queue.settle(
             delivery_id,
-            owner=owner,
+            lease_token=lease_token,
             status="failed",
             error_kind=error_kind,
             error_message=message[:_MESSAGE_MAX_CHARS],
             retryable=retryable,
+            sending_at=None,
         )
 
-    def record_delivery_superseded(self, delivery_id: int, *, owner: str) -> None:
+    def record_delivery_in_doubt(
+        self, delivery_id: int, *, lease_token: str | None, error_kind: str, message: str
+    ) -> None:
+        """Our request went out and no answer came (connection lost, timed out); LeaseLost."""
+        self._queue.settle(
+            delivery_id,
+            lease_token=lease_token,
+            status="in_doubt",
+            error_kind=error_kind,
+            error_message=message[:_MESSAGE_MAX_CHARS],
+            retryable=False,
+        )
+
+    def record_delivery_superseded(self, delivery_id: int, *, lease_token: str | None) -> None:
         """Our delivery's transcript is no longer the item's: never send it; LeaseLost."""
-        self._settle_delivery(delivery_id, owner=owner, status="superseded")
+        self._queue.settle(delivery_id, lease_token=lease_token, status="superseded")
 
-    def _settle_delivery(self, delivery_id: int, *, owner: str, **values: Any) -> None:
-        result = self._session.execute(
-            update(Delivery)
-            .where(Delivery.id == delivery_id, _held_by(owner))
-            .values(updated_at=utc_now(), lease_owner=None, lease_expires_at=None, **values)
-            .execution_options(synchronize_session=False)
-        )
-        if result.rowcount != 1:  # type: ignore[attr-defined]
-            raise LeaseLost(f"delivery {delivery_id} is no longer held by this worker")
+    def release_deliveries(self, lease_tokens: Sequence[str], *, refused: bool = False) -> None:
+        """Give our claims back (attempts - 1): pending, or in_doubt once sending began.
 
-    def release_deliveries(self, delivery_ids: Sequence[int], *, owner: str) -> None:
-        """Give our deliveries back (pending, attempts - 1): the stop was not theirs."""
-        for batch in batches(list(delivery_ids)):
-            self._session.execute(
-                update(Delivery)
-                .where(Delivery.id.in_(batch), _held_by(owner))
-                .values(
-                    status="pending",
-                    attempts=case((Delivery.attempts > 0, Delivery.attempts - 1), else_=0),
-                    lease_owner=None,
-                    lease_expires_at=None,
-                    updated_at=utc_now(),
+        `refused`: the receiver refused them (401/403) or nothing went out: pending.
+        """
+        if refused:
+            for batch in batches(list(lease_tokens)):
+                self._session.execute(
+                    update(Delivery)
+                    .where(Delivery.status == "processing", Delivery.lease_token.in_(batch))
+                    .values(sending_at=None)
+                    .execution_options(synchronize_session=False)
                 )
-                .execution_options(synchronize_session=False)
-            )
+        self._queue.release(lease_tokens)
 
     def release_dead_local_deliveries(self) -> int:
-        """Give back deliveries held by ended processes of this machine; returns how many.
+        """Take back deliveries held by ended processes of this machine; returns how many.
 
-        Their upload may have reached the service before the process died: the row goes
-        back to pending all the same (the FHIR identifiers let a receiver deduplicate).
+        A row whose request had gone out becomes in_doubt (the receiver may have filed
+        it); one never sent goes back to pending.
         """
-        return release_dead_local_holders(
-            self._session, Delivery, cleared={"lease_owner": None, "lease_expires_at": None}
-        )
+        return self._queue.take_back_dead()
 
     def get_delivery(self, delivery_id: int) -> DeliveryRecord | None:
         """One delivery row by id."""
@@ -360,6 +385,15 @@ class DeliveryQueries(Queries):
             .order_by(Delivery.status)
         )
         return [DeliveryCount(status, int(n)) for status, n in rows]
+
+    def delivery_counts_by_target(self) -> list[DeliveryCount]:
+        """Rows by (target, delivery status)."""
+        rows = self._session.execute(
+            select(Delivery.target, Delivery.status, func.count())
+            .group_by(Delivery.target, Delivery.status)
+            .order_by(Delivery.target, Delivery.status)
+        )
+        return [DeliveryCount(status, int(n), target) for target, status, n in rows]
 
     def _deliveries_where(self, condition: ColumnElement[bool]) -> list[DeliveryRecord]:
         query = select(DELIVERIES).where(condition).order_by(Delivery.id)

@@ -1,13 +1,12 @@
-"""The store as the pipeline sees it: two small Protocols, no SQLAlchemy.
+"""The store as the pipeline sees it: a unit of work of five small repositories, no SQLAlchemy.
 
-`ItemStore` hands out `ItemRepository`s, one transaction each (committed when the
-block ends normally, rolled back on an error). `ItemRepository` is exactly what the
-transcription path calls (tasks/transcription/transcribe.py through its per-file recorder,
-tasks/transcription/plan.py, tasks/work/journal.py, tasks/work/lease_keeper.py, the claim
-in tasks/steps.py): register, claim,
-renew, fingerprint, record chunks, settle an item, give it back. `storage.database.Store`
-and `storage.repository.Repository` satisfy them structurally; so does the in-memory fake
-of the unit tests (tests/fakes/store.py), which a conformance test keeps honest.
+`open_store(settings.storage)` (storage/__init__.py) returns a `UnitOfWorkFactory`;
+`with store.unit_of_work() as uow:` is one transaction (committed when the block ends
+normally, rolled back on an error) over `uow.items`, `uow.chunks`, `uow.deliveries`,
+`uow.runs` and `uow.reviews`, each behind its Protocol below. The SQL store
+(storage/database.py, storage/unit_of_work.py) satisfies them structurally; so does the
+in-memory fake of the unit tests (tests/fakes/store.py), which a conformance test keeps
+honest for every Protocol.
 
 Every write under a claim takes its lease token and raises LeaseLost when the claim is
 no longer current; a store that cannot be reached raises StoreUnavailable (transient),
@@ -16,22 +15,38 @@ one that refuses raises StoreFailed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
-from storage.records import ChunkRecord, ItemRecord, RegisterResult, SourceFile
+from storage.records import (
+    ChunkRecord,
+    DeliveryCount,
+    DeliveryRecord,
+    ExportRow,
+    ItemRecord,
+    RegisterResult,
+    RunRecord,
+    SkippedFile,
+    SourceFile,
+    StatusCount,
+    WantedDelivery,
+)
 
-__all__ = ["ItemRepository", "ItemStore"]
+__all__ = [
+    "ChunkRepository",
+    "DeliveryRepository",
+    "ItemRepository",
+    "ReviewRepository",
+    "RunRepository",
+    "UnitOfWork",
+    "UnitOfWorkFactory",
+]
 
 
 class ItemRepository(Protocol):
-    """One transaction's view of items and chunks."""
-
-    def register_items(self, files: Sequence[SourceFile], *, language: str) -> RegisterResult:
-        """Upsert listed files: new -> pending; changed (version or size) -> back to pending."""
-        ...
+    """Items (recordings in a language): register, claim, settle, read."""
 
     def claim_batch(
         self,
@@ -44,23 +59,112 @@ class ItemRepository(Protocol):
         uris: Sequence[str] | None = None,
         source_prefix: str | None = None,
     ) -> list[ItemRecord]:
-        """Claim up to `limit` pending (or lease-expired) items, each with its own lease token."""
+        """Claim up to `limit` pending (or lease-expired) items, oldest first; attempts += 1."""
         ...
 
     def renew_leases(self, lease_tokens: Sequence[str], *, lease_s: float) -> frozenset[str]:
-        """Extend these claims' leases; returns the tokens no longer held."""
+        """Extend the leases of these claims to `lease_s` from the store's now; returns the"""
         ...
 
     def release_items(self, lease_tokens: Sequence[str]) -> None:
-        """Give these claims back untouched (pending, attempts - 1)."""
+        """Give our claims back (pending, attempts - 1): the stop was not the item's fault."""
+        ...
+
+    def release_dead_local_leases(self) -> int:
+        """Give back items held by ended processes of this machine; returns how many."""
+        ...
+
+    def requeue_failures(
+        self,
+        *,
+        language: str | None,
+        max_attempts: int,
+        include_permanent: bool,
+        include_skipped: bool = False,
+        now: datetime | None = None,
+    ) -> int:
+        """Send failures back to pending; returns how many."""
+        ...
+
+    def register_items(self, files: Sequence[SourceFile], *, language: str) -> RegisterResult:
+        """Upsert listed files: new -> pending; changed -> back to pending."""
+        ...
+
+    def record_unreadable(self, files: Sequence[SkippedFile], *, language: str) -> int:
+        """Record listed files that cannot be read as failed (source_unreadable, permanent)."""
+        ...
+
+    def resolve_listed_folders(self, *, root: str, unlisted: Sequence[str], language: str) -> int:
+        """Remove the rows of folders under `root` that were listed this time."""
+        ...
+
+    def set_fingerprint(
+        self, item_id: int, *, sha256: str, size_bytes: int, lease_token: str | None
+    ) -> None:
+        """Record the content fingerprint; different content drops the old chunks. LeaseLost."""
+        ...
+
+    def finish_item(
+        self,
+        item_id: int,
+        *,
+        lease_token: str | None,
+        text: str,
+        duration_ms: int | None,
+        chunk_count: int,
+        extras: Mapping[str, Any],
+        flags: Sequence[str] = (),
+    ) -> None:
+        """Mark our item done with its transcript, or needs_review when the quality gate"""
+        ...
+
+    def skip_item(
+        self,
+        item_id: int,
+        *,
+        lease_token: str | None,
+        reason_kind: str,
+        reason: str,
+        duration_ms: int | None = None,
+    ) -> None:
+        """Mark our item skipped (silent, empty...) with the reason; raises LeaseLost."""
+        ...
+
+    def fail_item(
+        self,
+        item_id: int,
+        *,
+        lease_token: str | None,
+        error_kind: str,
+        message: str,
+        retryable: bool,
+        next_attempt_at: datetime | None,
+    ) -> None:
+        """Mark our item failed with its error and when it may be retried; raises LeaseLost."""
+        ...
+
+    def set_item_metadata(
+        self, metadata_by_uri: Mapping[str, Mapping[str, str]], *, language: str | None
+    ) -> int:
+        """Store the manifest's columns on the items (of `language`); returns rows changed."""
+        ...
+
+    def done_items_page(
+        self, *, language: str | None, after_id: int, limit: int, status: str = "done"
+    ) -> list[ItemRecord]:
+        """Up to `limit` items with `status` (of `language`) whose id is above `after_id`."""
         ...
 
     def get_item(self, item_id: int) -> ItemRecord | None:
         """One item by id."""
         ...
 
+    def find_item(self, *, source_uri: str, language: str) -> ItemRecord | None:
+        """One item by its source URI and language."""
+        ...
+
     def find_items(self, *, source_uris: Sequence[str], language: str) -> dict[str, ItemRecord]:
-        """Items of `language` by source URI (unknown ones left out)."""
+        """Items of `language` by source URI, many URIs per query (unknown ones left out)."""
         ...
 
     def find_unsettled(
@@ -73,14 +177,36 @@ class ItemRepository(Protocol):
         """The latest done item with this content and language, if any."""
         ...
 
-    def done_chunks(self, item_id: int) -> dict[int, ChunkRecord]:
-        """Finished chunks (done or silent) of an item, by index."""
+    def status_counts(self) -> list[StatusCount]:
+        """Items and known audio (ms) by status and language."""
         ...
 
-    def set_fingerprint(
-        self, item_id: int, *, sha256: str, size_bytes: int, lease_token: str | None
-    ) -> None:
-        """Record the content fingerprint under our claim; raises LeaseLost."""
+    def pending_count(self, *, language: str | None, source_prefix: str | None = None) -> int:
+        """How many items wait to be claimed (of `language`, under `source_prefix`)."""
+        ...
+
+    def list_failures(self, *, limit: int = 20) -> list[ItemRecord]:
+        """The latest failed items, newest first."""
+        ...
+
+    def list_latest(self, *, status: str, limit: int = 20) -> list[ItemRecord]:
+        """The latest items with `status` (failed, skipped...), newest first."""
+        ...
+
+    def export_rows(self, *, status: str | None = None) -> Iterator[ExportRow]:
+        """Every item (or those with `status`) sorted by source, streamed."""
+        ...
+
+    def source_uris(self) -> Iterator[str]:
+        """Every item's source URI (all statuses and languages, duplicates possible), streamed."""
+        ...
+
+
+class ChunkRepository(Protocol):
+    """Chunks of items: finished ones are never sent again."""
+
+    def done_chunks(self, item_id: int) -> dict[int, ChunkRecord]:
+        """Finished chunks of an item (done or silent), by index: never send these again."""
         ...
 
     def reset_chunks(self, item_id: int) -> None:
@@ -102,58 +228,197 @@ class ItemRepository(Protocol):
         txn_id: str | None = None,
         latency_ms: float | None = None,
     ) -> None:
-        """Insert or replace one chunk's result under our claim; raises LeaseLost."""
+        """Insert or replace one chunk's result while our claim holds the item; else LeaseLost."""
         ...
 
     def record_recovered_chunk(
         self, item_id: int, *, source_uri: str, sha256: str | None, **chunk: Any
     ) -> bool:
-        """Record a journaled answer if the item still has that content; False if not."""
+        """Record a paid answer kept in the journal (no lease: its worker is gone)."""
         ...
 
-    def finish_item(
+
+class DeliveryRepository(Protocol):
+    """Deliveries: plan, claim, mark sending, settle, read."""
+
+    def plan_deliveries(self, wanted: Sequence[WantedDelivery], *, format_name: str) -> int:
+        """Add a pending row for each version not seen yet; returns how many were added."""
+        ...
+
+    def requeue_delivery_failures(self, *, max_attempts: int) -> int:
+        """Send retryable failed deliveries under `max_attempts` back to pending; how many."""
+        ...
+
+    def resend_in_doubt(self, *, language: str | None = None, target: str | None = None) -> int:
+        """A person's decision: in-doubt deliveries (of `language`) go out again; how many."""
+        ...
+
+    def claim_deliveries(
         self,
-        item_id: int,
+        *,
+        owner: str,
+        language: str | None,
+        limit: int,
+        lease_s: float,
+        now: datetime | None = None,
+        target: str | None = None,
+    ) -> list[DeliveryRecord]:
+        """Claim up to `limit` pending (or lease-expired, never sent) deliveries, oldest"""
+        ...
+
+    def renew_deliveries(self, lease_tokens: Sequence[str], *, lease_s: float) -> frozenset[str]:
+        """Extend these claims' leases on the store's clock; returns the tokens lost."""
+        ...
+
+    def mark_sending(self, delivery_id: int, *, lease_token: str | None) -> None:
+        """Our request is about to go out: from now on an unrecorded answer means in doubt."""
+        ...
+
+    def record_delivered(
+        self,
+        delivery_id: int,
         *,
         lease_token: str | None,
-        text: str,
-        duration_ms: int | None,
-        chunk_count: int,
-        extras: Mapping[str, Any],
-        flags: Sequence[str] = (),
+        response: dict[str, Any],
+        format_name: str | None = None,
+        remote_id: str | None = None,
     ) -> None:
-        """Mark our item done (needs_review when flagged); raises LeaseLost."""
+        """Mark our delivery done with the response's fields as they came; LeaseLost."""
         ...
 
-    def skip_item(
-        self,
-        item_id: int,
-        *,
-        lease_token: str | None,
-        reason_kind: str,
-        reason: str,
-        duration_ms: int | None = None,
-    ) -> None:
-        """Mark our item skipped with the reason; raises LeaseLost."""
+    def record_recovered_delivery(
+        self, delivery_id: int, *, version: str, response: dict[str, Any], remote_id: str | None
+    ) -> bool:
+        """Record an accepted upload kept in the journal (its worker is gone, no lease)."""
         ...
 
-    def fail_item(
+    def record_delivery_failed(
         self,
-        item_id: int,
+        delivery_id: int,
         *,
         lease_token: str | None,
         error_kind: str,
         message: str,
         retryable: bool,
-        next_attempt_at: datetime | None,
     ) -> None:
-        """Mark our item failed and when it may be retried; raises LeaseLost."""
+        """Mark our delivery failed (the receiver answered, or nothing was sent); LeaseLost."""
+        ...
+
+    def record_delivery_in_doubt(
+        self, delivery_id: int, *, lease_token: str | None, error_kind: str, message: str
+    ) -> None:
+        """Our request went out and no answer came (connection lost, timed out); LeaseLost."""
+        ...
+
+    def record_delivery_superseded(self, delivery_id: int, *, lease_token: str | None) -> None:
+        """Our delivery's transcript is no longer the item's: never send it; LeaseLost."""
+        ...
+
+    def release_deliveries(self, lease_tokens: Sequence[str], *, refused: bool = False) -> None:
+        """Give our claims back (attempts - 1): pending, or in_doubt once sending began."""
+        ...
+
+    def release_dead_local_deliveries(self) -> int:
+        """Take back deliveries held by ended processes of this machine; returns how many."""
+        ...
+
+    def get_delivery(self, delivery_id: int) -> DeliveryRecord | None:
+        """One delivery row by id."""
+        ...
+
+    def deliveries_of_item(self, item_id: int) -> list[DeliveryRecord]:
+        """Every delivery row of one item, oldest first."""
+        ...
+
+    def delivered_versions(self, item_ids: Sequence[int]) -> dict[int, list[str]]:
+        """Versions delivered per item, oldest first (items with none left out)."""
+        ...
+
+    def delivery_counts(self) -> list[DeliveryCount]:
+        """Rows by delivery status."""
+        ...
+
+    def delivery_counts_by_target(self) -> list[DeliveryCount]:
+        """Rows by (target, delivery status)."""
         ...
 
 
-class ItemStore(Protocol):
-    """An opened store: one repository (one transaction) per block."""
+class RunRepository(Protocol):
+    """Runs of a flow over a source, with their counts."""
 
-    def repository(self, *, read_only: bool = False) -> AbstractContextManager[ItemRepository]:
-        """A repository on a fresh transaction; raises StoreUnavailable or StoreFailed."""
+    def start_run(self, *, source: str, language: str) -> int:
+        """Record the start of a run; returns its id."""
+        ...
+
+    def finish_run(self, run_id: int, *, counts: Mapping[str, int], status: str) -> None:
+        """Record a run's end, status and counts (unknown count names kept aside)."""
+        ...
+
+    def run_sources(self) -> list[str]:
+        """Every source a run was recorded over, sorted."""
+        ...
+
+    def latest_runs(self, *, limit: int = 5) -> list[RunRecord]:
+        """The latest runs, newest first."""
+        ...
+
+
+class ReviewRepository(Protocol):
+    """Items the quality gate flagged: list, accept, re-queue."""
+
+    def list_needs_review(self, *, language: str | None = None, limit: int = 0) -> list[ItemRecord]:
+        """Items waiting for review (of `language`), oldest first; `limit` 0 means all."""
+        ...
+
+    def accept_review(self, item_id: int) -> ItemRecord:
+        """needs_review -> done with its transcript; raises NotUnderReview otherwise."""
+        ...
+
+    def resend_review(self, item_id: int) -> ItemRecord:
+        """needs_review -> pending, transcript and chunks forgotten; raises NotUnderReview."""
+        ...
+
+
+class UnitOfWork(Protocol):
+    """One transaction's repositories."""
+
+    @property
+    def items(self) -> ItemRepository:
+        """Recordings in a language."""
+        ...
+
+    @property
+    def chunks(self) -> ChunkRepository:
+        """Chunks of recordings."""
+        ...
+
+    @property
+    def deliveries(self) -> DeliveryRepository:
+        """Transcript versions to deliver."""
+        ...
+
+    @property
+    def runs(self) -> RunRepository:
+        """Runs of flows."""
+        ...
+
+    @property
+    def reviews(self) -> ReviewRepository:
+        """Items waiting for a person."""
+        ...
+
+    def commit(self) -> None:
+        """Commit now; the next statement starts a new transaction."""
+        ...
+
+
+class UnitOfWorkFactory(Protocol):
+    """An opened store: one unit of work (one transaction) per block."""
+
+    def unit_of_work(self, *, read_only: bool = False) -> AbstractContextManager[UnitOfWork]:
+        """A unit of work on a fresh transaction; raises StoreUnavailable or StoreFailed."""
+        ...
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
         ...

@@ -181,7 +181,7 @@ class Delivery(Base):
 
     __tablename__ = "deliveries"
     __table_args__ = (
-        UniqueConstraint("item_id", "version"),
+        UniqueConstraint("item_id", "version", "target"),
         CheckConstraint(f"status IN ({_in(DELIVERY_STATUSES)})", name="status"),
         Index("ix_deliveries_status_id", "status", "id"),
     )
@@ -205,6 +205,10 @@ class Delivery(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    lease_token: Mapped[str | None] = mapped_column(String(64))  # one per claim (0005)
+    target: Mapped[str] = mapped_column(String(255), default="docs", server_default="docs")
+    remote_id: Mapped[str | None] = mapped_column(String(255))
+    sending_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 RUN_COUNT_COLUMNS = ("files", "done", "failed", "skipped", "requests", "retries")

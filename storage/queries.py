@@ -1,7 +1,8 @@
-"""Reading the store: items, chunks, counts, exports and runs as plain records.
+"""Reading items: by id, by source, counts, exports, as plain records.
 
-`Queries` is the base of the Repository: it holds the session and the helpers shared by
-the claiming and the writing parts.
+`Queries` is the base of the items repository (storage/items.py): it holds the session
+and the helpers shared by the claiming and the writing parts. `items_where` and
+`uri_in` serve the other small repositories of the unit of work too.
 """
 
 from __future__ import annotations
@@ -14,16 +15,14 @@ from sqlalchemy import ColumnElement, Row, Table, Text, and_, func, literal, or_
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
-from storage.models import RUN_COUNT_COLUMNS, ChunkRow, Item, Run
-from storage.records import ChunkRecord, ExportRow, ItemRecord, RunRecord, StatusCount
+from storage.models import Item
+from storage.records import ExportRow, ItemRecord, StatusCount
 
 # Parameters per IN list: far under SQLite's 32,766 and psycopg's 65,535 limits.
 IN_BATCH = 500
 # PostgreSQL gets URIs as one array parameter, so its batches can be larger.
 ARRAY_BATCH = 5000
 ITEMS = cast(Table, Item.__table__)
-CHUNKS = cast(Table, ChunkRow.__table__)
-_FINISHED_CHUNK_STATUSES = ("done", "silent")
 
 
 def utc_now() -> datetime:
@@ -46,28 +45,45 @@ def under_source(source_prefix: str) -> ColumnElement[bool]:
     return or_(Item.source_uri == itself, below)
 
 
+def uri_batch_size(session: Session) -> int:
+    """URIs per batch: PostgreSQL gets them as one array parameter, so larger batches."""
+    return ARRAY_BATCH if session.get_bind().dialect.name == "postgresql" else IN_BATCH
+
+
+def uri_in(session: Session, uris: Sequence[str]) -> ColumnElement[bool]:
+    """`source_uri IN (...)`; on PostgreSQL a semi-join on an array, so a planner with
+    stale statistics (right after a bulk insert) hashes it instead of comparing every
+    row with every URI."""
+    if session.get_bind().dialect.name != "postgresql":
+        return Item.source_uri.in_(uris)
+    return Item.source_uri.in_(select(func.unnest(literal(list(uris), ARRAY(Text)))))
+
+
+def items_where(
+    session: Session,
+    condition: ColumnElement[bool],
+    *,
+    order_by: Sequence[Any] = (),
+    limit: int = 0,
+) -> list[ItemRecord]:
+    """Items matching `condition` as records (id order unless `order_by`)."""
+    query = select(ITEMS).where(condition).order_by(*(order_by or (Item.id,)))
+    if limit:
+        query = query.limit(limit)
+    return [_item_record(row) for row in session.execute(query)]
+
+
 class Queries:
-    """Read-only queries on one session, and the helpers the writing parts share."""
+    """Read-only queries of items on one session, and the helpers the writing parts share."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def commit(self) -> None:
-        """Commit now (e.g. after each chunk); the next statement starts a new transaction."""
-        self._session.commit()
-
     def _uri_batch_size(self) -> int:
-        # PostgreSQL gets the URIs as one array parameter, so its batches can be larger.
-        is_postgres = self._session.get_bind().dialect.name == "postgresql"
-        return ARRAY_BATCH if is_postgres else IN_BATCH
+        return uri_batch_size(self._session)
 
     def _uri_in(self, uris: Sequence[str]) -> ColumnElement[bool]:
-        """`source_uri IN (...)`; on PostgreSQL a semi-join on an array, so a planner with
-        stale statistics (right after a bulk insert) hashes it instead of comparing
-        every row with every URI."""
-        if self._session.get_bind().dialect.name != "postgresql":
-            return Item.source_uri.in_(uris)
-        return Item.source_uri.in_(select(func.unnest(literal(list(uris), ARRAY(Text)))))
+        return uri_in(self._session, uris)
 
     def get_item(self, item_id: int) -> ItemRecord | None:
         """One item by id."""
@@ -95,16 +111,6 @@ class Queries:
             limit=1,
         )
         return found[0] if found else None
-
-    def done_chunks(self, item_id: int) -> dict[int, ChunkRecord]:
-        """Finished chunks of an item (done or silent), by index: never send these again."""
-        rows = self._session.execute(
-            select(CHUNKS).where(
-                ChunkRow.item_id == item_id, ChunkRow.status.in_(_FINISHED_CHUNK_STATUSES)
-            )
-        )
-        records = (ChunkRecord(**row._asdict()) for row in rows)
-        return {record.index: record for record in records}
 
     def status_counts(self) -> list[StatusCount]:
         """Items and known audio (ms) by status and language."""
@@ -152,24 +158,10 @@ class Queries:
         query = select(Item.source_uri).execution_options(yield_per=5000)
         yield from self._session.scalars(query)
 
-    def run_sources(self) -> list[str]:
-        """Every source a run was recorded over, sorted."""
-        return list(self._session.scalars(select(Run.source).distinct().order_by(Run.source)))
-
-    def latest_runs(self, *, limit: int = 5) -> list[RunRecord]:
-        """The latest runs, newest first."""
-        rows = self._session.execute(
-            select(Run.__table__).order_by(Run.id.desc()).limit(limit)
-        ).all()
-        return [_run_record(row) for row in rows]
-
     def _items_where(
         self, condition: ColumnElement[bool], *, order_by: Sequence[Any] = (), limit: int = 0
     ) -> list[ItemRecord]:
-        query = select(ITEMS).where(condition).order_by(*(order_by or (Item.id,)))
-        if limit:
-            query = query.limit(limit)
-        return [_item_record(row) for row in self._session.execute(query)]
+        return items_where(self._session, condition, order_by=order_by, limit=limit)
 
 
 def _item_record(row: Row[Any]) -> ItemRecord:
@@ -195,18 +187,4 @@ def _export_row(row: Row[Any]) -> ExportRow:
         updated_at=row.updated_at,
         flags=list(row.flags or []),
         metadata=row.metadata or {},
-    )
-
-
-def _run_record(row: Row[Any]) -> RunRecord:
-    counts = {name: getattr(row, name) for name in RUN_COUNT_COLUMNS}
-    counts.update(row.other_counts or {})
-    return RunRecord(
-        id=row.id,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        source=row.source,
-        language=row.language,
-        status=row.status,
-        counts=counts,
     )

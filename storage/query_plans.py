@@ -21,7 +21,8 @@ from sqlalchemy import Connection, event
 from sqlalchemy.orm import Session
 
 from storage.database import Store, translate_store_errors
-from storage.repository import Repository
+from storage.interface import UnitOfWork, UnitOfWorkFactory
+from storage.unit_of_work import SqlUnitOfWork
 
 # Rows SQLite's ANALYZE samples per index: statistics in milliseconds at 10^6 rows,
 # good enough to tell a selective index from a broad one.
@@ -41,7 +42,7 @@ class QueryPlan:
 
 
 def explain_call(
-    store: Store, call: Callable[[Repository], Any], *, settings: tuple[str, ...] = ()
+    store: Store, call: Callable[[UnitOfWork], Any], *, settings: tuple[str, ...] = ()
 ) -> list[QueryPlan]:
     """Plans of the statements `call` sends, in order; nothing it writes is kept.
 
@@ -61,7 +62,7 @@ def explain_call(
                 connection.exec_driver_sql(setting)
             event.listen(connection, "before_cursor_execute", record)
             try:
-                result = call(Repository(Session(bind=connection)))
+                result = call(SqlUnitOfWork(Session(bind=connection)))
                 if hasattr(result, "__next__"):
                     next(result, None)  # a streamed query runs when first read
             finally:
@@ -79,9 +80,14 @@ def _plan(connection: Connection, statement: str, parameters: Any) -> QueryPlan:
     return QueryPlan(statement=" ".join(statement.split()), plan=lines)
 
 
-def refresh_statistics(store: Store) -> None:
+def refresh_statistics(store: UnitOfWorkFactory) -> None:
     """Bring the planner's statistics up to date (SQLite: a sampled ANALYZE; PostgreSQL:
-    ANALYZE of the items table). Cheap at 10^6 rows. Raises StoreError kinds."""
+    ANALYZE of the items table). Cheap at 10^6 rows. Raises StoreError kinds.
+
+    A store that is not the SQL store (the unit tests' fake) has no planner: no-op.
+    """
+    if not isinstance(store, Store):
+        return
     with translate_store_errors(), store.engine.connect() as connection:
         if connection.dialect.name == "sqlite":
             connection.exec_driver_sql(f"PRAGMA analysis_limit = {SQLITE_ANALYSIS_LIMIT}")

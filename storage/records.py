@@ -36,6 +36,10 @@ class DeliveryStatus(StrEnum):
     """Where one delivery (a transcript version to a target) stands.
 
     superseded: a version never delivered whose recording has a newer transcript now.
+    in_doubt: its request may have reached the receiver but no answer was recorded (the
+    sender was killed, its lease lapsed, or the connection broke after sending began):
+    never re-sent blindly, only by `medasr deliver --resend-in-doubt` (or by a target
+    that deduplicates).
     """
 
     PENDING = "pending"
@@ -43,7 +47,11 @@ class DeliveryStatus(StrEnum):
     DELIVERED = "delivered"
     FAILED = "failed"
     SUPERSEDED = "superseded"
+    IN_DOUBT = "in_doubt"
 
+
+# Where a delivery goes when no target is named: the service's own docs endpoint.
+DEFAULT_TARGET = "docs"
 
 ITEM_STATUSES = tuple(status.value for status in ItemStatus)
 CHUNK_STATUSES = tuple(status.value for status in ChunkStatus)
@@ -163,6 +171,29 @@ class DeliveryRecord:
     created_at: datetime
     updated_at: datetime
     delivered_at: datetime | None
+    lease_token: str | None = None  # one per claim: every write under it compares it
+    target: str = "docs"  # where it goes; part of the exactly-once key
+    remote_id: str | None = None  # what the receiver named it (document id, Location, MSA-2)
+    sending_at: datetime | None = None  # set (committed) just before the request goes out
+
+
+@dataclass(frozen=True)
+class WantedDelivery:
+    """A done item and the version of its transcript today, for one target."""
+
+    item_id: int
+    language: str
+    version: str
+    target: str = DEFAULT_TARGET
+
+
+@dataclass(frozen=True)
+class DeliveryCount:
+    """Rows of one delivery status (to one target, when counted by target)."""
+
+    status: str
+    rows: int
+    target: str | None = None
 
 
 @dataclass(frozen=True)

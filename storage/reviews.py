@@ -9,22 +9,28 @@ transcribes the recording from scratch.
 from __future__ import annotations
 
 from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
 
 from storage.errors import NotUnderReview
 from storage.models import ChunkRow, Item
-from storage.queries import Queries, utc_now
+from storage.queries import items_where, utc_now
 from storage.records import ItemRecord
 
 
-class Reviews(Queries):
-    """needs_review items: list, accept, re-queue."""
+class Reviews:
+    """needs_review items: list, accept, re-queue (`uow.reviews`)."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
 
     def list_needs_review(self, *, language: str | None = None, limit: int = 0) -> list[ItemRecord]:
         """Items waiting for review (of `language`), oldest first; `limit` 0 means all."""
         condition = Item.status == "needs_review"
         if language is not None:
             condition = condition & (Item.language == language)
-        return self._items_where(condition, order_by=(Item.updated_at, Item.id), limit=limit)
+        return items_where(
+            self._session, condition, order_by=(Item.updated_at, Item.id), limit=limit
+        )
 
     def accept_review(self, item_id: int) -> ItemRecord:
         """needs_review -> done with its transcript; raises NotUnderReview otherwise."""
@@ -63,7 +69,7 @@ class Reviews(Queries):
     def _under_review(self, item_id: int) -> ItemRecord:
         """The item, locked, if it waits for review; raises NotUnderReview otherwise."""
         self._session.execute(select(Item.id).where(Item.id == item_id).with_for_update())
-        item = self.get_item(item_id)
+        item = self._get(item_id)
         if item is None:
             raise NotUnderReview(f"there is no item {item_id} (see `medasr review` for the list)")
         if item.status != "needs_review":
@@ -72,7 +78,11 @@ class Reviews(Queries):
             )
         return item
 
+    def _get(self, item_id: int) -> ItemRecord | None:
+        found = items_where(self._session, Item.id == item_id)
+        return found[0] if found else None
+
     def _reread(self, item_id: int) -> ItemRecord:
-        item = self.get_item(item_id)
+        item = self._get(item_id)
         assert item is not None  # locked by _under_review in this transaction
         return item

@@ -36,7 +36,7 @@ async def claim_batch(
     """
     return await in_store(  # in a thread: the other batch loop has requests in flight
         ctx.store,
-        lambda repo: repo.claim_batch(
+        lambda uow: uow.items.claim_batch(
             owner=ctx.owner,
             language=language,
             limit=max_files,

@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from config.settings import StorageSettings
-from storage.database import Store
+from storage import open_store
+from storage.interface import UnitOfWorkFactory
 
 pytest_plugins = ["tests.servers", "tests.storage_servers"]
 
@@ -36,9 +37,9 @@ def sqlite_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def store(sqlite_url: str) -> Iterator[Store]:
+def store(sqlite_url: str) -> Iterator[UnitOfWorkFactory]:
     """An opened SQLite store at the newest schema with no rows."""
-    opened = Store.open(StorageSettings(database_url=sqlite_url))
+    opened = open_store(StorageSettings(database_url=sqlite_url))
     yield opened
     opened.dispose()
 

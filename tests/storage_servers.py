@@ -5,7 +5,7 @@
   MEDASR_TEST_POSTGRES_URL points at another server.
 - `fresh_postgres_url`: a new, empty database on that server for one test (dropped
   after). Migrate it with `storage.database.upgrade_database(url)` or
-  `Store.open(settings, upgrade=True)`.
+  `open_store(settings, upgrade=True)`.
 - `postgres_store_url`: a database at the newest schema, emptied before each test
   (one database migrated once per session: much faster than a fresh one per test).
 - `s3_server`: moto's ThreadedMotoServer on 127.0.0.1 (port chosen by the OS) with dummy

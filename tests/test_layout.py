@@ -100,6 +100,10 @@ def _imports(tree: ast.AST, *, module: str, is_package: bool) -> Iterator[tuple[
                 base = ".".join([*anchor, base] if base else anchor)
             if base == "os" and any(a.name in {"environ", "getenv"} for a in node.names):
                 yield node.lineno, "os.environ"
+            if base == "storage.database":  # the concrete store is a name inside it
+                for alias in node.names:
+                    if alias.name == "Store":
+                        yield node.lineno, "storage.database.Store"
             yield node.lineno, base
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.value.id == "os" and node.attr in {"environ", "getenv", "putenv"}:
@@ -168,6 +172,29 @@ def _task_wings(use: Use) -> str | None:
     return None
 
 
+# The concrete store: above storage/ it is `storage.open_store` and storage.interface.
+CONCRETE_STORE = {
+    "storage.database.Store",
+    "storage.repository",
+    "storage.unit_of_work",
+    "storage.work_queue",
+    "storage.items",
+    "storage.claims",
+    "storage.queries",
+    "storage.chunks",
+    "storage.runs",
+    "storage.reviews",
+    "storage.deliveries",
+    "storage.models",
+}
+
+
+def _store_behind_protocols(use: Use) -> str | None:
+    if _within(use.module, {"storage"}) or not _within(use.target, CONCRETE_STORE):
+        return None
+    return "above storage/ the store is storage.open_store() and storage.interface's Protocols"
+
+
 def _confined_libraries(use: Use) -> str | None:
     library = use.target.split(".")[0]
     if library in CONFINED and not _within(use.module, CONFINED[library]):
@@ -184,6 +211,7 @@ def _environment(use: Use) -> str | None:
 
 
 RULES = [
+    _store_behind_protocols,
     _layers,
     _command_line_on_top,
     _audio_engine_is_plain,
@@ -223,6 +251,10 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
             "service/ may import only",
         ),
         ("storage.database", "import flows.cli", "storage/ may import only"),
+        ("tasks.transcription.runs", "from storage.database import Store", "open_store"),
+        ("flows.cli.deliver", "from storage.repository import Repository", "open_store"),
+        ("flows.cli.deliver", "from storage.unit_of_work import SqlUnitOfWork", "open_store"),
+        ("flows.cli.store", "from storage.database import database_exists", None),
         ("flows.summary", "from flows.cli.console import print_summary", "sits on top"),
         ("tasks.audio.chunks", "from storage.records import ChunkRecord", "audio engine"),
         ("tasks.audio.chunks", "from prefect import task", "audio engine"),

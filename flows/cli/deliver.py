@@ -18,21 +18,18 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from config.errors import EXIT_INTERRUPTED, EXIT_USAGE, ConfigError, MedasrError
+from config.errors import EXIT_INTERRUPTED, EXIT_USAGE, ConfigError, MedasrError, exit_code_of
 from config.settings import Settings, load_settings
 from flows.cli.console import print_summary
 from flows.cli.log_level import medasr_log_level
 from service.contract import LANGUAGES, is_supported_language
 from service.preflight import check_service_config
-from storage.database import Store, database_exists
-from storage.deliveries import item_version
+from storage import open_store
+from storage.database import database_exists
+from storage.interface import UnitOfWorkFactory
 from storage.manifest import metadata_by_uri, read_manifest
-from tasks.delivery.deliver import (
-    configured_target,
-    deliver_pending,
-    delivery_exit_code,
-    delivery_summary,
-)
+from storage.versions import item_version
+from tasks.delivery.deliver import configured_target, deliver_pending, delivery_summary
 from tasks.delivery.documents import DocsQuery, parse_docs_query
 from tasks.delivery.targets import Target, TargetKind, parse_target
 
@@ -70,6 +67,14 @@ def deliver_command(
             help="docs (default), mllp://HOST:PORT, mllps://HOST:PORT or fhir+https://BASE.",
         ),
     ] = None,
+    resend_in_doubt: Annotated[
+        bool,
+        typer.Option(
+            "--resend-in-doubt",
+            help="Send again the deliveries in doubt (sent, no answer recorded): only once "
+            "you checked the patient record does not hold them.",
+        ),
+    ] = False,
 ) -> None:
     """Send every done transcript not yet delivered in its current version."""
     settings, query = _checked_settings(language)
@@ -80,6 +85,7 @@ def deliver_command(
         listed = {}
         if manifest is not None:
             listed = _apply_manifest(store, manifest, language=language, dry_run=dry_run)
+            _say_unmatched_columns(listed, query)
         if dry_run:
             _print_plan(
                 store,
@@ -91,7 +97,12 @@ def deliver_command(
             )
             return
         summary = _deliver(
-            settings, store, language=language, format_name=format_name, target=target
+            settings,
+            store,
+            language=language,
+            format_name=format_name,
+            resend_in_doubt=resend_in_doubt,
+            target=target,
         )
     finally:
         store.dispose()
@@ -100,6 +111,12 @@ def deliver_command(
         typer.echo(
             "medasr: stopped: credentials rejected; undelivered documents stay pending "
             f"(set a valid {_token_variable(target)})",
+            err=True,
+        )
+    if summary["documents_in_doubt"]:
+        typer.echo(
+            f"medasr: {summary['documents_in_doubt']} document(s) in doubt: sent, no answer "
+            "recorded; check the patient record, then `medasr deliver --resend-in-doubt`",
             err=True,
         )
     raise typer.Exit(summary["exit_code"])
@@ -136,13 +153,13 @@ def _what(target: Target, format_name: str) -> str:
     return format_name if target.kind is TargetKind.DOCS else target.name
 
 
-def _open_store(settings: Settings) -> Store:
+def _open_store(settings: Settings) -> UnitOfWorkFactory:
     storage = settings.storage
     try:
         if not database_exists(storage.database_url):
             where = storage.database_url_redacted
             raise ConfigError(f"no database at {where}: nothing to deliver")
-        return Store.open(storage)
+        return open_store(storage)
     except ConfigError as exc:
         _usage_error("configuration error", exc)
     except MedasrError as exc:
@@ -150,7 +167,7 @@ def _open_store(settings: Settings) -> Store:
 
 
 def _apply_manifest(
-    store: Store, path: Path, *, language: str | None, dry_run: bool
+    store: UnitOfWorkFactory, path: Path, *, language: str | None, dry_run: bool
 ) -> dict[str, dict[str, str]]:
     """Store the manifest's columns on the recordings it names (not in a dry run).
 
@@ -165,14 +182,33 @@ def _apply_manifest(
     if dry_run:
         typer.echo(f"manifest {path}: {len(by_uri)} row(s) read (a dry run stores nothing)")
         return by_uri
-    with store.repository() as repo:
-        changed = repo.set_item_metadata(by_uri, language=language)
+    with store.unit_of_work() as uow:
+        changed = uow.items.set_item_metadata(by_uri, language=language)
     typer.echo(f"manifest {path}: {len(by_uri)} row(s), {changed} recording(s) updated", err=True)
     return by_uri
 
 
+def _say_unmatched_columns(by_uri: dict[str, dict[str, str]], query: DocsQuery) -> None:
+    """One line per MEDASR_DOCS_QUERY name that a manifest column matches only by case."""
+    columns = {column for row in by_uri.values() for column in row}
+    for name in query.fields:
+        close = sorted(c for c in columns if c != name and c.casefold() == name.casefold())
+        if name not in columns and close:
+            typer.echo(
+                f"medasr: manifest column {close[0]!r} is not {name!r}: MEDASR_DOCS_QUERY names "
+                "match columns exactly (case included); rename the column",
+                err=True,
+            )
+
+
 def _deliver(
-    settings: Settings, store: Store, *, language: str | None, format_name: str, target: Target
+    settings: Settings,
+    store: UnitOfWorkFactory,
+    *,
+    language: str | None,
+    format_name: str,
+    resend_in_doubt: bool,
+    target: Target,
 ) -> dict[str, Any]:
     with medasr_log_level(settings.pipeline.log_level):
         try:
@@ -182,13 +218,15 @@ def _deliver(
                     store=store,
                     language=language,
                     format_name=format_name,
+                    resend_in_doubt=resend_in_doubt,
                     target=target,
                 )
             )
         except KeyboardInterrupt:
             typer.echo(
-                "medasr: interrupted: delivered documents are recorded, the others are "
-                "pending; run the same command again to go on",
+                "medasr: interrupted: delivered documents are recorded, those sent without "
+                "an answer are in doubt (see `medasr status`), the others are pending; run "
+                "the same command again to go on",
                 err=True,
             )
             raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -198,7 +236,7 @@ def _deliver(
 
 
 def _print_plan(
-    store: Store,
+    store: UnitOfWorkFactory,
     *,
     language: str | None,
     query: DocsQuery,
@@ -211,9 +249,9 @@ def _print_plan(
     plan = {"documents_to_send": 0, "already_delivered": 0, "missing_metadata": 0}
     after = 0
     while True:
-        with store.repository(read_only=True) as repo:
-            page = repo.done_items_page(language=language, after_id=after, limit=_PAGE)
-            delivered = repo.delivered_versions([item.id for item in page])
+        with store.unit_of_work(read_only=True) as uow:
+            page = uow.items.done_items_page(language=language, after_id=after, limit=_PAGE)
+            delivered = uow.deliveries.delivered_versions([item.id for item in page])
         if not page:
             break
         for item in page:
@@ -226,10 +264,17 @@ def _print_plan(
             else:
                 plan["documents_to_send"] += 1
         after = page[-1].id
-    summary: dict[str, Any] = {"target": target.name, **plan, "sent": 0}
-    summary["exit_code"] = delivery_exit_code(summary)
+    with store.unit_of_work(read_only=True) as uow:
+        counts = {c.status: c.rows for c in uow.deliveries.delivery_counts()}
+    in_doubt = counts.get("in_doubt", 0)
+    summary: dict[str, Any] = {"target": target.name, **plan, "in_doubt": in_doubt, "sent": 0}
+    # As the real run would end: a document it cannot send, or one in doubt, needs a person.
+    summary["exit_code"] = exit_code_of(
+        needs_a_person=plan["missing_metadata"] + summary["in_doubt"] > 0
+    )
     title = f"medasr deliver dry run ({_what(target, format_name)}): nothing sent"
     print_summary(summary, title=title)
+    raise typer.Exit(summary["exit_code"])
 
 
 def _needed(query: DocsQuery, target: Target) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from flows.cli.store import print_status
 from flows.states import summary_from
 from flows.summary import RunSummary
 from service.devserver import DevServerConfig, start_devserver
-from storage.database import Store
+from storage import open_store
 from storage.records import ItemStatus
 
 DEMO_TOKEN = "demo-token"  # noqa: S105 - throwaway token of the loopback devserver
@@ -75,10 +75,10 @@ def _run(samples: Path, language: str) -> RunSummary:
 
 
 def _print_transcripts(storage: Any, console: Console) -> None:
-    store = Store.open(storage)
+    store = open_store(storage)
     try:
-        with store.repository() as repo:
-            for row in repo.export_rows():
+        with store.unit_of_work() as uow:
+            for row in uow.items.export_rows():
                 name = Path(row.source).name
                 if row.status == ItemStatus.DONE:
                     text = row.text or ""

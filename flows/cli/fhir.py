@@ -8,11 +8,13 @@ import typer
 
 from config.errors import ConfigError
 from config.settings import load_settings
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from tasks.delivery.fhir_export import write_fhir_bundle
 
 
-def export_fhir(store: Store, out: Path, *, status: str | None, force: bool = False) -> int:
+def export_fhir(
+    store: UnitOfWorkFactory, out: Path, *, status: str | None, force: bool = False
+) -> int:
     """Write the Bundle to `out` (a file); returns the documents written.
 
     Raises ConfigError, ExportRefused (a link or someone's file at `out`), OSError.

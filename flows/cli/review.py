@@ -20,7 +20,9 @@ from config.errors import ConfigError
 from config.settings import load_settings
 from flows.cli.store import _command_errors
 from service.contract import is_supported_language
-from storage.database import Store, database_exists
+from storage import open_store
+from storage.database import database_exists
+from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord
 from tasks.discovery.names import one_line, recording_name
 
@@ -63,23 +65,23 @@ def _check_options(accepted: list[int], resent: list[int], *, language: str | No
         raise ConfigError(f"unsupported language {language[:16]!r}")
 
 
-def _open_store() -> Store:
+def _open_store() -> UnitOfWorkFactory:
     storage = load_settings().storage
     if not database_exists(storage.database_url):
         raise ConfigError(f"no database at {storage.database_url_redacted}: nothing to review")
-    return Store.open(storage)
+    return open_store(storage)
 
 
-def _decide(store: Store, *, accepted: list[int], resent: list[int]) -> None:
+def _decide(store: UnitOfWorkFactory, *, accepted: list[int], resent: list[int]) -> None:
     """Accept and re-queue in one transaction (all or nothing); prints one line per item."""
     lines = []
-    with store.repository() as repo:
-        roots = repo.run_sources()
+    with store.unit_of_work() as uow:
+        roots = uow.runs.run_sources()
         for item_id in accepted:
-            item = repo.accept_review(item_id)
+            item = uow.reviews.accept_review(item_id)
             lines.append(f"accepted item {item.id} ({_source(item, roots)}): done")
         for item_id in resent:
-            item = repo.resend_review(item_id)
+            item = uow.reviews.resend_review(item_id)
             lines.append(
                 f"re-queued item {item.id} ({_source(item, roots)}): pending; "
                 "the next `medasr run` over its source sends its chunks again"
@@ -88,10 +90,10 @@ def _decide(store: Store, *, accepted: list[int], resent: list[int]) -> None:
         typer.echo(line)
 
 
-def _list(store: Store, *, language: str | None, limit: int) -> None:
-    with store.repository(read_only=True) as repo:
-        items = repo.list_needs_review(language=language, limit=limit)
-        roots = repo.run_sources()
+def _list(store: UnitOfWorkFactory, *, language: str | None, limit: int) -> None:
+    with store.unit_of_work(read_only=True) as uow:
+        items = uow.reviews.list_needs_review(language=language, limit=limit)
+        roots = uow.runs.run_sources()
     typer.echo(_HEADER)
     for item in items:
         minutes = f"{(item.duration_ms or 0) / 60_000:.1f}"

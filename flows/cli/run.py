@@ -45,7 +45,8 @@ from flows.states import summary_from
 from flows.summary import RunSummary, StopReason
 from service.client import max_wav_bytes_for
 from service.errors import CredentialsRejected
-from storage.database import Store, database_exists
+from storage import open_store
+from storage.database import database_exists
 from storage.errors import (
     ManifestInvalid,
     SourceError,
@@ -53,6 +54,7 @@ from storage.errors import (
     SourceUnreadable,
     StoreError,
 )
+from storage.interface import UnitOfWorkFactory
 from storage.sources import SourceLocation
 from tasks.discovery.discover import discover_and_register
 from tasks.transcription.plan import plan_backlog, plan_rows
@@ -331,6 +333,6 @@ def _print_plan(
     print_table(rows, title=f"medasr dry run ({language}): nothing sent")
 
 
-def _existing_store(storage: StorageSettings) -> Store | None:
+def _existing_store(storage: StorageSettings) -> UnitOfWorkFactory | None:
     """The store if one exists: a dry run never creates a database."""
-    return Store.open(storage) if database_exists(storage.database_url) else None
+    return open_store(storage) if database_exists(storage.database_url) else None

@@ -21,8 +21,8 @@ from rich.text import Text
 
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
-from storage.database import Store, database_exists, upgrade_database
-from storage.deliveries import DeliveryCount
+from storage import open_store
+from storage.database import database_exists, upgrade_database
 from storage.errors import ExportRefused
 from storage.export import (
     TreeResult,
@@ -31,7 +31,8 @@ from storage.export import (
     write_jsonl,
     write_txt_tree,
 )
-from storage.records import ITEM_STATUSES, ItemRecord, StatusCount
+from storage.interface import UnitOfWorkFactory
+from storage.records import ITEM_STATUSES, DeliveryCount, ItemRecord, StatusCount
 from tasks.discovery.names import one_line, reason_about, recording_name
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
@@ -78,16 +79,16 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
         where = storage.database_url_redacted
         typer.echo(f"nothing recorded yet (no database at {where})")
         return
-    store = Store.open(storage)
+    store = open_store(storage)
     try:
-        with store.repository(read_only=True) as repo:
-            counts = repo.status_counts()
-            deliveries = repo.delivery_counts()
+        with store.unit_of_work(read_only=True) as uow:
+            counts = uow.items.status_counts()
+            deliveries = uow.deliveries.delivery_counts_by_target()
             latest = {
-                status: repo.list_latest(status=status, limit=failures) if failures else []
+                status: uow.items.list_latest(status=status, limit=failures) if failures else []
                 for status in _TO_CHECK
             }
-            roots = repo.run_sources()
+            roots = uow.runs.run_sources()
     finally:
         store.dispose()
     console = Console()
@@ -185,22 +186,38 @@ def _print_plain(
 
 
 def _print_deliveries_rich(console: Console, deliveries: list[DeliveryCount]) -> None:
-    """Rows of the deliveries table by status; nothing when `deliver` never ran."""
+    """Rows of the deliveries table by status (and target, past the docs upload alone);
+    nothing when `deliver` never ran."""
     if not deliveries:
         return
     table = Table(title="Deliveries")
+    by_target = _several_targets(deliveries)
+    if by_target:
+        table.add_column("Target")
     table.add_column("Status")
     table.add_column("Rows", justify="right")
     for c in deliveries:
-        table.add_row(c.status, str(c.rows))
+        cells = [one_line(c.target or "")] if by_target else []
+        table.add_row(*cells, c.status, str(c.rows))
     console.print(table)
 
 
 def _print_deliveries_plain(deliveries: list[DeliveryCount]) -> None:
-    if deliveries:
+    if not deliveries:
+        return
+    if not _several_targets(deliveries):
         typer.echo("delivery_status\trows")
+        for c in deliveries:
+            typer.echo(f"{c.status}\t{c.rows}")
+        return
+    typer.echo("delivery_target\tdelivery_status\trows")
     for c in deliveries:
-        typer.echo(f"{c.status}\t{c.rows}")
+        typer.echo(f"{one_line(c.target or '')}\t{c.status}\t{c.rows}")
+
+
+def _several_targets(deliveries: list[DeliveryCount]) -> bool:
+    """True once anything went (or waits to go) elsewhere than the docs upload."""
+    return any(c.target not in (None, "docs") for c in deliveries)
 
 
 def export_command(
@@ -234,7 +251,7 @@ def export_command(
         if not database_exists(storage.database_url):
             where = storage.database_url_redacted
             raise ConfigError(f"no database at {where}: nothing to export")
-        store = Store.open(storage)
+        store = open_store(storage)
         try:
             written, refused = _export(store, export_format, out, status, force=force)
         except ExportRefused as exc:
@@ -250,7 +267,12 @@ def export_command(
 
 
 def _export(
-    store: Store, export_format: ExportFormat, out: Path, status: str | None, *, force: bool
+    store: UnitOfWorkFactory,
+    export_format: ExportFormat,
+    out: Path,
+    status: str | None,
+    *,
+    force: bool,
 ) -> tuple[int, int]:
     """(items written, files refused). Raises ConfigError, ExportRefused, OSError."""
     if export_format is ExportFormat.fhir:
@@ -260,20 +282,20 @@ def _export(
     if export_format is ExportFormat.txt:
         if out.exists() and not out.is_dir():
             raise ConfigError(f"--out {out} must be a folder for --format txt")
-        with store.repository(read_only=True) as repo:
+        with store.unit_of_work(read_only=True) as uow:
             # The layout follows every item, not only those exported, so it is stable.
-            root = common_local_root(repo.source_uris())
-            rows = repo.export_rows(status=status)
+            root = common_local_root(uow.items.source_uris())
+            rows = uow.items.export_rows(status=status)
             result = write_txt_tree(rows, out, local_root=root, force=force)
-            roots = repo.run_sources()
+            roots = uow.runs.run_sources()
         _print_refusals(result, roots=roots)
         return result.written, len(result.refused)
     if out.is_dir():
         raise ConfigError(
             f"--out {out} is a folder; give a file name for --format {export_format.value}"
         )
-    with store.repository(read_only=True) as repo:
-        rows_iter = repo.export_rows(status=status)
+    with store.unit_of_work(read_only=True) as uow:
+        rows_iter = uow.items.export_rows(status=status)
         if export_format is ExportFormat.jsonl:
             return write_jsonl(rows_iter, out, force=force), 0
         return write_csv(rows_iter, out, force=force), 0

@@ -3,7 +3,11 @@
 What it holds:
 
     deliver.py      plan_deliveries / deliver_pending: plan a row per new version, claim
-                    rows from the work queue, send, settle under the claim's token
+                    rows from the work queue, mark sending, send, settle under the
+                    claim's token; unanswered sends become in_doubt (DocumentSender's
+                    `dedupes` lets a deduplicating target resend them itself)
+    stats.py        a delivery run's counts and summary (exit code: config.errors)
+    sending.py      DocumentSender (the hook for targets, `dedupes`), what a failure says
     documents.py    one transcript as the document to send (txt or FHIR) and its query
     fhir.py         a transcript as a FHIR R4 DocumentReference; many as a Bundle
     fhir_export.py  `medasr export --format fhir`

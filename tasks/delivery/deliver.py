@@ -1,127 +1,149 @@
-"""Deliver done transcripts to the patient record, exactly once per transcript version.
+"""Deliver done transcripts to the patient record, exactly once per version and target.
 
-Plan (a pending `deliveries` row per new version), then claim rows under a lease in
-batches of MEDASR_CONCURRENCY and upload them at once; each row is settled as soon as
-its answer is in. Credentials rejected stop the whole delivery (rows claimed but not
-sent go back to pending); any other failure costs one row. Nothing here logs a
-document, a token or a key.
+Plan (a pending `deliveries` row per new version), then claim rows on the one work queue
+in batches of MEDASR_CONCURRENCY and upload them at once. Each claim has its own token;
+the LeaseKeeper renews every held lease on its timer; store calls run off the event loop.
+Just before a request goes out its row is marked sending (committed): from then on a
+row whose answer is not recorded is `in_doubt`, never re-sent blindly, only by
+`medasr deliver --resend-in-doubt` or automatically by a sender that deduplicates. An
+accepted upload whose store write fails is retried, then kept in the journal (0600) and
+recorded at the next start. Nothing here logs a document, a token or a key.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NONE
 
-from config.errors import (
-    EXIT_CREDENTIALS,
-    EXIT_OK,
-    EXIT_SOME_FAILED,
-    EXIT_USAGE,
-    ConfigError,
-    InternalError,
-    MedasrError,
-)
+from config.errors import ConfigError, InternalError, MedasrError
 from config.settings import Settings
+from service.docs_client import DocsClient
 from service.errors import CredentialsRejected
-from storage.database import Store
-from storage.deliveries import WantedDelivery, item_version
 from storage.errors import LeaseLost, StoreUnavailable
+from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
-from storage.records import DeliveryRecord
-from tasks.delivery.documents import note_of, parse_docs_query
-from tasks.delivery.senders import open_sender
-from tasks.delivery.targets import Outgoing, Sender, Target, TargetKind, parse_target
+from storage.records import DeliveryRecord, WantedDelivery
+from storage.versions import item_version
+from tasks.delivery.documents import DocsQuery, note_of, parse_docs_query
+from tasks.delivery.errors import DeliveryInDoubt
+from tasks.delivery.senders import DocsSender, open_sender
+from tasks.delivery.sending import DocumentSender, dedupes, maybe_received, remote_id_of
+from tasks.delivery.stats import DeliveryStats, delivery_summary
+from tasks.delivery.targets import Outgoing, Sender, Sent, Target, TargetKind, parse_target
+from tasks.discovery.names import one_line, reason_about, recording_name
+from tasks.work.journal import (
+    AcceptedDelivery,
+    Journal,
+    record_paid_chunk,
+    replay_delivery_journal,
+)
+from tasks.work.lease_keeper import LeaseKeeper, renew_deliveries
+from tasks.work.store_calls import in_store
+
+__all__ = [
+    "DeliveryStats",
+    "DocumentSender",
+    "deliver_pending",
+    "deliver_task",
+    "delivery_summary",
+]
 
 logger = logging.getLogger("medasr.deliver")
 
 _PAGE = 500
-# Stops that are not the row's fault: the row goes back to pending.
+# Stops that are not the row's fault: the row goes back (pending, or in doubt if sent).
 _STOPPING = (CredentialsRejected, ConfigError)
-
-
-@dataclass
-class DeliveryStats:
-    """Counts of one delivery run (no text, no secret)."""
-
-    planned: int = 0
-    requeued: int = 0
-    delivered: int = 0
-    failed: int = 0
-    superseded: int = 0
-    released: int = 0
-    requests: int = 0
-    retries: int = 0
-    bytes_sent: int = 0
-    stopped: MedasrError | None = field(default=None, repr=False)
+# Failures an operator fixes in the manifest: worth another try on a later run.
+_FIXABLE_KINDS = frozenset({"metadata_missing", "document_invalid"})
 
 
 def plan_deliveries(
-    store: Store, *, language: str | None, format_name: str, max_attempts: int
+    store: UnitOfWorkFactory,
+    *,
+    language: str | None,
+    format_name: str,
+    max_attempts: int,
+    resend_in_doubt: bool = False,
+    target: str = "docs",
 ) -> tuple[int, int]:
-    """Queue every done transcript version not seen yet; returns (added, requeued)."""
-    with store.repository() as repo:
-        repo.release_dead_local_deliveries()  # a killed run's rows need not wait out the lease
-        requeued = repo.requeue_delivery_failures(max_attempts=max_attempts)
+    """Queue every done transcript version not yet seen by `target` (its canonical name);
+    returns (added, requeued).
+
+    `resend_in_doubt`: the target's in-doubt rows go back to pending too (in requeued).
+    """
+    with store.unit_of_work() as uow:
+        uow.deliveries.release_dead_local_deliveries()  # sent ones become in_doubt
+        requeued = uow.deliveries.requeue_delivery_failures(max_attempts=max_attempts)
+        if resend_in_doubt:
+            requeued += uow.deliveries.resend_in_doubt(language=language, target=target)
     added, after = 0, 0
     while True:
-        with store.repository() as repo:
-            page = repo.done_items_page(language=language, after_id=after, limit=_PAGE)
+        with store.unit_of_work() as uow:
+            page = uow.items.done_items_page(language=language, after_id=after, limit=_PAGE)
             if not page:
                 return added, requeued
             wanted = [
                 WantedDelivery(
-                    item_id=item.id,
-                    language=item.language,
-                    version=item_version(item),
+                    item_id=i.id, language=i.language, version=item_version(i), target=target
                 )
-                for item in page
+                for i in page
             ]
-            added += repo.plan_deliveries(wanted, format_name=format_name)
+            added += uow.deliveries.plan_deliveries(wanted, format_name=format_name)
         after = page[-1].id
 
 
 async def deliver_pending(
     *,
     settings: Settings,
-    store: Store,
+    store: UnitOfWorkFactory,
     language: str | None,
     format_name: str,
+    client: DocumentSender | DocsClient | None = None,
+    resend_in_doubt: bool = False,
     target: Target | None = None,
-    sender: Sender | None = None,
 ) -> DeliveryStats:
-    """Plan and send to `target` (MEDASR_DELIVERY__TARGET when None); returns the counts
-    (`stopped` says what ended it early).
+    """Replay the journal, plan and send to `target` (MEDASR_DELIVERY__TARGET when None);
+    returns the counts (`stopped`: what ended it). `client` stands in for the docs upload.
 
     Raises ConfigError for an unusable MEDASR_DOCS_QUERY or target before anything is sent.
-    A given `sender` is used as it is (and left open).
     """
     query = parse_docs_query(settings.delivery.docs_query)
     target = target or configured_target(settings)
     stats = DeliveryStats()
-    stats.planned, stats.requeued = plan_deliveries(
-        store,
-        language=language,
-        format_name=format_name,
-        max_attempts=settings.service.max_attempts,
+    journal = Journal(settings.storage.data_dir / "journal")
+    await asyncio.to_thread(_replay, store, journal)
+    sender = _sender_for(
+        target, settings, stats, format_name=format_name, query=query, client=client
     )
-    owner = new_lease_owner()
-    own = sender is None
-    if sender is None:
-        sender = open_sender(
-            target, settings, format_name=format_name, query=query, on_retry=lambda _: _retry(stats)
+    stats.planned, stats.requeued = await asyncio.to_thread(
+        lambda: plan_deliveries(
+            store,
+            language=language,
+            format_name=format_name,
+            max_attempts=settings.service.max_attempts,
+            resend_in_doubt=resend_in_doubt or sender.dedupes,
+            target=target.name,
         )
+    )
+    run = _Run(settings, store, sender, journal)
     try:
-        run = _Run(settings=settings, store=store, sender=sender, owner=owner)
         await run.drain(language=language, stats=stats)
     finally:
-        if own:
+        await run.keeper.aclose()
+        if client is None:
             await sender.aclose()
+    stats.in_doubt = await in_store(store, _in_doubt_rows, read_only=True)
     return stats
+
+
+def _replay(store: UnitOfWorkFactory, journal: Journal) -> None:
+    replay_delivery_journal(store, journal)
 
 
 def configured_target(settings: Settings) -> Target:
@@ -131,54 +153,108 @@ def configured_target(settings: Settings) -> Target:
     )
 
 
+def _sender_for(
+    target: Target,
+    settings: Settings,
+    stats: DeliveryStats,
+    *,
+    format_name: str,
+    query: DocsQuery,
+    client: DocumentSender | DocsClient | None,
+) -> Sender:
+    """The target's sender; the docs upload may be a caller's `client` (left open)."""
+    if target.kind is not TargetKind.DOCS or client is None:
+        return open_sender(
+            target, settings, format_name=format_name, query=query, on_retry=lambda _: _retry(stats)
+        )
+    return DocsSender(
+        target=target,
+        settings=settings,
+        client=client,
+        format_name=format_name,
+        query=query,
+        dedupes=dedupes(client),
+    )
+
+
+def _in_doubt_rows(uow: Any) -> int:
+    return sum(c.rows for c in uow.deliveries.delivery_counts() if c.status == "in_doubt")
+
+
 def _retry(stats: DeliveryStats) -> None:
     stats.retries += 1
     stats.requests += 1
 
 
-@dataclass
 class _Run:
-    """One delivery run's fixed parts."""
+    """One delivery run's fixed parts and its claim loop."""
 
-    settings: Settings
-    store: Store
-    sender: Sender
-    owner: str
+    def __init__(
+        self,
+        settings: Settings,
+        store: UnitOfWorkFactory,
+        sender: Sender,
+        journal: Journal,
+    ) -> None:
+        self.settings, self.store, self.sender = settings, store, sender
+        self.format_name, self.journal = sender.format_name, journal
+        self.owner = new_lease_owner()
+        self.roots: tuple[str, ...] | None = None
+        lease_s = settings.storage.lease_s
+        self.keeper = LeaseKeeper(store=store, lease_s=lease_s, renew=renew_deliveries)
 
     async def drain(self, *, language: str | None, stats: DeliveryStats) -> None:
         """Claim and send batches until none is left or a stop comes."""
-        batch_size = self.settings.pipeline.concurrency
         while stats.stopped is None:
-            with self.store.repository() as repo:
-                claimed = repo.claim_deliveries(
-                    owner=self.owner,
-                    language=language,
-                    limit=batch_size,
-                    lease_s=self.settings.storage.lease_s,
-                )
+            claimed = await in_store(self.store, lambda uow: self._claim(uow, language))
             if not claimed:
                 return
             try:
-                outcomes = await asyncio.gather(*(self._deliver_one(row) for row in claimed))
+                async with self.keeper.holding(claimed):
+                    outcomes = await asyncio.gather(*(self._deliver_one(r) for r in claimed))
             except BaseException:  # Ctrl-C, cancellation: settled rows stay, the rest go back
-                with self.store.repository() as repo:
-                    repo.release_deliveries([row.id for row in claimed], owner=self.owner)
+                tokens = [r.lease_token for r in claimed if r.lease_token]
+                await asyncio.shield(in_store(self.store, _releaser(tokens)))
                 raise
-            self._count(claimed, outcomes, stats)
+            await self._count(claimed, outcomes, stats)
 
-    def _count(
+    def _roots(self, uow: Any) -> tuple[str, ...]:
+        """The sources runs went over: a recording is named by its path inside one."""
+        if self.roots is None:
+            self.roots = tuple(uow.runs.run_sources())
+        return self.roots
+
+    def _reason(self, uow: Any, row: DeliveryRecord, exc: MedasrError) -> str:
+        """`exc`'s message on one line, its recording named inside its source."""
+        item = uow.items.get_item(row.item_id)
+        if item is None:
+            return one_line(str(exc))
+        return reason_about(str(exc), uri=item.source_uri, roots=self._roots(uow))
+
+    def _claim(self, uow: Any, language: str | None) -> list[DeliveryRecord]:
+        return list(
+            uow.deliveries.claim_deliveries(
+                owner=self.owner,
+                language=language,
+                limit=self.settings.pipeline.concurrency,
+                lease_s=self.settings.storage.lease_s,
+                target=self.sender.target.name,
+            )
+        )
+
+    async def _count(
         self, claimed: list[DeliveryRecord], outcomes: list[_Outcome], stats: DeliveryStats
     ) -> None:
         stopping = [o.error for o in outcomes if isinstance(o.error, _STOPPING)]
         if stopping:
             stats.stopped = stopping[0]
         pairs = zip(claimed, outcomes, strict=True)
-        released = [row.id for row, outcome in pairs if outcome.name == "released"]
-        if released:
-            with self.store.repository() as repo:
-                repo.release_deliveries(released, owner=self.owner)
+        released = [r.lease_token for r, o in pairs if o.name == "released" and r.lease_token]
+        if released:  # taken over, refused (401/403) or stopped before sending
+            await in_store(self.store, _releaser(released, refused=True))
         for outcome in outcomes:
-            setattr(stats, outcome.name, getattr(stats, outcome.name) + 1)
+            if outcome.name != "in_doubt":  # counted from the store at the end
+                setattr(stats, outcome.name, getattr(stats, outcome.name) + 1)
             stats.requests += outcome.requests
             stats.bytes_sent += outcome.bytes_sent
 
@@ -190,168 +266,154 @@ class _Run:
             return _Outcome("released")
         except _STOPPING as exc:
             return _Outcome("released", error=exc, requests=1)
-        except _Unrecorded as exc:
-            # Filed by the service but not in our store: the row stays ours until its lease
-            # ends, then it is sent again. Say so loudly; there is nothing safer to do.
-            logger.error(
-                "delivery %d was accepted (answer fields %s) but could not be recorded: %s",
-                row.id,
-                sorted(exc.fields),
-                exc.cause,
-            )
-            return _Outcome("failed", requests=1)
         except MedasrError as exc:
-            self._settle_failed(row, exc)
-            logger.warning("delivery %d failed: %s (%s)", row.id, exc.kind, exc)
-            return _Outcome("failed", requests=1 if _was_sent(exc) else 0)
+            await self._settle_failed(row, exc)
+            return _Outcome("failed")
         except Exception as exc:  # a bug must cost this document only, not the run
             logger.error("delivery %d: unexpected %s", row.id, type(exc).__name__, exc_info=exc)
             internal = InternalError(f"unexpected {type(exc).__name__} while delivering")
-            self._settle_failed(row, internal)
+            await self._settle_failed(row, internal)
             return _Outcome("failed")
 
     async def _send(self, row: DeliveryRecord) -> _Outcome:
-        with self.store.repository(read_only=True) as repo:
-            item = repo.get_item(row.item_id)
-            replaced = repo.get_delivery(row.replaces_id) if row.replaces_id else None
-        if item is None or item.status != "done" or item_version(item) != row.version:
-            with self.store.repository() as repo:
-                repo.record_delivery_superseded(row.id, owner=self.owner)
+        outgoing, name = await in_store(self.store, lambda uow: self._outgoing(uow, row))
+        if outgoing is None:
             return _Outcome("superseded")
+        await self.keeper.require(row)
+        await in_store(self.store, _marker(row))
+        try:
+            sent = await self.sender.send(outgoing)
+        except _STOPPING:
+            raise
+        except MedasrError as exc:
+            if not (isinstance(exc, DeliveryInDoubt) or maybe_received(exc)):
+                raise
+            await self._settle_in_doubt(row, exc, name=name)
+            return _Outcome("in_doubt", requests=1)
+        await self._record_delivered(row, sent)
+        logger.info("delivered %s (%s) in %d attempt(s)", name, self.format_name, sent.attempts)
+        return _Outcome("delivered", requests=1, bytes_sent=sent.request_bytes)
+
+    def _outgoing(self, uow: Any, row: DeliveryRecord) -> tuple[Outgoing | None, str]:
+        """What `row` sends, or None when its transcript is no longer the item's."""
+        item = uow.items.get_item(row.item_id)
+        if item is None or item.status != "done" or item_version(item) != row.version:
+            uow.deliveries.record_delivery_superseded(row.id, lease_token=row.lease_token)
+            return None, ""
+        replaced = uow.deliveries.get_delivery(row.replaces_id) if row.replaces_id else None
         note = note_of(
             item, version=row.version, replaces_version=replaced.version if replaced else None
         )
-        outgoing = Outgoing(
-            delivery_id=row.id, item=item, note=note, replaced_remote_id=_remote_id(replaced)
-        )
-        sent = await self.sender.send(outgoing)
-        target = self.sender.target
-        await self._record_delivered(row, sent.fields)  # as the target answered
-        logger.info(
-            "delivered item %d to %s (%d bytes) in %d attempt(s)",
-            item.id,
-            target.kind,
-            sent.request_bytes,
-            sent.attempts,
-        )
-        # HTTP retries are counted by on_retry; MLLP resends only here.
-        requests = sent.attempts if target.kind is TargetKind.MLLP else 1
-        return _Outcome("delivered", requests=requests, bytes_sent=sent.request_bytes)
+        name = recording_name(item.source_uri, roots=self._roots(uow))
+        remote = replaced.remote_id if replaced else None
+        outgoing = Outgoing(delivery_id=row.id, item=item, note=note, replaced_remote_id=remote)
+        return outgoing, name
 
-    async def _record_delivered(self, row: DeliveryRecord, fields: dict[str, Any]) -> None:
-        """The service has the document: a store that is briefly busy must not lose that."""
-        for attempt in range(1, _RECORD_ATTEMPTS + 1):
-            try:
-                with self.store.repository() as repo:
-                    repo.record_delivered(
+    async def _record_delivered(self, row: DeliveryRecord, sent: Sent) -> None:
+        """The receiver has the document: a store that is down must not lose that."""
+        accepted = AcceptedDelivery(
+            delivery_id=row.id,
+            version=row.version,
+            response=sent.fields,
+            remote_id=(sent.remote_id or remote_id_of(sent.fields) or "")[:255] or None,
+        )
+
+        def write() -> None:
+            with self.store.unit_of_work() as uow:
+                try:
+                    uow.deliveries.record_delivered(
                         row.id,
-                        owner=self.owner,
-                        response=fields,
-                        format_name=self.sender.format_name,
+                        lease_token=row.lease_token,
+                        response=accepted.response,
+                        format_name=self.format_name,
+                        remote_id=accepted.remote_id,
                     )
-                return
-            except StoreUnavailable as exc:
-                if attempt == _RECORD_ATTEMPTS:
-                    raise _Unrecorded(fields, exc) from exc
-                await asyncio.sleep(_RECORD_BACKOFF_S * attempt)
+                except LeaseLost:  # the receiver has it all the same: say so if still ours
+                    if not _recover(uow, accepted):
+                        raise
 
-    def _settle_failed(self, row: DeliveryRecord, exc: MedasrError) -> None:
+        retry_s = self.settings.storage.store_retry_s
+        # StoreUnavailable: kept in the journal, recorded as delivered at the next start.
+        with contextlib.suppress(StoreUnavailable):
+            await record_paid_chunk(write, paid=accepted, journal=self.journal, retry_s=retry_s)
+
+    async def _settle_failed(self, row: DeliveryRecord, exc: MedasrError) -> None:
+        said = await in_store(self.store, lambda uow: self._reason(uow, row, exc), read_only=True)
+        logger.warning("delivery %d failed: %s (%s)", row.id, exc.kind, said)
+        retryable = exc.transient or exc.kind in _FIXABLE_KINDS
+        await self._settle(
+            row,
+            lambda uow: uow.deliveries.record_delivery_failed(
+                row.id,
+                lease_token=row.lease_token,
+                error_kind=exc.kind,
+                message=str(exc),
+                retryable=retryable,
+            ),
+        )
+
+    async def _settle_in_doubt(self, row: DeliveryRecord, exc: MedasrError, *, name: str) -> None:
+        logger.error(
+            "delivery of %s is in doubt: the request went out and no answer came (%s); "
+            "check the record, then `medasr deliver --resend-in-doubt` if it is missing",
+            name,
+            exc.kind,
+        )
+        message = f"sent, no answer recorded: {exc}"
+        await self._settle(
+            row,
+            lambda uow: uow.deliveries.record_delivery_in_doubt(
+                row.id, lease_token=row.lease_token, error_kind=exc.kind, message=message
+            ),
+        )
+
+    async def _settle(self, row: DeliveryRecord, call: Any) -> None:
         try:
-            with self.store.repository() as repo:
-                repo.record_delivery_failed(
-                    row.id,
-                    owner=self.owner,
-                    error_kind=exc.kind,
-                    message=str(exc),
-                    retryable=exc.transient or exc.kind in _FIXABLE_KINDS,
-                )
+            await in_store(self.store, call)
         except LeaseLost:
             logger.warning("delivery %d was taken over by another worker", row.id)
-        except MedasrError as store_error:  # the store is down: the lease will hand it back
-            logger.error("delivery %d: failure not recorded (%s)", row.id, store_error.kind)
+        except MedasrError as store_error:  # the store is down: the lease hands it back
+            logger.error("delivery %d: outcome not recorded (%s)", row.id, store_error.kind)
 
 
-class _Unrecorded(Exception):
-    """An accepted upload whose success could not be written to the store."""
-
-    def __init__(self, fields: dict[str, Any], cause: MedasrError) -> None:
-        super().__init__(str(cause))
-        self.fields = fields
-        self.cause = cause
-
-
-_RECORD_ATTEMPTS = 3
-_RECORD_BACKOFF_S = 0.5
-# Failures an operator fixes in the manifest: worth another try on a later run.
-_FIXABLE_KINDS = frozenset({"metadata_missing", "document_invalid"})
+def _recover(uow: Any, accepted: AcceptedDelivery) -> bool:
+    """Record an accepted upload whose claim lapsed (in doubt meanwhile); False if it moved on."""
+    return bool(
+        uow.deliveries.record_recovered_delivery(
+            accepted.delivery_id,
+            version=accepted.version,
+            response=accepted.response,
+            remote_id=accepted.remote_id,
+        )
+    )
 
 
-def _remote_id(replaced: DeliveryRecord | None) -> str | None:
-    """The target's id of the replaced version (its response's `remote_id`, FHIR and MLLP)."""
-    if replaced is None or not replaced.response:
-        return None
-    remote = replaced.response.get("remote_id")
-    return remote if isinstance(remote, str) else None
+def _marker(row: DeliveryRecord) -> Any:
+    return lambda uow: uow.deliveries.mark_sending(row.id, lease_token=row.lease_token)
 
 
-def _was_sent(exc: MedasrError) -> bool:
-    """False for failures found before any request (metadata, document, size check)."""
-    return getattr(exc, "status", None) is not None or exc.transient
+def _releaser(tokens: list[str], *, refused: bool = False) -> Any:
+    return lambda uow: uow.deliveries.release_deliveries(tokens, refused=refused)
 
 
 @dataclass(frozen=True)
 class _Outcome:
-    name: str  # a DeliveryStats counter: delivered, failed, superseded, released
+    name: str  # a DeliveryStats counter: delivered, failed, superseded, released, in_doubt
     error: MedasrError | None = None
     requests: int = 0
     bytes_sent: int = 0
 
 
-def delivery_summary(stats: DeliveryStats, *, dry_run: bool = False) -> dict[str, Any]:
-    """Counts for the console, the artifact and the exit code."""
-    summary: dict[str, Any] = {
-        "documents_planned": stats.planned,
-        "documents_requeued": stats.requeued,
-        "documents_delivered": stats.delivered,
-        "documents_failed": stats.failed,
-        "documents_superseded": stats.superseded,
-        "documents_released": stats.released,
-        "requests": stats.requests,
-        "retries": stats.retries,
-        "bytes_sent": stats.bytes_sent,
-        "credentials_rejected": isinstance(stats.stopped, CredentialsRejected),
-        "stopped_by_configuration": isinstance(stats.stopped, ConfigError),
-    }
-    if dry_run:
-        summary["sent"] = 0
-    summary["exit_code"] = delivery_exit_code(summary)
-    return summary
-
-
-def delivery_exit_code(summary: dict[str, Any]) -> int:
-    """3 credentials, 2 configuration, 1 any document failed, else 0."""
-    if summary.get("credentials_rejected"):
-        return EXIT_CREDENTIALS
-    if summary.get("stopped_by_configuration"):
-        return EXIT_USAGE
-    return EXIT_SOME_FAILED if summary.get("documents_failed", 0) > 0 else EXIT_OK
-
-
-class DeliveryContext:
-    """What the delivery task needs. A plain class on purpose: Prefect does not walk it,
-    so the settings (and their secrets) never become task inputs."""
-
-    def __init__(self, *, settings: Settings, store: Store) -> None:
-        self.settings = settings
-        self.store = store
-
-
 @task(name="deliver", tags=["medasr"], cache_policy=NONE, persist_result=False)
 async def deliver_task(
-    *, ctx: DeliveryContext, language: str | None, format_name: str
+    *, settings: Settings, store: UnitOfWorkFactory, language: str | None, format_name: str
 ) -> dict[str, Any]:
-    """The nightly deployment's delivery step (MEDASR_DELIVER=true); returns its summary."""
+    """The nightly deployment's delivery step (MEDASR_DELIVER=true); returns its summary.
+
+    Pass `settings` and `store` wrapped in prefect's `quote`, so that Prefect does not
+    walk them (the settings hold secrets) and they never become recorded task inputs.
+    """
     stats = await deliver_pending(
-        settings=ctx.settings, store=ctx.store, language=language, format_name=format_name
+        settings=settings, store=store, language=language, format_name=format_name
     )
     return delivery_summary(stats)

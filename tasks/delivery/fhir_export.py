@@ -14,9 +14,9 @@ from pathlib import Path
 from fhir.resources.R4B.documentreference import DocumentReference
 
 from config.errors import MedasrError
-from storage.database import Store
-from storage.deliveries import item_version
 from storage.export import write_private_bytes
+from storage.interface import UnitOfWorkFactory
+from storage.versions import item_version
 from tasks.delivery.documents import note_of
 from tasks.delivery.fhir import (
     build_bundle,
@@ -33,7 +33,12 @@ _WITH_TEXT = ("done", "needs_review")
 
 
 def write_fhir_bundle(
-    store: Store, out_path: Path, *, status: str | None, note_code: str, force: bool = False
+    store: UnitOfWorkFactory,
+    out_path: Path,
+    *,
+    status: str | None,
+    note_code: str,
+    force: bool = False,
 ) -> tuple[int, int]:
     """Write the bundle; returns (documents written, recordings left out as invalid).
 
@@ -56,15 +61,19 @@ def write_fhir_bundle(
     return len(documents), invalid
 
 
-def _documents(store: Store, *, status: str, note_code: str) -> list[DocumentReference | None]:
+def _documents(
+    store: UnitOfWorkFactory, *, status: str, note_code: str
+) -> list[DocumentReference | None]:
     found: list[DocumentReference | None] = []
     after = 0
-    with store.repository(read_only=True) as repo:
-        roots = repo.run_sources()  # a recording is named relative to its source
+    with store.unit_of_work(read_only=True) as uow:
+        roots = uow.runs.run_sources()  # a recording is named relative to its source
     while True:
-        with store.repository(read_only=True) as repo:
-            page = repo.done_items_page(language=None, after_id=after, limit=_PAGE, status=status)
-            delivered = repo.delivered_versions([item.id for item in page])
+        with store.unit_of_work(read_only=True) as uow:
+            page = uow.items.done_items_page(
+                language=None, after_id=after, limit=_PAGE, status=status
+            )
+            delivered = uow.deliveries.delivered_versions([item.id for item in page])
         if not page:
             return found
         for item in page:

@@ -14,9 +14,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Protocol
 
 from config.settings import Settings
-from service.docs_client import DocsClient
+from service.docs_client import DocsClient, DocsReceipt, Document
 from service.fhir_client import FhirClient
 from service.mllp import MllpClient, MllpEndpoint, MllpNoAnswer, MllpTimings, MllpUnreachable
 from service.retrying import RetryEvent
@@ -61,13 +62,21 @@ def open_sender(
     )
 
 
+class Uploads(Protocol):
+    """What uploads a document: the DocsClient, or a stand-in with the same verb."""
+
+    async def upload(self, document: Document) -> DocsReceipt:
+        """Send one document; raises the service/errors.py tree."""
+        ...
+
+
 @dataclass
 class DocsSender:
     """POST /mr/api/v2/docs: the upload does not deduplicate."""
 
     target: Target
     settings: Settings
-    client: DocsClient
+    client: Uploads
     format_name: str
     query: DocsQuery
     dedupes: bool = False
@@ -91,8 +100,10 @@ class DocsSender:
         )
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self.client.aclose()
+        """Close the connection pool (a stand-in may have none)."""
+        close = getattr(self.client, "aclose", None)
+        if close is not None:
+            await close()
 
 
 @dataclass

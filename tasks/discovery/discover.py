@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from storage.database import Store
 from storage.errors import SourceNotFound, SourceUnreadable
+from storage.interface import UnitOfWorkFactory
 from storage.local_files import printable
 from storage.manifest import default_manifest, metadata_by_uri, read_manifest
 from storage.query_plans import refresh_statistics
@@ -53,7 +53,7 @@ def discover_and_register(
     *,
     source: SourceLocation | str,
     language: str,
-    store: Store,
+    store: UnitOfWorkFactory,
     settle_s: float,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
@@ -87,15 +87,15 @@ def discover_and_register(
     listed, registered = _register_stream(stream.files, store, language, batch_files=batch_files)
     skipped = sorted(stream.skipped, key=lambda s: s.uri)
     unreadable = [s for s in skipped if s.unreadable]
-    with store.repository() as repo:
-        repo.record_unreadable(unreadable, language=language)
-        repo.resolve_listed_folders(
+    with store.unit_of_work() as uow:
+        uow.items.record_unreadable(unreadable, language=language)
+        uow.items.resolve_listed_folders(
             root=location.uri,
             unlisted=[s.uri for s in unreadable if s.folder],
             language=language,
         )
         if metadata:
-            repo.set_item_metadata(
+            uow.items.set_item_metadata(
                 {uri: dict(columns) for uri, columns in metadata.items()}, language=language
             )
     if registered.new:  # the planner must see the archive's new shape before the run
@@ -113,13 +113,13 @@ def discover_and_register(
 
 
 def _register_stream(
-    files: Iterator[SourceFile], store: Store, language: str, *, batch_files: int
+    files: Iterator[SourceFile], store: UnitOfWorkFactory, language: str, *, batch_files: int
 ) -> tuple[int, RegisterResult]:
     """Register streamed files `batch_files` per transaction; returns (listed, totals)."""
     listed = new = changed = unchanged = 0
     while batch := list(itertools.islice(files, batch_files)):
-        with store.repository() as repo:
-            done = repo.register_items(batch, language=language)
+        with store.unit_of_work() as uow:
+            done = uow.items.register_items(batch, language=language)
         listed += len(batch)
         new, changed, unchanged = new + done.new, changed + done.changed, unchanged + done.unchanged
     return listed, RegisterResult(new=new, changed=changed, unchanged=unchanged)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from storage.errors import SourceError
-from storage.interface import ItemStore
+from storage.interface import UnitOfWorkFactory
 from storage.records import ChunkRecord, ItemRecord, ItemStatus, SourceFile
 from storage.sources import SourceLocation, fetch_and_fingerprint, iter_audio
 from tasks.audio import iter_chunks
@@ -94,7 +94,7 @@ class _PlannedContent:
 class _Reader:
     """Reads one file the way the run would, against what the store already holds."""
 
-    store: ItemStore | None
+    store: UnitOfWorkFactory | None
     language: str
     max_wav_bytes: int
     min_pause_ms: int
@@ -140,8 +140,8 @@ class _Reader:
         """The run's own reuse decision (tasks/transcription/reuse.py), read in one transaction."""
         if self.store is None:
             return decide_reuse(item, sha256=sha256, facts=ReuseFacts())
-        with self.store.repository(read_only=True) as repo:
-            facts = read_reuse_facts(repo, item, sha256=sha256, language=self.language)
+        with self.store.unit_of_work(read_only=True) as uow:
+            facts = read_reuse_facts(uow, item, sha256=sha256, language=self.language)
         return decide_reuse(item, sha256=sha256, facts=facts)
 
 
@@ -149,7 +149,7 @@ def plan_backlog(
     *,
     source: SourceLocation | str,
     language: str,
-    store: ItemStore | None,
+    store: UnitOfWorkFactory | None,
     max_wav_bytes: int,
     min_pause_ms: int,
     settle_s: float,
@@ -271,7 +271,7 @@ def _counting_settled(
 
 
 def _with_known_items(
-    store: ItemStore | None, files: Iterator[SourceFile], *, language: str
+    store: UnitOfWorkFactory | None, files: Iterator[SourceFile], *, language: str
 ) -> Iterator[tuple[SourceFile, ItemRecord | None, bool]]:
     """Each streamed file with what the store holds for it, and whether it is settled:
     finished earlier with this version, so a run will not claim it. Two queries per
@@ -281,9 +281,9 @@ def _with_known_items(
             for file in batch:
                 yield file, None, False
             continue
-        with store.repository(read_only=True) as repo:
-            unsettled = repo.find_unsettled(batch, language=language, settled=_FINISHED)
-            known = repo.find_items(source_uris=unsettled, language=language)
+        with store.unit_of_work(read_only=True) as uow:
+            unsettled = uow.items.find_unsettled(batch, language=language, settled=_FINISHED)
+            known = uow.items.find_items(source_uris=unsettled, language=language)
         to_read = set(unsettled)
         for file in batch:
             yield file, known.get(file.uri), file.uri not in to_read

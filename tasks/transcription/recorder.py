@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from config.errors import MedasrError
 from service.client import Transcription
-from storage.interface import ItemRepository, ItemStore
+from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.records import ItemRecord
 from storage.sources import Fingerprint
 from tasks.audio import Chunk
@@ -44,7 +44,7 @@ class FileRecorder:
         self,
         item: ItemRecord,
         *,
-        store: ItemStore,
+        store: UnitOfWorkFactory,
         leases: LeaseKeeper,
         journal: Journal,
         store_retry_s: float,
@@ -81,7 +81,7 @@ class FileRecorder:
         self.sha256 = print_.sha256
         while True:
             with self._leases.settling(self.item):  # it may finish the item from a twin
-                decision = await self._call(lambda repo: self._settle_content(repo, print_))
+                decision = await self._call(lambda uow: self._settle_content(uow, print_))
                 if decision.transcript is not None:
                     self.let_go()
                     return decision
@@ -92,18 +92,18 @@ class FileRecorder:
             await sending.wait()  # the lease keeper renews our claim meanwhile
             await self.require_lease()
 
-    def _settle_content(self, repo: ItemRepository, print_: Fingerprint) -> ReuseDecision:
+    def _settle_content(self, uow: UnitOfWork, print_: Fingerprint) -> ReuseDecision:
         item = self.item
-        facts = read_reuse_facts(repo, item, sha256=print_.sha256, language=item.language)
+        facts = read_reuse_facts(uow, item, sha256=print_.sha256, language=item.language)
         decision = decide_reuse(item, sha256=print_.sha256, facts=facts)
         if decision.reset_chunks:
-            repo.reset_chunks(item.id)
-        repo.set_fingerprint(
+            uow.chunks.reset_chunks(item.id)
+        uow.items.set_fingerprint(
             item.id, sha256=print_.sha256, size_bytes=print_.size_bytes, lease_token=self._token
         )
         known = decision.transcript
         if known is not None and known.text is not None:
-            repo.finish_item(
+            uow.items.finish_item(
                 item.id,
                 lease_token=self._token,
                 text=known.text,
@@ -151,7 +151,7 @@ class FileRecorder:
     ) -> None:
         """Mark the item done (needs_review when flagged) with its transcript."""
         await self._end_claim(
-            lambda repo: repo.finish_item(
+            lambda uow: uow.items.finish_item(
                 self.item.id,
                 lease_token=self._token,
                 text=text,
@@ -165,7 +165,7 @@ class FileRecorder:
     async def skip(self, *, reason_kind: str, reason: str) -> None:
         """Mark the item skipped (silent) with the reason."""
         await self._end_claim(
-            lambda repo: repo.skip_item(
+            lambda uow: uow.items.skip_item(
                 self.item.id, lease_token=self._token, reason_kind=reason_kind, reason=reason
             )
         )
@@ -173,7 +173,7 @@ class FileRecorder:
     async def fail(self, error: MedasrError, *, retry_at: datetime) -> None:
         """Mark the item failed; a transient error may be retried from `retry_at`."""
         await self._end_claim(
-            lambda repo: repo.fail_item(
+            lambda uow: uow.items.fail_item(
                 self.item.id,
                 lease_token=self._token,
                 error_kind=error.kind,
@@ -187,18 +187,18 @@ class FileRecorder:
         """Give the claim back untouched (the run stopped; not the file's fault)."""
         token = self._token
         if token is not None:
-            await self._end_claim(lambda repo: repo.release_items([token]))
+            await self._end_claim(lambda uow: uow.items.release_items([token]))
 
     @property
     def _token(self) -> str | None:
         return self.item.lease_token
 
-    async def _end_claim(self, call: Callable[[ItemRepository], object]) -> None:
+    async def _end_claim(self, call: Callable[[UnitOfWork], object]) -> None:
         """A write that ends the claim; the lease keeper lets it go as soon as it commits,
         so a renewal on its way does not take its end for a takeover."""
         with self._leases.settling(self.item):
             await self._call(call)
             self.let_go()
 
-    async def _call(self, call: Callable[[ItemRepository], T]) -> T:
+    async def _call(self, call: Callable[[UnitOfWork], T]) -> T:
         return await in_store(self._store, call)

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.interface import ItemRepository
+from storage.interface import UnitOfWork
 from storage.records import ChunkRecord, ItemRecord
 
 
@@ -91,16 +91,16 @@ def decide_reuse(item: ItemRecord | None, *, sha256: str, facts: ReuseFacts) -> 
 
 
 def read_reuse_facts(
-    repo: ItemRepository, item: ItemRecord | None, *, sha256: str, language: str
+    uow: UnitOfWork, item: ItemRecord | None, *, sha256: str, language: str
 ) -> ReuseFacts:
     """Read what `decide_reuse` needs, and nothing it would ignore (no twin query when the
     item holds its own transcript; no chunk query for new or changed content)."""
     own = _own_transcript(item, sha256=sha256)
-    twin = None if own else repo.find_done_with_sha(sha256=sha256, language=language)
+    twin = None if own else uow.items.find_done_with_sha(sha256=sha256, language=language)
     reusable = own or (twin is not None and twin.text is not None)
     if reusable or item is None or item.sha256 != sha256:
         return ReuseFacts(twin=twin)
-    return ReuseFacts(twin=twin, chunks=repo.done_chunks(item.id))
+    return ReuseFacts(twin=twin, chunks=uow.chunks.done_chunks(item.id))
 
 
 def reused_extras(item: ItemRecord, transcript: ItemRecord) -> dict[str, Any]:

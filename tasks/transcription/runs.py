@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from storage.database import Store
 from storage.errors import StoreError
+from storage.interface import UnitOfWorkFactory
 from storage.query_plans import refresh_statistics
 from storage.records import ItemRecord, ItemStatus
 from storage.scratch import remove_dead_leftovers
@@ -17,16 +17,18 @@ from storage.scratch import remove_dead_leftovers
 logger = logging.getLogger("medasr.runs")
 
 
-def start_run(store: Store, *, source: str, language: str) -> int:
+def start_run(store: UnitOfWorkFactory, *, source: str, language: str) -> int:
     """Record that a run starts over `source` (normalized) in `language`; returns its id."""
-    with store.repository() as repo:
-        return repo.start_run(source=source, language=language)
+    with store.unit_of_work() as uow:
+        return uow.runs.start_run(source=source, language=language)
 
 
-def finish_run(store: Store, run_id: int, *, counts: Mapping[str, int], status: str) -> None:
+def finish_run(
+    store: UnitOfWorkFactory, run_id: int, *, counts: Mapping[str, int], status: str
+) -> None:
     """Record a run's end: its status and counts (numbers only: no text, no secret)."""
-    with store.repository() as repo:
-        repo.finish_run(run_id, counts=counts, status=status)
+    with store.unit_of_work() as uow:
+        uow.runs.finish_run(run_id, counts=counts, status=status)
     try:  # statistics for the next run's planner; the run itself is recorded already
         refresh_statistics(store)
     except StoreError as exc:
@@ -34,7 +36,7 @@ def finish_run(store: Store, run_id: int, *, counts: Mapping[str, int], status: 
 
 
 def expected_files(
-    store: Store, *, language: str | None, source_prefix: str | None, limit: int | None
+    store: UnitOfWorkFactory, *, language: str | None, source_prefix: str | None, limit: int | None
 ) -> int:
     """Take back items (and remove temp folders) of dead local runs; how many files a
     drain expects to do.
@@ -42,10 +44,10 @@ def expected_files(
     Counts pending items of `language` under `source_prefix` (a normalized source), so
     a run over one folder does not count another folder's backlog.
     """
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         # A run killed on this machine left its items leased: take them back now.
-        reclaimed = repo.release_dead_local_leases()
-        pending = repo.pending_count(language=language, source_prefix=source_prefix)
+        reclaimed = uow.items.release_dead_local_leases()
+        pending = uow.items.pending_count(language=language, source_prefix=source_prefix)
     if reclaimed:
         logger.warning("took back %d items left in progress by an ended run", reclaimed)
     # ... and maybe patient audio in the temp directory: delete it.
@@ -54,14 +56,14 @@ def expected_files(
     return min(pending, limit) if limit is not None else pending
 
 
-def known_sources(store: Store) -> tuple[str, ...]:
+def known_sources(store: UnitOfWorkFactory) -> tuple[str, ...]:
     """The sources of recorded runs: a rerun names each file relative to its own."""
-    with store.repository(read_only=True) as repo:
-        return tuple(repo.run_sources())
+    with store.unit_of_work(read_only=True) as uow:
+        return tuple(uow.runs.run_sources())
 
 
 def requeue_failed(
-    store: Store,
+    store: UnitOfWorkFactory,
     *,
     language: str | None,
     max_attempts: int,
@@ -75,8 +77,8 @@ def requeue_failed(
     the language (permanent ones, and retryable ones past the attempts limit too).
     `include_skipped` adds every skipped (silent) item of the language.
     """
-    with store.repository() as repo:
-        return repo.requeue_failures(
+    with store.unit_of_work() as uow:
+        return uow.items.requeue_failures(
             language=language,
             max_attempts=max_attempts,
             include_permanent=include_permanent,
@@ -89,23 +91,23 @@ OPEN_STATUSES = (ItemStatus.FAILED, ItemStatus.NEEDS_REVIEW, ItemStatus.SKIPPED)
 
 
 def open_backlog(
-    store: Store, *, language: str | None, source_prefix: str | None, limit: int
+    store: UnitOfWorkFactory, *, language: str | None, source_prefix: str | None, limit: int
 ) -> tuple[list[ItemRecord], int]:
     """The latest failed, held and skipped items (of `language`, under `source_prefix`),
     at most `limit` of each status, and how many there are in all (of the language).
 
     The records carry transcript text for held items: callers show names and reasons only.
     """
-    with store.repository(read_only=True) as repo:
+    with store.unit_of_work(read_only=True) as uow:
         total = sum(
             count.items
-            for count in repo.status_counts()
+            for count in uow.items.status_counts()
             if count.status in OPEN_STATUSES and language in (None, count.language)
         )
         found: list[ItemRecord] = []
         for status in OPEN_STATUSES:
             # Other languages and sources share these lists: read more, keep ours.
-            latest = repo.list_latest(status=status, limit=limit * 4)
+            latest = uow.items.list_latest(status=status, limit=limit * 4)
             found += [
                 item for item in latest if _ours(item, language=language, prefix=source_prefix)
             ][:limit]

@@ -29,7 +29,7 @@ from config.settings import PipelineSettings, StorageSettings
 from service.client import Transcription, TranscriptionClient
 from service.contract import chunk_filename
 from storage.errors import LeaseLost, StoreError
-from storage.interface import ItemStore
+from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord, ItemStatus
 from tasks.audio import Chunk, iter_chunks
 from tasks.discovery.fetch import fetched_file
@@ -57,7 +57,7 @@ class BatchContext:
         self,
         *,
         pipeline: PipelineSettings,
-        store: ItemStore,
+        store: UnitOfWorkFactory,
         client: TranscriptionClient,
         gate: RequestGate,
         owner: str,

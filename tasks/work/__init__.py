@@ -5,9 +5,9 @@ What it holds:
     lease_keeper.py  LeaseKeeper: renews, on a timer, every lease this process holds and
                      tells the holder which claims were lost
     store_calls.py   in_store: a store call from async code, off the event loop, on a
-                     fresh repository in a worker thread
-    journal.py       Journal: a paid answer kept on local disk (0600) until the store has
-                     it, replayed at the next start
+                     fresh unit of work in a worker thread
+    journal.py       Journal: a paid answer (or an accepted upload) kept on local disk
+                     (0600) until the store has it, replayed at the next start
 
 Transcription items and deliveries are both claimed through the store's one work queue
 (storage/); these are the pieces a holder of such a claim uses.

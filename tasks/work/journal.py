@@ -1,6 +1,8 @@
-"""Paid answers kept on local disk until the store has them: a journal, one file per chunk.
+"""Answers kept on local disk until the store has them: a journal, one file per answer.
 
-After an HTTP 200 the text is paid for. Its store write is retried with backoff
+Transcription keeps paid chunk answers (PaidChunk), delivery keeps accepted uploads
+(AcceptedDelivery: the receiver filed the document; recording it again would file it
+twice). After an HTTP 200 the text is paid for. Its store write is retried with backoff
 (`record_paid_chunk`); if the store stays down, the answer goes to
 `<data dir>/journal/<item>-<chunk>-<random>.json` (file 0600, folder 0700, written to a
 temporary name and renamed, so a crash leaves a whole entry or none), and the next run
@@ -18,13 +20,14 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay
 from tenacity.wait import wait_random_exponential
 
 from config.errors import ConfigError
 from storage.errors import StoreUnavailable
-from storage.interface import ItemStore
+from storage.interface import UnitOfWorkFactory
 from storage.records import ChunkStatus
 
 logger = logging.getLogger("medasr.journal")
@@ -32,7 +35,7 @@ logger = logging.getLogger("medasr.journal")
 _SUFFIX = ".json"
 # Paid answers of this process not yet in the store (their write is being retried), so
 # that a process about to end at once (a second Ctrl-C) can journal them first.
-_unrecorded: dict[int, tuple[Journal, PaidChunk]] = {}
+_unrecorded: dict[int, tuple[Journal, PaidChunk | AcceptedDelivery]] = {}
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,30 @@ class PaidChunk:
     txn_id: str | None
     latency_ms: float | None
 
+    @property
+    def journal_name(self) -> str:
+        """What its file is named after."""
+        return f"{self.item_id}-{self.index}"
+
+
+@dataclass(frozen=True)
+class AcceptedDelivery:
+    """An upload the receiver accepted, as the store would record it."""
+
+    delivery_id: int
+    version: str  # the transcript version that was sent
+    response: dict[str, Any]
+    remote_id: str | None
+
+    @property
+    def journal_name(self) -> str:
+        """What its file is named after."""
+        return f"delivery-{self.delivery_id}"
+
+
+Entry = TypeVar("Entry", PaidChunk, AcceptedDelivery)
+_SUBFOLDER = {"PaidChunk": "", "AcceptedDelivery": "deliveries"}
+
 
 @dataclass(frozen=True)
 class ReplayResult:
@@ -62,17 +89,18 @@ class ReplayResult:
 
 
 class Journal:
-    """The folder of paid answers not yet in the store."""
+    """The folder of answers not yet in the store (deliveries in a subfolder of it)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
-    def keep(self, paid: PaidChunk) -> Path:
+    def keep(self, paid: PaidChunk | AcceptedDelivery) -> Path:
         """Write one entry (0600, in a 0700 folder made here); returns its path. Raises OSError."""
-        self._make_folder()
-        name = f"{paid.item_id}-{paid.index}-{uuid.uuid4().hex[:12]}"
-        partial = self.folder / f".{name}.tmp"
-        final = self.folder / f"{name}{_SUFFIX}"
+        folder = self._folder_of(type(paid))
+        self._make_folder(folder)
+        name = f"{paid.journal_name}-{uuid.uuid4().hex[:12]}"
+        partial = folder / f".{name}.tmp"
+        final = folder / f"{name}{_SUFFIX}"
         descriptor = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             json.dump(asdict(paid), handle)
@@ -82,14 +110,26 @@ class Journal:
         return final
 
     def entries(self) -> Iterator[tuple[Path, PaidChunk | None]]:
-        """Every whole entry, oldest name first; None for one that cannot be read back."""
-        if not self.folder.is_dir():
+        """Every whole chunk entry, oldest name first; None for one that cannot be read back."""
+        return self._read(PaidChunk)
+
+    def accepted_deliveries(self) -> Iterator[tuple[Path, AcceptedDelivery | None]]:
+        """Every whole delivery entry, oldest name first; None for an unreadable one."""
+        return self._read(AcceptedDelivery)
+
+    def _read(self, kind: type[Entry]) -> Iterator[tuple[Path, Entry | None]]:
+        folder = self._folder_of(kind)
+        if not folder.is_dir():
             return
-        for path in sorted(self.folder.glob(f"*{_SUFFIX}")):
+        for path in sorted(folder.glob(f"*{_SUFFIX}")):
             try:
-                yield path, PaidChunk(**json.loads(path.read_text(encoding="utf-8")))
+                yield path, kind(**json.loads(path.read_text(encoding="utf-8")))
             except (OSError, ValueError, TypeError):
                 yield path, None
+
+    def _folder_of(self, kind: type[PaidChunk | AcceptedDelivery]) -> Path:
+        sub = _SUBFOLDER[kind.__name__]
+        return self.folder / sub if sub else self.folder
 
     def check_writable(self) -> None:
         """Make the folder and write a probe in it, before the first paid request.
@@ -110,18 +150,24 @@ class Journal:
                 f"({reason}); make it writable or point MEDASR_DATA_DIR elsewhere"
             ) from None
 
-    def _make_folder(self) -> None:
+    def _make_folder(self, target: Path | None = None) -> None:
         # Every folder made here is 0700 (the data dir too): mkdir(parents=True) would
         # make the missing parents 0755 whatever its mode.
-        missing = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
+        target = target or self.folder
+        missing = [p for p in (target, *target.parents) if not p.exists()]
         for folder in reversed(missing):
             folder.mkdir(mode=0o700, exist_ok=True)
             folder.chmod(0o700)  # mkdir's mode is masked by the umask
-        self.folder.chmod(0o700)  # exist_ok keeps old modes
+        for kept in {self.folder, target}:
+            kept.chmod(0o700)  # exist_ok keeps old modes
 
 
 async def record_paid_chunk(
-    write: Callable[[], None], *, paid: PaidChunk, journal: Journal, retry_s: float
+    write: Callable[[], None],
+    *,
+    paid: PaidChunk | AcceptedDelivery,
+    journal: Journal,
+    retry_s: float,
 ) -> None:
     """Run the store write in a thread, retrying a busy or unreachable store for `retry_s`.
 
@@ -143,10 +189,9 @@ async def record_paid_chunk(
     except StoreUnavailable as exc:
         where = await asyncio.to_thread(journal.keep, paid)
         logger.error(
-            "the store is unavailable; chunk %s of item %s was kept in %s and will be "
+            "the store is unavailable; answer %s was kept in %s and will be "
             "recorded by the next run",
-            paid.index,
-            paid.item_id,
+            paid.journal_name,
             where,
         )
         raise StoreUnavailable(f"{exc.message}; the paid answer was kept in the journal") from exc
@@ -171,7 +216,7 @@ def keep_unrecorded_answers() -> int:
 
 
 async def store_chunk_answer(
-    store: ItemStore,
+    store: UnitOfWorkFactory,
     answer: PaidChunk,
     *,
     lease_token: str | None,
@@ -185,8 +230,8 @@ async def store_chunk_answer(
     """
 
     def write() -> None:
-        with store.repository() as repo:
-            repo.record_chunk_result(
+        with store.unit_of_work() as uow:
+            uow.chunks.record_chunk_result(
                 answer.item_id,
                 lease_token=lease_token,
                 index=answer.index,
@@ -206,7 +251,7 @@ async def store_chunk_answer(
         await record_paid_chunk(write, paid=answer, journal=journal, retry_s=retry_s)
 
 
-def replay_journal(store: ItemStore, journal: Journal) -> ReplayResult:
+def replay_journal(store: UnitOfWorkFactory, journal: Journal) -> ReplayResult:
     """Record every journal entry whose item still has the same content; delete what is done.
 
     An entry whose item is gone, done, or whose content changed is dropped (its answer is
@@ -218,8 +263,8 @@ def replay_journal(store: ItemStore, journal: Journal) -> ReplayResult:
             logger.error("journal entry %s cannot be read; left in place for a person", path)
             kept += 1
             continue
-        with store.repository() as repo:
-            taken = repo.record_recovered_chunk(
+        with store.unit_of_work() as uow:
+            taken = uow.chunks.record_recovered_chunk(
                 paid.item_id,
                 source_uri=paid.source_uri,
                 sha256=paid.sha256,
@@ -239,11 +284,39 @@ def replay_journal(store: ItemStore, journal: Journal) -> ReplayResult:
     return ReplayResult(recorded=recorded, dropped=dropped, kept=kept)
 
 
+def replay_delivery_journal(store: UnitOfWorkFactory, journal: Journal) -> ReplayResult:
+    """Record every accepted upload kept in the journal; delete what is done.
+
+    An entry whose row is gone, delivered or of another version is dropped. Raises
+    StoreError when the store cannot take them (entries kept).
+    """
+    recorded = dropped = kept = 0
+    for path, accepted in journal.accepted_deliveries():
+        if accepted is None:
+            logger.error("journal entry %s cannot be read; left in place for a person", path)
+            kept += 1
+            continue
+        with store.unit_of_work() as uow:
+            taken = uow.deliveries.record_recovered_delivery(
+                accepted.delivery_id,
+                version=accepted.version,
+                response=accepted.response,
+                remote_id=accepted.remote_id,
+            )
+        path.unlink()
+        recorded, dropped = recorded + taken, dropped + (not taken)
+    if recorded or dropped:
+        logger.info("journal: %d deliveries recorded, %d no longer wanted", recorded, dropped)
+    return ReplayResult(recorded=recorded, dropped=dropped, kept=kept)
+
+
 __all__ = [
+    "AcceptedDelivery",
     "Journal",
     "PaidChunk",
     "ReplayResult",
     "record_paid_chunk",
+    "replay_delivery_journal",
     "replay_journal",
     "store_chunk_answer",
 ]

@@ -1,4 +1,7 @@
-"""Renew, on a timer, the lease of every file this process holds: one store call per tick.
+"""Renew, on a timer, the lease of every claim this process holds: one store call per tick.
+
+Any work of the one work queue (storage/work_queue.py): transcription items by default,
+deliveries with `renew=renew_deliveries`.
 
 A file's lease must not lapse while it waits for a file slot, a request slot, the rate
 cap or a long Retry-After, so renewal does not wait for a chunk to finish: every third
@@ -18,12 +21,12 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from typing import Protocol
 
 from storage.errors import LeaseLost, StoreError
-from storage.interface import ItemStore
-from storage.records import ItemRecord
+from storage.interface import UnitOfWork, UnitOfWorkFactory
 
 logger = logging.getLogger("medasr.leases")
 
@@ -31,11 +34,37 @@ logger = logging.getLogger("medasr.leases")
 _SAFE_SHARE = 0.8
 
 
+class Held(Protocol):
+    """A claimed row: an item or a delivery."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def lease_token(self) -> str | None: ...
+
+
+Renew = Callable[[UnitOfWork, list[str], float], frozenset[str]]
+
+
+def renew_items(uow: UnitOfWork, tokens: list[str], lease_s: float) -> frozenset[str]:
+    """Renew transcription claims; returns the tokens lost."""
+    return uow.items.renew_leases(tokens, lease_s=lease_s)
+
+
+def renew_deliveries(uow: UnitOfWork, tokens: list[str], lease_s: float) -> frozenset[str]:
+    """Renew delivery claims; returns the tokens lost."""
+    return uow.deliveries.renew_deliveries(tokens, lease_s=lease_s)
+
+
 class LeaseKeeper:
     """The claims this process holds, kept alive by one background task."""
 
-    def __init__(self, *, store: ItemStore, lease_s: float) -> None:
+    def __init__(
+        self, *, store: UnitOfWorkFactory, lease_s: float, renew: Renew = renew_items
+    ) -> None:
         self._store = store
+        self._renew_call = renew
         self._lease_s = lease_s
         self._tick_s = lease_s / 3
         self._confirmed: dict[str, float] = {}  # lease token -> monotonic s known good
@@ -45,7 +74,7 @@ class LeaseKeeper:
         self._task: asyncio.Task[None] | None = None
 
     @asynccontextmanager
-    async def holding(self, items: Sequence[ItemRecord]) -> AsyncIterator[None]:
+    async def holding(self, items: Sequence[Held]) -> AsyncIterator[None]:
         """Keep these claims renewed until the block ends (or `let_go` is called).
 
         Renews them once at once: a claim may be older than it looks (it waited for a
@@ -63,14 +92,14 @@ class LeaseKeeper:
             for item in items:
                 self.let_go(item)
 
-    def let_go(self, item: ItemRecord) -> None:
+    def let_go(self, item: Held) -> None:
         """Stop renewing this claim (the file is settled, released or lost)."""
         if item.lease_token is not None:
             self._confirmed.pop(item.lease_token, None)
             self._lost.discard(item.lease_token)
 
     @contextmanager
-    def settling(self, item: ItemRecord) -> Iterator[None]:
+    def settling(self, item: Held) -> Iterator[None]:
         """Around a write that may end this claim (done, skipped, failed, released): a
         renewal that finds the claim gone meanwhile is not told it was taken over (the
         write itself raises LeaseLost if it was)."""
@@ -84,7 +113,7 @@ class LeaseKeeper:
         finally:
             self._settling.discard(token)
 
-    async def require(self, item: ItemRecord) -> None:
+    async def require(self, item: Held) -> None:
         """Return while the claim is safely ours; wait while unconfirmed; raise LeaseLost.
 
         Waits at most one lease for a confirming renewal, then gives up with LeaseLost.
@@ -156,5 +185,5 @@ class LeaseKeeper:
         return taken
 
     def _renew(self, tokens: list[str]) -> frozenset[str]:
-        with self._store.repository() as repo:
-            return repo.renew_leases(tokens, lease_s=self._lease_s)
+        with self._store.unit_of_work() as uow:
+            return self._renew_call(uow, tokens, self._lease_s)

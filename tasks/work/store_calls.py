@@ -12,18 +12,18 @@ import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
-from storage.interface import ItemRepository, ItemStore
+from storage.interface import UnitOfWork, UnitOfWorkFactory
 
 T = TypeVar("T")
 
 
 async def in_store(
-    store: ItemStore, call: Callable[[ItemRepository], T], *, read_only: bool = False
+    store: UnitOfWorkFactory, call: Callable[[UnitOfWork], T], *, read_only: bool = False
 ) -> T:
-    """`call(repo)` in one transaction, in a worker thread; raises what the store raises."""
+    """`call(uow)` in one transaction, in a worker thread; raises what the store raises."""
 
     def run() -> T:
-        with store.repository(read_only=read_only) as repo:
-            return call(repo)
+        with store.unit_of_work(read_only=read_only) as uow:
+            return call(uow)
 
     return await asyncio.to_thread(run)

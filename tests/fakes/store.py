@@ -1,4 +1,4 @@
-"""An in-memory store implementing storage.interface (ItemStore, ItemRepository).
+"""An in-memory store implementing storage.interface (UnitOfWorkFactory and its repositories).
 
 For the fast unit tier: tests of tasks/ (the recorder, transcribe_file's outcomes, the
 dry run) without SQLite. One lock serializes transactions (like SQLite's single
@@ -6,7 +6,7 @@ writer); a transaction works on a copy of the state and publishes it on success,
 error rolls it back. `down = True` makes every transaction fail with StoreUnavailable
 (the journal's case). `transactions` counts committed and failed transactions alike.
 tests/storage/test_store_conformance.py runs one scenario against this fake and the real
-Repository so the two cannot drift.
+SQL store so the two cannot drift.
 """
 
 from __future__ import annotations
@@ -20,7 +20,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from storage.errors import LeaseLost, StoreUnavailable
-from storage.records import ChunkRecord, ItemRecord, RegisterResult, SourceFile
+from storage.records import (
+    ChunkRecord,
+    DeliveryRecord,
+    ItemRecord,
+    RegisterResult,
+    RunRecord,
+    SourceFile,
+)
+from tests.fakes.item_queries import FakeItemQueries
+from tests.fakes.ledgers import FakeDeliveries, FakeReviews, FakeRuns
 
 _FINISHED_CHUNKS = ("done", "silent")
 _NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
@@ -35,9 +44,17 @@ class _State:
     items: dict[int, ItemRecord] = field(default_factory=dict)
     chunks: dict[tuple[int, int], ChunkRecord] = field(default_factory=dict)
     next_id: int = 1
+    runs: dict[int, RunRecord] = field(default_factory=dict)
+    deliveries: dict[int, DeliveryRecord] = field(default_factory=dict)
 
     def copy(self) -> _State:
-        return _State(dict(self.items), dict(self.chunks), self.next_id)
+        return _State(
+            dict(self.items),
+            dict(self.chunks),
+            self.next_id,
+            dict(self.runs),
+            dict(self.deliveries),
+        )
 
 
 class FakeStore:
@@ -50,24 +67,40 @@ class FakeStore:
         self._lock = threading.Lock()
 
     @contextmanager
-    def repository(self, *, read_only: bool = False) -> Iterator[FakeRepository]:
+    def unit_of_work(self, *, read_only: bool = False) -> Iterator[FakeUnitOfWork]:
         """One transaction: committed on normal exit, rolled back on error."""
         with self._lock:
             self.transactions += 1
             if self.down:
                 raise StoreUnavailable("database unavailable: the fake store is down")
             work = self._state.copy()
-            yield FakeRepository(work)
+            yield FakeUnitOfWork(work)
             if not read_only:
                 self._state = work
+
+    def dispose(self) -> None:
+        """Nothing to close."""
 
     def items(self) -> list[ItemRecord]:
         """Every item as stored now (for assertions)."""
         return list(self._state.items.values())
 
 
-class FakeRepository:
-    """ItemRepository over a working copy of the state."""
+class FakeUnitOfWork:
+    """The repositories of one fake transaction (items and chunks share one object)."""
+
+    def __init__(self, state: _State) -> None:
+        self.items = self.chunks = FakeRepository(state)
+        self.runs = FakeRuns(state)
+        self.reviews = FakeReviews(state)
+        self.deliveries = FakeDeliveries(state)
+
+    def commit(self) -> None:
+        """The fake publishes at the end of the block only."""
+
+
+class FakeRepository(FakeItemQueries):
+    """ItemRepository and ChunkRepository over a working copy of the state."""
 
     def __init__(self, state: _State) -> None:
         self._s = state

@@ -18,16 +18,16 @@ from flows.rerun import rerun_failures
 from flows.summary import RunSummary
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
-from storage.database import Store
+from storage import open_store
 from tests.flows.cli.test_commands import table_rows
 from tests.flows.conftest import TOKEN, Corpus, run_flow, settings_for
 
 
 def rows_by_name(settings: Settings, root: Path) -> dict[str, object]:
-    store = Store.open(settings.storage)
+    store = open_store(settings.storage)
     try:
-        with store.repository() as repo:
-            return {str(Path(r.source).relative_to(root)): r for r in repo.export_rows()}
+        with store.unit_of_work() as uow:
+            return {str(Path(r.source).relative_to(root)): r for r in uow.items.export_rows()}
     finally:
         store.dispose()
 

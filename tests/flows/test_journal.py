@@ -27,7 +27,8 @@ from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from service.devserver import start_devserver
 from service.devserver.tone import encode_tone_dictation
-from storage.database import Store, upgrade_database
+from storage import open_store
+from storage.database import upgrade_database
 from tests.flows.conftest import TOKEN, run_flow, settings_for
 from tests.storage_servers import database_url
 
@@ -161,10 +162,10 @@ def test_an_answer_the_store_cannot_take_is_journaled_and_recorded_later(
     assert paid[first_run[0]] == 1  # the journaled chunk was not sent again
     assert max(paid.values()) == 1
     assert list(journal.glob("*.json")) == []  # recorded, then removed
-    store = Store.open(settings.storage)
+    store = open_store(settings.storage)
     try:
-        with store.repository(read_only=True) as repo:
-            (row,) = list(repo.export_rows())
+        with store.unit_of_work(read_only=True) as uow:
+            (row,) = list(uow.items.export_rows())
     finally:
         store.dispose()
     assert (row.status, row.text) == ("done", TEXT)

@@ -14,7 +14,7 @@ import pytest
 from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from service.devserver import RunningDevServer, start_devserver
-from storage.database import Store
+from storage import open_store
 from tests.flows.conftest import TOKEN, run_flow, settings_for
 from tests.recordings import write_tone_recordings
 
@@ -75,10 +75,10 @@ def test_slow_service_and_short_lease_pay_each_chunk_once(
         )
         with pinned_settings(settings):
             summary = run_flow(transcribe_backlog, source=str(twelve_files), language="en-IN")
-        store = Store.open(settings.storage)
+        store = open_store(settings.storage)
         try:
-            with store.repository(read_only=True) as repo:
-                rows = list(repo.export_rows())
+            with store.unit_of_work(read_only=True) as uow:
+                rows = list(uow.items.export_rows())
         finally:
             store.dispose()
         requests = len(server.ledger.entries())

@@ -15,7 +15,7 @@ from flows.cli import app
 from flows.rerun import rerun_failures
 from flows.summary import RunSummary
 from service.devserver import RunningDevServer, start_devserver
-from storage.database import Store
+from storage import open_store
 from tests.flows.cli.test_commands import table_rows
 from tests.flows.conftest import TOKEN, Corpus, run_flow, settings_for
 
@@ -23,12 +23,12 @@ PERMANENT = ("corrupt.mp3", "notes.wav")
 
 
 def statuses(settings: Settings, root: Path) -> dict[str, tuple[str, int]]:
-    store = Store.open(settings.storage)
+    store = open_store(settings.storage)
     try:
-        with store.repository() as repo:
+        with store.unit_of_work() as uow:
             return {
                 str(Path(r.source).relative_to(root)): (r.status, r.attempts)
-                for r in repo.export_rows()
+                for r in uow.items.export_rows()
             }
     finally:
         store.dispose()

@@ -25,7 +25,7 @@ from flows.states import summary_from
 from flows.summary import RunSummary
 from service.devserver import RunningDevServer
 from service.devserver.tone import encode_tone_dictation
-from storage.database import Store
+from storage import open_store
 from storage.records import RunRecord
 from storage.sources import normalize_source
 from tasks.discovery.discover import discover_and_register
@@ -34,10 +34,10 @@ from tests.flows.conftest import Corpus, run_flow
 
 
 def latest_runs(settings: Settings, limit: int = 5) -> list[RunRecord]:
-    store = Store.open(settings.storage)
+    store = open_store(settings.storage)
     try:
-        with store.repository(read_only=True) as repo:
-            return repo.latest_runs(limit=limit)
+        with store.unit_of_work(read_only=True) as uow:
+            return uow.runs.latest_runs(limit=limit)
     finally:
         store.dispose()
 
@@ -134,7 +134,7 @@ def test_progress_total_counts_only_this_source(
 ) -> None:
     write_dictations(tmp_path / "ward-a", 3)
     write_dictations(tmp_path / "ward-a-annex", 2)  # a name prefix, not a subfolder
-    store = Store.open(pinned.storage)
+    store = open_store(pinned.storage)
     try:
         discover_and_register(
             source=str(tmp_path / "ward-a-annex"), language="en-IN", store=store, settle_s=0

@@ -29,7 +29,7 @@ from sqlalchemy import create_engine, func, select
 
 from config.settings import StorageSettings
 from service.devserver import RunningDevServer, start_devserver
-from storage.database import Store
+from storage import open_store
 from storage.models import ChunkRow, Item
 from storage.records import SourceFile
 from tests.flows.prefect_server import (
@@ -240,7 +240,7 @@ def _assert_ledger_one_success_per_chunk(server: RunningDevServer, database_url:
 
 def test_two_runs_register_the_same_new_files_at_once(postgres_store_url: str) -> None:
     """The second run's INSERT waits on the first's uncommitted rows, then skips them."""
-    store = Store.open(StorageSettings(database_url=postgres_store_url))
+    store = open_store(StorageSettings(database_url=postgres_store_url))
     files = [
         SourceFile(uri=f"file:///archive/{i}.wav", size_bytes=10, version="1") for i in range(20)
     ]
@@ -251,8 +251,8 @@ def test_two_runs_register_the_same_new_files_at_once(postgres_store_url: str) -
         try:
             if name == "second":
                 first_listed.wait()
-            with store.repository() as repo:
-                results[name] = repo.register_items(files, language="en-IN")
+            with store.unit_of_work() as uow:
+                results[name] = uow.items.register_items(files, language="en-IN")
                 if name == "first":
                     first_listed.wait()
                     time.sleep(0.3)  # hold the rows uncommitted while the second inserts
@@ -265,8 +265,8 @@ def test_two_runs_register_the_same_new_files_at_once(postgres_store_url: str) -
             thread.start()
         for thread in threads:
             thread.join(timeout=30)
-        with store.repository(read_only=True) as repo:
-            counts = {c.status: c.items for c in repo.status_counts()}
+        with store.unit_of_work(read_only=True) as uow:
+            counts = {c.status: c.items for c in uow.items.status_counts()}
     finally:
         store.dispose()
     assert (results["first"].new, results["first"].unchanged) == (20, 0)

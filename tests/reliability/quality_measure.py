@@ -34,7 +34,8 @@ from config.settings import PipelineSettings, StorageSettings
 from service.client import TranscriptionClient
 from service.devserver import DevServerConfig, RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
-from storage.database import Store
+from storage import open_store
+from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord
 from storage.sources import list_audio
 from tasks.audio import iter_chunks
@@ -101,11 +102,11 @@ def measure(
 ) -> Tally:
     """Transcribe `corpus` on a devserver with `faults` (p_* rates) and count (see module)."""
     with tempfile.TemporaryDirectory() as scratch, _devserver(faults, seed=seed) as server:
-        store = Store.open(StorageSettings(database_url=f"sqlite:///{scratch}/m.db"))
+        store = open_store(StorageSettings(database_url=f"sqlite:///{scratch}/m.db"))
         try:
             uris = asyncio.run(_transcribe_all(store, server, corpus, cap_bytes=cap_bytes))
-            with store.repository(read_only=True) as repo:
-                items = repo.find_items(source_uris=uris, language=LANGUAGE).values()
+            with store.unit_of_work(read_only=True) as uow:
+                items = uow.items.find_items(source_uris=uris, language=LANGUAGE).values()
         finally:
             store.dispose()
         finished = [i for i in items if i.status in ("done", "needs_review")]
@@ -121,7 +122,7 @@ def _devserver(faults: dict[str, float], *, seed: int) -> Iterator[RunningDevSer
 
 
 async def _transcribe_all(
-    store: Store, server: RunningDevServer, root: Path, *, cap_bytes: int
+    store: UnitOfWorkFactory, server: RunningDevServer, root: Path, *, cap_bytes: int
 ) -> list[str]:
     """Register and transcribe every recording under `root`; returns their URIs."""
     files = list_audio(str(root), settle_s=0).files
@@ -136,11 +137,11 @@ async def _transcribe_all(
             lease_s=600,
         )
         try:
-            with store.repository() as repo:
-                repo.register_items(files, language=LANGUAGE)
+            with store.unit_of_work() as uow:
+                uow.items.register_items(files, language=LANGUAGE)
             while True:
-                with store.repository() as repo:
-                    batch = repo.claim_batch(
+                with store.unit_of_work() as uow:
+                    batch = uow.items.claim_batch(
                         owner="measure", language=LANGUAGE, limit=8, lease_s=600
                     )
                 if not batch:

@@ -11,10 +11,10 @@ import time
 from dataclasses import dataclass
 
 from config.settings import StorageSettings
-from storage.database import Store
+from storage import open_store
 from storage.errors import LeaseLost
+from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.records import ItemRecord
-from storage.repository import Repository
 
 LANG = "en-IN"
 
@@ -35,13 +35,13 @@ class WorkerPlan:
 
 def run_worker(plan: WorkerPlan) -> None:
     """Process entry point (spawn)."""
-    store = Store.open(StorageSettings(database_url=plan.database_url))
+    store = open_store(StorageSettings(database_url=plan.database_url))
     deadline = time.monotonic() + plan.deadline_s
     batches = 0
     with open(plan.log_path, "a", encoding="utf-8") as log:
         while time.monotonic() < deadline:
-            with store.repository() as repo:
-                items = repo.claim_batch(
+            with store.unit_of_work() as uow:
+                items = uow.items.claim_batch(
                     owner=plan.owner, language=LANG, limit=plan.batch, lease_s=plan.lease_s
                 )
             log.writelines(f"claim {item.id} {item.attempts}\n" for item in items)
@@ -62,10 +62,10 @@ def run_worker(plan: WorkerPlan) -> None:
     store.dispose()
 
 
-def _finish(store: Store, item: ItemRecord, owner: str) -> str:
+def _finish(store: UnitOfWorkFactory, item: ItemRecord, owner: str) -> str:
     try:
-        with store.repository() as repo:
-            repo.finish_item(
+        with store.unit_of_work() as uow:
+            uow.items.finish_item(
                 item.id,
                 lease_token=item.lease_token,
                 text=owner,
@@ -78,10 +78,10 @@ def _finish(store: Store, item: ItemRecord, owner: str) -> str:
     return f"done {item.id}\n"
 
 
-def _all_done(store: Store, total_items: int) -> bool:
-    with store.repository(read_only=True) as repo:
-        return _done_count(repo) >= total_items
+def _all_done(store: UnitOfWorkFactory, total_items: int) -> bool:
+    with store.unit_of_work(read_only=True) as uow:
+        return _done_count(uow) >= total_items
 
 
-def _done_count(repo: Repository) -> int:
-    return sum(c.items for c in repo.status_counts() if c.status == "done")
+def _done_count(uow: UnitOfWork) -> int:
+    return sum(c.items for c in uow.items.status_counts() if c.status == "done")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from config.settings import StorageSettings
-from storage.database import Store
+from storage import open_store
+from storage.interface import UnitOfWorkFactory
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -20,13 +21,13 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[UnitOfWorkFactory]:
     """An opened store at the newest schema with no rows: SQLite file or PostgreSQL."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'medasr.db'}"
     else:
         url = str(request.getfixturevalue("postgres_store_url"))
-    opened = Store.open(StorageSettings(database_url=url), upgrade=True)
+    opened = open_store(StorageSettings(database_url=url), upgrade=True)
     try:
         yield opened
     finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord
 from storage.sources import SourceFile
 
@@ -15,29 +15,31 @@ def listed(count: int, *, version: str = "v1", prefix: str = "/archive") -> list
     return [SourceFile(f"{prefix}/file-{i:05d}.wav", 1000 + i, version) for i in range(count)]
 
 
-def register(store: Store, files: list[SourceFile], language: str = LANG) -> None:
-    with store.repository() as repo:
-        repo.register_items(files, language=language)
+def register(store: UnitOfWorkFactory, files: list[SourceFile], language: str = LANG) -> None:
+    with store.unit_of_work() as uow:
+        uow.items.register_items(files, language=language)
 
 
-def claim(store: Store, owner: str = "w1", limit: int = 10, **kwargs) -> list[ItemRecord]:
+def claim(
+    store: UnitOfWorkFactory, owner: str = "w1", limit: int = 10, **kwargs
+) -> list[ItemRecord]:
     kwargs.setdefault("language", LANG)
     kwargs.setdefault("lease_s", 60)
-    with store.repository() as repo:
-        return repo.claim_batch(owner=owner, limit=limit, **kwargs)
+    with store.unit_of_work() as uow:
+        return uow.items.claim_batch(owner=owner, limit=limit, **kwargs)
 
 
-def get(store: Store, item_id: int) -> ItemRecord:
-    with store.repository(read_only=True) as repo:
-        item = repo.get_item(item_id)
+def get(store: UnitOfWorkFactory, item_id: int) -> ItemRecord:
+    with store.unit_of_work(read_only=True) as uow:
+        item = uow.items.get_item(item_id)
     assert item is not None
     return item
 
 
-def finish(store: Store, item: ItemRecord, text: str = "hello") -> None:
+def finish(store: UnitOfWorkFactory, item: ItemRecord, text: str = "hello") -> None:
     """Finish the item under the claim that returned `item`."""
-    with store.repository() as repo:
-        repo.finish_item(
+    with store.unit_of_work() as uow:
+        uow.items.finish_item(
             item.id,
             lease_token=item.lease_token,
             text=text,
@@ -47,10 +49,12 @@ def finish(store: Store, item: ItemRecord, text: str = "hello") -> None:
         )
 
 
-def record(store: Store, item: ItemRecord, index: int, text: str, status: str = "done") -> None:
+def record(
+    store: UnitOfWorkFactory, item: ItemRecord, index: int, text: str, status: str = "done"
+) -> None:
     """Record a chunk under the claim that returned `item`."""
-    with store.repository() as repo:
-        repo.record_chunk_result(
+    with store.unit_of_work() as uow:
+        uow.chunks.record_chunk_result(
             item.id,
             lease_token=item.lease_token,
             index=index,
@@ -64,9 +68,11 @@ def record(store: Store, item: ItemRecord, index: int, text: str, status: str = 
         )
 
 
-def fail(store: Store, item: ItemRecord, *, retryable: bool, at: datetime | None) -> None:
-    with store.repository() as repo:
-        repo.fail_item(
+def fail(
+    store: UnitOfWorkFactory, item: ItemRecord, *, retryable: bool, at: datetime | None
+) -> None:
+    with store.unit_of_work() as uow:
+        uow.items.fail_item(
             item.id,
             lease_token=item.lease_token,
             error_kind="service_unavailable" if retryable else "request_rejected",

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from config.settings import StorageSettings
-from storage.database import Store
+from storage import open_store
+from storage.interface import UnitOfWorkFactory
 from storage.sources import SourceFile
 from tests.storage.claim_worker import LANG, WorkerPlan, run_worker
 
@@ -35,10 +36,10 @@ def log_lines(path: Path) -> list[list[str]]:
 
 
 def run_claimers(url: str, tmp_path: Path, *, items: int, workers: int, batch: int) -> None:
-    store = Store.open(StorageSettings(database_url=url), upgrade=True)
-    with store.repository() as repo:
+    store = open_store(StorageSettings(database_url=url), upgrade=True)
+    with store.unit_of_work() as uow:
         files = [SourceFile(f"/archive/{i:05d}.wav", 100, "v1") for i in range(items)]
-        repo.register_items(files, language=LANG)
+        uow.items.register_items(files, language=LANG)
     context = multiprocessing.get_context("spawn")
     logs = [tmp_path / f"worker-{n}.log" for n in range(workers)]
     plans = [
@@ -68,7 +69,7 @@ def run_claimers(url: str, tmp_path: Path, *, items: int, workers: int, batch: i
     store.dispose()
 
 
-def check_exactly_once(store: Store, logs: list[Path], items: int) -> None:
+def check_exactly_once(store: UnitOfWorkFactory, logs: list[Path], items: int) -> None:
     victim_lines = log_lines(logs[0])
     held = set()
     for fields in victim_lines:  # the claims after the last finish are the held batch
@@ -85,9 +86,9 @@ def check_exactly_once(store: Store, logs: list[Path], items: int) -> None:
     assert max(dones.values()) == 1, "an item was finished twice"
     assert {i for i, n in claims.items() if n != 1} == held  # only the held ones twice
     assert all(claims[i] == 2 for i in held)
-    with store.repository(read_only=True) as repo:
-        assert repo.pending_count(language=None) == 0
-        reclaimed = [repo.get_item(i) for i in held]
+    with store.unit_of_work(read_only=True) as uow:
+        assert uow.items.pending_count(language=None) == 0
+        reclaimed = [uow.items.get_item(i) for i in held]
     assert all(r is not None and r.status == "done" and r.attempts == 2 for r in reclaimed)
     assert all(r is not None and r.text != "victim" for r in reclaimed)
 

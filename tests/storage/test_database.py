@@ -83,8 +83,8 @@ def test_new_sqlite_file_is_private_and_in_wal_mode(tmp_path: Path) -> None:
     old_umask = os.umask(0)
     try:
         store = open_store(sqlite_url(path), busy_timeout_ms=1234)
-        with store.repository() as repo:
-            repo.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
+        with store.unit_of_work() as uow:
+            uow.items.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
     finally:
         os.umask(old_umask)
     try:
@@ -117,10 +117,10 @@ def test_database_exists_only_false_for_a_missing_sqlite_file(tmp_path: Path) ->
 def test_in_memory_sqlite_works() -> None:
     store = open_store("sqlite://")
     try:
-        with store.repository() as repo:
-            repo.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
-        with store.repository(read_only=True) as repo:
-            assert repo.pending_count(language=LANG) == 1
+        with store.unit_of_work() as uow:
+            uow.items.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
+        with store.unit_of_work(read_only=True) as uow:
+            assert uow.items.pending_count(language=LANG) == 1
     finally:
         store.dispose()
 
@@ -139,12 +139,12 @@ def test_sqlite_writes_begin_immediate_and_reads_begin_deferred(tmp_path: Path) 
     store = open_store(sqlite_url(tmp_path / "medasr.db"))
     seen = statements_of(store)
     try:
-        with store.repository() as repo:
-            repo.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
+        with store.unit_of_work() as uow:
+            uow.items.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
         assert seen[0] == "BEGIN IMMEDIATE"
         seen.clear()
-        with store.repository(read_only=True) as repo:
-            repo.pending_count(language=None)
+        with store.unit_of_work(read_only=True) as uow:
+            uow.items.pending_count(language=None)
         assert seen[0] == "BEGIN"
     finally:
         store.dispose()
@@ -154,13 +154,13 @@ def test_sqlite_writer_waits_then_gives_up_transiently(tmp_path: Path) -> None:
     url = sqlite_url(tmp_path / "medasr.db")
     holder, waiter = open_store(url), open_store(url, busy_timeout_ms=100)
     try:
-        with holder.repository() as repo:
-            repo.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
-            with pytest.raises(StoreUnavailable) as caught, waiter.repository() as other:
-                other.register_items([SourceFile("/b.wav", 1, "1")], language=LANG)
+        with holder.unit_of_work() as uow:
+            uow.items.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
+            with pytest.raises(StoreUnavailable) as caught, waiter.unit_of_work() as other:
+                other.items.register_items([SourceFile("/b.wav", 1, "1")], language=LANG)
             assert caught.value.transient
-            with waiter.repository(read_only=True) as reader:  # WAL: readers never wait
-                assert reader.pending_count(language=None) == 0
+            with waiter.unit_of_work(read_only=True) as reader:  # WAL: readers never wait
+                assert reader.items.pending_count(language=None) == 0
     finally:
         holder.dispose()
         waiter.dispose()
@@ -170,8 +170,8 @@ def test_opening_and_reading_do_not_wait_behind_a_sqlite_writer(tmp_path: Path) 
     path = tmp_path / "medasr.db"
     url = sqlite_url(path)
     store = open_store(url)
-    with store.repository() as repo:
-        repo.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
+    with store.unit_of_work() as uow:
+        uow.items.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
     store.dispose()
     writer = sqlite3.connect(path, isolation_level=None)
     try:
@@ -180,9 +180,9 @@ def test_opening_and_reading_do_not_wait_behind_a_sqlite_writer(tmp_path: Path) 
         started = time.monotonic()
         reader = open_store(url, busy_timeout_ms=3000)  # a wait would end in StoreUnavailable
         try:
-            with reader.repository(read_only=True) as repo:
-                counts = repo.status_counts()
-                repo.list_failures(limit=5)
+            with reader.unit_of_work(read_only=True) as uow:
+                counts = uow.items.status_counts()
+                uow.items.list_failures(limit=5)
         finally:
             reader.dispose()
         assert time.monotonic() - started < 2
@@ -212,9 +212,9 @@ def test_postgres_claims_lock_with_skip_locked(fresh_postgres_url) -> None:
     store = Store.open(StorageSettings(database_url=fresh_postgres_url), upgrade=True)
     seen = statements_of(store)
     try:
-        with store.repository() as repo:
-            repo.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
-            repo.claim_batch(owner="w", language=LANG, limit=1, lease_s=5)
+        with store.unit_of_work() as uow:
+            uow.items.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
+            uow.items.claim_batch(owner="w", language=LANG, limit=1, lease_s=5)
         assert any("FOR UPDATE SKIP LOCKED" in s for s in seen)
     finally:
         store.dispose()

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from storage.owners import is_dead_local_owner, local_host_id, new_lease_owner
 from storage.records import ItemRecord, SourceFile
 
@@ -56,10 +56,10 @@ def owner_of(pid: int, *, host: str | None = None) -> str:
     return f"{host or local_host_id()}:{pid}:0123abcd"
 
 
-def claim_one(store: Store, uri: str, owner: str) -> ItemRecord:
-    with store.repository() as repo:
-        repo.register_items([SourceFile(uri, 10, "v1")], language=LANG)
-        (item,) = repo.claim_batch(owner=owner, language=LANG, limit=1, lease_s=900)
+def claim_one(store: UnitOfWorkFactory, uri: str, owner: str) -> ItemRecord:
+    with store.unit_of_work() as uow:
+        uow.items.register_items([SourceFile(uri, 10, "v1")], language=LANG)
+        (item,) = uow.items.claim_batch(owner=owner, language=LANG, limit=1, lease_s=900)
     return item
 
 
@@ -94,23 +94,25 @@ def test_foreign_or_malformed_owners_are_never_dead(owner: str) -> None:
 
 
 def test_items_of_an_ended_local_process_go_back_to_pending(
-    store: Store, ended_pid: int, running_pid: int
+    store: UnitOfWorkFactory, ended_pid: int, running_pid: int
 ) -> None:
     dead = claim_one(store, "/a/killed.wav", owner_of(ended_pid))
     alive = claim_one(store, "/a/working.wav", owner_of(running_pid))
     remote = claim_one(store, "/a/remote.wav", owner_of(ended_pid, host="other-host"))
 
-    with store.repository() as repo:
-        released = repo.release_dead_local_leases()
-        again = repo.release_dead_local_leases()
+    with store.unit_of_work() as uow:
+        released = uow.items.release_dead_local_leases()
+        again = uow.items.release_dead_local_leases()
 
     assert (released, again) == (1, 0)
-    with store.repository(read_only=True) as repo:
-        after = {item.id: repo.get_item(item.id) for item in (dead, alive, remote)}
+    with store.unit_of_work(read_only=True) as uow:
+        after = {item.id: uow.items.get_item(item.id) for item in (dead, alive, remote)}
     assert (after[dead.id].status, after[dead.id].lease_owner) == ("pending", None)
     assert after[dead.id].attempts == 1  # the crash may have been the item's doing
     assert after[alive.id].status == after[remote.id].status == "processing"
-    with store.repository() as repo:
-        (reclaimed,) = repo.claim_batch(owner=new_lease_owner(), language=LANG, limit=5, lease_s=9)
+    with store.unit_of_work() as uow:
+        (reclaimed,) = uow.items.claim_batch(
+            owner=new_lease_owner(), language=LANG, limit=5, lease_s=9
+        )
     assert reclaimed.id == dead.id
     assert reclaimed.attempts == 2

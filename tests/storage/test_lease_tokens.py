@@ -13,19 +13,19 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 
 from config.settings import StorageSettings
-from storage import claims, leases, queries
+from storage import claims, items, open_store, queries, work_queue
 from storage.database import (
-    Store,
     _alembic_config,
     create_store_engine,
     downgrade_database,
     upgrade_database,
 )
 from storage.errors import LeaseLost
+from storage.interface import UnitOfWorkFactory
 from tests.storage.repository_helpers import claim, get, listed, record, register
 
 
-def test_every_claim_gets_its_own_token(store: Store) -> None:
+def test_every_claim_gets_its_own_token(store: UnitOfWorkFactory) -> None:
     register(store, listed(3))
     items = claim(store, owner="w1", limit=3)
     tokens = [i.lease_token for i in items]
@@ -34,7 +34,7 @@ def test_every_claim_gets_its_own_token(store: Store) -> None:
     assert [get(store, i.id).lease_token for i in items] == tokens
 
 
-def test_the_same_owner_cannot_write_under_an_earlier_claim(store: Store) -> None:
+def test_the_same_owner_cannot_write_under_an_earlier_claim(store: UnitOfWorkFactory) -> None:
     """One process, two batch loops: the owner name is the same, the claims are not."""
     register(store, listed(1))
     an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
@@ -43,12 +43,12 @@ def test_the_same_owner_cannot_write_under_an_earlier_claim(store: Store) -> Non
     assert second.lease_token != first.lease_token
     with pytest.raises(LeaseLost):
         record(store, first, 0, "late answer")
-    with store.repository() as repo:
-        assert repo.renew_leases([first.lease_token or ""], lease_s=60) == {first.lease_token}
+    with store.unit_of_work() as uow:
+        assert uow.items.renew_leases([first.lease_token or ""], lease_s=60) == {first.lease_token}
     record(store, second, 0, "answer")
 
 
-def test_a_lapsed_lease_is_not_claimed_back_by_its_own_owner(store: Store) -> None:
+def test_a_lapsed_lease_is_not_claimed_back_by_its_own_owner(store: UnitOfWorkFactory) -> None:
     """The owner may still be working on it: another loop of that process must not take it."""
     register(store, listed(2))
     an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
@@ -60,11 +60,11 @@ def test_a_lapsed_lease_is_not_claimed_back_by_its_own_owner(store: Store) -> No
     assert [i.id for i in taken] == [lapsed.id]
 
 
-def test_release_and_settle_clear_the_token(store: Store) -> None:
+def test_release_and_settle_clear_the_token(store: UnitOfWorkFactory) -> None:
     register(store, listed(1))
     [item] = claim(store)
-    with store.repository() as repo:
-        repo.release_items([item.lease_token or ""])
+    with store.unit_of_work() as uow:
+        uow.items.release_items([item.lease_token or ""])
     released = get(store, item.id)
     assert (released.status, released.lease_token, released.lease_owner) == ("pending", None, None)
 
@@ -76,7 +76,7 @@ def host_clock_an_hour_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
     def ahead() -> datetime:
         return datetime.now(UTC) + timedelta(hours=1)
 
-    for module in (leases, queries, claims):
+    for module in (work_queue, queries, claims, items):
         for name in ("host_now", "utc_now"):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, ahead)
@@ -86,11 +86,11 @@ def host_clock_an_hour_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_claimer_with_a_clock_an_hour_ahead_cannot_take_a_live_lease(
     postgres_store_url: str, host_clock_an_hour_ahead: None
 ) -> None:
-    store = Store.open(StorageSettings(database_url=postgres_store_url))
+    store = open_store(StorageSettings(database_url=postgres_store_url))
     try:
         register(store, listed(2))
-        with store.repository() as repo:  # a healthy worker's claim: live for 10 minutes
-            [live] = repo.claim_batch(
+        with store.unit_of_work() as uow:  # a healthy worker's claim: live for 10 minutes
+            [live] = uow.items.claim_batch(
                 owner="healthy",
                 language="en-IN",
                 limit=1,
@@ -100,8 +100,8 @@ def test_a_claimer_with_a_clock_an_hour_ahead_cannot_take_a_live_lease(
         taken = claim(store, owner="skewed", limit=2, lease_s=600)
         assert [i.id for i in taken] == [live.id + 1]  # only the pending one
         assert get(store, live.id).lease_token == live.lease_token
-        with store.repository() as repo:  # renewals too are timed by the server
-            assert repo.renew_leases([taken[0].lease_token or ""], lease_s=600) == frozenset()
+        with store.unit_of_work() as uow:  # renewals too are timed by the server
+            assert uow.items.renew_leases([taken[0].lease_token or ""], lease_s=600) == frozenset()
         expires = get(store, taken[0].id).lease_expires_at
         assert expires is not None
         assert expires < datetime.now(UTC) + timedelta(minutes=11)  # not the skewed hour on

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from config.settings import StorageSettings
-from storage.database import Store
+from storage import open_store
 from storage.errors import ManifestInvalid
 from storage.manifest import metadata_by_uri, read_manifest
 from tasks.discovery.discover import discover_and_register
@@ -83,11 +83,11 @@ def test_discovery_stores_the_manifest_at_the_source_root_on_each_recording(
     for name in ("a.wav", "sub/b.wav", "c.wav"):
         write(source / name, b"RIFF....")
     write(source / "medasr.csv", "path,patient_id,doc_type\na.wav,P-1,note\nsub/b.wav,P-2,\n")
-    store = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 'm.db'}"))
+    store = open_store(StorageSettings(database_url=f"sqlite:///{tmp_path / 'm.db'}"))
     try:
         discover_and_register(source=str(source), language="hi", store=store, settle_s=0)
-        with store.repository(read_only=True) as repo:
-            items = repo.find_items(
+        with store.unit_of_work(read_only=True) as uow:
+            items = uow.items.find_items(
                 source_uris=[str(source / n) for n in ("a.wav", "sub/b.wav", "c.wav")],
                 language="hi",
             )
@@ -98,8 +98,8 @@ def test_discovery_stores_the_manifest_at_the_source_root_on_each_recording(
         discover_and_register(
             source=str(source), language="hi", store=store, settle_s=0, manifest=str(other)
         )
-        with store.repository(read_only=True) as repo:
-            item = repo.find_item(source_uri=str(source / "c.wav"), language="hi")
+        with store.unit_of_work(read_only=True) as uow:
+            item = uow.items.find_item(source_uri=str(source / "c.wav"), language="hi")
         assert item is not None
         assert item.metadata == {"patient_id": "P-3"}
     finally:

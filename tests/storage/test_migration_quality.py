@@ -7,8 +7,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import inspect
 
 from config.settings import StorageSettings
+from storage import open_store
 from storage.database import (
-    Store,
     create_store_engine,
     downgrade_database,
     head_revision,
@@ -21,12 +21,12 @@ NOW = "2026-11-23 12:00:00"
 
 def _flagged_item(url: str) -> int:
     """An item at the head revision that the quality gate sent to review."""
-    store = Store.open(StorageSettings(database_url=url), upgrade=True)
+    store = open_store(StorageSettings(database_url=url), upgrade=True)
     try:
         register(store, listed(1))
         (item,) = claim(store)
-        with store.repository() as repo:
-            repo.finish_item(
+        with store.unit_of_work() as uow:
+            uow.items.finish_item(
                 item.id,
                 lease_token=item.lease_token,
                 text="the patient the patient the patient the patient",
@@ -35,8 +35,8 @@ def _flagged_item(url: str) -> int:
                 extras={},
                 flags=["repetition"],
             )
-        with store.repository(read_only=True) as repo:
-            stored = repo.get_item(item.id)
+        with store.unit_of_work(read_only=True) as uow:
+            stored = uow.items.get_item(item.id)
         assert stored is not None
         assert (stored.status, stored.flags) == ("needs_review", ["repetition"])
         return item.id

@@ -8,8 +8,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
 from config.settings import StorageSettings
+from storage import open_store
 from storage.database import (
-    Store,
     create_store_engine,
     downgrade_database,
     head_revision,
@@ -64,7 +64,7 @@ def test_a_database_from_a_newer_medasr_is_refused_not_touched(store_url: str) -
 
     for attempt in (
         lambda: upgrade_database(store_url),
-        lambda: Store.open(StorageSettings(database_url=store_url)),
+        lambda: open_store(StorageSettings(database_url=store_url)),
     ):
         with pytest.raises(SchemaUnknown, match="ffff9999, which this medasr does not know"):
             attempt()

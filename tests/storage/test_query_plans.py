@@ -18,25 +18,25 @@ from typing import Any
 import pytest
 
 from storage.database import Store
+from storage.interface import UnitOfWork
 from storage.query_plans import QueryPlan, explain_call, refresh_statistics
 from storage.records import SourceFile
-from storage.repository import Repository
 
 LANG = "en-IN"
 DONE = 300  # done rows with distinct content, then a few of every other kind
 TOKEN = "token-of-a-claim"
 
 # The per-file questions of a run (tasks/transcription, tasks/discovery, tasks/work).
-PER_FILE: dict[str, Callable[[Repository], Any]] = {
-    "find_done_with_sha": lambda repo: repo.find_done_with_sha(sha256=_sha(7), language=LANG),
-    "find_done_with_sha (none)": lambda repo: repo.find_done_with_sha(
+PER_FILE: dict[str, Callable[[UnitOfWork], Any]] = {
+    "find_done_with_sha": lambda uow: uow.items.find_done_with_sha(sha256=_sha(7), language=LANG),
+    "find_done_with_sha (none)": lambda uow: uow.items.find_done_with_sha(
         sha256="f" * 64, language=LANG
     ),
-    "find_item": lambda repo: repo.find_item(source_uri=_uri(7), language=LANG),
-    "find_items": lambda repo: repo.find_items(source_uris=[_uri(7), _uri(8)], language=LANG),
-    "get_item": lambda repo: repo.get_item(7),
-    "done_chunks": lambda repo: repo.done_chunks(7),
-    "renew_leases": lambda repo: repo.renew_leases([TOKEN], lease_s=60),
+    "find_item": lambda uow: uow.items.find_item(source_uri=_uri(7), language=LANG),
+    "find_items": lambda uow: uow.items.find_items(source_uris=[_uri(7), _uri(8)], language=LANG),
+    "get_item": lambda uow: uow.items.get_item(7),
+    "done_chunks": lambda uow: uow.chunks.done_chunks(7),
+    "renew_leases": lambda uow: uow.items.renew_leases([TOKEN], lease_s=60),
 }
 
 
@@ -51,19 +51,19 @@ def _uri(i: int) -> str:
 def _fill(store: Store) -> None:
     """DONE done items (distinct content), then pending, failed and processing ones."""
     files = [SourceFile(_uri(i), 1000, "v1") for i in range(DONE + 60)]
-    with store.repository() as repo:
-        repo.register_items(files, language=LANG)
-    with store.repository() as repo:
-        items = repo.claim_batch(owner="w", language=LANG, limit=DONE + 40, lease_s=600)
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
+        uow.items.register_items(files, language=LANG)
+    with store.unit_of_work() as uow:
+        items = uow.items.claim_batch(owner="w", language=LANG, limit=DONE + 40, lease_s=600)
+    with store.unit_of_work() as uow:
         for n, item in enumerate(items):
             token = item.lease_token
-            repo.set_fingerprint(item.id, sha256=_sha(n), size_bytes=1000, lease_token=token)
+            uow.items.set_fingerprint(item.id, sha256=_sha(n), size_bytes=1000, lease_token=token)
             if n < DONE:
-                repo.finish_item(item.id, lease_token=token, text="t", duration_ms=1000,
+                uow.items.finish_item(item.id, lease_token=token, text="t", duration_ms=1000,
                                  chunk_count=1, extras={})  # fmt: skip
             elif n < DONE + 20:
-                repo.fail_item(item.id, lease_token=token, error_kind="ServiceUnavailable",
+                uow.items.fail_item(item.id, lease_token=token, error_kind="ServiceUnavailable",
                                message="m", retryable=True,
                                next_attempt_at=datetime.now(UTC) + timedelta(hours=1))  # fmt: skip
 
@@ -133,5 +133,5 @@ def test_the_twin_lookup_uses_the_covering_index(filled: Store) -> None:
 def test_statistics_can_be_refreshed_while_items_are_claimed(filled: Store) -> None:
     refresh_statistics(filled)
     refresh_statistics(filled)  # again: idempotent, and no lock is left behind
-    with filled.repository() as repo:
-        assert repo.find_done_with_sha(sha256=_sha(3), language=LANG) is not None
+    with filled.unit_of_work() as uow:
+        assert uow.items.find_done_with_sha(sha256=_sha(3), language=LANG) is not None

@@ -14,11 +14,11 @@ def listed(name: str, version: str = "1", size: int = 10) -> SourceFile:
 
 def test_find_unsettled_names_new_changed_and_unfinished_files(store: Store) -> None:
     done, waiting, changed = listed("done"), listed("waiting"), listed("changed")
-    with store.repository() as repo:
-        repo.register_items([done, waiting, changed], language=LANGUAGE)
-        for item in repo.claim_batch(owner="t", language=LANGUAGE, limit=3, lease_s=60):
+    with store.unit_of_work() as uow:
+        uow.items.register_items([done, waiting, changed], language=LANGUAGE)
+        for item in uow.items.claim_batch(owner="t", language=LANGUAGE, limit=3, lease_s=60):
             if item.source_uri != waiting.uri:
-                repo.finish_item(
+                uow.items.finish_item(
                     item.id,
                     lease_token=item.lease_token,
                     text="x",
@@ -27,12 +27,12 @@ def test_find_unsettled_names_new_changed_and_unfinished_files(store: Store) -> 
                     extras={},
                 )
             else:
-                repo.release_items([item.lease_token or ""])
+                uow.items.release_items([item.lease_token or ""])
     now = [done, waiting, listed("changed", version="2"), listed("new")]
 
-    with store.repository(read_only=True) as repo:
-        unsettled = repo.find_unsettled(now, language=LANGUAGE, settled=("done", "failed"))
-        other_language = repo.find_unsettled(now, language="hi", settled=("done",))
+    with store.unit_of_work(read_only=True) as uow:
+        unsettled = uow.items.find_unsettled(now, language=LANGUAGE, settled=("done", "failed"))
+        other_language = uow.items.find_unsettled(now, language="hi", settled=("done",))
 
     assert sorted(unsettled) == sorted([waiting.uri, changed.uri, listed("new").uri])
     assert sorted(other_language) == sorted(f.uri for f in now)
@@ -40,11 +40,11 @@ def test_find_unsettled_names_new_changed_and_unfinished_files(store: Store) -> 
 
 def test_registering_twice_inserts_once_and_counts_changes(store: Store) -> None:
     files = [listed(f"f{i:04d}") for i in range(2_500)]  # more than one statement's batch
-    with store.repository() as repo:
-        first = repo.register_items(files, language=LANGUAGE)
+    with store.unit_of_work() as uow:
+        first = uow.items.register_items(files, language=LANGUAGE)
     files[7] = listed("f0007", version="2")
-    with store.repository() as repo:
-        second = repo.register_items(files, language=LANGUAGE)
+    with store.unit_of_work() as uow:
+        second = uow.items.register_items(files, language=LANGUAGE)
 
     assert (first.new, first.changed, first.unchanged) == (2_500, 0, 0)
     assert (second.new, second.changed, second.unchanged) == (0, 1, 2_499)

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from storage.database import Store
 from storage.errors import LeaseLost
+from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord
 from tests.storage.repository_helpers import (
     LANG,
@@ -23,15 +23,15 @@ from tests.storage.repository_helpers import (
 # --- one item's work -----------------------------------------------------------------
 
 
-def test_chunk_results_are_kept_and_replaced(store: Store) -> None:
+def test_chunk_results_are_kept_and_replaced(store: UnitOfWorkFactory) -> None:
     register(store, listed(1))
     [item] = claim(store)
     record(store, item, 0, "first")
     record(store, item, 1, "", status="silent")
     record(store, item, 2, "", status="failed")
     record(store, item, 0, "first again")
-    with store.repository(read_only=True) as repo:
-        chunks = repo.done_chunks(item.id)
+    with store.unit_of_work(read_only=True) as uow:
+        chunks = uow.chunks.done_chunks(item.id)
     assert sorted(chunks) == [0, 1]
     assert chunks[0].text == "first again"
     assert (chunks[0].start_ms, chunks[0].end_ms, chunks[0].txn_id) == (0, 1000, "txn-0")
@@ -39,12 +39,12 @@ def test_chunk_results_are_kept_and_replaced(store: Store) -> None:
     assert chunks[1].status == "silent"
 
 
-def test_a_committed_chunk_survives_a_later_failure(store: Store) -> None:
+def test_a_committed_chunk_survives_a_later_failure(store: UnitOfWorkFactory) -> None:
     register(store, listed(1))
     [item] = claim(store)
     record(store, item, 0, "kept")
-    with pytest.raises(RuntimeError), store.repository() as repo:  # noqa: PT012
-        repo.record_chunk_result(
+    with pytest.raises(RuntimeError), store.unit_of_work() as uow:  # noqa: PT012
+        uow.chunks.record_chunk_result(
             item.id,
             lease_token=item.lease_token,
             index=1,
@@ -54,15 +54,15 @@ def test_a_committed_chunk_survives_a_later_failure(store: Store) -> None:
             text="lost",
         )
         raise RuntimeError("crash before commit")
-    with store.repository(read_only=True) as repo:
-        assert sorted(repo.done_chunks(item.id)) == [0]
+    with store.unit_of_work(read_only=True) as uow:
+        assert sorted(uow.chunks.done_chunks(item.id)) == [0]
 
 
-def test_repository_commit_ends_the_transaction(store: Store) -> None:
+def test_repository_commit_ends_the_transaction(store: UnitOfWorkFactory) -> None:
     register(store, listed(1))
     [item] = claim(store)
-    with pytest.raises(RuntimeError), store.repository() as repo:  # noqa: PT012
-        repo.record_chunk_result(
+    with pytest.raises(RuntimeError), store.unit_of_work() as uow:  # noqa: PT012
+        uow.chunks.record_chunk_result(
             item.id,
             lease_token=item.lease_token,
             index=0,
@@ -71,42 +71,48 @@ def test_repository_commit_ends_the_transaction(store: Store) -> None:
             size_bytes=1,
             text="a",
         )
-        repo.commit()
+        uow.commit()
         raise RuntimeError("crash after commit")
-    with store.repository(read_only=True) as repo:
-        assert sorted(repo.done_chunks(item.id)) == [0]
+    with store.unit_of_work(read_only=True) as uow:
+        assert sorted(uow.chunks.done_chunks(item.id)) == [0]
 
 
 @pytest.mark.parametrize(
     ("new_sha", "chunks_left"), [("a" * 64, [0, 1]), ("b" * 64, [])], ids=["same", "changed"]
 )
-def test_fingerprint_change_drops_old_chunks(store: Store, new_sha: str, chunks_left) -> None:
+def test_fingerprint_change_drops_old_chunks(
+    store: UnitOfWorkFactory, new_sha: str, chunks_left
+) -> None:
     register(store, listed(1))
     [item] = claim(store)
-    with store.repository() as repo:
-        repo.set_fingerprint(item.id, sha256="a" * 64, size_bytes=10, lease_token=item.lease_token)
+    with store.unit_of_work() as uow:
+        uow.items.set_fingerprint(
+            item.id, sha256="a" * 64, size_bytes=10, lease_token=item.lease_token
+        )
     record(store, item, 0, "x")
     record(store, item, 1, "y")
-    with store.repository() as repo:
-        repo.set_fingerprint(item.id, sha256=new_sha, size_bytes=11, lease_token=item.lease_token)
-        assert sorted(repo.done_chunks(item.id)) == chunks_left
+    with store.unit_of_work() as uow:
+        uow.items.set_fingerprint(
+            item.id, sha256=new_sha, size_bytes=11, lease_token=item.lease_token
+        )
+        assert sorted(uow.chunks.done_chunks(item.id)) == chunks_left
     assert (get(store, item.id).sha256, get(store, item.id).size_bytes) == (new_sha, 11)
 
 
-def test_reset_chunks_forgets_them(store: Store) -> None:
+def test_reset_chunks_forgets_them(store: UnitOfWorkFactory) -> None:
     register(store, listed(1))
     [item] = claim(store)
     record(store, item, 0, "x")
-    with store.repository() as repo:
-        repo.reset_chunks(item.id)
-        assert repo.done_chunks(item.id) == {}
+    with store.unit_of_work() as uow:
+        uow.chunks.reset_chunks(item.id)
+        assert uow.chunks.done_chunks(item.id) == {}
 
 
-def test_finish_records_transcript_and_extras(store: Store) -> None:
+def test_finish_records_transcript_and_extras(store: UnitOfWorkFactory) -> None:
     register(store, listed(1))
     [item] = claim(store)
-    with store.repository() as repo:
-        repo.finish_item(
+    with store.unit_of_work() as uow:
+        uow.items.finish_item(
             item.id,
             lease_token=item.lease_token,
             text="patient is stable",
@@ -129,12 +135,14 @@ def test_finish_records_transcript_and_extras(store: Store) -> None:
 
 
 @pytest.mark.parametrize("action", ["finish", "skip", "fail", "fingerprint", "chunk"])
-def test_work_by_a_worker_without_the_lease_raises_lease_lost(store: Store, action: str) -> None:
+def test_work_by_a_worker_without_the_lease_raises_lease_lost(
+    store: UnitOfWorkFactory, action: str
+) -> None:
     register(store, listed(1))
     [item] = claim(store, owner="w1")
-    with pytest.raises(LeaseLost), store.repository() as repo:  # noqa: PT012
+    with pytest.raises(LeaseLost), store.unit_of_work() as uow:  # noqa: PT012
         if action == "finish":
-            repo.finish_item(
+            uow.items.finish_item(
                 item.id,
                 lease_token="another-claim",
                 text="",
@@ -143,11 +151,11 @@ def test_work_by_a_worker_without_the_lease_raises_lease_lost(store: Store, acti
                 extras={},
             )
         elif action == "skip":
-            repo.skip_item(
+            uow.items.skip_item(
                 item.id, lease_token="another-claim", reason_kind="silent", reason="silent"
             )
         elif action == "fail":
-            repo.fail_item(
+            uow.items.fail_item(
                 item.id,
                 lease_token="another-claim",
                 error_kind="x",
@@ -156,11 +164,11 @@ def test_work_by_a_worker_without_the_lease_raises_lease_lost(store: Store, acti
                 next_attempt_at=None,
             )
         elif action == "fingerprint":
-            repo.set_fingerprint(
+            uow.items.set_fingerprint(
                 item.id, sha256="c" * 64, size_bytes=1, lease_token="another-claim"
             )
         else:
-            repo.record_chunk_result(
+            uow.chunks.record_chunk_result(
                 item.id,
                 lease_token="another-claim",
                 index=0,
@@ -170,46 +178,50 @@ def test_work_by_a_worker_without_the_lease_raises_lease_lost(store: Store, acti
                 text="x",
             )
     assert get(store, item.id).status == "processing"
-    with store.repository(read_only=True) as repo:
-        assert repo.done_chunks(item.id) == {}
+    with store.unit_of_work(read_only=True) as uow:
+        assert uow.chunks.done_chunks(item.id) == {}
 
 
-def test_a_worker_that_lost_its_lease_cannot_write_a_chunk(store: Store) -> None:
+def test_a_worker_that_lost_its_lease_cannot_write_a_chunk(store: UnitOfWorkFactory) -> None:
     register(store, listed(1))
     start = datetime.now(UTC)
     [late] = claim(store, owner="w1", lease_s=5, now=start - timedelta(seconds=60))
-    with store.repository() as repo:
-        repo.set_fingerprint(late.id, sha256="a" * 64, size_bytes=10, lease_token=late.lease_token)
+    with store.unit_of_work() as uow:
+        uow.items.set_fingerprint(
+            late.id, sha256="a" * 64, size_bytes=10, lease_token=late.lease_token
+        )
     record(store, late, 0, "old content")
     [taken] = claim(store, owner="w2", now=start)  # w1's lease had expired
-    with store.repository() as repo:  # the content changed: the old chunks go
-        repo.set_fingerprint(
+    with store.unit_of_work() as uow:  # the content changed: the old chunks go
+        uow.items.set_fingerprint(
             taken.id, sha256="b" * 64, size_bytes=11, lease_token=taken.lease_token
         )
     with pytest.raises(LeaseLost):
         record(store, late, 1, "old content, later chunk")
     record(store, taken, 0, "new content")
-    with store.repository(read_only=True) as repo:
-        chunks = repo.done_chunks(taken.id)
+    with store.unit_of_work(read_only=True) as uow:
+        chunks = uow.chunks.done_chunks(taken.id)
     assert {i: c.text for i, c in chunks.items()} == {0: "new content"}
 
 
 @pytest.mark.parametrize("settle", ["finished", "released", "changed"])
-def test_no_chunk_is_written_for_an_item_no_longer_processing(store: Store, settle: str) -> None:
+def test_no_chunk_is_written_for_an_item_no_longer_processing(
+    store: UnitOfWorkFactory, settle: str
+) -> None:
     register(store, listed(1))
     an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
     [item] = claim(store, owner="w1", lease_s=5, now=an_hour_ago)  # expired, not taken over
     if settle == "finished":
         finish(store, item)
     elif settle == "released":
-        with store.repository() as repo:
-            repo.release_items([item.lease_token])
+        with store.unit_of_work() as uow:
+            uow.items.release_items([item.lease_token])
     else:
         register(store, listed(1, version="v2"))  # changed under an expired lease: pending
     with pytest.raises(LeaseLost):
         record(store, item, 0, "late")
-    with store.repository(read_only=True) as repo:
-        assert repo.done_chunks(item.id) == {}
+    with store.unit_of_work(read_only=True) as uow:
+        assert uow.chunks.done_chunks(item.id) == {}
 
 
 def test_lease_lost_is_transient() -> None:
@@ -217,29 +229,29 @@ def test_lease_lost_is_transient() -> None:
     assert LeaseLost.kind == "lease_lost"
 
 
-def test_find_done_with_sha(store: Store) -> None:
+def test_find_done_with_sha(store: UnitOfWorkFactory) -> None:
     register(store, listed(2))
     items = claim(store, limit=2)
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         for item in items:
-            repo.set_fingerprint(
+            uow.items.set_fingerprint(
                 item.id, sha256="d" * 64, size_bytes=5, lease_token=item.lease_token
             )
     finish(store, items[0], text="once")
-    with store.repository(read_only=True) as repo:
-        found = repo.find_done_with_sha(sha256="d" * 64, language=LANG)
+    with store.unit_of_work(read_only=True) as uow:
+        found = uow.items.find_done_with_sha(sha256="d" * 64, language=LANG)
         assert found is not None
         assert found.id == items[0].id
         assert found.text == "once"
-        assert repo.find_done_with_sha(sha256="d" * 64, language="hi") is None
-        assert repo.find_done_with_sha(sha256="e" * 64, language=LANG) is None
+        assert uow.items.find_done_with_sha(sha256="d" * 64, language="hi") is None
+        assert uow.items.find_done_with_sha(sha256="e" * 64, language=LANG) is None
 
 
-def test_skip_records_reason_and_duration(store: Store) -> None:
+def test_skip_records_reason_and_duration(store: UnitOfWorkFactory) -> None:
     register(store, listed(1))
     [item] = claim(store)
-    with store.repository() as repo:
-        repo.skip_item(
+    with store.unit_of_work() as uow:
+        uow.items.skip_item(
             item.id,
             lease_token=item.lease_token,
             reason_kind="silent_audio",
@@ -258,7 +270,7 @@ def test_skip_records_reason_and_duration(store: Store) -> None:
 # --- failures and reruns -------------------------------------------------------------
 
 
-def test_requeue_failures_selects_due_retryable_under_the_limit(store: Store) -> None:
+def test_requeue_failures_selects_due_retryable_under_the_limit(store: UnitOfWorkFactory) -> None:
     now = datetime.now(UTC)
     register(store, listed(5))
     a, b, c, d, e = claim(store, limit=5)
@@ -266,11 +278,11 @@ def test_requeue_failures_selects_due_retryable_under_the_limit(store: Store) ->
     fail(store, b, retryable=True, at=now + timedelta(hours=1))  # not yet
     fail(store, c, retryable=False, at=None)  # permanent
     fail(store, d, retryable=True, at=None)  # due, but...
-    with store.repository() as repo:  # ...d has used its attempts
-        repo.requeue_failures(language=LANG, max_attempts=1, include_permanent=False, now=now)
+    with store.unit_of_work() as uow:  # ...d has used its attempts
+        uow.items.requeue_failures(language=LANG, max_attempts=1, include_permanent=False, now=now)
     assert get(store, d.id).status == "failed"
-    with store.repository() as repo:
-        count = repo.requeue_failures(
+    with store.unit_of_work() as uow:
+        count = uow.items.requeue_failures(
             language=LANG, max_attempts=5, include_permanent=False, now=now
         )
     assert count == 2
@@ -280,9 +292,11 @@ def test_requeue_failures_selects_due_retryable_under_the_limit(store: Store) ->
         "failed",
         "pending",
     ]
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         assert (
-            repo.requeue_failures(language=None, max_attempts=5, include_permanent=True, now=now)
+            uow.items.requeue_failures(
+                language=None, max_attempts=5, include_permanent=True, now=now
+            )
             == 2
         )
     # With include_permanent every failure goes back: the permanent one and the one
@@ -295,27 +309,31 @@ def test_requeue_failures_selects_due_retryable_under_the_limit(store: Store) ->
     assert all(i.attempts == 2 for i in again)
 
 
-def test_requeue_respects_language(store: Store) -> None:
+def test_requeue_respects_language(store: UnitOfWorkFactory) -> None:
     register(store, listed(1), language="hi")
     [item] = claim(store, language="hi")
     fail(store, item, retryable=True, at=None)
-    with store.repository() as repo:
-        assert repo.requeue_failures(language="ta", max_attempts=5, include_permanent=True) == 0
-        assert repo.requeue_failures(language="hi", max_attempts=5, include_permanent=True) == 1
+    with store.unit_of_work() as uow:
+        assert (
+            uow.items.requeue_failures(language="ta", max_attempts=5, include_permanent=True) == 0
+        )
+        assert (
+            uow.items.requeue_failures(language="hi", max_attempts=5, include_permanent=True) == 1
+        )
 
 
-def test_status_counts_failures_and_export(store: Store) -> None:
+def test_status_counts_failures_and_export(store: UnitOfWorkFactory) -> None:
     register(store, listed(4))
     register(store, listed(1), language="hi")
     a, b, c, _ = claim(store, limit=4)
     finish(store, a, text="one")
     finish(store, b, text="two")
     fail(store, c, retryable=True, at=None)
-    with store.repository(read_only=True) as repo:
-        counts = {(s.language, s.status): (s.items, s.audio_ms) for s in repo.status_counts()}
-        failures = repo.list_failures(limit=5)
-        done_rows = list(repo.export_rows(status="done"))
-        all_rows = list(repo.export_rows())
+    with store.unit_of_work(read_only=True) as uow:
+        counts = {(s.language, s.status): (s.items, s.audio_ms) for s in uow.items.status_counts()}
+        failures = uow.items.list_failures(limit=5)
+        done_rows = list(uow.items.export_rows(status="done"))
+        all_rows = list(uow.items.export_rows())
     assert counts == {
         (LANG, "done"): (2, 3000),
         (LANG, "failed"): (1, 0),
@@ -329,24 +347,24 @@ def test_status_counts_failures_and_export(store: Store) -> None:
     assert all(r.updated_at.tzinfo is not None for r in all_rows)
 
 
-def test_list_failures_newest_first_and_limited(store: Store) -> None:
+def test_list_failures_newest_first_and_limited(store: UnitOfWorkFactory) -> None:
     register(store, listed(3))
     items = claim(store, limit=3)
     for item in items:
         fail(store, item, retryable=True, at=None)
-    with store.repository(read_only=True) as repo:
-        failures = repo.list_failures(limit=2)
+    with store.unit_of_work(read_only=True) as uow:
+        failures = uow.items.list_failures(limit=2)
     assert [f.id for f in failures] == [items[2].id, items[1].id]
 
 
-def test_runs_record_counts(store: Store) -> None:
-    with store.repository() as repo:
-        run_id = repo.start_run(source="/archive", language=LANG)
-    with store.repository() as repo:
-        repo.finish_run(
+def test_runs_record_counts(store: UnitOfWorkFactory) -> None:
+    with store.unit_of_work() as uow:
+        run_id = uow.runs.start_run(source="/archive", language=LANG)
+    with store.unit_of_work() as uow:
+        uow.runs.finish_run(
             run_id, counts={"files": 3, "done": 2, "failed": 1, "chunks": 7}, status="done"
         )
-        [run] = repo.latest_runs(limit=1)
+        [run] = uow.runs.latest_runs(limit=1)
     assert run.id == run_id
     assert run.status == "done"
     assert run.finished_at is not None
@@ -361,14 +379,14 @@ def test_runs_record_counts(store: Store) -> None:
     }
 
 
-def skip(store: Store, item: ItemRecord) -> None:
-    with store.repository() as repo:
-        repo.skip_item(
+def skip(store: UnitOfWorkFactory, item: ItemRecord) -> None:
+    with store.unit_of_work() as uow:
+        uow.items.skip_item(
             item.id, lease_token=item.lease_token, reason_kind="silent_audio", reason="no speech"
         )
 
 
-def test_requeue_skipped_only_with_the_flag_and_judged_afresh(store: Store) -> None:
+def test_requeue_skipped_only_with_the_flag_and_judged_afresh(store: UnitOfWorkFactory) -> None:
     register(store, listed(3))
     silent, failed, other = claim(store, limit=3)
     record(store, silent, 0, "", status="silent")
@@ -376,12 +394,14 @@ def test_requeue_skipped_only_with_the_flag_and_judged_afresh(store: Store) -> N
     fail(store, failed, retryable=False, at=None)
     record(store, other, 0, "", status="silent")
     skip(store, other)
-    with store.repository() as repo:  # a failure flag never touches skipped recordings
-        assert repo.requeue_failures(language=LANG, max_attempts=5, include_permanent=True) == 1
+    with store.unit_of_work() as uow:  # a failure flag never touches skipped recordings
+        assert (
+            uow.items.requeue_failures(language=LANG, max_attempts=5, include_permanent=True) == 1
+        )
     assert get(store, silent.id).status == "skipped"
 
-    with store.repository() as repo:
-        count = repo.requeue_failures(
+    with store.unit_of_work() as uow:
+        count = uow.items.requeue_failures(
             language=LANG, max_attempts=1, include_permanent=False, include_skipped=True
         )
 
@@ -389,12 +409,12 @@ def test_requeue_skipped_only_with_the_flag_and_judged_afresh(store: Store) -> N
     # the next run judges the audio afresh instead of reusing the old "silent" verdict.
     assert count == 2
     assert {get(store, i.id).status for i in (silent, other)} == {"pending"}
-    with store.repository(read_only=True) as repo:
-        assert repo.done_chunks(silent.id) == {}
-        assert repo.done_chunks(other.id) == {}
-    with store.repository() as repo:
+    with store.unit_of_work(read_only=True) as uow:
+        assert uow.chunks.done_chunks(silent.id) == {}
+        assert uow.chunks.done_chunks(other.id) == {}
+    with store.unit_of_work() as uow:
         assert (
-            repo.requeue_failures(
+            uow.items.requeue_failures(
                 language="hi", max_attempts=5, include_permanent=False, include_skipped=True
             )
             == 0

@@ -1,4 +1,4 @@
-"""The in-memory fake (tests/fakes/store.py) and the real Repository answer alike.
+"""The in-memory fake (tests/fakes/store.py) and the SQL store answer alike, every Protocol.
 
 One small scenario of a file's life (register, claim, fingerprint, chunks, settle, renew,
 release, re-list, journal recovery, rollback) runs against the fake and against the SQL
@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 
-from storage.database import Store
-from storage.errors import LeaseLost
-from storage.interface import ItemStore
-from storage.records import ItemRecord, SourceFile
+from storage.errors import LeaseLost, NotUnderReview
+from storage.interface import UnitOfWorkFactory
+from storage.records import ItemRecord, SourceFile, WantedDelivery
 from tests.fakes.store import FakeStore
 
 LANG = "en-IN"
@@ -41,8 +40,8 @@ def seen(item: ItemRecord | None) -> tuple[Any, ...] | None:
     )
 
 
-def chunk(repo: Any, item: ItemRecord, index: int, *, status: str = "done") -> None:
-    repo.record_chunk_result(
+def chunk(uow: Any, item: ItemRecord, index: int, *, status: str = "done") -> None:
+    uow.chunks.record_chunk_result(
         item.id,
         lease_token=item.lease_token,
         index=index,
@@ -54,79 +53,81 @@ def chunk(repo: Any, item: ItemRecord, index: int, *, status: str = "done") -> N
     )
 
 
-def reset_then_fail(store: ItemStore, item_id: int) -> None:
-    with store.repository() as repo:
-        repo.reset_chunks(item_id)
+def reset_then_fail(store: UnitOfWorkFactory, item_id: int) -> None:
+    with store.unit_of_work() as uow:
+        uow.chunks.reset_chunks(item_id)
         raise RuntimeError("rolled back")
 
 
-def scenario(store: ItemStore) -> list[object]:
+def scenario(store: UnitOfWorkFactory) -> list[object]:
     seen_: list[object] = []
-    with store.repository() as repo:
-        seen_.append(repo.register_items(LISTING, language=LANG))
-        a, b = repo.claim_batch(owner="w1", language=LANG, limit=2, lease_s=60)
+    with store.unit_of_work() as uow:
+        seen_.append(uow.items.register_items(LISTING, language=LANG))
+        a, b = uow.items.claim_batch(owner="w1", language=LANG, limit=2, lease_s=60)
         seen_ += [seen(a), seen(b)]
-    with store.repository() as repo:
-        repo.set_fingerprint(a.id, sha256=X, size_bytes=100, lease_token=a.lease_token)
-        chunk(repo, a, 0)
-        chunk(repo, a, 1, status="silent")
-    with store.repository(read_only=True) as repo:
-        finished = repo.done_chunks(a.id)
+    with store.unit_of_work() as uow:
+        uow.items.set_fingerprint(a.id, sha256=X, size_bytes=100, lease_token=a.lease_token)
+        chunk(uow, a, 0)
+        chunk(uow, a, 1, status="silent")
+    with store.unit_of_work(read_only=True) as uow:
+        finished = uow.chunks.done_chunks(a.id)
         seen_.append(sorted((i, c.status, c.text, c.start_ms) for i, c in finished.items()))
-        seen_.append(seen(repo.find_done_with_sha(sha256=X, language=LANG)))
-    with store.repository() as repo:
-        repo.finish_item(
+        seen_.append(seen(uow.items.find_done_with_sha(sha256=X, language=LANG)))
+    with store.unit_of_work() as uow:
+        uow.items.finish_item(
             a.id, lease_token=a.lease_token, text="part 0", duration_ms=2000, chunk_count=2,
             extras={},
         )  # fmt: skip
-        seen_.append(seen(repo.find_done_with_sha(sha256=X, language=LANG)))
-        repo.set_fingerprint(b.id, sha256=Y, size_bytes=100, lease_token=b.lease_token)
-        chunk(repo, b, 0)
-    with store.repository() as repo:  # b's content changed: its old answers are void
-        repo.set_fingerprint(b.id, sha256=Z, size_bytes=100, lease_token=b.lease_token)
-        seen_.append(repo.done_chunks(b.id))
-    with pytest.raises(LeaseLost), store.repository() as repo:
-        repo.finish_item(
+        seen_.append(seen(uow.items.find_done_with_sha(sha256=X, language=LANG)))
+        uow.items.set_fingerprint(b.id, sha256=Y, size_bytes=100, lease_token=b.lease_token)
+        chunk(uow, b, 0)
+    with store.unit_of_work() as uow:  # b's content changed: its old answers are void
+        uow.items.set_fingerprint(b.id, sha256=Z, size_bytes=100, lease_token=b.lease_token)
+        seen_.append(uow.chunks.done_chunks(b.id))
+    with pytest.raises(LeaseLost), store.unit_of_work() as uow:
+        uow.items.finish_item(
             b.id, lease_token="stale", text="", duration_ms=0, chunk_count=0, extras={}
         )
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         assert a.lease_token is not None
         assert b.lease_token is not None
-        lost = repo.renew_leases([a.lease_token, b.lease_token, "gone"], lease_s=60)
+        lost = uow.items.renew_leases([a.lease_token, b.lease_token, "gone"], lease_s=60)
         seen_.append(sorted({a.lease_token: "a", b.lease_token: "b"}.get(t, t) for t in lost))
-        repo.release_items([b.lease_token])
-        seen_.append(seen(repo.get_item(b.id)))
-    with store.repository() as repo:
-        again = repo.claim_batch(owner="w2", language=LANG, limit=5, lease_s=60)
+        uow.items.release_items([b.lease_token])
+        seen_.append(seen(uow.items.get_item(b.id)))
+    with store.unit_of_work() as uow:
+        again = uow.items.claim_batch(owner="w2", language=LANG, limit=5, lease_s=60)
         seen_.append([seen(item) for item in again])
         b2, c = again
-        repo.skip_item(b2.id, lease_token=b2.lease_token, reason_kind="silent_audio", reason="no")
-        repo.fail_item(
+        uow.items.skip_item(
+            b2.id, lease_token=b2.lease_token, reason_kind="silent_audio", reason="no"
+        )
+        uow.items.fail_item(
             c.id, lease_token=c.lease_token, error_kind="corrupt_audio", message="bad",
             retryable=True, next_attempt_at=datetime(2030, 1, 1, tzinfo=UTC),
         )  # fmt: skip
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         piece = {"index": 3, "start_ms": 0, "end_ms": 1, "size_bytes": 1, "text": "t",
                  "attempts": 1, "txn_id": None, "latency_ms": None}  # fmt: skip
         seen_.append(
             [
-                repo.record_recovered_chunk(a.id, source_uri=a.source_uri, sha256=X, **piece),
-                repo.record_recovered_chunk(b.id, source_uri=b.source_uri, sha256=Z, **piece),
-                repo.record_recovered_chunk(b.id, source_uri=b.source_uri, sha256=Y, **piece),
+                uow.chunks.record_recovered_chunk(a.id, source_uri=a.source_uri, sha256=X, **piece),
+                uow.chunks.record_recovered_chunk(b.id, source_uri=b.source_uri, sha256=Z, **piece),
+                uow.chunks.record_recovered_chunk(b.id, source_uri=b.source_uri, sha256=Y, **piece),
             ]
         )
     with pytest.raises(RuntimeError):
         reset_then_fail(store, b.id)
-    with store.repository() as repo:
-        seen_.append(sorted(repo.done_chunks(b.id)))
+    with store.unit_of_work() as uow:
+        seen_.append(sorted(uow.chunks.done_chunks(b.id)))
         relisted = [SourceFile(LISTING[0].uri, 100, "v2"), *LISTING[1:]]
-        seen_.append(repo.register_items(relisted, language=LANG))
-        found = repo.find_items(source_uris=[f.uri for f in LISTING], language=LANG)
+        seen_.append(uow.items.register_items(relisted, language=LANG))
+        found = uow.items.find_items(source_uris=[f.uri for f in LISTING], language=LANG)
         seen_.append(sorted(seen(item) for item in found.values()))  # type: ignore[type-var]
     return seen_
 
 
-def test_the_fake_answers_like_the_sql_store(store: Store) -> None:
+def test_the_fake_answers_like_the_sql_store(store: UnitOfWorkFactory) -> None:
     real = scenario(store)
     fake = scenario(FakeStore())
 
@@ -141,3 +142,111 @@ def test_the_fake_answers_like_the_sql_store(store: Store) -> None:
     assert real[8] == ("b.wav", "pending", Z, None, 0, None, False, None, False)
     assert real[10] == [False, True, False]
     assert real[12].changed == 1  # type: ignore[attr-defined]
+
+
+def _done(uow: Any, item: ItemRecord, text: str, *, flags: tuple[str, ...] = ()) -> None:
+    uow.items.set_fingerprint(item.id, sha256=X, size_bytes=100, lease_token=item.lease_token)
+    uow.items.finish_item(
+        item.id, lease_token=item.lease_token, text=text, duration_ms=1000, chunk_count=1,
+        extras={}, flags=flags,
+    )  # fmt: skip
+
+
+def row_seen(row: Any) -> tuple[Any, ...] | None:
+    """What both stores must agree on for a delivery row."""
+    if row is None:
+        return None
+    return (row.version[:1], row.status, row.attempts, row.error_kind, row.target,
+            row.lease_token is not None, row.sending_at is not None, row.remote_id)  # fmt: skip
+
+
+def ledger_scenario(store: UnitOfWorkFactory) -> list[object]:
+    """Items' reading verbs, runs, reviews and the delivery queue, one story."""
+    seen_: list[object] = []
+    with store.unit_of_work() as uow:
+        run_id = uow.runs.start_run(source="/archive", language=LANG)
+        uow.items.register_items(LISTING, language=LANG)
+        a, b, c = uow.items.claim_batch(owner="w1", language=LANG, limit=3, lease_s=60)
+        _done(uow, a, "alpha")
+        _done(uow, b, "bravo", flags=("too_few_words",))
+        uow.items.fail_item(
+            c.id, lease_token=c.lease_token, error_kind="corrupt_audio", message="bad",
+            retryable=True, next_attempt_at=None,
+        )  # fmt: skip
+        uow.runs.finish_run(run_id, counts={"done": 1, "failed": 1}, status="some_failed")
+    with store.unit_of_work() as uow:
+        seen_.append([(r.source, r.status, r.counts["done"]) for r in uow.runs.latest_runs()])
+        seen_.append(uow.runs.run_sources())
+        seen_.append(sorted((s.status, s.items) for s in uow.items.status_counts()))
+        seen_.append([seen(i) for i in uow.items.list_failures()])
+        seen_.append([seen(i) for i in uow.reviews.list_needs_review(language=LANG)])
+        seen_.append(seen(uow.reviews.accept_review(b.id)))
+        seen_.append(uow.items.set_item_metadata({a.source_uri: {"mrn": "1"}}, language=LANG))
+        seen_.append(uow.items.find_item(source_uri=a.source_uri, language=LANG).metadata)  # type: ignore[union-attr]
+        seen_.append(
+            [seen(i) for i in uow.items.done_items_page(language=LANG, after_id=0, limit=9)]
+        )
+        seen_.append(
+            uow.items.requeue_failures(language=LANG, max_attempts=5, include_permanent=False)
+        )
+        seen_.append(uow.items.pending_count(language=LANG))
+        seen_.append(sorted(u.rsplit("/", 1)[-1] for u in uow.items.source_uris()))
+    with store.unit_of_work() as uow:
+        wanted = [WantedDelivery(item_id=i.id, language=LANG, version=v * 64)
+                  for i, v in ((a, "1"), (b, "2"))]  # fmt: skip
+        seen_.append(uow.deliveries.plan_deliveries(wanted, format_name="txt"))
+        seen_.append(uow.deliveries.plan_deliveries(wanted, format_name="txt"))  # nothing new
+        first, second = uow.deliveries.claim_deliveries(
+            owner="w1", language=LANG, limit=5, lease_s=60
+        )
+        seen_ += [row_seen(first), row_seen(second)]
+    with store.unit_of_work() as uow:
+        uow.deliveries.mark_sending(first.id, lease_token=first.lease_token)
+        uow.deliveries.mark_sending(second.id, lease_token=second.lease_token)
+        lost = uow.deliveries.renew_deliveries([first.lease_token or "", "gone"], lease_s=60)
+        seen_.append(sorted(lost))
+        uow.deliveries.record_delivered(
+            first.id, lease_token=first.lease_token, response={"document_id": "d1"}, remote_id="d1"
+        )
+        uow.deliveries.release_deliveries([second.lease_token or ""])  # sent: in doubt
+    with pytest.raises(LeaseLost), store.unit_of_work() as uow:
+        uow.deliveries.record_delivered(first.id, lease_token=first.lease_token, response={})
+    with store.unit_of_work() as uow:
+        seen_ += [row_seen(uow.deliveries.get_delivery(r.id)) for r in (first, second)]
+        seen_.append(
+            uow.deliveries.claim_deliveries(owner="w2", language=LANG, limit=5, lease_s=60)
+        )
+        seen_.append(sorted((n.status, n.rows) for n in uow.deliveries.delivery_counts()))
+        seen_.append(uow.deliveries.resend_in_doubt(language=LANG))
+        (again,) = uow.deliveries.claim_deliveries(owner="w2", language=LANG, limit=5, lease_s=60)
+        seen_.append(row_seen(again))
+        uow.deliveries.record_delivery_failed(
+            again.id, lease_token=again.lease_token, error_kind="rejected", message="no",
+            retryable=True,
+        )  # fmt: skip
+        seen_.append(uow.deliveries.requeue_delivery_failures(max_attempts=5))
+        seen_.append(uow.deliveries.record_recovered_delivery(
+            again.id, version=again.version, response={}, remote_id="d2"))  # fmt: skip
+        seen_.append(uow.deliveries.record_recovered_delivery(
+            again.id, version=again.version, response={}, remote_id="d2"))  # fmt: skip
+        delivered = uow.deliveries.delivered_versions([a.id, b.id])
+        seen_.append(delivered == {a.id: ["1" * 64], b.id: ["2" * 64]})
+        seen_.append([row_seen(r) for r in uow.deliveries.deliveries_of_item(b.id)])
+    with pytest.raises(NotUnderReview), store.unit_of_work() as uow:
+        uow.reviews.resend_review(b.id)  # accepted: no longer under review
+    return seen_
+
+
+def test_runs_reviews_and_the_delivery_queue_answer_alike(store: UnitOfWorkFactory) -> None:
+    real = ledger_scenario(store)
+    fake = ledger_scenario(FakeStore())
+
+    assert fake == real
+    assert real[2] == [("done", 1), ("failed", 1), ("needs_review", 1)]
+    assert real[12:14] == [2, 0]  # two versions planned, then none
+    assert real[16] == ["gone"]
+    assert real[17] == ("1", "delivered", 1, None, "docs", False, True, "d1")
+    assert real[18] == ("2", "in_doubt", 0, None, "docs", False, True, None)
+    assert real[19] == []  # in doubt: never claimed blindly
+    assert real[20] == [("delivered", 1), ("in_doubt", 1)]
+    assert real[24:26] == [True, False]  # a journaled answer is recorded once

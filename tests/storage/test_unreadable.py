@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from storage.records import SkippedFile, SourceFile
 from storage.sources import list_audio
 
@@ -40,17 +40,17 @@ def test_listing_tells_unreadable_files_from_files_being_written(tmp_path: Path)
     assert listing.files == []
 
 
-def record(store: Store, *files: SkippedFile) -> int:
-    with store.repository() as repo:
-        return repo.record_unreadable(list(files), language=LANG)
+def record(store: UnitOfWorkFactory, *files: SkippedFile) -> int:
+    with store.unit_of_work() as uow:
+        return uow.items.record_unreadable(list(files), language=LANG)
 
 
-def item(store: Store, uri: str):
-    with store.repository(read_only=True) as repo:
-        return repo.find_item(source_uri=uri, language=LANG)
+def item(store: UnitOfWorkFactory, uri: str):
+    with store.unit_of_work(read_only=True) as uow:
+        return uow.items.find_item(source_uri=uri, language=LANG)
 
 
-def test_unreadable_files_are_recorded_once_as_permanent_failures(store: Store) -> None:
+def test_unreadable_files_are_recorded_once_as_permanent_failures(store: UnitOfWorkFactory) -> None:
     pipe = SkippedFile("/archive/pipe.wav", "not a regular file", unreadable=True)
 
     assert record(store, pipe) == 1
@@ -61,11 +61,13 @@ def test_unreadable_files_are_recorded_once_as_permanent_failures(store: Store) 
     assert row.error_message == "cannot read /archive/pipe.wav: not a regular file"
 
 
-def test_a_done_item_keeps_its_transcript_when_its_file_turns_unreadable(store: Store) -> None:
-    with store.repository() as repo:
-        repo.register_items([SourceFile("/archive/a.wav", 10, "v1")], language=LANG)
-        (claimed,) = repo.claim_batch(owner="w1", language=LANG, limit=1, lease_s=60)
-        repo.finish_item(
+def test_a_done_item_keeps_its_transcript_when_its_file_turns_unreadable(
+    store: UnitOfWorkFactory,
+) -> None:
+    with store.unit_of_work() as uow:
+        uow.items.register_items([SourceFile("/archive/a.wav", 10, "v1")], language=LANG)
+        (claimed,) = uow.items.claim_batch(owner="w1", language=LANG, limit=1, lease_s=60)
+        uow.items.finish_item(
             claimed.id,
             lease_token=claimed.lease_token,
             text="kept",
@@ -82,11 +84,13 @@ def test_a_done_item_keeps_its_transcript_when_its_file_turns_unreadable(store: 
     )
 
 
-def test_a_file_readable_again_goes_back_to_pending(store: Store) -> None:
+def test_a_file_readable_again_goes_back_to_pending(store: UnitOfWorkFactory) -> None:
     record(store, SkippedFile("/archive/b.wav", "no permission to read", unreadable=True))
 
-    with store.repository() as repo:
-        registered = repo.register_items([SourceFile("/archive/b.wav", 10, "v1")], language=LANG)
+    with store.unit_of_work() as uow:
+        registered = uow.items.register_items(
+            [SourceFile("/archive/b.wav", 10, "v1")], language=LANG
+        )
 
     assert registered.changed == 1
     row = item(store, "/archive/b.wav")

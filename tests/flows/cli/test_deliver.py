@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from config.settings import StorageSettings
 from flows.cli import app
-from storage.database import Store
+from storage import open_store
 from tasks.delivery.fhir import parse_bundle
 from tests.flows.cli.test_commands import table_rows
 from tests.tasks.delivery.delivery_helpers import docs_entries, make_done, sha_of_text
@@ -40,7 +40,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, devserver_factory):
         "MEDASR_MAX_ATTEMPTS": "2",
     }.items():
         monkeypatch.setenv(name, value)
-    store = Store.open(StorageSettings(database_url=url))
+    store = open_store(StorageSettings(database_url=url))
     archive = tmp_path / "archive"
     make_done(store, {str(archive / name): text for name, text in TEXTS.items()})
     store.dispose()
@@ -72,7 +72,7 @@ def test_dry_run_counts_and_sends_nothing(
     manifest.parent.mkdir(parents=True, exist_ok=True)
     manifest.write_text("path,patient_id\na.wav,P-1\n", encoding="utf-8")
     counted = invoke("deliver", "--dry-run", "--manifest", str(manifest))
-    assert counted.exit_code == 0, counted.output
+    assert counted.exit_code == 1, counted.output  # missing metadata: as the real run (1)
     plan = table_rows(counted.output)
     assert (plan["documents to send"], plan["missing metadata"]) == ("1", "2")
     assert docs_entries(env) == []
@@ -208,7 +208,7 @@ def test_the_target_comes_from_the_setting_and_the_dry_run_names_it(
 ) -> None:
     monkeypatch.setenv("MEDASR_DELIVERY__TARGET", "mllp://127.0.0.1:2575")
     planned = invoke("deliver", "--dry-run")
-    assert planned.exit_code == 0, planned.output
+    assert planned.exit_code == 1, planned.output  # as the real run: metadata missing
     rows = table_rows(planned.output)
     assert rows["target"] == "mllp://127.0.0.1:2575"
     # MDM needs a patient_id (PID-3): none of the three has one.
@@ -229,6 +229,12 @@ def test_deliver_to_a_fhir_server_files_each_transcript_once(
     assert invoke("deliver", "--to", target).exit_code == 0
     assert sorted(env.state.fhir.count_by_identifier().values()) == [1, 1, 1]
     assert docs_entries(env) == []
+    assert invoke("deliver").exit_code == 0  # the same transcripts to the docs upload: 3 more
+    assert len(docs_entries(env)) == 3
+    status = invoke("status").output.splitlines()
+    assert "delivery_target\tdelivery_status\trows" in status
+    assert "docs\tdelivered\t3" in status
+    assert f"{target}\tdelivered\t3" in status
 
 
 def test_a_fhir_target_without_its_token_stops_with_exit_3(env) -> None:
@@ -236,3 +242,17 @@ def test_a_fhir_target_without_its_token_stops_with_exit_3(env) -> None:
     assert result.exit_code == 3, result.output
     assert "MEDASR_FHIR_TOKEN" in result.output
     assert env.state.fhir.resources == {}
+
+
+def test_a_manifest_column_that_differs_only_in_case_is_named_in_one_line(
+    env, archive: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEDASR_DOCS_QUERY", "patient_id={patient_id}")
+    manifest = archive / "medasr.csv"
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text("path,Patient_ID\na.wav,P-1\n", encoding="utf-8")
+    result = invoke("deliver", "--dry-run", "--manifest", str(manifest))
+    said = [line for line in result.output.splitlines() if "Patient_ID" in line]
+    assert len(said) == 1, result.output
+    assert "patient_id" in said[0]
+    assert result.exit_code == 1  # three documents miss patient_id, as the real run would say

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from storage.sources import SourceFile
 
 LANG = "en-IN"
@@ -31,32 +31,38 @@ FORMULAS = {
 
 
 def fill(
-    store: Store, texts: dict[str, str | None], *, message: str = "refused", flags: tuple = ()
+    store: UnitOfWorkFactory,
+    texts: dict[str, str | None],
+    *,
+    message: str = "refused",
+    flags: tuple = (),
 ) -> None:
     """Register, claim and settle each source: done (needs_review with `flags`) with its
     text, failed when None."""
-    with store.repository() as repo:
-        repo.register_items([SourceFile(u, 10, "v1") for u in texts], language=LANG)
-        items = repo.claim_batch(owner="w", language=None, limit=len(texts), lease_s=60)
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
+        uow.items.register_items([SourceFile(u, 10, "v1") for u in texts], language=LANG)
+        items = uow.items.claim_batch(owner="w", language=None, limit=len(texts), lease_s=60)
+    with store.unit_of_work() as uow:
         for item in items:
             text = texts[item.source_uri]
             if text is None:
-                repo.fail_item(item.id, lease_token=item.lease_token, error_kind="request_rejected",
-                               message=message, retryable=False, next_attempt_at=None)  # fmt: skip
+                uow.items.fail_item(
+                    item.id, lease_token=item.lease_token, error_kind="request_rejected",
+                    message=message, retryable=False, next_attempt_at=None,
+                )  # fmt: skip
             else:
-                repo.finish_item(item.id, lease_token=item.lease_token, text=text,
+                uow.items.finish_item(item.id, lease_token=item.lease_token, text=text,
                                  duration_ms=1, chunk_count=1, extras={},
                                  flags=list(flags))  # fmt: skip
 
 
-def record_run(store: Store, source: str) -> None:
-    with store.repository() as repo:
-        repo.start_run(source=source, language=LANG)
+def record_run(store: UnitOfWorkFactory, source: str) -> None:
+    with store.unit_of_work() as uow:
+        uow.runs.start_run(source=source, language=LANG)
 
 
 def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(
-    runner: CliRunner, store: Store, tmp_path: Path
+    runner: CliRunner, store: UnitOfWorkFactory, tmp_path: Path
 ) -> None:
     texts: dict[str, str | None] = {f"/src/{name}": text for name, text in FORMULAS.items()}
     texts["/src/=cmd.wav"] = "ok"  # a path column starting with = after the folder is fine
@@ -84,7 +90,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(
 
 
 @pytest.fixture
-def planted(store: Store, tmp_path: Path) -> dict[str, Path]:
+def planted(store: UnitOfWorkFactory, tmp_path: Path) -> dict[str, Path]:
     """Recordings under dict/in, an out/ folder with a link planted where one will go."""
     fill(store, {f"/src/dict/in/{n}.wav": f"note {n}" for n in ("normal", "other")})
     fill(store, {"/src/top.wav": "top"})  # the layout starts at /src
@@ -115,7 +121,7 @@ def test_txt_export_never_writes_through_a_planted_link(
 
 
 def test_a_linked_folder_under_out_is_refused(
-    runner: CliRunner, store: Store, tmp_path: Path
+    runner: CliRunner, store: UnitOfWorkFactory, tmp_path: Path
 ) -> None:
     fill(store, {"/src/a/one.wav": "one", "/src/b/two.wav": "two"})  # out/a/, out/b/
     elsewhere = tmp_path / "elsewhere"
@@ -132,7 +138,7 @@ def test_a_linked_folder_under_out_is_refused(
 
 
 def test_exports_make_private_folders_and_files(
-    runner: CliRunner, store: Store, tmp_path: Path
+    runner: CliRunner, store: UnitOfWorkFactory, tmp_path: Path
 ) -> None:
     fill(store, {"/src/a/one.wav": "one"})
     for fmt, out in (("txt", tmp_path / "new" / "deeper" / "tree"),
@@ -150,7 +156,7 @@ def test_exports_make_private_folders_and_files(
 
 
 def test_a_file_not_written_by_an_export_is_replaced_only_with_force(
-    runner: CliRunner, store: Store, tmp_path: Path
+    runner: CliRunner, store: UnitOfWorkFactory, tmp_path: Path
 ) -> None:
     fill(store, {"/src/a/one.wav": "one"})
     foreign = tmp_path / "items.jsonl"
@@ -181,7 +187,7 @@ def test_a_file_not_written_by_an_export_is_replaced_only_with_force(
 
 
 def test_long_names_are_shortened_and_never_stop_the_export(
-    runner: CliRunner, store: Store, tmp_path: Path
+    runner: CliRunner, store: UnitOfWorkFactory, tmp_path: Path
 ) -> None:
     stem = "r" * 251
     texts: dict[str, str | None] = {f"/src/{stem}{i:02d}.wav": f"note {i}" for i in range(16)}
@@ -210,7 +216,7 @@ def assert_no_raw_controls(text: str) -> None:
 
 
 def test_every_command_escapes_names_and_names_them_by_the_source(
-    runner: CliRunner, store: Store, tmp_path: Path
+    runner: CliRunner, store: UnitOfWorkFactory, tmp_path: Path
 ) -> None:
     flagged = "/src/ward/loop\x1b[31m\n.wav"
     fill(store, {NASTY: None, "/src/ward/ok.wav": "fine"}, message=f"cannot read {NASTY}")
@@ -238,12 +244,12 @@ def test_every_command_escapes_names_and_names_them_by_the_source(
 
 
 def test_the_fhir_export_names_a_left_out_recording_escaped_and_relative(
-    runner: CliRunner, store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    runner: CliRunner, store: UnitOfWorkFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     nasty = "/src/ward/x\x1b[2J\n.wav"
     fill(store, {nasty: "text", "/src/ward/ok.wav": "fine"})
-    with store.repository() as repo:
-        repo.set_item_metadata({nasty: {"date": "yesterday"}}, language=None)  # FHIR refuses
+    with store.unit_of_work() as uow:
+        uow.items.set_item_metadata({nasty: {"date": "yesterday"}}, language=None)  # FHIR refuses
     record_run(store, "/src")
 
     result = runner.invoke(app, ["export", "--format", "fhir", "--out", str(tmp_path / "b.json")])
@@ -257,7 +263,7 @@ def test_the_fhir_export_names_a_left_out_recording_escaped_and_relative(
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "fhir"])
 def test_a_file_export_refuses_a_link_even_with_force(
-    runner: CliRunner, store: Store, tmp_path: Path, fmt: str
+    runner: CliRunner, store: UnitOfWorkFactory, tmp_path: Path, fmt: str
 ) -> None:
     fill(store, {"/src/a/one.wav": "one"})
     victim = tmp_path / "victim.txt"

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord
 from storage.sources import SourceFile
 
@@ -19,32 +19,34 @@ SECRET_TEXT = "looped looped looped words"
 
 
 @pytest.fixture
-def ids(store: Store) -> dict[str, int]:
+def ids(store: UnitOfWorkFactory) -> dict[str, int]:
     """Items: loop (repetition), tamil (script_mismatch, partial), clean (done), with chunks."""
     names = ("loop", "tamil", "clean")
-    with store.repository() as repo:
-        repo.register_items([SourceFile(f"/a/{n}.wav", 10, "v1") for n in names], language=LANG)
-        claimed = repo.claim_batch(owner="w", language=LANG, limit=9, lease_s=60)
+    with store.unit_of_work() as uow:
+        uow.items.register_items(
+            [SourceFile(f"/a/{n}.wav", 10, "v1") for n in names], language=LANG
+        )
+        claimed = uow.items.claim_batch(owner="w", language=LANG, limit=9, lease_s=60)
     by_name = {Path(item.source_uri).stem: item.id for item in claimed}
     tokens = {item.id: item.lease_token for item in claimed}
     flags = {"loop": ["repetition"], "tamil": ["script_mismatch", "partial"], "clean": []}
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         for name, item_id in by_name.items():
             token = tokens[item_id]
-            repo.record_chunk_result(
+            uow.chunks.record_chunk_result(
                 item_id, lease_token=token, index=1, start_ms=0, end_ms=60_000, size_bytes=9,
                 text=SECRET_TEXT,
             )  # fmt: skip
-            repo.finish_item(
+            uow.items.finish_item(
                 item_id, lease_token=token, text=SECRET_TEXT, duration_ms=60_000, chunk_count=1,
                 extras={"chunks": []}, flags=flags[name],
             )  # fmt: skip
     return by_name
 
 
-def item(store: Store, item_id: int) -> ItemRecord:
-    with store.repository(read_only=True) as repo:
-        found = repo.get_item(item_id)
+def item(store: UnitOfWorkFactory, item_id: int) -> ItemRecord:
+    with store.unit_of_work(read_only=True) as uow:
+        found = uow.items.get_item(item_id)
     assert found is not None
     return found
 
@@ -96,7 +98,7 @@ def test_export_selects_needs_review(runner: CliRunner, ids, tmp_path: Path) -> 
 
 
 def test_accept_makes_the_item_done_and_keeps_what_was_flagged(
-    runner: CliRunner, store: Store, ids
+    runner: CliRunner, store: UnitOfWorkFactory, ids
 ) -> None:
     result = runner.invoke(app, ["review", "--accept", str(ids["tamil"])])
 
@@ -110,16 +112,18 @@ def test_accept_makes_the_item_done_and_keeps_what_was_flagged(
     assert [line.split("\t")[0] for line in listing[1:]] == [str(ids["loop"])]
 
 
-def test_resend_forgets_text_and_chunks_and_requeues(runner: CliRunner, store: Store, ids) -> None:
+def test_resend_forgets_text_and_chunks_and_requeues(
+    runner: CliRunner, store: UnitOfWorkFactory, ids
+) -> None:
     result = runner.invoke(app, ["review", "--resend", str(ids["loop"])])
 
     assert result.exit_code == 0, result.output
     assert "pending" in result.stdout
     resent = item(store, ids["loop"])
     assert (resent.status, resent.text, resent.flags) == ("pending", None, [])
-    with store.repository() as repo:
-        assert repo.done_chunks(ids["loop"]) == {}
-        claimed = repo.claim_batch(owner="w2", language=LANG, limit=9, lease_s=60)
+    with store.unit_of_work() as uow:
+        assert uow.chunks.done_chunks(ids["loop"]) == {}
+        claimed = uow.items.claim_batch(owner="w2", language=LANG, limit=9, lease_s=60)
     assert [c.id for c in claimed] == [ids["loop"]]
 
 
@@ -135,7 +139,7 @@ def test_resend_forgets_text_and_chunks_and_requeues(runner: CliRunner, store: S
     ids=["accept-done", "resend-done", "unknown-among-good", "both", "bad-language"],
 )
 def test_a_wrong_id_or_option_changes_nothing_and_exits_2(
-    runner: CliRunner, store: Store, ids, args: list[str], message: str
+    runner: CliRunner, store: UnitOfWorkFactory, ids, args: list[str], message: str
 ) -> None:
     result = runner.invoke(app, ["review", *(a.format(**ids) for a in args)])
 

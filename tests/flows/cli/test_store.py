@@ -16,9 +16,10 @@ from typer.testing import CliRunner
 
 from config.settings import StorageSettings
 from flows.cli import app
-from storage.database import Store, head_revision
-from storage.deliveries import WantedDelivery
+from storage import open_store
+from storage.database import head_revision
 from storage.export import EXPORT_COLUMNS
+from storage.records import WantedDelivery
 from storage.sources import SourceFile
 
 LANG = "en-IN"
@@ -39,32 +40,32 @@ def filled(runner: CliRunner, tmp_path: Path, archive: Path) -> dict[str, str]:
         "d": "s3://bucket/key/d.wav",
         "e": str(archive / "e.wav"),
     }
-    store = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
-    with store.repository() as repo:
-        repo.register_items([SourceFile(u, 10, "v1") for u in sources.values()], language=LANG)
-        repo.register_items([SourceFile(sources["a"], 10, "v1")], language="hi")
+    store = open_store(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
+    with store.unit_of_work() as uow:
+        uow.items.register_items([SourceFile(u, 10, "v1") for u in sources.values()], language=LANG)
+        uow.items.register_items([SourceFile(sources["a"], 10, "v1")], language="hi")
     texts = {"a": 'alpha, "quoted"\nsecond line', "b": "bravo", "d": "delta"}
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         claimed = {
             (i.source_uri, i.language): i
-            for i in repo.claim_batch(owner="w", language=None, limit=9, lease_s=60)
+            for i in uow.items.claim_batch(owner="w", language=None, limit=9, lease_s=60)
         }
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         for key, text in texts.items():
             item = claimed[sources[key], LANG]
-            repo.finish_item(item.id, lease_token=item.lease_token, text=text,
+            uow.items.finish_item(item.id, lease_token=item.lease_token, text=text,
                              duration_ms=1_800_000, chunk_count=2, extras={})  # fmt: skip
         hindi = claimed[sources["a"], "hi"]
-        repo.finish_item(hindi.id, lease_token=hindi.lease_token, text="namaste",
+        uow.items.finish_item(hindi.id, lease_token=hindi.lease_token, text="namaste",
                          duration_ms=900_000, chunk_count=1, extras={})  # fmt: skip
         rejected = claimed[sources["c"], LANG]
-        repo.fail_item(rejected.id, lease_token=rejected.lease_token,
+        uow.items.fail_item(rejected.id, lease_token=rejected.lease_token,
                        error_kind="request_rejected",
                        message="the service refused the request (400)", retryable=False,
                        next_attempt_at=None)  # fmt: skip
         released = claimed[sources["e"], LANG].lease_token
         assert released is not None
-        repo.release_items([released])
+        uow.items.release_items([released])
     store.dispose()
     return sources
 
@@ -195,18 +196,18 @@ def test_status_on_a_terminal_draws_tables(
 
 def fill(tmp_path: Path, outcomes: dict[str, str], *, message: str = "refused") -> None:
     """Items with these sources, each finished with its text, or failed when text is None."""
-    store = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
-    with store.repository() as repo:
-        repo.register_items([SourceFile(u, 10, "v1") for u in outcomes], language=LANG)
-        items = repo.claim_batch(owner="w", language=None, limit=len(outcomes), lease_s=60)
-    with store.repository() as repo:
+    store = open_store(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
+    with store.unit_of_work() as uow:
+        uow.items.register_items([SourceFile(u, 10, "v1") for u in outcomes], language=LANG)
+        items = uow.items.claim_batch(owner="w", language=None, limit=len(outcomes), lease_s=60)
+    with store.unit_of_work() as uow:
         for item in items:
             text = outcomes[item.source_uri]
             if text:
-                repo.finish_item(item.id, lease_token=item.lease_token, text=text,
+                uow.items.finish_item(item.id, lease_token=item.lease_token, text=text,
                                  duration_ms=1, chunk_count=1, extras={})  # fmt: skip
             else:
-                repo.fail_item(item.id, lease_token=item.lease_token,
+                uow.items.fail_item(item.id, lease_token=item.lease_token,
                                error_kind="request_rejected", message=message,
                                retryable=False, next_attempt_at=None)  # fmt: skip
     store.dispose()
@@ -261,12 +262,12 @@ def test_status_lists_skipped_recordings_in_their_own_section(
 ) -> None:
     quiet, broken = str(tmp_path / "a" / "quiet.wav"), str(tmp_path / "a" / "broken.wav")
     fill(tmp_path, {broken: ""}, message="not an audio file")
-    store = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
-    with store.repository() as repo:
-        repo.register_items([SourceFile(quiet, 10, "v1")], language=LANG)
-        [item] = repo.claim_batch(owner="w", language=LANG, limit=1, lease_s=60)
-    with store.repository() as repo:
-        repo.skip_item(item.id, lease_token=item.lease_token, reason_kind="silent_audio",
+    store = open_store(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
+    with store.unit_of_work() as uow:
+        uow.items.register_items([SourceFile(quiet, 10, "v1")], language=LANG)
+        [item] = uow.items.claim_batch(owner="w", language=LANG, limit=1, lease_s=60)
+    with store.unit_of_work() as uow:
+        uow.items.skip_item(item.id, lease_token=item.lease_token, reason_kind="silent_audio",
                        reason="no speech: a steady tone, hum or noise")  # fmt: skip
     store.dispose()
 
@@ -288,11 +289,11 @@ def test_status_lists_skipped_recordings_in_their_own_section(
 def test_status_counts_deliveries_by_status(
     runner: CliRunner, filled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
-    with store.repository() as repo:
-        done = [i for i in repo.list_latest(status="done", limit=10) if i.language == LANG]
+    store = open_store(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
+    with store.unit_of_work() as uow:
+        done = [i for i in uow.items.list_latest(status="done", limit=10) if i.language == LANG]
         wanted = [WantedDelivery(item_id=i.id, language=LANG, version=f"v{i.id}") for i in done]
-        assert repo.plan_deliveries(wanted, format_name="txt") == 3
+        assert uow.deliveries.plan_deliveries(wanted, format_name="txt") == 3
     store.dispose()
     result = runner.invoke(app, ["status"])
     assert result.exit_code == 0, result.output

@@ -8,7 +8,7 @@ from typing import Any
 
 from config.settings import DeliverySettings, PipelineSettings, Settings, StorageSettings
 from service.devserver import RunningDevServer
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from storage.records import DeliveryRecord, ItemRecord
 from storage.sources import SourceFile
 from tasks.delivery.deliver import DeliveryStats, deliver_pending
@@ -22,7 +22,7 @@ def content_sha(uri: str, version: str = "v1") -> str:
 
 
 def make_done(
-    store: Store,
+    store: UnitOfWorkFactory,
     texts: dict[str, str],
     *,
     version: str = "v1",
@@ -30,22 +30,22 @@ def make_done(
     metadata: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, ItemRecord]:
     """Register `texts`' sources (at `version`) and finish each with its text."""
-    with store.repository() as repo:
-        repo.register_items([SourceFile(u, 10, version) for u in texts], language=language)
-    with store.repository() as repo:
-        claimed = repo.claim_batch(
+    with store.unit_of_work() as uow:
+        uow.items.register_items([SourceFile(u, 10, version) for u in texts], language=language)
+    with store.unit_of_work() as uow:
+        claimed = uow.items.claim_batch(
             owner="w", language=language, limit=len(texts), lease_s=60, uris=list(texts)
         )
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         for item in claimed:
             uri = item.source_uri
-            repo.set_fingerprint(
+            uow.items.set_fingerprint(
                 item.id,
                 sha256=content_sha(uri, version),
                 size_bytes=10,
                 lease_token=item.lease_token,
             )
-            repo.finish_item(
+            uow.items.finish_item(
                 item.id,
                 lease_token=item.lease_token,
                 text=texts[uri],
@@ -54,9 +54,9 @@ def make_done(
                 extras={},
             )
         if metadata:
-            repo.set_item_metadata(metadata, language=language)
-    with store.repository(read_only=True) as repo:
-        return repo.find_items(source_uris=list(texts), language=language)
+            uow.items.set_item_metadata(metadata, language=language)
+    with store.unit_of_work(read_only=True) as uow:
+        return uow.items.find_items(source_uris=list(texts), language=language)
 
 
 def delivery_settings(
@@ -73,16 +73,20 @@ def delivery_settings(
 
 
 def deliver(
-    settings: Settings, store: Store, *, format_name: str = "txt", language: str | None = None
+    settings: Settings,
+    store: UnitOfWorkFactory,
+    *,
+    format_name: str = "txt",
+    language: str | None = None,
 ) -> DeliveryStats:
     return asyncio.run(
         deliver_pending(settings=settings, store=store, language=language, format_name=format_name)
     )
 
 
-def rows_of(store: Store, item: ItemRecord) -> list[DeliveryRecord]:
-    with store.repository(read_only=True) as repo:
-        return repo.deliveries_of_item(item.id)
+def rows_of(store: UnitOfWorkFactory, item: ItemRecord) -> list[DeliveryRecord]:
+    with store.unit_of_work(read_only=True) as uow:
+        return uow.deliveries.deliveries_of_item(item.id)
 
 
 def docs_entries(server: RunningDevServer) -> list[Any]:

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from service.devserver import RunningDevServer
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from tasks.delivery.deliver import delivery_summary
 from tasks.delivery.fhir import version_identifier
 from tests.servers import DEVSERVER_JWE_KEY, DEVSERVER_JWE_KID
@@ -30,7 +30,7 @@ TEXTS = {
 
 
 def test_each_done_transcript_is_delivered_once_and_a_second_run_sends_nothing(
-    devserver_factory, store: Store, sqlite_url: str
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
     server: RunningDevServer = devserver_factory()
     items = make_done(store, TEXTS)
@@ -56,7 +56,7 @@ def test_each_done_transcript_is_delivered_once_and_a_second_run_sends_nothing(
 
 
 def test_encrypted_upload_carries_the_document_in_a_jwe_envelope(
-    devserver_factory, store: Store, sqlite_url: str
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
     server = devserver_factory(jwe_key=DEVSERVER_JWE_KEY, jwe_kid=DEVSERVER_JWE_KID)
     make_done(store, TEXTS)
@@ -69,7 +69,7 @@ def test_encrypted_upload_carries_the_document_in_a_jwe_envelope(
 
 
 def test_a_changed_recording_is_delivered_again_once_and_names_what_it_replaces(
-    devserver_factory, store: Store, sqlite_url: str
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
     server = devserver_factory()
     settings = delivery_settings(server, sqlite_url)
@@ -99,9 +99,9 @@ def _last_fhir_upload(server, store, settings) -> bytes:
     """Rebuild the second version's document the way deliver did (the ledger keeps no body)."""
     from tasks.delivery.documents import build_document, note_of, parse_docs_query
 
-    with store.repository(read_only=True) as repo:
-        (item,) = repo.done_items_page(language=None, after_id=0, limit=5)
-        rows = repo.deliveries_of_item(item.id)
+    with store.unit_of_work(read_only=True) as uow:
+        (item,) = uow.items.done_items_page(language=None, after_id=0, limit=5)
+        rows = uow.deliveries.deliveries_of_item(item.id)
     note = note_of(item, version=rows[-1].version, replaces_version=rows[0].version)
     document = build_document(
         item, note, format_name="fhir", query=parse_docs_query(""), note_code="11506-3"
@@ -112,7 +112,7 @@ def _last_fhir_upload(server, store, settings) -> bytes:
 
 
 def test_the_query_template_is_filled_per_recording_and_a_missing_field_costs_one_row(
-    devserver_factory, store: Store, sqlite_url: str
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
     server = devserver_factory()
     metadata = {
@@ -140,7 +140,7 @@ def test_the_query_template_is_filled_per_recording_and_a_missing_field_costs_on
 
 
 def test_rejected_credentials_stop_the_delivery_and_leave_the_rest_pending(
-    devserver_factory, store: Store, sqlite_url: str
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
     server = devserver_factory(auth_fail_after=1)
     items = make_done(store, {f"/archive/{i}.wav": f"text {i}" for i in range(8)})
@@ -158,7 +158,7 @@ def test_rejected_credentials_stop_the_delivery_and_leave_the_rest_pending(
 
 
 def test_a_document_refused_as_too_large_is_recorded_not_retried(
-    devserver_factory, store: Store, sqlite_url: str
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
     server = devserver_factory(max_bytes=400)
     items = make_done(store, {"/archive/big.wav": "word " * 200, "/archive/s.wav": "short"})
@@ -172,7 +172,7 @@ def test_a_document_refused_as_too_large_is_recorded_not_retried(
 
 
 def test_throttling_is_retried_after_the_servers_retry_after(
-    devserver_factory, store: Store, sqlite_url: str
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
     server = devserver_factory(fault_script=("429", "503"), retry_after_s=1)
     (item,) = make_done(store, {"/archive/a.wav": "alpha"}).values()
@@ -185,7 +185,7 @@ def test_throttling_is_retried_after_the_servers_retry_after(
 
 
 def test_a_transient_failure_is_retried_on_the_next_run(
-    devserver_factory, store: Store, sqlite_url: str
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
     server = devserver_factory(fault_script=("503", "503", "503"))  # 3 attempts, 3 x 503
     (item,) = make_done(store, {"/archive/a.wav": "alpha"}).values()
@@ -199,7 +199,7 @@ def test_a_transient_failure_is_retried_on_the_next_run(
 
 
 def test_a_lease_held_by_a_live_worker_is_left_alone_and_an_expired_one_is_taken(
-    devserver_factory, store: Store, sqlite_url: str
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
     server = devserver_factory()
     items = make_done(store, {"/archive/a.wav": "alpha", "/archive/b.wav": "bravo"})
@@ -207,24 +207,28 @@ def test_a_lease_held_by_a_live_worker_is_left_alone_and_an_expired_one_is_taken
     from tasks.delivery.deliver import plan_deliveries
 
     plan_deliveries(store, language=None, format_name="txt", max_attempts=3)
-    with store.repository() as repo:
-        (live,) = repo.claim_deliveries(owner="other", language=None, limit=1, lease_s=600)
-    with store.repository() as repo:
-        (stale,) = repo.claim_deliveries(owner="dead", language=None, limit=1, lease_s=0.01)
+    with store.unit_of_work() as uow:
+        (live,) = uow.deliveries.claim_deliveries(
+            owner="other", language=None, limit=1, lease_s=600
+        )
+    with store.unit_of_work() as uow:
+        (stale,) = uow.deliveries.claim_deliveries(
+            owner="dead", language=None, limit=1, lease_s=0.01
+        )
     time.sleep(0.05)
     stats = deliver(settings, store)
     assert stats.delivered == 1
     assert [e.sha256 for e in docs_entries(server)] == [sha_of_text("bravo")]
     assert {live.item_id, stale.item_id} == {i.id for i in items.values()}
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         from storage.errors import LeaseLost
 
         with pytest.raises(LeaseLost):  # the dead worker comes back too late
-            repo.record_delivered(stale.id, owner="dead", response={})
+            uow.deliveries.record_delivered(stale.id, lease_token=stale.lease_token, response={})
 
 
 def test_logs_carry_no_transcript_and_no_token(
-    devserver_factory, store: Store, sqlite_url: str, caplog: pytest.LogCaptureFixture
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     server = devserver_factory(fault_script=("429",), retry_after_s=0)
     make_done(store, {"/archive/a.wav": "secret diagnosis words"})
@@ -235,7 +239,7 @@ def test_logs_carry_no_transcript_and_no_token(
 
 
 def test_rows_of_a_killed_local_deliverer_are_taken_back_at_once(
-    devserver_factory, store: Store, sqlite_url: str
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
     import subprocess
     import sys
@@ -249,16 +253,21 @@ def test_rows_of_a_killed_local_deliverer_are_taken_back_at_once(
     child.wait()
     dead_owner = f"{local_host_id()}:{child.pid}:feedbeef"
     plan_deliveries(store, language=None, format_name="txt", max_attempts=3)
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         assert (
-            len(repo.claim_deliveries(owner=dead_owner, language=None, limit=5, lease_s=900)) == 2
+            len(
+                uow.deliveries.claim_deliveries(
+                    owner=dead_owner, language=None, limit=5, lease_s=900
+                )
+            )
+            == 2
         )
     stats = deliver(delivery_settings(server, sqlite_url), store)
     assert stats.delivered == 2  # no 900 s wait for the dead process's lease
 
 
 def test_a_bug_on_one_document_costs_that_document_only(
-    devserver_factory, store: Store, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import tasks.delivery.senders  # the docs sender builds the document now
 
@@ -280,7 +289,7 @@ def test_a_bug_on_one_document_costs_that_document_only(
 
 
 def test_a_version_set_aside_before_it_was_sent_is_delivered_when_it_comes_back(
-    devserver_factory, store: Store, sqlite_url: str
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
     from tasks.delivery.deliver import plan_deliveries
 
@@ -296,3 +305,120 @@ def test_a_version_set_aside_before_it_was_sent_is_delivered_when_it_comes_back(
     assert [r.status for r in rows_of(store, item)] == ["delivered", "superseded"]
     assert stats.delivered == 1
     assert [e.sha256 for e in docs_entries(server)] == [sha_of_text("first")]
+
+
+def test_delivery_names_recordings_by_their_path_in_the_source_with_controls_escaped(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = devserver_factory()
+    make_done(store, {"/archive/in\x1b[31mred.wav": "one", "/archive/sub/b.wav": "two"})
+    with store.unit_of_work() as uow:
+        uow.runs.start_run(source="/archive", language="en-IN")
+    caplog.set_level("INFO", logger="medasr.deliver")
+    deliver(delivery_settings(server, sqlite_url), store)
+    said = "\n".join(r.getMessage() for r in caplog.records if r.name == "medasr.deliver")
+    assert "\x1b" not in said
+    assert "in\\u001b[31mred.wav" in said
+    assert "delivered sub/b.wav" in said
+    assert "/archive/" not in said
+
+
+def test_an_accepted_upload_the_store_cannot_record_is_journaled_then_recorded_not_resent(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, tmp_path, monkeypatch
+) -> None:
+    from storage.deliveries import Deliveries
+    from storage.errors import StoreUnavailable
+
+    server = devserver_factory()
+    items = make_done(store, {"/archive/a.wav": "alpha"})
+    settings = delivery_settings(server, sqlite_url)
+    storage = settings.storage.model_copy(
+        update={"data_dir": tmp_path / "data", "store_retry_s": 0.3}
+    )
+    settings = settings.model_copy(update={"storage": storage})
+    original = Deliveries.record_delivered
+
+    def down(*_args: object, **_kwargs: object) -> None:
+        raise StoreUnavailable("server closed the connection")
+
+    monkeypatch.setattr(Deliveries, "record_delivered", down)
+    deliver(settings, store)
+    kept = list((tmp_path / "data" / "journal" / "deliveries").glob("*.json"))
+    assert len(kept) == 1
+    assert oct(kept[0].stat().st_mode & 0o777) == oct(0o600)
+    monkeypatch.setattr(Deliveries, "record_delivered", original)
+    stats = deliver(settings, store)  # the next start records it from the journal
+    (row,) = rows_of(store, items["/archive/a.wav"])
+    assert row.status == "delivered"
+    assert row.remote_id is not None
+    assert stats.delivered == 0
+    assert len(docs_entries(server)) == 1  # filed once, never sent again
+    assert not kept[0].exists()
+
+
+def test_a_connection_lost_after_sending_leaves_the_delivery_in_doubt_not_failed(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    server = devserver_factory(rate_reset=1.0)  # every upload read, then the line drops
+    items = make_done(store, {"/archive/a.wav": "alpha"})
+    stats = deliver(delivery_settings(server, sqlite_url, max_attempts=1), store)
+    summary = delivery_summary(stats)
+    (row,) = rows_of(store, items["/archive/a.wav"])
+    assert row.status == "in_doubt"
+    assert (stats.in_doubt, stats.failed, summary["exit_code"]) == (1, 0, 1)
+    uploads = len(docs_entries(server))
+    again = deliver(delivery_settings(server, sqlite_url, max_attempts=1), store)
+    assert again.requests == 0  # never re-sent without a person's word
+    assert len(docs_entries(server)) == uploads
+
+
+def test_the_lease_keeper_renews_a_delivery_whose_answer_takes_longer_than_its_lease(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    import threading
+
+    server = devserver_factory(latency_ms=7000)  # longer than the 5 s lease
+    items = make_done(store, {"/archive/a.wav": "alpha"})
+    settings = delivery_settings(server, sqlite_url, request_timeout_s=30)
+    storage = settings.storage.model_copy(update={"lease_s": 5})
+    settings = settings.model_copy(update={"storage": storage})
+    taken, doubted, done = [], [], threading.Event()
+
+    def rival() -> None:  # another deliverer, looking for lapsed leases all along
+        while not done.is_set():
+            with store.unit_of_work() as uow:
+                counts = {c.status: c.rows for c in uow.deliveries.delivery_counts()}
+                doubted.append(counts.get("in_doubt", 0))
+                taken.extend(
+                    uow.deliveries.claim_deliveries(
+                        owner="rival", language=None, limit=1, lease_s=60
+                    )
+                )
+            time.sleep(0.3)
+
+    watcher = threading.Thread(target=rival)
+    watcher.start()
+    try:
+        stats = deliver(settings, store)
+    finally:
+        done.set()
+        watcher.join()
+    assert taken == []
+    assert max(doubted) == 0  # never lapsed: the rival could not even doubt it
+    assert stats.delivered == 1
+    (row,) = rows_of(store, items["/archive/a.wav"])
+    assert row.status == "delivered"
+
+
+def test_a_failed_delivery_is_logged_with_its_recording_named_inside_the_source(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = devserver_factory()
+    make_done(store, {"/archive/ward\n7/c.wav": "charlie"})
+    with store.unit_of_work() as uow:
+        uow.runs.start_run(source="/archive", language="en-IN")
+    caplog.set_level("INFO", logger="medasr.deliver")
+    deliver(delivery_settings(server, sqlite_url, docs_query="patient_id={patient_id}"), store)
+    said = [r.getMessage() for r in caplog.records if r.name == "medasr.deliver"]
+    assert any("ward\\n7/c.wav" in line for line in said), said
+    assert not any("/archive/" in line or "\n" in line for line in said), said

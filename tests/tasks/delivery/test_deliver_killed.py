@@ -21,7 +21,7 @@ from pydantic import SecretStr
 
 from config.settings import DeliverySettings
 from service.devserver import RunningDevServer
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from tests.service.mllp_listener import MllpListener, running_listener
 from tests.tasks.delivery.delivery_helpers import deliver, delivery_settings, make_done
 
@@ -63,7 +63,7 @@ def _kill_when(process: subprocess.Popen[bytes], ready: Callable[[], bool]) -> N
 
 
 def test_mllp_killed_mid_batch_then_resent_with_the_original_msh_10(
-    devserver_factory, store: Store, sqlite_url: str, tmp_path: Path
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, tmp_path: Path
 ) -> None:
     server: RunningDevServer = devserver_factory()
     script = deque(["AA", "AA", "AA", "none"])  # the 4th is filed, its ACK never comes
@@ -87,7 +87,7 @@ def test_mllp_killed_mid_batch_then_resent_with_the_original_msh_10(
 
 
 def test_fhir_killed_mid_batch_leaves_one_resource_per_identifier(
-    devserver_factory, store: Store, sqlite_url: str, tmp_path: Path
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, tmp_path: Path
 ) -> None:
     # Every create is filed at once and answered slowly: a kill loses answers, not files.
     server: RunningDevServer = devserver_factory(rate_slow=1.0, slow_s=1.0)

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from config.settings import StorageSettings
-from storage.database import Store
+from storage import open_store
 from tasks.delivery.deliver import DeliveryStats
 from tests.tasks.delivery.delivery_helpers import (
     deliver,
@@ -28,7 +28,7 @@ def test_three_deliverers_at_once_send_each_document_exactly_once(
     devserver_factory, postgres_store_url: str
 ) -> None:
     server = devserver_factory(latency_ms=10)
-    store = Store.open(StorageSettings(database_url=postgres_store_url))
+    store = open_store(StorageSettings(database_url=postgres_store_url))
     texts = {f"/archive/{i:03d}.wav": f"dictation number {i}" for i in range(ITEMS)}
     make_done(store, texts)
     settings = delivery_settings(server, postgres_store_url)
@@ -36,7 +36,7 @@ def test_three_deliverers_at_once_send_each_document_exactly_once(
     start = threading.Barrier(DELIVERERS)
 
     def one_deliverer() -> None:
-        own = Store.open(StorageSettings(database_url=postgres_store_url))
+        own = open_store(StorageSettings(database_url=postgres_store_url))
         try:
             start.wait()  # plan and claim at the same moment
             results.append(deliver(settings, own))
@@ -54,8 +54,8 @@ def test_three_deliverers_at_once_send_each_document_exactly_once(
     assert sum(r.delivered for r in results) == ITEMS
     assert sum(r.planned for r in results) == ITEMS  # planned once between them
     assert sum(1 for r in results if r.delivered) >= 2  # the work was really shared
-    with store.repository(read_only=True) as repo:
-        assert {c.status: c.rows for c in repo.delivery_counts()} == {"delivered": ITEMS}
+    with store.unit_of_work(read_only=True) as uow:
+        assert {c.status: c.rows for c in uow.deliveries.delivery_counts()} == {"delivered": ITEMS}
     again = deliver(settings, store)
     assert (again.planned, again.delivered) == (0, 0)
     assert len(docs_entries(server)) == ITEMS

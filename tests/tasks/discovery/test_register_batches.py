@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import event
 
 from config.settings import StorageSettings
-from storage.database import Store
+from storage import open_store
+from storage.interface import UnitOfWorkFactory
 from tasks.discovery.discover import discover_and_register
 
 FILES = 2_500
@@ -36,21 +37,23 @@ def archive(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store.open(StorageSettings(database_url=f"sqlite:///{tmp_path / 'm.db'}"))
+def store(tmp_path: Path) -> Iterator[UnitOfWorkFactory]:
+    opened = open_store(StorageSettings(database_url=f"sqlite:///{tmp_path / 'm.db'}"))
     try:
         yield opened
     finally:
         opened.dispose()
 
 
-def count_commits(store: Store) -> list[int]:
+def count_commits(store: UnitOfWorkFactory) -> list[int]:
     commits: list[int] = []
     event.listen(store.engine, "commit", lambda _conn: commits.append(1))
     return commits
 
 
-def test_2500_files_register_in_three_transactions_of_1000(archive: Path, store: Store) -> None:
+def test_2500_files_register_in_three_transactions_of_1000(
+    archive: Path, store: UnitOfWorkFactory
+) -> None:
     commits = count_commits(store)
 
     found = discover_and_register(
@@ -59,11 +62,13 @@ def test_2500_files_register_in_three_transactions_of_1000(archive: Path, store:
 
     assert (found.listed, found.new, found.unchanged) == (FILES, FILES, 0)
     assert len(commits) == 3 + FOLDERS_TX + STATISTICS_TX
-    with store.repository(read_only=True) as repo:
-        assert repo.pending_count(language="en-IN") == FILES
+    with store.unit_of_work(read_only=True) as uow:
+        assert uow.items.pending_count(language="en-IN") == FILES
 
 
-def test_the_nightly_no_op_is_three_transactions_too(archive: Path, store: Store) -> None:
+def test_the_nightly_no_op_is_three_transactions_too(
+    archive: Path, store: UnitOfWorkFactory
+) -> None:
     discover_and_register(source=str(archive), language="en-IN", store=store, settle_s=0)
     commits = count_commits(store)
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import soundfile
 
 from service.devserver.tone import encode_tone_dictation
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from tasks.discovery.discover import discover_and_register
 from tasks.transcription.runs import finish_run, start_run
 
 
-def _item_statistics(store: Store) -> int:
+def _item_statistics(store: UnitOfWorkFactory) -> int:
     with store.engine.connect() as connection:
         found = connection.exec_driver_sql(
             "SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'"
@@ -32,13 +32,13 @@ def _item_statistics(store: Store) -> int:
         )
 
 
-def _forget_statistics(store: Store) -> None:
+def _forget_statistics(store: UnitOfWorkFactory) -> None:
     with store.engine.begin() as connection:
         connection.exec_driver_sql("DELETE FROM sqlite_stat1")
 
 
 def test_registration_of_new_files_and_the_end_of_a_run_refresh_statistics(
-    store: Store, tmp_path: Path
+    store: UnitOfWorkFactory, tmp_path: Path
 ) -> None:
     folder = tmp_path / "archive"
     folder.mkdir()

@@ -13,7 +13,7 @@ from typing import Any
 import aiobotocore.session
 from botocore.exceptions import ClientError
 
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from tasks.discovery.discover import discover_and_register
 from tests.storage_servers import S3Server
 
@@ -43,7 +43,7 @@ def paged_session(*, failing_page: int | None) -> aiobotocore.session.AioSession
     return session
 
 
-def rows(store: Store) -> dict[str, tuple[str, str | None]]:
+def rows(store: UnitOfWorkFactory) -> dict[str, tuple[str, str | None]]:
     from sqlalchemy import text
 
     with store.engine.connect() as connection:
@@ -51,7 +51,9 @@ def rows(store: Store) -> dict[str, tuple[str, str | None]]:
         return {uri: (status, kind) for uri, status, kind in found}
 
 
-def discover(store: Store, s3_server: S3Server, bucket: str, *, failing_page: int | None):  # type: ignore[no-untyped-def]
+def discover(
+    store: UnitOfWorkFactory, s3_server: S3Server, bucket: str, *, failing_page: int | None
+):  # type: ignore[no-untyped-def]
     options = s3_server.storage_options | {"session": paged_session(failing_page=failing_page)}
     return discover_and_register(
         source=f"s3://{bucket}/inbox",
@@ -63,7 +65,7 @@ def discover(store: Store, s3_server: S3Server, bucket: str, *, failing_page: in
 
 
 def test_a_listing_that_stops_on_page_3_is_a_failed_row_until_it_gets_through(
-    store: Store, s3_server: S3Server, s3_bucket: str
+    store: UnitOfWorkFactory, s3_server: S3Server, s3_bucket: str
 ) -> None:
     client = s3_server.client()
     for key in KEYS:
@@ -85,7 +87,7 @@ def test_a_listing_that_stops_on_page_3_is_a_failed_row_until_it_gets_through(
 
 
 def test_one_unreadable_count_on_every_run_and_apart_from_the_not_listed(
-    store: Store, tmp_path: Path
+    store: UnitOfWorkFactory, tmp_path: Path
 ) -> None:
     """Issue 20 §1 "counts disagree": the second run said "unreadable 0" while the three
     files were still failed and listed to check; the log counted them as "not listed"."""

@@ -11,7 +11,7 @@ from config.settings import Settings, StorageSettings
 from flows import drain
 from flows.bootstrap import Run, RunRequest
 from service.client import TranscriptionClient
-from storage.database import Store
+from storage import open_store
 from tasks.errors import SharedLimitUnavailable
 from tasks.throttle.gate import RequestGate
 from tasks.throttle.global_limit import SharedLimit, ensure_shared_limits
@@ -70,7 +70,7 @@ def test_an_unreachable_server_stops_the_gate_before_any_request(monkeypatch, tm
     run = Run(
         request=RunRequest(language=None),
         settings=settings.model_copy(update={"storage": storage}),
-        store=Store.open(storage),
+        store=open_store(storage),
         source_roots=(),
     )
     ctx = run.batch_context(shared=shared)

@@ -12,7 +12,7 @@ import soundfile
 from config.settings import PipelineSettings
 from service.client import TranscriptionClient
 from service.devserver.tone import encode_tone_dictation
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from storage.sources import list_audio
 from tasks.throttle.gate import RequestGate
 from tasks.transcription import plan as planning
@@ -37,7 +37,7 @@ def linked_copies(folder: Path, *, copies: int = COPIES) -> Path:
 
 
 def test_copies_in_flight_at_once_are_sent_once(
-    store: Store, devserver_factory, tmp_path: Path
+    store: UnitOfWorkFactory, devserver_factory, tmp_path: Path
 ) -> None:
     folder = linked_copies(tmp_path / "in")
     server = devserver_factory()
@@ -46,15 +46,17 @@ def test_copies_in_flight_at_once_are_sent_once(
 
     assert [o.outcome for o in outcomes] == ["done"] * COPIES
     answered = sum(1 for e in server.ledger.entries() if e.status == 200)
-    with store.repository() as repo:
-        rows = list(repo.export_rows())
+    with store.unit_of_work() as uow:
+        rows = list(uow.items.export_rows())
     assert {row.text for row in rows} == {TEXT}
     chunks = {row.chunks for row in rows}
     assert answered == len(server.ledger) == chunks.pop()  # one file's chunks, once
     assert item_of(store).text == TEXT
 
 
-def test_the_dry_run_plans_one_file_for_its_copies(store: Store, tmp_path: Path) -> None:
+def test_the_dry_run_plans_one_file_for_its_copies(
+    store: UnitOfWorkFactory, tmp_path: Path
+) -> None:
     folder = linked_copies(tmp_path / "in")
     plans = [
         plan_backlog(
@@ -86,7 +88,7 @@ def test_bounded_map_pulls_only_a_window_ahead_of_its_consumer() -> None:
 
 
 def test_one_file_at_a_time_a_copy_of_failed_content_does_not_wait_forever(
-    store: Store, devserver_factory, tmp_path: Path
+    store: UnitOfWorkFactory, devserver_factory, tmp_path: Path
 ) -> None:
     folder = tmp_path / "in"
     (folder / "a").mkdir(parents=True)
@@ -106,9 +108,11 @@ def test_one_file_at_a_time_a_copy_of_failed_content_does_not_wait_forever(
                 lease_s=60,
             )
             try:
-                with store.repository() as repo:
-                    repo.register_items(list_audio(str(folder), settle_s=0).files, language="en-IN")
-                    items = repo.claim_batch(
+                with store.unit_of_work() as uow:
+                    uow.items.register_items(
+                        list_audio(str(folder), settle_s=0).files, language="en-IN"
+                    )
+                    items = uow.items.claim_batch(
                         owner="test-owner", language="en-IN", limit=2, lease_s=60
                     )
                 done = []

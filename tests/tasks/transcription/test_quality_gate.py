@@ -9,7 +9,7 @@ import pytest
 import soundfile
 
 from service.devserver.tone import encode_tone_dictation
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from tasks.audio import iter_chunks
 from tasks.throttle.gate import RequestGate
 from tests.tasks.conftest import SR, speechlike
@@ -25,7 +25,7 @@ def dictation(tmp_path: Path) -> Path:
 
 
 def test_speech_answered_with_no_words_waits_for_review_not_done(
-    store: Store, devserver_factory, tmp_path: Path
+    store: UnitOfWorkFactory, devserver_factory, tmp_path: Path
 ) -> None:
     # Speech-like sound that the tone engine cannot read: the service answers "" for it.
     rng = np.random.default_rng(3)
@@ -45,7 +45,7 @@ def test_speech_answered_with_no_words_waits_for_review_not_done(
 
 
 def test_a_clean_dictation_is_done_without_flags(
-    store: Store, devserver_factory, dictation: Path
+    store: UnitOfWorkFactory, devserver_factory, dictation: Path
 ) -> None:
     outcomes = run_once(store, devserver_factory(), dictation)
 
@@ -64,7 +64,7 @@ def test_a_clean_dictation_is_done_without_flags(
     ids=["empty", "repeat", "wrong-script"],
 )
 def test_each_text_fault_of_the_devserver_is_caught(
-    store: Store, devserver_factory, dictation: Path, fault: dict[str, float], flag: str
+    store: UnitOfWorkFactory, devserver_factory, dictation: Path, fault: dict[str, float], flag: str
 ) -> None:
     server = devserver_factory(**fault)
 
@@ -76,8 +76,8 @@ def test_each_text_fault_of_the_devserver_is_caught(
     answers = [e for e in server.ledger.entries() if e.status == 200]
     assert answers
     assert all(e.text_fault is not None for e in answers)
-    with store.repository(read_only=True) as repo:
-        (item,) = repo.list_needs_review()
+    with store.unit_of_work(read_only=True) as uow:
+        (item,) = uow.reviews.list_needs_review()
     quality = item.extras["quality"]
     assert quality["chunk_flags"]
     assert all(flag in f for f in quality["chunk_flags"].values())
@@ -85,7 +85,7 @@ def test_each_text_fault_of_the_devserver_is_caught(
 
 
 def test_a_needs_review_recording_is_not_claimed_again(
-    store: Store, devserver_factory, dictation: Path
+    store: UnitOfWorkFactory, devserver_factory, dictation: Path
 ) -> None:
     server = devserver_factory(p_repeat=1.0)
     run_once(store, server, dictation)
@@ -99,14 +99,14 @@ def test_a_needs_review_recording_is_not_claimed_again(
 
 
 def test_resend_sends_every_chunk_again_and_a_clean_answer_is_done(
-    store: Store, devserver_factory, dictation: Path
+    store: UnitOfWorkFactory, devserver_factory, dictation: Path
 ) -> None:
     looping = devserver_factory(p_repeat=1.0)
     run_once(store, looping, dictation)
     row = item_of(store)
-    with store.repository() as repo:
-        (flagged,) = repo.list_needs_review()
-        repo.resend_review(flagged.id)
+    with store.unit_of_work() as uow:
+        (flagged,) = uow.reviews.list_needs_review()
+        uow.reviews.resend_review(flagged.id)
     healthy = devserver_factory()
 
     outcomes = run_once(store, healthy, dictation)
@@ -132,7 +132,7 @@ def test_voiced_ms_counts_each_chunks_speech_not_its_pauses(tmp_path: Path) -> N
 
 
 def test_a_minute_of_speech_answered_with_a_few_words_waits_for_review(
-    store: Store, devserver_factory, tmp_path: Path
+    store: UnitOfWorkFactory, devserver_factory, tmp_path: Path
 ) -> None:
     # The hash engine answers 4-11 words whatever the length: far too few for a minute.
     rng = np.random.default_rng(8)

@@ -53,9 +53,9 @@ def register_and_claim(
     store: FakeStore, folder: Path | str, storage_options: dict[str, Any] | None = None
 ) -> list[ItemRecord]:
     listing = list_audio(str(folder), settle_s=0, storage_options=storage_options)
-    with store.repository() as repo:
-        repo.register_items(listing.files, language=LANG)
-        return repo.claim_batch(owner="unit", language=LANG, limit=10, lease_s=60)
+    with store.unit_of_work() as uow:
+        uow.items.register_items(listing.files, language=LANG)
+        return uow.items.claim_batch(owner="unit", language=LANG, limit=10, lease_s=60)
 
 
 def run_batch(
@@ -174,8 +174,8 @@ def test_rejected_credentials_release_the_file_and_keep_its_paid_chunks(
     assert outcomes["note.wav"].outcome == "released"
     note = stored(store, "note.wav")
     assert (note.status, note.attempts, note.lease_token) == ("pending", 0, None)
-    with store.repository(read_only=True) as repo:
-        assert len(repo.done_chunks(note.id)) == answered(server) == 2
+    with store.unit_of_work(read_only=True) as uow:
+        assert len(uow.chunks.done_chunks(note.id)) == answered(server) == 2
 
 
 def test_a_file_costs_one_transaction_to_settle_its_content_one_per_chunk_and_one_to_finish(
@@ -268,8 +268,8 @@ def test_a_paid_answer_goes_to_the_journal_while_the_store_is_down_and_is_record
     assert [(p.index, p.text, p.sha256, p.txn_id) for p in kept if p] == [(0, "stable", SHA, "t-1")]
     store.down = False
     assert replay_journal(store, journal).recorded == 1
-    with store.repository(read_only=True) as repo:
-        assert {i: c.text for i, c in repo.done_chunks(item.id).items()} == {0: "stable"}
+    with store.unit_of_work(read_only=True) as uow:
+        assert {i: c.text for i, c in uow.chunks.done_chunks(item.id).items()} == {0: "stable"}
 
 
 def test_the_recorder_writes_nothing_once_its_claim_was_taken_over(
@@ -277,10 +277,10 @@ def test_the_recorder_writes_nothing_once_its_claim_was_taken_over(
 ) -> None:
     store = FakeStore()
     (item,) = register_and_claim(store, folder)
-    with store.repository() as repo:
+    with store.unit_of_work() as uow:
         assert item.lease_token is not None
-        repo.release_items([item.lease_token])
-        repo.claim_batch(owner="rival", language=LANG, limit=1, lease_s=60)
+        uow.items.release_items([item.lease_token])
+        uow.items.claim_batch(owner="rival", language=LANG, limit=1, lease_s=60)
     recorder = recorder_of(store, item, Journal(tmp_path / "journal"))
 
     async def go() -> None:

@@ -18,7 +18,7 @@ from service.client import RetryEvent, TranscriptionClient
 from service.devserver import RunningDevServer
 from service.devserver.tone import encode_tone_dictation
 from service.errors import CredentialsRejected
-from storage.database import Store
+from storage.interface import UnitOfWorkFactory
 from storage.sources import list_audio
 from tasks.throttle.gate import RequestGate
 from tasks.transcription.progress import RunStats
@@ -35,7 +35,9 @@ def _one_short_file(tmp_path: Path) -> Path:
     return folder
 
 
-def _run(store: Store, server: RunningDevServer, folder: Path, *, gate: RequestGate) -> RunStats:
+def _run(
+    store: UnitOfWorkFactory, server: RunningDevServer, folder: Path, *, gate: RequestGate
+) -> RunStats:
     """Process the folder's files as a run does (its client, gate and counters)."""
     stats = RunStats()
 
@@ -56,9 +58,13 @@ def _run(store: Store, server: RunningDevServer, folder: Path, *, gate: RequestG
                 stats=stats,
             )
             try:
-                with store.repository() as repo:
-                    repo.register_items(list_audio(str(folder), settle_s=0).files, language=LANG)
-                    items = repo.claim_batch(owner="counts", language=LANG, limit=10, lease_s=60)
+                with store.unit_of_work() as uow:
+                    uow.items.register_items(
+                        list_audio(str(folder), settle_s=0).files, language=LANG
+                    )
+                    items = uow.items.claim_batch(
+                        owner="counts", language=LANG, limit=10, lease_s=60
+                    )
                 await process_batch(items, ctx=ctx)
             finally:
                 ctx.close()
@@ -68,7 +74,7 @@ def _run(store: Store, server: RunningDevServer, folder: Path, *, gate: RequestG
 
 
 def test_a_retry_never_sent_is_not_counted(
-    store: Store, devserver_factory: Callable[..., RunningDevServer], tmp_path: Path
+    store: UnitOfWorkFactory, devserver_factory: Callable[..., RunningDevServer], tmp_path: Path
 ) -> None:
     server = devserver_factory(fault_script=("503",) * 5)
     stats = _run(store, server, _one_short_file(tmp_path), gate=RequestGate(concurrency=1))
@@ -79,7 +85,7 @@ def test_a_retry_never_sent_is_not_counted(
 
 
 def test_sent_retries_are_counted_as_the_service_saw_them(
-    store: Store, devserver_factory: Callable[..., RunningDevServer], tmp_path: Path
+    store: UnitOfWorkFactory, devserver_factory: Callable[..., RunningDevServer], tmp_path: Path
 ) -> None:
     server = devserver_factory(fault_script=("503", "503", "ok"))
     gate = RequestGate(concurrency=1)
@@ -90,10 +96,14 @@ def test_sent_retries_are_counted_as_the_service_saw_them(
             ctx = BatchContext(pipeline=PipelineSettings(settle_s=0), store=store, client=client,
                                gate=gate, owner="counts", lease_s=60, stats=stats)  # fmt: skip
             try:
-                with store.repository() as repo:
+                with store.unit_of_work() as uow:
                     folder = _one_short_file(tmp_path)
-                    repo.register_items(list_audio(str(folder), settle_s=0).files, language=LANG)
-                    items = repo.claim_batch(owner="counts", language=LANG, limit=1, lease_s=60)
+                    uow.items.register_items(
+                        list_audio(str(folder), settle_s=0).files, language=LANG
+                    )
+                    items = uow.items.claim_batch(
+                        owner="counts", language=LANG, limit=1, lease_s=60
+                    )
                 await process_batch(items, ctx=ctx)
             finally:
                 ctx.close()

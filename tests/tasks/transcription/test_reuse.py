@@ -100,13 +100,16 @@ def test_the_facts_read_only_what_the_decision_weighs(
     asked: set[str] = set()
 
     class Counting:
-        def __init__(self, repo: object) -> None:
-            self._repo = repo
+        def __init__(self, inner: object) -> None:
+            self._inner = inner
 
         def __getattr__(self, name: str) -> object:
+            found = getattr(self._inner, name)
+            if name in ("items", "chunks"):  # a repository of the unit of work
+                return Counting(found)
             asked.add(name)
-            return getattr(self._repo, name)
+            return found
 
-    with FakeStore().repository(read_only=True) as repo:
-        read_reuse_facts(Counting(repo), stored, sha256=NEW, language="en-IN")  # type: ignore[arg-type]
+    with FakeStore().unit_of_work(read_only=True) as uow:
+        read_reuse_facts(Counting(uow), stored, sha256=NEW, language="en-IN")  # type: ignore[arg-type]
     assert asked == queries

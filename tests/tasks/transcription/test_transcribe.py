@@ -18,9 +18,9 @@ from service.client import RetryEvent, TranscriptionClient
 from service.devserver import RunningDevServer
 from service.devserver.tone import encode_tone_dictation
 from service.errors import CredentialsRejected, TlsNotVerified
-from storage.database import Store
 from storage.errors import StoreUnavailable
-from storage.repository import Repository
+from storage.interface import UnitOfWorkFactory
+from storage.items import Items
 from storage.sources import list_audio
 from tasks.throttle.gate import RequestGate
 from tasks.transcription.transcribe import CHUNKS_AHEAD_PER_FILE, BatchContext, process_batch
@@ -41,7 +41,7 @@ def recording(tmp_path: Path) -> Path:
 
 
 def run_once(
-    store: Store,
+    store: UnitOfWorkFactory,
     server: RunningDevServer,
     folder: Path,
     *,
@@ -68,9 +68,11 @@ def run_once(
                 lease_s=lease_s,
             )
             try:
-                with store.repository() as repo:
-                    repo.register_items(list_audio(str(folder), settle_s=0).files, language="en-IN")
-                    items = repo.claim_batch(
+                with store.unit_of_work() as uow:
+                    uow.items.register_items(
+                        list_audio(str(folder), settle_s=0).files, language="en-IN"
+                    )
+                    items = uow.items.claim_batch(
                         owner="test-owner", language="en-IN", limit=10, lease_s=lease_s
                     )
                 return await process_batch(items, ctx=ctx)
@@ -80,13 +82,13 @@ def run_once(
     return asyncio.run(go())
 
 
-def item_of(store: Store):
-    with store.repository() as repo:
-        return next(iter(repo.export_rows()))
+def item_of(store: UnitOfWorkFactory):
+    with store.unit_of_work() as uow:
+        return next(iter(uow.items.export_rows()))
 
 
 def test_chunks_joined_in_order_give_the_whole_text(
-    store: Store, devserver_factory, recording: Path
+    store: UnitOfWorkFactory, devserver_factory, recording: Path
 ) -> None:
     server = devserver_factory()
     outcomes = run_once(store, server, recording)
@@ -99,7 +101,7 @@ def test_chunks_joined_in_order_give_the_whole_text(
 
 
 def test_finished_chunks_are_not_sent_again_after_a_failure(
-    store: Store, devserver_factory, recording: Path
+    store: UnitOfWorkFactory, devserver_factory, recording: Path
 ) -> None:
     # Two requests succeed, then every request meets a 500 (each chunk's whole budget).
     server = devserver_factory(fault_script=("ok", "ok", *["500"] * 30))
@@ -108,8 +110,11 @@ def test_finished_chunks_are_not_sent_again_after_a_failure(
     sent_ok = {e.sha256 for e in server.ledger.entries() if e.status == 200}
     assert len(sent_ok) == 2
 
-    with store.repository() as repo:
-        assert repo.requeue_failures(language="en-IN", max_attempts=5, include_permanent=False) == 1
+    with store.unit_of_work() as uow:
+        assert (
+            uow.items.requeue_failures(language="en-IN", max_attempts=5, include_permanent=False)
+            == 1
+        )
     healthy = devserver_factory()
     second = run_once(store, healthy, recording)
 
@@ -120,7 +125,7 @@ def test_finished_chunks_are_not_sent_again_after_a_failure(
 
 
 def test_credentials_rejected_releases_the_item(
-    store: Store, devserver_factory, recording: Path
+    store: UnitOfWorkFactory, devserver_factory, recording: Path
 ) -> None:
     server = devserver_factory(auth_fail_after=1)
     outcomes = run_once(store, server, recording, concurrency=1)
@@ -132,7 +137,7 @@ def test_credentials_rejected_releases_the_item(
 
 
 def test_unreadable_audio_fails_one_file_and_not_the_batch(
-    store: Store, devserver_factory, recording: Path
+    store: UnitOfWorkFactory, devserver_factory, recording: Path
 ) -> None:
     (recording / "broken.mp3").write_bytes(b"\xff\xfb" + b"\x00" * 300)
     server = devserver_factory()
@@ -145,7 +150,7 @@ def test_unreadable_audio_fails_one_file_and_not_the_batch(
 
 
 def test_rate_cap_paces_every_attempt_retries_included(
-    store: Store, devserver_factory, recording: Path
+    store: UnitOfWorkFactory, devserver_factory, recording: Path
 ) -> None:
     rate = 4.0
     failures = 8
@@ -166,7 +171,7 @@ def test_rate_cap_paces_every_attempt_retries_included(
 
 
 def test_stopped_gate_stops_retries_in_flight(
-    store: Store, devserver_factory, recording: Path
+    store: UnitOfWorkFactory, devserver_factory, recording: Path
 ) -> None:
     # Every answer is 503; the first one stops the run (as a 403 elsewhere would).
     server = devserver_factory(fault_script=("503",) * 50)
@@ -193,7 +198,7 @@ def test_stopped_gate_stops_retries_in_flight(
 
 
 def test_a_lost_lease_stops_the_file_and_sends_nothing_more(
-    store: Store, devserver_factory, recording: Path
+    store: UnitOfWorkFactory, devserver_factory, recording: Path
 ) -> None:
     # Another worker takes the item over while our first chunk is on the wire: it saw
     # the lease lapse (a store clock an hour on stands for a process stalled that long).
@@ -203,15 +208,15 @@ def test_a_lost_lease_stops_the_file_and_sends_nothing_more(
     def thief() -> None:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            with store.repository(read_only=True) as repo:
-                if any(row.sha256 for row in repo.export_rows()):
+            with store.unit_of_work(read_only=True) as uow:
+                if any(row.sha256 for row in uow.items.export_rows()):
                     break  # fingerprinted: the first chunk goes out now, for 1.5 s
             time.sleep(0.01)
         time.sleep(0.3)
         later = datetime.now(UTC) + timedelta(hours=1)
         while not stolen.is_set() and time.monotonic() < deadline:
-            with store.repository() as repo:
-                if repo.claim_batch(
+            with store.unit_of_work() as uow:
+                if uow.items.claim_batch(
                     owner="thief", language="en-IN", limit=1, lease_s=600, now=later
                 ):
                     stolen.set()
@@ -228,14 +233,14 @@ def test_a_lost_lease_stops_the_file_and_sends_nothing_more(
     assert [o.outcome for o in outcomes] == ["lost"]
     row = item_of(store)
     assert (row.status, row.chunks) == ("processing", None)  # the thief's, untouched
-    with store.repository() as repo:
-        assert repo.done_chunks(1) == {}  # the only item; our late answer was not recorded
+    with store.unit_of_work() as uow:
+        assert uow.chunks.done_chunks(1) == {}  # the only item; our late answer was not recorded
     # One request was on the wire when the lease went; the queued chunks were not sent.
     assert len(server.ledger.entries()) == 1
 
 
 def test_a_store_failure_while_recording_costs_one_file_not_the_batch(
-    store: Store, devserver_factory, recording: Path, monkeypatch: pytest.MonkeyPatch
+    store: UnitOfWorkFactory, devserver_factory, recording: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (recording / "broken.mp3").write_bytes(b"\xff\xfb" + b"\x00" * 300)
 
@@ -243,7 +248,7 @@ def test_a_store_failure_while_recording_costs_one_file_not_the_batch(
         raise StoreUnavailable("database is locked")
 
     # No socket can make SQLite fail on cue: the failure is injected at the repository.
-    monkeypatch.setattr(Repository, "fail_item", locked)
+    monkeypatch.setattr(Items, "fail_item", locked)
 
     outcomes = {
         Path(o.source_uri).name: o.outcome for o in run_once(store, devserver_factory(), recording)
@@ -253,15 +258,15 @@ def test_a_store_failure_while_recording_costs_one_file_not_the_batch(
 
 
 def test_a_queued_file_whose_lease_was_taken_over_is_not_sent(
-    store: Store, devserver_factory, recording: Path
+    store: UnitOfWorkFactory, devserver_factory, recording: Path
 ) -> None:
     server = devserver_factory()
-    with store.repository() as repo:
-        repo.register_items(list_audio(str(recording), settle_s=0).files, language="en-IN")
-        items = repo.claim_batch(owner="test-owner", language="en-IN", limit=1, lease_s=0.01)
+    with store.unit_of_work() as uow:
+        uow.items.register_items(list_audio(str(recording), settle_s=0).files, language="en-IN")
+        items = uow.items.claim_batch(owner="test-owner", language="en-IN", limit=1, lease_s=0.01)
     time.sleep(0.05)  # our claim expires while the file waits for its turn...
-    with store.repository() as repo:  # ...and another worker takes it over
-        assert repo.claim_batch(owner="thief", language="en-IN", limit=1, lease_s=600)
+    with store.unit_of_work() as uow:  # ...and another worker takes it over
+        assert uow.items.claim_batch(owner="thief", language="en-IN", limit=1, lease_s=600)
 
     async def go() -> list:
         async with TranscriptionClient(*client_settings(server)) as client:
@@ -285,7 +290,7 @@ def test_a_queued_file_whose_lease_was_taken_over_is_not_sent(
 
 
 def test_cancelling_a_run_mid_file_neither_fails_the_item_nor_hides_the_cancel(
-    store: Store, devserver_factory, recording: Path
+    store: UnitOfWorkFactory, devserver_factory, recording: Path
 ) -> None:
     server = devserver_factory(latency_ms=300)
 
@@ -303,20 +308,20 @@ def test_cancelling_a_run_mid_file_neither_fails_the_item_nor_hides_the_cancel(
     assert row.error_kind is None
 
 
-async def _process(store: Store, server: RunningDevServer, folder: Path) -> list:
-    with store.repository() as repo:
-        repo.register_items(list_audio(str(folder), settle_s=0).files, language="en-IN")
-        items = repo.claim_batch(owner="test-owner", language="en-IN", limit=10, lease_s=60)
+async def _process(store: UnitOfWorkFactory, server: RunningDevServer, folder: Path) -> list:
+    with store.unit_of_work() as uow:
+        uow.items.register_items(list_audio(str(folder), settle_s=0).files, language="en-IN")
+        items = uow.items.claim_batch(owner="test-owner", language="en-IN", limit=10, lease_s=60)
     return await _process_claimed(store, server, items, lease_s=60)
 
 
 def test_a_queued_file_renews_its_expired_lease_before_sending(
-    store: Store, devserver_factory, recording: Path
+    store: UnitOfWorkFactory, devserver_factory, recording: Path
 ) -> None:
     server = devserver_factory(latency_ms=200)
-    with store.repository() as repo:
-        repo.register_items(list_audio(str(recording), settle_s=0).files, language="en-IN")
-        items = repo.claim_batch(owner="test-owner", language="en-IN", limit=1, lease_s=0.01)
+    with store.unit_of_work() as uow:
+        uow.items.register_items(list_audio(str(recording), settle_s=0).files, language="en-IN")
+        items = uow.items.claim_batch(owner="test-owner", language="en-IN", limit=1, lease_s=0.01)
     time.sleep(0.05)  # the claim expired while the file waited for its turn
     taken: list[object] = []
     done = threading.Event()
@@ -325,8 +330,10 @@ def test_a_queued_file_renews_its_expired_lease_before_sending(
         while not done.is_set() and not server.ledger.entries():
             time.sleep(0.005)
         while not done.is_set():
-            with store.repository() as repo:
-                taken.extend(repo.claim_batch(owner="rival", language="en-IN", limit=1, lease_s=60))
+            with store.unit_of_work() as uow:
+                taken.extend(
+                    uow.items.claim_batch(owner="rival", language="en-IN", limit=1, lease_s=60)
+                )
             time.sleep(0.02)
 
     watcher = threading.Thread(target=rival)
@@ -342,7 +349,7 @@ def test_a_queued_file_renews_its_expired_lease_before_sending(
 
 
 async def _process_claimed(
-    store: Store, server: RunningDevServer, items: list, *, lease_s: float
+    store: UnitOfWorkFactory, server: RunningDevServer, items: list, *, lease_s: float
 ) -> list:
     settings = client_settings(server, max_upload_bytes=CAP_BYTES)
     async with TranscriptionClient(*settings) as client:
@@ -361,7 +368,7 @@ async def _process_claimed(
 
 
 def test_an_unverified_certificate_stops_the_run_and_fails_no_file(
-    store: Store, devserver_factory, recording: Path, tmp_path: Path
+    store: UnitOfWorkFactory, devserver_factory, recording: Path, tmp_path: Path
 ) -> None:
     for name in ("second.wav", "third.wav"):
         soundfile.write(recording / name, encode_tone_dictation(name), 16000, subtype="PCM_16")
@@ -375,5 +382,5 @@ def test_an_unverified_certificate_stops_the_run_and_fails_no_file(
 
     assert isinstance(gate.stopped, TlsNotVerified)
     assert {o.outcome for o in outcomes} == {"released"}
-    with store.repository() as repo:
-        assert {row.status for row in repo.export_rows()} == {"pending"}
+    with store.unit_of_work() as uow:
+        assert {row.status for row in uow.items.export_rows()} == {"pending"}

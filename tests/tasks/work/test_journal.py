@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from storage.database import Store
+from storage.chunks import Chunks
 from storage.errors import LeaseLost, StoreUnavailable
+from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord, SourceFile
-from storage.repository import Repository
 from tasks.work.journal import Journal, PaidChunk, record_paid_chunk, replay_journal
 from tasks.work.lease_keeper import LeaseKeeper
 
@@ -25,13 +25,15 @@ LANG = "en-IN"
 SHA = "a" * 64
 
 
-def claimed(store: Store, *, count: int = 1, lease_s: float = 60) -> list[ItemRecord]:
+def claimed(store: UnitOfWorkFactory, *, count: int = 1, lease_s: float = 60) -> list[ItemRecord]:
     files = [SourceFile(f"/archive/{i}.wav", 10, "v1") for i in range(count)]
-    with store.repository() as repo:
-        repo.register_items(files, language=LANG)
-        items = repo.claim_batch(owner="w", language=LANG, limit=count, lease_s=lease_s)
+    with store.unit_of_work() as uow:
+        uow.items.register_items(files, language=LANG)
+        items = uow.items.claim_batch(owner="w", language=LANG, limit=count, lease_s=lease_s)
         for item in items:
-            repo.set_fingerprint(item.id, sha256=SHA, size_bytes=10, lease_token=item.lease_token)
+            uow.items.set_fingerprint(
+                item.id, sha256=SHA, size_bytes=10, lease_token=item.lease_token
+            )
     return items
 
 
@@ -51,9 +53,9 @@ def paid_for(item: ItemRecord, *, index: int = 0, sha256: str = SHA) -> PaidChun
     )
 
 
-def done_texts(store: Store, item: ItemRecord) -> dict[int, str | None]:
-    with store.repository(read_only=True) as repo:
-        return {i: c.text for i, c in repo.done_chunks(item.id).items()}
+def done_texts(store: UnitOfWorkFactory, item: ItemRecord) -> dict[int, str | None]:
+    with store.unit_of_work(read_only=True) as uow:
+        return {i: c.text for i, c in uow.chunks.done_chunks(item.id).items()}
 
 
 def test_an_entry_is_private_and_whole(tmp_path: Path) -> None:
@@ -67,11 +69,11 @@ def test_an_entry_is_private_and_whole(tmp_path: Path) -> None:
 
 
 def test_replay_records_same_content_and_drops_what_is_no_longer_wanted(
-    store: Store, tmp_path: Path
+    store: UnitOfWorkFactory, tmp_path: Path
 ) -> None:
     same, changed, finished = claimed(store, count=3)
-    with store.repository() as repo:
-        repo.finish_item(
+    with store.unit_of_work() as uow:
+        uow.items.finish_item(
             finished.id,
             lease_token=finished.lease_token,
             text="done",
@@ -94,19 +96,19 @@ def test_replay_records_same_content_and_drops_what_is_no_longer_wanted(
 
 
 def test_a_store_that_comes_back_within_the_retry_gets_the_answer(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: UnitOfWorkFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     [item] = claimed(store)
     calls = {"n": 0}
-    original = Repository.record_chunk_result
+    original = Chunks.record_chunk_result
 
-    def busy_twice(self: Repository, *args: object, **kwargs: object) -> None:
+    def busy_twice(self: Chunks, *args: object, **kwargs: object) -> None:
         calls["n"] += 1
         if calls["n"] <= 2:
             raise StoreUnavailable("database is locked")
         original(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Repository, "record_chunk_result", busy_twice)
+    monkeypatch.setattr(Chunks, "record_chunk_result", busy_twice)
     journal = Journal(tmp_path / "journal")
 
     asyncio.run(
@@ -119,14 +121,17 @@ def test_a_store_that_comes_back_within_the_retry_gets_the_answer(
 
 
 def test_a_store_that_stays_down_sends_the_answer_to_the_journal(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    store: UnitOfWorkFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     [item] = claimed(store)
 
     def down(*_args: object, **_kwargs: object) -> None:
         raise StoreUnavailable("server closed the connection")
 
-    monkeypatch.setattr(Repository, "record_chunk_result", down)
+    monkeypatch.setattr(Chunks, "record_chunk_result", down)
     journal = Journal(tmp_path / "journal")
 
     with pytest.raises(StoreUnavailable, match="kept in the journal"):
@@ -143,7 +148,7 @@ def test_a_store_that_stays_down_sends_the_answer_to_the_journal(
     assert done_texts(store, item) == {0: "patient stable"}
 
 
-def test_a_lost_lease_is_not_journaled(store: Store, tmp_path: Path) -> None:
+def test_a_lost_lease_is_not_journaled(store: UnitOfWorkFactory, tmp_path: Path) -> None:
     [item] = claimed(store)
     stale = replace(item, lease_token="an-earlier-claim")
     journal = Journal(tmp_path / "journal")
@@ -156,29 +161,29 @@ def test_a_lost_lease_is_not_journaled(store: Store, tmp_path: Path) -> None:
     assert not journal.folder.exists()
 
 
-def test_the_keeper_renews_held_leases_and_stops_a_taken_file(store: Store) -> None:
+def test_the_keeper_renews_held_leases_and_stops_a_taken_file(store: UnitOfWorkFactory) -> None:
     mine, taken = claimed(store, count=2, lease_s=1.5)
 
     async def go() -> None:
         keeper = LeaseKeeper(store=store, lease_s=1.5)
         async with keeper.holding([mine, taken]):
-            with store.repository() as repo:  # the claim on `taken` ends (given back)
-                repo.release_items([taken.lease_token or ""])
+            with store.unit_of_work() as uow:  # the claim on `taken` ends (given back)
+                uow.items.release_items([taken.lease_token or ""])
             await asyncio.sleep(2.5)  # longer than the lease: only the timer keeps `mine`
             await keeper.require(mine)
             with pytest.raises(LeaseLost):
                 await keeper.require(taken)
 
     asyncio.run(go())
-    with store.repository() as repo:  # `mine` is still held: a rival gets only `taken`
-        rival = repo.claim_batch(owner="rival", language=LANG, limit=2, lease_s=60)
+    with store.unit_of_work() as uow:  # `mine` is still held: a rival gets only `taken`
+        rival = uow.items.claim_batch(owner="rival", language=LANG, limit=2, lease_s=60)
     assert [i.id for i in rival] == [taken.id]
 
 
-def _writer(store: Store, item: ItemRecord) -> Callable[[], None]:
+def _writer(store: UnitOfWorkFactory, item: ItemRecord) -> Callable[[], None]:
     def write() -> None:
-        with store.repository() as repo:
-            repo.record_chunk_result(
+        with store.unit_of_work() as uow:
+            uow.chunks.record_chunk_result(
                 item.id,
                 lease_token=item.lease_token,
                 index=0,

@@ -17,10 +17,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from storage.database import Store
 from storage.errors import LeaseLost
+from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.records import ItemRecord, SourceFile
-from storage.repository import Repository
 from tasks.work.lease_keeper import LeaseKeeper
 
 LANG = "en-IN"
@@ -31,7 +30,7 @@ TAKEN_OVER = "taken over by another worker"
 class _PausedRenewals:
     """The real store; once paused, each renewal waits in its thread until `answer` is set."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: UnitOfWorkFactory) -> None:
         self._store = store
         self.asked = threading.Event()
         self.answer = threading.Event()
@@ -42,26 +41,31 @@ class _PausedRenewals:
         self.answer.clear()
 
     @contextmanager
-    def repository(self, *, read_only: bool = False) -> Iterator[Repository]:
-        with self._store.repository(read_only=read_only) as repo:
+    def unit_of_work(self, *, read_only: bool = False) -> Iterator[UnitOfWork]:
+        with self._store.unit_of_work(read_only=read_only) as uow:
             self.asked.set()
             assert self.answer.wait(10), "the test never let the renewal answer"
-            yield repo
+            yield uow
+
+    def dispose(self) -> None:
+        self._store.dispose()
 
 
-def _claimed(store: Store, *, count: int) -> list[ItemRecord]:
+def _claimed(store: UnitOfWorkFactory, *, count: int) -> list[ItemRecord]:
     files = [SourceFile(f"/archive/{i}.wav", 10, "v1") for i in range(count)]
-    with store.repository() as repo:
-        repo.register_items(files, language=LANG)
-        items = repo.claim_batch(owner="w", language=LANG, limit=count, lease_s=60)
+    with store.unit_of_work() as uow:
+        uow.items.register_items(files, language=LANG)
+        items = uow.items.claim_batch(owner="w", language=LANG, limit=count, lease_s=60)
         for item in items:
-            repo.set_fingerprint(item.id, sha256=SHA, size_bytes=10, lease_token=item.lease_token)
+            uow.items.set_fingerprint(
+                item.id, sha256=SHA, size_bytes=10, lease_token=item.lease_token
+            )
     return items
 
 
-def _finish(store: Store, item: ItemRecord) -> None:
-    with store.repository() as repo:
-        repo.finish_item(
+def _finish(store: UnitOfWorkFactory, item: ItemRecord) -> None:
+    with store.unit_of_work() as uow:
+        uow.items.finish_item(
             item.id,
             lease_token=item.lease_token,
             text="ok",
@@ -85,7 +89,7 @@ async def _renew_while(
 
 @pytest.mark.parametrize("let_go", [True, False], ids=["let-go", "still-settling"])
 def test_a_file_settled_during_a_renewal_is_not_taken_over(
-    store: Store, caplog: pytest.LogCaptureFixture, let_go: bool
+    store: UnitOfWorkFactory, caplog: pytest.LogCaptureFixture, let_go: bool
 ) -> None:
     settled, other = _claimed(store, count=2)
     paused = _PausedRenewals(store)
@@ -110,15 +114,15 @@ def test_a_file_settled_during_a_renewal_is_not_taken_over(
 
 
 def test_a_claim_released_by_someone_else_is_still_reported(
-    store: Store, caplog: pytest.LogCaptureFixture
+    store: UnitOfWorkFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     mine, taken = _claimed(store, count=2)
     paused = _PausedRenewals(store)
     keeper = LeaseKeeper(store=paused, lease_s=60)  # type: ignore[arg-type]
 
     def give_back() -> None:
-        with store.repository() as repo:
-            repo.release_items([taken.lease_token or ""])
+        with store.unit_of_work() as uow:
+            uow.items.release_items([taken.lease_token or ""])
 
     async def go() -> None:
         async with keeper.holding([mine, taken]):

@@ -1,8 +1,8 @@
-"""Everything the pipeline asks of the SQL store: register, claim under a lease, record, query.
+"""The items repository (`uow.items`): register listings, claim, fingerprint, settle, query.
 
-A Repository wraps one session (one transaction); `Store.repository()` commits it.
-Claiming lives in storage/claims.py, reading in storage/queries.py; this module writes:
-registering listings, fingerprints, chunk results, an item's end, runs.
+One recording in one language is one item. Claiming lives in storage/claims.py (on the
+one work queue, storage/work_queue.py), reading in storage/queries.py; this module
+writes: registering listings, unreadable files, fingerprints, an item's end, metadata.
 """
 
 from __future__ import annotations
@@ -11,40 +11,19 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from storage.claims import Claims, cleared_lease, new_lease_owner
-from storage.deliveries import DeliveryQueries
+from storage.claims import Claims
 from storage.errors import LeaseLost, SourceUnreadable
-from storage.leases import held_under, store_now
-from storage.models import RUN_COUNT_COLUMNS, ChunkRow, Item, Run
+from storage.models import ChunkRow, Item
 from storage.queries import ITEMS, batches, utc_now
-from storage.records import (
-    ChunkRecord,
-    ExportRow,
-    ItemRecord,
-    RegisterResult,
-    RunRecord,
-    SkippedFile,
-    SourceFile,
-    StatusCount,
-)
+from storage.records import ItemRecord, RegisterResult, SkippedFile, SourceFile
 from storage.registration import Differing, find_differing, find_unsettled, insert_new
-from storage.reviews import Reviews
+from storage.work_queue import cleared_lease
 
-__all__ = [
-    "ChunkRecord",
-    "ExportRow",
-    "ItemRecord",
-    "RegisterResult",
-    "Repository",
-    "RunRecord",
-    "StatusCount",
-    "new_lease_owner",
-    "utc_now",
-]
+__all__ = ["UNREADABLE_VERSION", "Items"]
 
 _MESSAGE_MAX_CHARS = 4000
 # The version an unreadable file is recorded with: any real listing differs, so the file
@@ -56,8 +35,8 @@ UNLISTED_FOLDER_VERSION = "unlisted folder"
 REGISTER_BATCH = 2000
 
 
-class Repository(Reviews, Claims, DeliveryQueries):
-    """Queries and updates of items, chunks and runs inside one session."""
+class Items(Claims):
+    """Register, claim, settle and read items inside one session."""
 
     def register_items(self, files: Sequence[SourceFile], *, language: str) -> RegisterResult:
         """Upsert listed files: new -> pending; changed -> back to pending.
@@ -70,7 +49,7 @@ class Repository(Reviews, Claims, DeliveryQueries):
         """
         by_uri = {f.uri: f for f in files}
         new = changed = unchanged = 0
-        now = store_now(self._session)  # leases lapse on the store's clock
+        now = self._queue.now()  # leases lapse on the store's clock
         for batch in batches(list(by_uri.values()), REGISTER_BATCH):
             differing = find_differing(self._session, batch, language=language)
             unchanged += len(batch) - len(differing)
@@ -174,98 +153,20 @@ class Repository(Reviews, Claims, DeliveryQueries):
     ) -> None:
         """Record the content fingerprint; different content drops the old chunks. LeaseLost."""
         row = self._session.execute(
-            select(Item.sha256).where(Item.id == item_id, held_under(lease_token)).with_for_update()
+            select(Item.sha256)
+            .where(Item.id == item_id, self._queue.held_under(lease_token))
+            .with_for_update()
         ).one_or_none()
         if row is None:
             raise LeaseLost(f"item {item_id} is no longer held by this worker")
-        if row.sha256 is not None and row.sha256 != sha256:
-            self.reset_chunks(item_id)
+        if row.sha256 is not None and row.sha256 != sha256:  # its old chunks are void
+            self._session.execute(delete(ChunkRow).where(ChunkRow.item_id == item_id))
         self._session.execute(
             update(Item)
             .where(Item.id == item_id)
             .values(sha256=sha256, size_bytes=size_bytes, updated_at=utc_now())
             .execution_options(synchronize_session=False)
         )
-
-    def reset_chunks(self, item_id: int) -> None:
-        """Forget an item's chunks (its content changed)."""
-        self._session.execute(delete(ChunkRow).where(ChunkRow.item_id == item_id))
-
-    def record_chunk_result(
-        self,
-        item_id: int,
-        *,
-        lease_token: str | None,
-        index: int,
-        start_ms: int,
-        end_ms: int,
-        size_bytes: int,
-        text: str,
-        status: str = "done",
-        attempts: int = 1,
-        txn_id: str | None = None,
-        latency_ms: float | None = None,
-    ) -> None:
-        """Insert or replace one chunk's result while our claim holds the item; else LeaseLost.
-
-        The item row is locked first, so a new owner's set_fingerprint (which drops the
-        chunks of changed content) cannot interleave with this write. Commit right
-        after: one chunk, one transaction.
-        """
-        self._require_held(item_id, lease_token=lease_token)
-        self._upsert_chunk(
-            {
-                "item_id": item_id,
-                "index": index,
-                "start_ms": start_ms,
-                "end_ms": end_ms,
-                "size_bytes": size_bytes,
-                "status": status,
-                "text": text,
-                "attempts": attempts,
-                "txn_id": txn_id,
-                "latency_ms": latency_ms,
-            }
-        )
-
-    def record_recovered_chunk(
-        self, item_id: int, *, source_uri: str, sha256: str | None, **chunk: Any
-    ) -> bool:
-        """Record a paid answer kept in the journal (no lease: its worker is gone).
-
-        Only while the item is the same source with the same content and not yet done;
-        returns False (nothing written) otherwise. `chunk` holds index, start_ms, end_ms,
-        size_bytes, text, attempts, txn_id and latency_ms.
-        """
-        row = self._session.execute(
-            select(Item.source_uri, Item.sha256, Item.status)
-            .where(Item.id == item_id)
-            .with_for_update()
-        ).one_or_none()
-        if row is None or row.status == "done" or sha256 is None:
-            return False
-        if (row.source_uri, row.sha256) != (source_uri, sha256):
-            return False
-        self._upsert_chunk({"item_id": item_id, "status": "done", **chunk})
-        return True
-
-    def _upsert_chunk(self, values: dict[str, Any]) -> None:
-        values = {**values, "updated_at": utc_now()}
-        dialect = self._session.get_bind().dialect.name
-        upsert = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(ChunkRow)
-        statement = upsert.values(values).on_conflict_do_update(
-            index_elements=["item_id", "index"],
-            set_={k: upsert.excluded[k] for k in values if k not in ("item_id", "index")},
-        )
-        self._session.execute(statement)
-
-    def _require_held(self, item_id: int, *, lease_token: str | None) -> None:
-        """Lock the item's row if our claim (`lease_token`) holds it; raise LeaseLost otherwise."""
-        held = self._session.scalar(
-            select(Item.id).where(Item.id == item_id, held_under(lease_token)).with_for_update()
-        )
-        if held is None:
-            raise LeaseLost(f"item {item_id} is no longer held by this worker")
 
     def finish_item(
         self,
@@ -341,32 +242,39 @@ class Repository(Reviews, Claims, DeliveryQueries):
         )
 
     def _settle(self, item_id: int, *, lease_token: str | None, **values: Any) -> None:
-        result = self._session.execute(
-            update(Item)
-            .where(Item.id == item_id, held_under(lease_token))
-            .values(updated_at=utc_now(), **cleared_lease(), **values)
-            .execution_options(synchronize_session=False)
-        )
-        if result.rowcount != 1:  # type: ignore[attr-defined]
-            raise LeaseLost(f"item {item_id} is no longer held by this worker")
+        self._queue.settle(item_id, lease_token=lease_token, **values)
 
-    def start_run(self, *, source: str, language: str) -> int:
-        """Record the start of a run; returns its id."""
-        run = Run(source=source, language=language, status="running", started_at=utc_now())
-        self._session.add(run)
-        self._session.flush()
-        return run.id
+    def set_item_metadata(
+        self, metadata_by_uri: Mapping[str, Mapping[str, str]], *, language: str | None
+    ) -> int:
+        """Store the manifest's columns on the items (of `language`); returns rows changed."""
+        changed = 0
+        uris = list(metadata_by_uri)
+        for batch in batches(uris, self._uri_batch_size()):
+            condition = self._uri_in(batch)
+            if language is not None:
+                condition = and_(condition, Item.language == language)
+            rows = self._session.execute(
+                select(Item.id, Item.source_uri, Item.item_metadata).where(condition)
+            )
+            updates = [
+                {"id": row.id, "item_metadata": dict(metadata_by_uri[row.source_uri])}
+                for row in rows
+                if (row.item_metadata or {}) != dict(metadata_by_uri[row.source_uri])
+            ]
+            if updates:
+                self._session.execute(update(Item), updates)
+            changed += len(updates)
+        return changed
 
-    def finish_run(self, run_id: int, *, counts: Mapping[str, int], status: str) -> None:
-        """Record a run's end, status and counts (unknown count names kept aside)."""
-        known = {k: int(v) for k, v in counts.items() if k in RUN_COUNT_COLUMNS}
-        other = {k: int(v) for k, v in counts.items() if k not in RUN_COUNT_COLUMNS}
-        self._session.execute(
-            update(Run)
-            .where(Run.id == run_id)
-            .values(status=status, finished_at=utc_now(), other_counts=other or None, **known)
-            .execution_options(synchronize_session=False)
-        )
+    def done_items_page(
+        self, *, language: str | None, after_id: int, limit: int, status: str = "done"
+    ) -> list[ItemRecord]:
+        """Up to `limit` items with `status` (of `language`) whose id is above `after_id`."""
+        condition = and_(Item.status == status, Item.id > after_id)
+        if language is not None:
+            condition = and_(condition, Item.language == language)
+        return self._items_where(condition, limit=limit)
 
 
 def _unreadable(uri: str, reason: str, *, now: datetime) -> dict[str, Any]:

@@ -1,0 +1,377 @@
+"""In-memory runs, reviews and deliveries for the fake store (tests/fakes/store.py).
+
+They follow the SQL repositories (storage/runs.py, reviews.py, deliveries.py) rule for
+rule; tests/storage/test_store_conformance.py runs the same scenarios on both.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from storage.errors import LeaseLost, NotUnderReview
+from storage.owners import is_dead_local_owner
+from storage.records import DeliveryCount, DeliveryRecord, ItemRecord, RunRecord, WantedDelivery
+
+if TYPE_CHECKING:
+    from tests.fakes.store import _State
+
+_NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
+_UNSENT = ("pending", "failed")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class FakeRuns:
+    """RunRepository in memory."""
+
+    def __init__(self, state: _State) -> None:
+        self._s = state
+
+    def start_run(self, *, source: str, language: str) -> int:
+        run_id = len(self._s.runs) + 1
+        self._s.runs[run_id] = RunRecord(
+            id=run_id,
+            started_at=_now(),
+            finished_at=None,
+            source=source,
+            language=language,
+            status="running",
+            counts={},
+        )
+        return run_id
+
+    def finish_run(self, run_id: int, *, counts: Mapping[str, int], status: str) -> None:
+        run = self._s.runs[run_id]
+        self._s.runs[run_id] = replace(
+            run, status=status, finished_at=_now(), counts={k: int(v) for k, v in counts.items()}
+        )
+
+    def run_sources(self) -> list[str]:
+        return sorted({run.source for run in self._s.runs.values()})
+
+    def latest_runs(self, *, limit: int = 5) -> list[RunRecord]:
+        return sorted(self._s.runs.values(), key=lambda r: -r.id)[:limit]
+
+
+class FakeReviews:
+    """ReviewRepository in memory."""
+
+    def __init__(self, state: _State) -> None:
+        self._s = state
+
+    def list_needs_review(self, *, language: str | None = None, limit: int = 0) -> list[ItemRecord]:
+        found = [
+            i
+            for i in self._s.items.values()
+            if i.status == "needs_review" and language in (None, i.language)
+        ]
+        found.sort(key=lambda i: (i.updated_at, i.id))
+        return found[:limit] if limit else found
+
+    def accept_review(self, item_id: int) -> ItemRecord:
+        item = self._under_review(item_id)
+        now = _now()
+        extras = {**item.extras, "review": {"accepted_at": now.isoformat(), "flags": item.flags}}
+        done = replace(item, status="done", flags=[], extras=extras, updated_at=now)
+        self._s.items[item_id] = done
+        return done
+
+    def resend_review(self, item_id: int) -> ItemRecord:
+        item = self._under_review(item_id)
+        for key in [k for k in self._s.chunks if k[0] == item_id]:
+            del self._s.chunks[key]
+        again = replace(
+            item,
+            status="pending",
+            text=None,
+            flags=[],
+            extras={},
+            chunk_count=None,
+            done_at=None,
+            next_attempt_at=None,
+            updated_at=_now(),
+        )
+        self._s.items[item_id] = again
+        return again
+
+    def _under_review(self, item_id: int) -> ItemRecord:
+        item = self._s.items.get(item_id)
+        if item is None:
+            raise NotUnderReview(f"there is no item {item_id} (see `medasr review` for the list)")
+        if item.status != "needs_review":
+            raise NotUnderReview(
+                f"item {item_id} is {item.status}, not needs_review; nothing was changed"
+            )
+        return item
+
+
+class FakeDeliveries:
+    """DeliveryRepository in memory, on the same queue rules as storage/work_queue.py."""
+
+    def __init__(self, state: _State) -> None:
+        self._s = state
+
+    def plan_deliveries(self, wanted: Sequence[WantedDelivery], *, format_name: str) -> int:
+        added = 0
+        for want in wanted:
+            rows = [r for r in self._rows(want.item_id) if r.target == want.target]
+            same = [r for r in rows if r.version == want.version]
+            others = [r for r in rows if r.version != want.version]
+            if same and same[0].status != "superseded":
+                continue
+            for row in others:
+                if row.status in _UNSENT:
+                    self._put(replace(row, status="superseded"))
+            latest = [r.id for r in others if r.status == "delivered"]
+            replaces = latest[-1] if latest else None
+            if same:
+                self._put(replace(same[0], status="pending", attempts=0, replaces_id=replaces))
+            else:
+                self._insert(want, format_name=format_name, replaces_id=replaces)
+            added += 1
+        return added
+
+    def requeue_delivery_failures(self, *, max_attempts: int) -> int:
+        chosen = [
+            r
+            for r in self._s.deliveries.values()
+            if r.status == "failed" and r.retryable and r.attempts < max_attempts
+        ]
+        for row in chosen:
+            self._put(replace(row, status="pending", sending_at=None))
+        return len(chosen)
+
+    def resend_in_doubt(self, *, language: str | None = None, target: str | None = None) -> int:
+        chosen = [
+            r
+            for r in self._s.deliveries.values()
+            if r.status == "in_doubt"
+            and language in (None, r.language)
+            and target in (None, r.target)
+        ]
+        for row in chosen:
+            self._put(replace(row, status="pending", sending_at=None))
+        return len(chosen)
+
+    def claim_deliveries(
+        self,
+        *,
+        owner: str,
+        language: str | None,
+        limit: int,
+        lease_s: float,
+        now: datetime | None = None,
+        target: str | None = None,
+    ) -> list[DeliveryRecord]:
+        now = now or _now()
+        if limit <= 0:
+            return []
+        for row in self._lapsed(now, owner=owner):
+            if row.sending_at is not None:
+                self._put(replace(row, status="in_doubt", **_NO_LEASE))
+        ordered = sorted(self._s.deliveries.values(), key=lambda r: r.id)
+        wanted = [
+            r for r in ordered if language in (None, r.language) and target in (None, r.target)
+        ]
+        lapsed = [r for r in self._lapsed(now, owner=owner) if r in wanted]
+        pending = [r for r in wanted if r.status == "pending"]
+        taken = []
+        for row in (lapsed + pending)[:limit]:
+            held = replace(
+                row,
+                status="processing",
+                lease_owner=owner,
+                lease_expires_at=now + timedelta(seconds=lease_s),
+                lease_token=uuid.uuid4().hex,
+                attempts=row.attempts + 1,
+                sending_at=None,
+            )
+            self._put(held)
+            taken.append(held)
+        return taken
+
+    def renew_deliveries(self, lease_tokens: Sequence[str], *, lease_s: float) -> frozenset[str]:
+        renewed = set()
+        for row in list(self._s.deliveries.values()):
+            if row.status == "processing" and row.lease_token in lease_tokens:
+                self._put(replace(row, lease_expires_at=_now() + timedelta(seconds=lease_s)))
+                renewed.add(row.lease_token)
+        return frozenset(lease_tokens) - renewed
+
+    def mark_sending(self, delivery_id: int, *, lease_token: str | None) -> None:
+        self._put(replace(self._held(delivery_id, lease_token), sending_at=_now()))
+
+    def record_delivered(
+        self,
+        delivery_id: int,
+        *,
+        lease_token: str | None,
+        response: dict[str, Any],
+        format_name: str | None = None,
+        remote_id: str | None = None,
+    ) -> None:
+        row = self._held(delivery_id, lease_token)
+        self._settle(
+            row,
+            status="delivered",
+            format=format_name or row.format,
+            response=response,
+            remote_id=remote_id,
+            delivered_at=_now(),
+            error_kind=None,
+            error_message=None,
+            retryable=False,
+        )
+
+    def record_recovered_delivery(
+        self, delivery_id: int, *, version: str, response: dict[str, Any], remote_id: str | None
+    ) -> bool:
+        row = self._s.deliveries.get(delivery_id)
+        if row is None or row.version != version or row.status in ("delivered", "superseded"):
+            return False
+        self._settle(
+            row,
+            status="delivered",
+            response=response,
+            remote_id=remote_id,
+            delivered_at=_now(),
+            error_kind=None,
+            error_message=None,
+            retryable=False,
+        )
+        return True
+
+    def record_delivery_failed(
+        self,
+        delivery_id: int,
+        *,
+        lease_token: str | None,
+        error_kind: str,
+        message: str,
+        retryable: bool,
+    ) -> None:
+        row = self._held(delivery_id, lease_token)
+        self._settle(
+            row,
+            status="failed",
+            error_kind=error_kind,
+            error_message=message,
+            retryable=retryable,
+            sending_at=None,
+        )
+
+    def record_delivery_in_doubt(
+        self, delivery_id: int, *, lease_token: str | None, error_kind: str, message: str
+    ) -> None:
+        row = self._held(delivery_id, lease_token)
+        self._settle(
+            row, status="in_doubt", error_kind=error_kind, error_message=message, retryable=False
+        )
+
+    def record_delivery_superseded(self, delivery_id: int, *, lease_token: str | None) -> None:
+        self._settle(self._held(delivery_id, lease_token), status="superseded")
+
+    def release_deliveries(self, lease_tokens: Sequence[str], *, refused: bool = False) -> None:
+        for row in list(self._s.deliveries.values()):
+            if row.status == "processing" and row.lease_token in lease_tokens:
+                row = replace(row, sending_at=None) if refused else row
+                self._take_back(row, attempts=max(row.attempts - 1, 0))
+
+    def release_dead_local_deliveries(self) -> int:
+        dead = [
+            r
+            for r in self._s.deliveries.values()
+            if r.status == "processing" and r.lease_owner and is_dead_local_owner(r.lease_owner)
+        ]
+        for row in dead:
+            self._take_back(row, attempts=row.attempts)
+        return len(dead)
+
+    def get_delivery(self, delivery_id: int) -> DeliveryRecord | None:
+        return self._s.deliveries.get(delivery_id)
+
+    def deliveries_of_item(self, item_id: int) -> list[DeliveryRecord]:
+        return self._rows(item_id)
+
+    def delivered_versions(self, item_ids: Sequence[int]) -> dict[int, list[str]]:
+        found: dict[int, list[str]] = {}
+        for row in sorted(self._s.deliveries.values(), key=lambda r: (r.delivered_at, r.id)):
+            if row.item_id in item_ids and row.status == "delivered":
+                found.setdefault(row.item_id, []).append(row.version)
+        return found
+
+    def delivery_counts(self) -> list[DeliveryCount]:
+        counts: dict[str, int] = {}
+        for row in self._s.deliveries.values():
+            counts[row.status] = counts.get(row.status, 0) + 1
+        return [DeliveryCount(status, n) for status, n in sorted(counts.items())]
+
+    def delivery_counts_by_target(self) -> list[DeliveryCount]:
+        counts: dict[tuple[str, str], int] = {}
+        for row in self._s.deliveries.values():
+            key = (row.target, row.status)
+            counts[key] = counts.get(key, 0) + 1
+        return [DeliveryCount(status, n, target) for (target, status), n in sorted(counts.items())]
+
+    def _lapsed(self, now: datetime, *, owner: str) -> list[DeliveryRecord]:
+        return [
+            r
+            for r in sorted(self._s.deliveries.values(), key=lambda r: r.id)
+            if r.status == "processing"
+            and r.lease_expires_at is not None
+            and r.lease_expires_at < now
+            and r.lease_owner != owner
+        ]
+
+    def _take_back(self, row: DeliveryRecord, *, attempts: int) -> None:
+        status = "in_doubt" if row.sending_at is not None else "pending"
+        self._put(replace(row, status=status, attempts=attempts, **_NO_LEASE))
+
+    def _held(self, delivery_id: int, lease_token: str | None) -> DeliveryRecord:
+        row = self._s.deliveries.get(delivery_id)
+        if row is None or lease_token is None or row.status != "processing":
+            raise LeaseLost(f"delivery {delivery_id} is no longer held by this worker")
+        if row.lease_token != lease_token:
+            raise LeaseLost(f"delivery {delivery_id} is no longer held by this worker")
+        return row
+
+    def _settle(self, row: DeliveryRecord, **values: Any) -> None:
+        self._put(replace(row, **{**_NO_LEASE, **values, "updated_at": _now()}))
+
+    def _rows(self, item_id: int) -> list[DeliveryRecord]:
+        return sorted(
+            (r for r in self._s.deliveries.values() if r.item_id == item_id), key=lambda r: r.id
+        )
+
+    def _insert(self, want: WantedDelivery, *, format_name: str, replaces_id: int | None) -> None:
+        now = _now()
+        row_id = max(self._s.deliveries, default=0) + 1
+        self._s.deliveries[row_id] = DeliveryRecord(
+            id=row_id,
+            item_id=want.item_id,
+            language=want.language,
+            version=want.version,
+            format=format_name,
+            status="pending",
+            attempts=0,
+            retryable=False,
+            error_kind=None,
+            error_message=None,
+            lease_owner=None,
+            lease_expires_at=None,
+            response=None,
+            replaces_id=replaces_id,
+            created_at=now,
+            updated_at=now,
+            delivered_at=None,
+            target=want.target,
+        )
+
+    def _put(self, row: DeliveryRecord) -> None:
+        self._s.deliveries[row.id] = row

@@ -1,0 +1,118 @@
+"""`medasr deliver` killed (SIGKILL) with uploads in flight, then run again (issue 20 §2).
+
+A real devserver (slow answers), a real `medasr deliver` subprocess, a real SIGKILL. The
+uploads in flight at the kill reached the receiver; their answers were never recorded.
+They must become `in_doubt`, never be re-sent by the next plain `deliver` (a note filed
+twice in the patient record), be counted in its exit code, and go out again only with
+`--resend-in-doubt`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from config.settings import StorageSettings
+from storage import open_store
+from tests.tasks.delivery.delivery_helpers import docs_entries, make_done
+
+DOCUMENTS = 12
+CONCURRENCY = 4
+LATENCY_MS = 1500
+
+pytestmark = pytest.mark.slow
+
+
+def _environment(tmp_path: Path, server, url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEDASR_")}
+    env.update(
+        {
+            "MEDASR_DATABASE_URL": url,
+            "MEDASR_BASE_URL": server.url,
+            "MEDASR_TOKEN": server.token,
+            "MEDASR_CONCURRENCY": str(CONCURRENCY),
+            "MEDASR_REQUEST_TIMEOUT_S": "30",
+            "MEDASR_DATA_DIR": str(tmp_path / "data"),
+            "MEDASR_HOME": str(tmp_path / "home"),
+        }
+    )
+    return env
+
+
+def _deliver(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "flows.cli", "deliver", *args]
+    return subprocess.run(
+        command, env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def _wait_for(condition, *, limit_s: float = 60.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the condition was not reached in time")
+        time.sleep(0.05)
+
+
+def test_uploads_in_flight_at_a_kill_are_in_doubt_not_sent_twice(
+    tmp_path: Path, devserver_factory
+) -> None:
+    server = devserver_factory(latency_ms=LATENCY_MS)
+    url = f"sqlite:///{tmp_path / 'medasr.db'}"
+    store = open_store(StorageSettings(database_url=url))
+    make_done(store, {f"/archive/d{n:02d}.wav": f"note {n}" for n in range(DOCUMENTS)})
+    store.dispose()
+    env = _environment(tmp_path, server, url)
+    repo_root = Path(__file__).resolve().parents[3]
+    env["PYTHONPATH"] = str(repo_root)
+
+    first = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "deliver"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        # The first batch answered, the second one sent: kill with uploads in flight.
+        _wait_for(lambda: len(docs_entries(server)) >= CONCURRENCY)
+        time.sleep(LATENCY_MS / 1000 / 3)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    time.sleep(LATENCY_MS / 1000 * 1.5)  # the receiver finishes what reached it
+    filed_at_kill = len(docs_entries(server))
+    assert filed_at_kill > CONCURRENCY  # uploads were in flight at the kill
+
+    again = _deliver(env, tmp_path)
+    uploads = len(docs_entries(server))
+    print(f"\nuploads {uploads} for {DOCUMENTS} documents (exit {again.returncode}), "
+          f"{filed_at_kill - CONCURRENCY} in doubt")  # fmt: skip
+    assert uploads == DOCUMENTS  # nothing filed twice
+    assert again.returncode == 1, again.stdout + again.stderr  # in doubt counts
+    status = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "status"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    doubted = filed_at_kill - CONCURRENCY
+    assert f"in_doubt\t{doubted}" in status.stdout, status.stdout
+    dry = _deliver(env, tmp_path, "--dry-run")
+    assert "in doubt" in dry.stdout, dry.stdout
+    assert dry.returncode == 1
+
+    resent = _deliver(env, tmp_path, "--resend-in-doubt")
+    assert resent.returncode == 0, resent.stdout + resent.stderr
+    assert len(docs_entries(server)) == DOCUMENTS + doubted  # a person chose to resend
+    final = _deliver(env, tmp_path)
+    assert final.returncode == 0
+    assert len(docs_entries(server)) == DOCUMENTS + doubted
