@@ -82,8 +82,12 @@ def test_mllp_killed_mid_batch_then_resent_with_the_original_msh_10(
     for received in listener.received:
         ids_per_document.setdefault(received.field("TXA", 12), set()).add(received.control_id)
     assert all(len(ids) == 1 for ids in ids_per_document.values())  # every resend: its MSH-10
-    assert listener.duplicates == 1  # the one whose ACK was lost, recognised
-    assert stats.delivered == COUNT - 3
+    # The one whose ACK was lost, and any the deliverer died before recording: recognised.
+    assert listener.duplicates >= 1
+    assert stats.failed == 0
+    with store.unit_of_work(read_only=True) as uow:
+        counts = {c.status: c.rows for c in uow.deliveries.delivery_counts()}
+    assert counts == {"delivered": COUNT}
 
 
 def test_fhir_killed_mid_batch_leaves_one_resource_per_identifier(
