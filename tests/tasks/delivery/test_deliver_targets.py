@@ -204,3 +204,21 @@ def _duplicate_on_server(server: RunningDevServer, store: UnitOfWorkFactory, ite
 def _rows(store: UnitOfWorkFactory, items: dict[str, Any]) -> dict[str, Any]:
     with store.unit_of_work(read_only=True) as uow:
         return {uri: uow.deliveries.deliveries_of_item(item.id)[-1] for uri, item in items.items()}
+
+
+def test_each_target_has_its_own_row_and_a_run_claims_only_its_own(
+    store: UnitOfWorkFactory,
+) -> None:
+    from tasks.delivery.deliver import plan_deliveries
+
+    uri = "/d/a.wav"
+    make_done(store, {uri: "words"}, metadata={uri: META[uri]})
+    for target in ("docs", "mllp://127.0.0.1:2575", "docs"):
+        plan_deliveries(store, language=None, format_name="txt", max_attempts=3, target=target)
+    with store.unit_of_work() as uow:
+        claimed = uow.deliveries.claim_deliveries(
+            owner="o", language=None, limit=10, lease_s=60, target="mllp://127.0.0.1:2575"
+        )
+        by_target = {c.target: c.rows for c in uow.deliveries.delivery_counts_by_target()}
+    assert [row.target for row in claimed] == ["mllp://127.0.0.1:2575"]
+    assert by_target == {"docs": 1, "mllp://127.0.0.1:2575": 1}
