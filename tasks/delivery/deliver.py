@@ -125,7 +125,7 @@ async def deliver_pending(
         await run.keeper.aclose()
         if client is None and isinstance(sender, DocsClient):
             await sender.aclose()
-    stats.in_doubt = await in_store(store, _in_doubt_rows, read_only=True)
+    stats.in_doubt = await in_store(store, in_doubt_rows, read_only=True)
     return stats
 
 
@@ -137,7 +137,8 @@ def _docs_sender(settings: Settings, stats: DeliveryStats) -> DocsClient:
     return DocsClient(settings.service, settings.encryption, on_retry=lambda _: _retry(stats))
 
 
-def _in_doubt_rows(uow: Any) -> int:
+def in_doubt_rows(uow: Any) -> int:
+    """Deliveries in doubt in the store (every target): each waits for a person."""
     return sum(c.rows for c in uow.deliveries.delivery_counts() if c.status == "in_doubt")
 
 
