@@ -24,7 +24,9 @@ from flows.bootstrap import Run
 from flows.run_names import ALL_LANGUAGES, source_label, today
 from flows.states import counts_message
 from flows.summary import RunSummary
+from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord, ItemStatus
+from tasks.delivery.deliver import in_doubt_rows
 from tasks.discovery.names import one_line, reason_about, recording_name
 from tasks.transcription.runs import open_backlog
 
@@ -58,6 +60,7 @@ async def publish_summary(run: Run, summary: RunSummary, *, title: str) -> None:
     night = Night.of(run)
     description = f"{night.language} · {night.source} · {night.date}: {counts_message(summary)}"
     await acreate_table_artifact(table=_count_rows(summary), key=SUMMARY_KEY, description=title)
+    in_doubt = await asyncio.to_thread(count_in_doubt, run.store)
     items, open_total = await asyncio.to_thread(
         open_backlog,
         run.store,
@@ -72,8 +75,15 @@ async def publish_summary(run: Run, summary: RunSummary, *, title: str) -> None:
         items=items,
         open_total=open_total,
         roots=run.source_roots,
+        in_doubt=in_doubt,
     )
     await acreate_markdown_artifact(markdown=markdown, key=night.key, description=description)
+
+
+def count_in_doubt(store: UnitOfWorkFactory) -> int:
+    """Deliveries in doubt in the store, read in one transaction."""
+    with store.unit_of_work(read_only=True) as uow:
+        return in_doubt_rows(uow)
 
 
 def _count_rows(summary: RunSummary) -> list[dict[str, object]]:
@@ -95,11 +105,21 @@ def night_report(
     items: Sequence[ItemRecord],
     open_total: int,
     roots: Sequence[str],
+    in_doubt: int = 0,
 ) -> str:
-    """The markdown a person reads: headline, then the open recordings table."""
+    """The markdown a person reads: headline, deliveries in doubt, then the open recordings
+    table. What is still open in the store shows every night until a person resolves it."""
     lines = [f"# {title}: {night.date}", "", f"**{_verdict(summary)}**", ""]
     lines += ["| | |", "|---|---|"]
     lines += [f"| {label} | {value} |" for label, value in _headline(summary, night)]
+    if in_doubt:
+        lines += [
+            "",
+            f"## Deliveries in doubt ({in_doubt})",
+            "",
+            "Sent, but no answer was recorded: the note may be in the patient record already. "
+            "Check the record, then `medasr deliver --resend-in-doubt` for the missing ones.",
+        ]
     lines += ["", f"## Recordings to check ({open_total} open in the store for {night.language})"]
     if not items:
         lines += ["", "Nothing to check."]

@@ -28,9 +28,9 @@ from tasks.discovery.discover import check_source, manifest_metadata
 from tasks.errors import SharedLimitUnavailable
 from tasks.throttle.gate import RequestGate
 from tasks.throttle.global_limit import SharedLimit
+from tasks.transcription.batch import BatchContext
 from tasks.transcription.progress import RunStats
 from tasks.transcription.runs import known_sources
-from tasks.transcription.transcribe import BatchContext
 from tasks.work.journal import Journal
 
 # What the run row names as the source and language of a rerun over every source.

@@ -26,8 +26,8 @@ from flows.run_logs import FileLines
 from tasks.errors import SharedLimitUnavailable
 from tasks.steps import claim_batch, expected_files_task, transcribe_batch_task
 from tasks.throttle.global_limit import SharedLimit, ensure_shared_limits
+from tasks.transcription.batch import BatchContext
 from tasks.transcription.progress import FileOutcome, RunStats, observing, progress_observer
-from tasks.transcription.transcribe import BatchContext
 from tasks.work.journal import replay_journal
 
 BATCH_LOOPS = 2

@@ -47,6 +47,8 @@ class DocsClient(SessionClient):
 
     path = DOCS_PATH
     label = "docs"
+    # Every upload is filed: one that may have arrived is in doubt, never sent again here.
+    resend_unanswered = False
 
     async def upload(self, document: Document) -> DocsReceipt:
         """Upload one document, retrying transient failures within retry_max_total_s.

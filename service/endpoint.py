@@ -47,6 +47,9 @@ class Endpoint:
     token_setting: str = "MEDASR_TOKEN"  # noqa: S105 (the name of a setting, not a secret)
     cap_setting: str = "MEDASR_MAX_UPLOAD_BYTES"
     too_large_advice: str = ""  # appended to the refusal of an oversized request
+    # False where the receiver files every copy (documents): a request that may have
+    # arrived is never sent again by the session; the caller judges it (in doubt).
+    resend_unanswered: bool = True
 
     def __post_init__(self) -> None:
         check_transport(
@@ -82,6 +85,7 @@ def service_endpoint(
     path: str,
     label: str,
     too_large_advice: str = "",
+    resend_unanswered: bool = True,
 ) -> Endpoint:
     """The endpoint `path` of the service the MEDASR_* settings name; raises ConfigError.
 
@@ -96,6 +100,7 @@ def service_endpoint(
         label=label,
         allow_insecure_http=service.allow_insecure_http,
         too_large_advice=too_large_advice,
+        resend_unanswered=resend_unanswered,
     )
 
 

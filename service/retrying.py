@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
+import httpx
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 from tenacity.wait import wait_random_exponential
 
 from config.settings import ServiceSettings
@@ -27,6 +28,21 @@ _SERVER_FAULT_MAX_ATTEMPTS = 2
 _FULL_BUDGET_STATUSES = frozenset({429, 502, 503, 504})
 # An attempt with less time left than this could only time out.
 _LEAST_ATTEMPT_S = 0.1
+# Exchanges that failed before a byte could reach the receiver.
+NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+# A gateway's answer: the receiver behind it may have acted on the request.
+_GATEWAY_STATUSES = frozenset({502, 504})
+
+
+def may_have_arrived(exc: BaseException) -> bool:
+    """The request may have reached the receiver and what it did is unknown."""
+    if not isinstance(exc, ServiceUnavailable):
+        return False
+    if exc.status is not None:
+        return exc.status in _GATEWAY_STATUSES
+    cause = exc.__cause__
+    lost_on_the_way = isinstance(cause, httpx.TransportError | TimeoutError)
+    return lost_on_the_way and not isinstance(cause, NEVER_SENT)
 
 
 @dataclass(frozen=True)
@@ -83,8 +99,13 @@ def retrying(
     deadline: Deadline,
     label: str,
     on_retry: Callable[[RetryEvent], None] | None = None,
+    resend_unanswered: bool = True,
 ) -> AsyncRetrying:
-    """A tenacity loop for one call: retries ServiceUnavailable within the policy's budgets."""
+    """A tenacity loop for one call: retries ServiceUnavailable within the policy's budgets.
+
+    `resend_unanswered=False` (a receiver that files every copy) retries only what surely
+    never arrived: a request that may have reached it is left to the caller to judge.
+    """
     server_faults: list[int] = []  # this call's answers that get the small budget
     budgeted: list[str] = []  # this call's failures that use an attempt (not 429s)
     backoff = wait_random_exponential(multiplier=policy.initial_backoff_s, max=policy.max_backoff_s)
@@ -109,7 +130,12 @@ def retrying(
         _announce_retry(state, label=label, on_retry=on_retry)
 
     return AsyncRetrying(
-        retry=retry_if_exception_type(ServiceUnavailable),
+        retry=retry_if_exception(
+            lambda exc: (
+                isinstance(exc, ServiceUnavailable)
+                and (resend_unanswered or not may_have_arrived(exc))
+            )
+        ),
         wait=wait_s,
         stop=should_stop,
         before_sleep=before_sleep,

@@ -149,7 +149,13 @@ class ServiceSession(AsyncClosing):
         # waiting in our own limits (pacing) does not.
         deadline = Deadline.after(self.policy.total_s)
         reply: Reply[T] | None = None
-        loop = retrying(self.policy, deadline=deadline, label=endpoint.label, on_retry=on_retry)
+        loop = retrying(
+            self.policy,
+            deadline=deadline,
+            label=endpoint.label,
+            on_retry=on_retry,
+            resend_unanswered=endpoint.resend_unanswered,
+        )
         async for attempt in loop:
             with attempt:
                 number = attempt.retry_state.attempt_number
@@ -299,6 +305,7 @@ class SessionClient(AsyncClosing):
     path: ClassVar[str]
     label: ClassVar[str]
     too_large_advice: ClassVar[str] = ""
+    resend_unanswered: ClassVar[bool] = True  # False: the receiver files every copy
 
     def __init__(
         self,
@@ -315,6 +322,7 @@ class SessionClient(AsyncClosing):
             path=self.path,
             label=self.label,
             too_large_advice=self.too_large_advice,
+            resend_unanswered=self.resend_unanswered,
         )
         self._on_retry = on_retry  # this client's retries only, on a shared session too
         self._owns_session = session is None

@@ -138,7 +138,7 @@ async def deliver_pending(
         await run.keeper.aclose()
         if client is None:
             await sender.aclose()
-    stats.in_doubt = await in_store(store, _in_doubt_rows, read_only=True)
+    stats.in_doubt = await in_store(store, in_doubt_rows, read_only=True)
     return stats
 
 
@@ -177,7 +177,8 @@ def _sender_for(
     )
 
 
-def _in_doubt_rows(uow: Any) -> int:
+def in_doubt_rows(uow: Any) -> int:
+    """Deliveries in doubt in the store (every target): each waits for a person."""
     return sum(c.rows for c in uow.deliveries.delivery_counts() if c.status == "in_doubt")
 
 

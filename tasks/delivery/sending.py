@@ -9,14 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import httpx
-
 from config.errors import MedasrError
 from service.docs_client import DocsClient, DocsReceipt, Document
-from service.errors import ServiceUnavailable
-
-# Exchanges that failed before a byte could reach the receiver.
-_NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+from service.retrying import may_have_arrived
 
 
 class DocumentSender(Protocol):
@@ -40,12 +35,9 @@ def dedupes(sender: DocumentSender | DocsClient) -> bool:
 
 
 def maybe_received(exc: MedasrError) -> bool:
-    """The request may have reached the receiver and its answer is unknown."""
-    if not isinstance(exc, ServiceUnavailable) or exc.status is not None:
-        return False  # an answer came (a status), or it is not a transport failure
-    cause = exc.__cause__
-    lost_on_the_way = isinstance(cause, httpx.TransportError | TimeoutError)
-    return lost_on_the_way and not isinstance(cause, _NEVER_SENT)
+    """The request may have reached the receiver and its answer is unknown (a line lost
+    after sending, a timeout, a gateway's 502/504)."""
+    return may_have_arrived(exc)
 
 
 def remote_id_of(fields: dict[str, Any]) -> str | None:

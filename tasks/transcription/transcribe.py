@@ -3,13 +3,13 @@
 `transcribe_file` is the plain function; `process_batch` runs many of them with
 bounded concurrency (the gate) and bounded decoding (a thread pool of ffmpeg readers).
 Everything a file asks of the store goes through its FileRecorder
-(tasks/transcription/recorder.py),
-bound to the item, its claim and its lease; what earlier answers cover is decided by
-tasks/transcription/reuse.py, as in the dry run. Every finished chunk is committed at
-once (or kept in
-the journal while the store is down), so a crash never pays for it twice. The lease
-keeper renews the batch's claims on a timer; store calls run in worker threads, never
-on the event loop, and so do the fetch and the fingerprint (one read: tasks/discovery/fetch.py).
+(tasks/transcription/recorder.py), bound to the item, its claim and its lease; what
+earlier answers cover is decided by tasks/transcription/reuse.py, as in the dry run.
+Every finished chunk is committed at once (or kept in the journal while the store is
+down), so a crash never pays for it twice. The lease keeper renews the batch's claims on
+a timer; store calls run in worker threads, never on the event loop, and so do the fetch
+and the fingerprint (one read: tasks/discovery/fetch.py). What the files of a run share
+is the BatchContext (tasks/transcription/batch.py).
 """
 
 from __future__ import annotations
@@ -17,104 +17,32 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from config.errors import InternalError, MedasrError
-from config.quality import QualitySettings
-from config.settings import PipelineSettings, StorageSettings
-from service.client import Transcription, TranscriptionClient
+from service.client import Transcription
 from service.contract import chunk_filename
 from storage.errors import LeaseLost, StoreError
-from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord, ItemStatus
 from tasks.audio import Chunk, iter_chunks
 from tasks.discovery.fetch import fetched_file
 from tasks.discovery.names import reason_about, recording_name
 from tasks.errors import CorruptAudio, DamagedTail, SilentAudio
-from tasks.throttle.gate import RUN_STOP_ERRORS, RequestGate
+from tasks.throttle.gate import RUN_STOP_ERRORS
+from tasks.transcription.batch import CHUNKS_AHEAD_PER_FILE, BatchContext
 from tasks.transcription.coverage import Coverage
-from tasks.transcription.progress import FileOutcome, RunStats, progress_observer
+from tasks.transcription.progress import FileOutcome, progress_observer
 from tasks.transcription.quality import review_transcript
 from tasks.transcription.recorder import FileRecorder
-from tasks.transcription.reuse import ContentInFlight, ReuseDecision
-from tasks.work.journal import Journal
-from tasks.work.lease_keeper import LeaseKeeper
+from tasks.transcription.reuse import ReuseDecision
 
 logger = logging.getLogger("medasr.transcribe")
 
-# Chunks of one file held in memory at once (being sent or waiting for a slot).
-CHUNKS_AHEAD_PER_FILE = 3
-
-
-class BatchContext:
-    """What every file of a run shares. A plain class on purpose: Prefect does not walk it."""
-
-    def __init__(
-        self,
-        *,
-        pipeline: PipelineSettings,
-        store: UnitOfWorkFactory,
-        client: TranscriptionClient,
-        gate: RequestGate,
-        owner: str,
-        lease_s: float,
-        storage_options: dict[str, Any] | None = None,
-        stats: RunStats | None = None,
-        quality: QualitySettings | None = None,
-        journal: Journal | None = None,
-        store_retry_s: float | None = None,
-        source_roots: tuple[str, ...] = (),
-    ) -> None:
-        self.pipeline = pipeline
-        self.source_roots = source_roots  # log lines name files relative to these
-        self.store = store
-        self.client = client
-        self.gate = gate
-        self.owner = owner
-        self.lease_s = lease_s
-        self.storage_options = storage_options
-        self.stats = stats if stats is not None else RunStats()
-        self.quality = quality if quality is not None else QualitySettings()
-        storage_defaults = StorageSettings()
-        self.journal = journal or Journal(storage_defaults.data_dir / "journal")
-        self.store_retry_s = (
-            storage_defaults.store_retry_s if store_retry_s is None else store_retry_s
-        )
-        self.leases = LeaseKeeper(store=store, lease_s=lease_s)
-        self.decode_pool = ThreadPoolExecutor(
-            max_workers=pipeline.decode_workers, thread_name_prefix="medasr-decode"
-        )
-        # Files in flight, shared by every batch of the run: while one batch loop waits for
-        # its slowest file or for Prefect between task runs, the other loop's files keep
-        # the request slots and the decoders busy. Enough for every request slot plus two
-        # files per decoder; more would only queue at the decoders and hold memory (a long
-        # recording in flight holds up to 20 MB).
-        self.files_at_once = asyncio.Semaphore(pipeline.concurrency + 2 * pipeline.decode_workers)
-        self.in_flight = ContentInFlight()  # copies of content being sent wait for its answer
-
-    def recorder_for(self, item: ItemRecord) -> FileRecorder:
-        """The store side of one claimed file, bound to its claim and this run's leases."""
-        return FileRecorder(
-            item,
-            store=self.store,
-            leases=self.leases,
-            journal=self.journal,
-            store_retry_s=self.store_retry_s,
-            in_flight=self.in_flight,
-        )
-
-    def close(self) -> None:
-        """Stop the decode threads (waits for running decodes to end)."""
-        self.decode_pool.shutdown(wait=True, cancel_futures=True)
-
-    async def aclose(self) -> None:
-        """Stop the lease keeper, then the decode threads."""
-        await self.leases.aclose()
-        await asyncio.to_thread(self.close)
+__all__ = ["CHUNKS_AHEAD_PER_FILE", "BatchContext", "process_batch", "transcribe_file"]
 
 
 @dataclass

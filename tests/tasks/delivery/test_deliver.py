@@ -422,3 +422,17 @@ def test_a_failed_delivery_is_logged_with_its_recording_named_inside_the_source(
     said = [r.getMessage() for r in caplog.records if r.name == "medasr.deliver"]
     assert any("ward\\n7/c.wav" in line for line in said), said
     assert not any("/archive/" in line or "\n" in line for line in said), said
+
+
+def test_the_docs_client_never_resends_an_upload_the_receiver_may_have_filed(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    # The client's own retries sit below the in-doubt judgement: with attempts to spare,
+    # a dropped line after the upload was read must still cost one upload, not three.
+    server = devserver_factory(rate_reset=1.0)
+    items = make_done(store, {"/archive/a.wav": "alpha"})
+    stats = deliver(delivery_settings(server, sqlite_url, max_attempts=3), store)
+    (row,) = rows_of(store, items["/archive/a.wav"])
+    assert row.status == "in_doubt"
+    assert len(docs_entries(server)) == 1
+    assert (stats.requests, stats.retries) == (1, 0)

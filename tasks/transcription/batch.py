@@ -1,0 +1,93 @@
+"""What every file of a run shares: settings, store, client, gate, leases, decoders.
+
+A plain class on purpose: Prefect does not walk it. Built once per drain
+(flows/bootstrap.py) and handed to each batch's task run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from config.quality import QualitySettings
+from config.settings import PipelineSettings, StorageSettings
+from service.client import TranscriptionClient
+from storage.interface import UnitOfWorkFactory
+from storage.records import ItemRecord
+from tasks.throttle.gate import RequestGate
+from tasks.transcription.progress import RunStats
+from tasks.transcription.recorder import FileRecorder
+from tasks.transcription.reuse import ContentInFlight
+from tasks.work.journal import Journal
+from tasks.work.lease_keeper import LeaseKeeper
+
+# Chunks of one file held in memory at once (being sent or waiting for a slot).
+CHUNKS_AHEAD_PER_FILE = 3
+
+
+class BatchContext:
+    """What every file of a run shares. A plain class on purpose: Prefect does not walk it."""
+
+    def __init__(
+        self,
+        *,
+        pipeline: PipelineSettings,
+        store: UnitOfWorkFactory,
+        client: TranscriptionClient,
+        gate: RequestGate,
+        owner: str,
+        lease_s: float,
+        storage_options: dict[str, Any] | None = None,
+        stats: RunStats | None = None,
+        quality: QualitySettings | None = None,
+        journal: Journal | None = None,
+        store_retry_s: float | None = None,
+        source_roots: tuple[str, ...] = (),
+    ) -> None:
+        self.pipeline = pipeline
+        self.source_roots = source_roots  # log lines name files relative to these
+        self.store = store
+        self.client = client
+        self.gate = gate
+        self.owner = owner
+        self.lease_s = lease_s
+        self.storage_options = storage_options
+        self.stats = stats if stats is not None else RunStats()
+        self.quality = quality if quality is not None else QualitySettings()
+        storage_defaults = StorageSettings()
+        self.journal = journal or Journal(storage_defaults.data_dir / "journal")
+        self.store_retry_s = (
+            storage_defaults.store_retry_s if store_retry_s is None else store_retry_s
+        )
+        self.leases = LeaseKeeper(store=store, lease_s=lease_s)
+        self.decode_pool = ThreadPoolExecutor(
+            max_workers=pipeline.decode_workers, thread_name_prefix="medasr-decode"
+        )
+        # Files in flight, shared by every batch of the run: while one batch loop waits for
+        # its slowest file or for Prefect between task runs, the other loop's files keep
+        # the request slots and the decoders busy. Enough for every request slot plus two
+        # files per decoder; more would only queue at the decoders and hold memory (a long
+        # recording in flight holds up to 20 MB).
+        self.files_at_once = asyncio.Semaphore(pipeline.concurrency + 2 * pipeline.decode_workers)
+        self.in_flight = ContentInFlight()  # copies of content being sent wait for its answer
+
+    def recorder_for(self, item: ItemRecord) -> FileRecorder:
+        """The store side of one claimed file, bound to its claim and this run's leases."""
+        return FileRecorder(
+            item,
+            store=self.store,
+            leases=self.leases,
+            journal=self.journal,
+            store_retry_s=self.store_retry_s,
+            in_flight=self.in_flight,
+        )
+
+    def close(self) -> None:
+        """Stop the decode threads (waits for running decodes to end)."""
+        self.decode_pool.shutdown(wait=True, cancel_futures=True)
+
+    async def aclose(self) -> None:
+        """Stop the lease keeper, then the decode threads."""
+        await self.leases.aclose()
+        await asyncio.to_thread(self.close)
