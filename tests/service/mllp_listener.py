@@ -48,6 +48,7 @@ class MllpListener:
     """What the listener received and filed; `script` and `rates` decide each answer."""
 
     script: deque[str] = field(default_factory=deque)
+    by_patient: dict[str, deque[str]] = field(default_factory=dict)  # PID-3 -> answers
     rates: dict[str, float] = field(default_factory=dict)
     seed: int = 7
     received: list[Received] = field(default_factory=list)
@@ -61,9 +62,12 @@ class MllpListener:
         self._rng = random.Random(self.seed)
         self._lock = threading.Lock()
 
-    def next_answer(self, control_id: str) -> str:
-        """The scripted answer, else one drawn from `rates`; a filed ID gets AA again."""
+    def next_answer(self, control_id: str, *, patient_id: str = "") -> str:
+        """The answer scripted for the patient, else the next scripted, else one drawn
+        from `rates`; a filed ID gets AA again."""
         with self._lock:
+            if self.by_patient.get(patient_id):
+                return self.by_patient[patient_id].popleft()
             if self.script:
                 return self.script.popleft()
             if control_id in self.filed:
@@ -95,6 +99,10 @@ class MllpListener:
         return counts
 
 
+def _has(message: hl7.Message, name: str) -> bool:
+    return any(str(segment[0]) == name for segment in message)
+
+
 async def _serve(listener: MllpListener, reader: object, writer: object) -> None:
     listener.connections += 1
     try:
@@ -105,7 +113,8 @@ async def _serve(listener: MllpListener, reader: object, writer: object) -> None
                 return
             control_id = str(message.segment("MSH")[10])
             listener.raw.append(str(message).encode("utf-8"))
-            answer = listener.next_answer(control_id)
+            patient_id = str(message.segment("PID")[3]) if _has(message, "PID") else ""
+            answer = listener.next_answer(control_id, patient_id=patient_id)
             listener.record(message, control_id, answer)
             if answer == "none":
                 continue  # the ACK is lost; the sender times out and closes

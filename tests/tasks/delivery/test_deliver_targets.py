@@ -103,8 +103,9 @@ def test_text_in_any_script_arrives_as_it_was_written(
 def test_ae_retries_later_ar_fails_and_an_unanswered_message_is_resent_with_its_msh_10(
     devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
-    script = deque(["none", "AE", "AR"])  # a's ACK is lost; b gets AE; c gets AR
-    with running_listener(MllpListener(script=script)) as listener:
+    # a's ACK is lost; b gets AE; c gets AR (whatever order they go in).
+    answers = {"MRN-1": deque(["none"]), "MRN-2": deque(["AE"]), "MRN-3": deque(["AR"])}
+    with running_listener(MllpListener(by_patient=answers)) as listener:
         items = make_done(store, TEXTS, metadata=META)
         settings = _settings(devserver_factory(), sqlite_url, target=_mllp(listener))
         first = deliver(settings, store)
