@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from storage.owners import is_dead_local_owner
-from storage.records import ItemRecord, StatusCount
+from storage.records import ExportRow, ItemRecord, StatusCount
 
 _NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
 
@@ -121,6 +121,17 @@ class FakeItemQueries:
     def list_latest(self, *, status: str, limit: int = 20) -> list[ItemRecord]:
         found = [i for i in self._s.items.values() if i.status == status]
         return sorted(found, key=lambda i: (i.updated_at, i.id), reverse=True)[:limit]
+
+    def export_rows(self, *, status: str | None = None) -> Iterator[ExportRow]:
+        found = [i for i in self._s.items.values() if status in (None, i.status)]
+        for i in sorted(found, key=lambda i: (i.source_uri, i.language)):
+            yield ExportRow(
+                source=i.source_uri, language=i.language, status=i.status, text=i.text,
+                error_kind=i.error_kind, error_message=i.error_message,
+                duration_ms=i.duration_ms, chunks=i.chunk_count, attempts=i.attempts,
+                sha256=i.sha256, updated_at=i.updated_at, flags=list(i.flags),
+                metadata=dict(i.metadata),
+            )  # fmt: skip
 
     def source_uris(self) -> Iterator[str]:
         yield from (i.source_uri for i in self._s.items.values())

@@ -28,6 +28,7 @@ from storage.records import (
     RunRecord,
     SourceFile,
 )
+from tests.fakes.item_listing import FakeItemListing
 from tests.fakes.item_queries import FakeItemQueries
 from tests.fakes.ledgers import FakeDeliveries, FakeReviews, FakeRuns
 
@@ -99,7 +100,7 @@ class FakeUnitOfWork:
         """The fake publishes at the end of the block only."""
 
 
-class FakeRepository(FakeItemQueries):
+class FakeRepository(FakeItemQueries, FakeItemListing):
     """ItemRepository and ChunkRepository over a working copy of the state."""
 
     def __init__(self, state: _State) -> None:
