@@ -1,4 +1,4 @@
-"""The items repository's listing verbs for what cannot be read, in memory.
+"""The items repository's listing verbs (what a dry run must read, what cannot be read), in memory.
 
 A base of tests/fakes/store.py's FakeRepository (which supplies `_s`, `_find`, `_put`);
 the SQL originals are Items.record_unreadable and Items.resolve_listed_folders in
@@ -14,7 +14,7 @@ from typing import Any
 
 from storage.errors import SourceUnreadable
 from storage.items import UNLISTED_FOLDER_VERSION, UNREADABLE_VERSION
-from storage.records import ItemRecord, SkippedFile
+from storage.records import ItemRecord, SkippedFile, SourceFile
 
 _MESSAGE_MAX_CHARS = 4000
 _NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
@@ -30,6 +30,17 @@ class FakeItemListing:
 
     def _put(self, item: ItemRecord) -> None:
         raise NotImplementedError
+
+    def find_unsettled(
+        self, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
+    ) -> list[str]:
+        def is_settled(file: SourceFile) -> bool:
+            item = self._find(file.uri, language)
+            if item is None or item.status not in settled:
+                return False
+            return (item.source_version, item.size_bytes) == (file.version, file.size_bytes)
+
+        return [file.uri for file in files if not is_settled(file)]
 
     def record_unreadable(self, files: Sequence[SkippedFile], *, language: str) -> int:
         reasons = {f.uri: f.reason for f in files}

@@ -5,7 +5,7 @@ A base of tests/fakes/store.py's FakeRepository (which supplies `_s`, `_find`, `
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -94,6 +94,23 @@ class FakeItemQueries:
             if i.status == status and i.id > after_id and language in (None, i.language)
         ]
         return found[:limit]
+
+    def get_item(self, item_id: int) -> ItemRecord | None:
+        return self._s.items.get(item_id)
+
+    def find_items(self, *, source_uris: Sequence[str], language: str) -> dict[str, ItemRecord]:
+        found = (self._find(uri, language) for uri in source_uris)
+        return {item.source_uri: item for item in found if item is not None}
+
+    def find_done_with_sha(self, *, sha256: str, language: str) -> ItemRecord | None:
+        done = [
+            i
+            for i in self._s.items.values()
+            if (i.sha256, i.language, i.status) == (sha256, language, "done")
+        ]
+        oldest = datetime.min.replace(tzinfo=UTC)
+        done.sort(key=lambda i: (i.done_at or oldest, i.id), reverse=True)
+        return done[0] if done else None
 
     def find_item(self, *, source_uri: str, language: str) -> ItemRecord | None:
         return self._find(source_uri, language)
