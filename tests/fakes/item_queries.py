@@ -5,13 +5,13 @@ A base of tests/fakes/store.py's FakeRepository (which supplies `_s`, `_find`, `
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from storage.owners import is_dead_local_owner
-from storage.records import ItemRecord, StatusCount
+from storage.records import ExportRow, ItemRecord, StatusCount
 
 _NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
 
@@ -95,6 +95,23 @@ class FakeItemQueries:
         ]
         return found[:limit]
 
+    def get_item(self, item_id: int) -> ItemRecord | None:
+        return self._s.items.get(item_id)
+
+    def find_items(self, *, source_uris: Sequence[str], language: str) -> dict[str, ItemRecord]:
+        found = (self._find(uri, language) for uri in source_uris)
+        return {item.source_uri: item for item in found if item is not None}
+
+    def find_done_with_sha(self, *, sha256: str, language: str) -> ItemRecord | None:
+        done = [
+            i
+            for i in self._s.items.values()
+            if (i.sha256, i.language, i.status) == (sha256, language, "done")
+        ]
+        oldest = datetime.min.replace(tzinfo=UTC)
+        done.sort(key=lambda i: (i.done_at or oldest, i.id), reverse=True)
+        return done[0] if done else None
+
     def find_item(self, *, source_uri: str, language: str) -> ItemRecord | None:
         return self._find(source_uri, language)
 
@@ -121,6 +138,17 @@ class FakeItemQueries:
     def list_latest(self, *, status: str, limit: int = 20) -> list[ItemRecord]:
         found = [i for i in self._s.items.values() if i.status == status]
         return sorted(found, key=lambda i: (i.updated_at, i.id), reverse=True)[:limit]
+
+    def export_rows(self, *, status: str | None = None) -> Iterator[ExportRow]:
+        found = [i for i in self._s.items.values() if status in (None, i.status)]
+        for i in sorted(found, key=lambda i: (i.source_uri, i.language)):
+            yield ExportRow(
+                source=i.source_uri, language=i.language, status=i.status, text=i.text,
+                error_kind=i.error_kind, error_message=i.error_message,
+                duration_ms=i.duration_ms, chunks=i.chunk_count, attempts=i.attempts,
+                sha256=i.sha256, updated_at=i.updated_at, flags=list(i.flags),
+                metadata=dict(i.metadata),
+            )  # fmt: skip
 
     def source_uris(self) -> Iterator[str]:
         yield from (i.source_uri for i in self._s.items.values())

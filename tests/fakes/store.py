@@ -28,6 +28,7 @@ from storage.records import (
     RunRecord,
     SourceFile,
 )
+from tests.fakes.item_listing import FakeItemListing
 from tests.fakes.item_queries import FakeItemQueries
 from tests.fakes.ledgers import FakeDeliveries, FakeReviews, FakeRuns
 
@@ -99,7 +100,7 @@ class FakeUnitOfWork:
         """The fake publishes at the end of the block only."""
 
 
-class FakeRepository(FakeItemQueries):
+class FakeRepository(FakeItemQueries, FakeItemListing):
     """ItemRepository and ChunkRepository over a working copy of the state."""
 
     def __init__(self, state: _State) -> None:
@@ -192,34 +193,6 @@ class FakeRepository(FakeItemQueries):
                 )
 
     # --- reading -----------------------------------------------------------------------
-
-    def get_item(self, item_id: int) -> ItemRecord | None:
-        return self._s.items.get(item_id)
-
-    def find_items(self, *, source_uris: Sequence[str], language: str) -> dict[str, ItemRecord]:
-        found = (self._find(uri, language) for uri in source_uris)
-        return {item.source_uri: item for item in found if item is not None}
-
-    def find_unsettled(
-        self, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
-    ) -> list[str]:
-        def is_settled(file: SourceFile) -> bool:
-            item = self._find(file.uri, language)
-            if item is None or item.status not in settled:
-                return False
-            return (item.source_version, item.size_bytes) == (file.version, file.size_bytes)
-
-        return [file.uri for file in files if not is_settled(file)]
-
-    def find_done_with_sha(self, *, sha256: str, language: str) -> ItemRecord | None:
-        done = [
-            i
-            for i in self._s.items.values()
-            if (i.sha256, i.language, i.status) == (sha256, language, "done")
-        ]
-        oldest = datetime.min.replace(tzinfo=UTC)
-        done.sort(key=lambda i: (i.done_at or oldest, i.id), reverse=True)
-        return done[0] if done else None
 
     def done_chunks(self, item_id: int) -> dict[int, ChunkRecord]:
         return {

@@ -15,7 +15,7 @@ import pytest
 
 from storage.errors import LeaseLost, NotUnderReview
 from storage.interface import UnitOfWorkFactory
-from storage.records import ItemRecord, SourceFile, WantedDelivery
+from storage.records import ItemRecord, SkippedFile, SourceFile, WantedDelivery
 from tests.fakes.store import FakeStore
 
 LANG = "en-IN"
@@ -250,3 +250,81 @@ def test_runs_reviews_and_the_delivery_queue_answer_alike(store: UnitOfWorkFacto
     assert real[19] == []  # in doubt: never claimed blindly
     assert real[20] == [("delivered", 1), ("in_doubt", 1)]
     assert real[24:26] == [True, False]  # a journaled answer is recorded once
+
+
+def export_seen(row: Any) -> tuple[Any, ...]:
+    """An exported row without its time (times differ by design)."""
+    names = ("source", "language", "status", "text", "error_kind", "error_message",
+             "duration_ms", "chunks", "attempts", "sha256", "flags", "metadata")  # fmt: skip
+    return tuple(getattr(row, name) for name in names)
+
+
+def listing_scenario(store: UnitOfWorkFactory) -> list[object]:
+    """What cannot be read, folders listed again, a dry run's question, the export."""
+    seen_: list[object] = []
+    d, e, locked, old = (f"/archive/{n}" for n in ("d.wav", "e.wav", "locked", "old"))
+    with store.unit_of_work() as uow:
+        uow.items.register_items(LISTING, language=LANG)
+        a, b = uow.items.claim_batch(owner="w1", language=LANG, limit=2, lease_s=60)
+        _done(uow, a, "alpha")
+        uow.items.set_item_metadata({a.source_uri: {"mrn": "1"}}, language=LANG)
+    with store.unit_of_work() as uow:
+        unsettled = uow.items.find_unsettled(
+            [*LISTING, SourceFile(d, 5, "v1")], language=LANG, settled=("done", "skipped")
+        )
+        seen_.append(sorted(unsettled))
+        changed = [SourceFile(a.source_uri, 100, "v2"), SourceFile(b.source_uri, 101, "v1")]
+        seen_.append(uow.items.find_unsettled(changed[:1], language=LANG, settled=("done",)))
+        held = ("processing",)
+        seen_.append(uow.items.find_unsettled(changed[1:], language=LANG, settled=held))
+    skipped = [
+        SkippedFile(LISTING[2].uri, "permission denied", unreadable=True),  # pending: recorded
+        SkippedFile(b.source_uri, "permission denied", unreadable=True),  # being processed
+        SkippedFile(a.source_uri, "permission denied", unreadable=True),  # done: left alone
+        SkippedFile(e, "link loop", unreadable=True),
+        SkippedFile(locked, "permission denied", unreadable=True, folder=True),
+        SkippedFile(old, "timed out", unreadable=True, folder=True),
+        SkippedFile("/archivez/f", "timed out", unreadable=True, folder=True),  # not under root
+    ]
+    with store.unit_of_work() as uow:
+        seen_.append(uow.items.record_unreadable(skipped, language=LANG))
+        seen_.append(uow.items.record_unreadable(skipped, language=LANG))  # nothing new
+        seen_.append(uow.items.record_unreadable(skipped[5:6], language="fr-FR"))
+        again = [SkippedFile(e, "no such device", unreadable=True)]  # another reason
+        seen_.append(uow.items.record_unreadable(again, language=LANG))
+        found = uow.items.find_items(source_uris=[f.uri for f in skipped], language=LANG)
+        seen_.append(sorted((seen(i), i.source_version) for i in found.values()))  # type: ignore[type-var]
+    with store.unit_of_work() as uow:
+        seen_.append(uow.items.resolve_listed_folders(root="/archive", unlisted=[locked],
+                                                      language=LANG))  # fmt: skip
+        seen_.append(uow.items.resolve_listed_folders(root="/archive/", unlisted=[],
+                                                      language=LANG))  # fmt: skip
+    with store.unit_of_work(read_only=True) as uow:
+        seen_.append([export_seen(row) for row in uow.items.export_rows()])
+        seen_.append([export_seen(row) for row in uow.items.export_rows(status="failed")])
+    return seen_
+
+
+def test_unreadable_files_folders_and_the_export_answer_alike(store: UnitOfWorkFactory) -> None:
+    real = listing_scenario(store)
+    fake = listing_scenario(FakeStore())
+
+    assert fake == real
+    assert real[0] == ["/archive/b.wav", "/archive/c.wav", "/archive/d.wav"]
+    assert real[1:3] == [["/archive/a.wav"], ["/archive/b.wav"]]
+    assert real[3:7] == [5, 0, 1, 1]  # c, e, locked, old, archivez/f; then none; fr-FR; e
+    assert real[8:10] == [1, 1]  # old went (locked was not listed); then locked
+    exported = real[10]
+    assert [(r[0], r[1], r[2]) for r in exported] == [  # type: ignore[attr-defined]
+        ("/archive/a.wav", LANG, "done"),
+        ("/archive/b.wav", LANG, "processing"),
+        ("/archive/c.wav", LANG, "failed"),
+        ("/archive/e.wav", LANG, "failed"),
+        ("/archive/old", "fr-FR", "failed"),
+        ("/archivez/f", LANG, "failed"),
+    ]
+    assert exported[0][3] == "alpha"  # type: ignore[index]
+    assert exported[0][11] == {"mrn": "1"}  # type: ignore[index]
+    assert [r[0] for r in real[11]] == [  # type: ignore[attr-defined]
+        "/archive/c.wav", "/archive/e.wav", "/archive/old", "/archivez/f",
+    ]  # fmt: skip
