@@ -29,8 +29,9 @@ from storage.database import database_exists
 from storage.interface import UnitOfWorkFactory
 from storage.manifest import metadata_by_uri, read_manifest
 from storage.versions import item_version
-from tasks.delivery.deliver import configured_target, deliver_pending, delivery_summary
+from tasks.delivery.deliver import deliver_pending, delivery_summary
 from tasks.delivery.documents import DocsQuery, parse_docs_query
+from tasks.delivery.senders import configured_target
 from tasks.delivery.targets import Target, TargetKind, parse_target
 
 _PAGE = 500

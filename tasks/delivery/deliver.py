@@ -30,12 +30,12 @@ from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord, WantedDelivery
 from storage.versions import item_version
-from tasks.delivery.documents import DocsQuery, note_of, parse_docs_query
+from tasks.delivery.documents import note_of, parse_docs_query
 from tasks.delivery.errors import DeliveryInDoubt
-from tasks.delivery.senders import DocsSender, open_sender
-from tasks.delivery.sending import DocumentSender, dedupes, maybe_received, remote_id_of
+from tasks.delivery.senders import configured_target, sender_for
+from tasks.delivery.sending import DocumentSender, maybe_received, remote_id_of
 from tasks.delivery.stats import DeliveryStats, delivery_summary
-from tasks.delivery.targets import Outgoing, Sender, Sent, Target, TargetKind, parse_target
+from tasks.delivery.targets import Outgoing, Sender, Sent, Target
 from tasks.discovery.names import one_line, reason_about, recording_name
 from tasks.work.journal import (
     AcceptedDelivery,
@@ -118,8 +118,13 @@ async def deliver_pending(
     stats = DeliveryStats()
     journal = Journal(settings.storage.data_dir / "journal")
     await asyncio.to_thread(_replay, store, journal)
-    sender = _sender_for(
-        target, settings, stats, format_name=format_name, query=query, client=client
+    sender = sender_for(
+        target,
+        settings,
+        format_name=format_name,
+        query=query,
+        client=client,
+        on_retry=lambda _: _retry(stats),
     )
     stats.planned, stats.requeued = await asyncio.to_thread(
         lambda: plan_deliveries(
@@ -144,37 +149,6 @@ async def deliver_pending(
 
 def _replay(store: UnitOfWorkFactory, journal: Journal) -> None:
     replay_delivery_journal(store, journal)
-
-
-def configured_target(settings: Settings) -> Target:
-    """MEDASR_DELIVERY__TARGET, parsed; raises TargetInvalid (a ConfigError)."""
-    return parse_target(
-        settings.delivery.target, allow_insecure=settings.service.allow_insecure_http
-    )
-
-
-def _sender_for(
-    target: Target,
-    settings: Settings,
-    stats: DeliveryStats,
-    *,
-    format_name: str,
-    query: DocsQuery,
-    client: DocumentSender | DocsClient | None,
-) -> Sender:
-    """The target's sender; the docs upload may be a caller's `client` (left open)."""
-    if target.kind is not TargetKind.DOCS or client is None:
-        return open_sender(
-            target, settings, format_name=format_name, query=query, on_retry=lambda _: _retry(stats)
-        )
-    return DocsSender(
-        target=target,
-        settings=settings,
-        client=client,
-        format_name=format_name,
-        query=query,
-        dedupes=dedupes(client),
-    )
 
 
 def in_doubt_rows(uow: Any) -> int:

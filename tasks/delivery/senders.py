@@ -38,9 +38,40 @@ from tasks.delivery.mdm import (
     message_control_id,
     parse_ack,
 )
-from tasks.delivery.targets import Outgoing, Sender, Sent, Target, TargetKind
+from tasks.delivery.targets import Outgoing, Sender, Sent, Target, TargetKind, parse_target
 
 logger = logging.getLogger("medasr.deliver")
+
+
+def configured_target(settings: Settings) -> Target:
+    """MEDASR_DELIVERY__TARGET, parsed; raises TargetInvalid (a ConfigError)."""
+    return parse_target(
+        settings.delivery.target, allow_insecure=settings.service.allow_insecure_http
+    )
+
+
+def sender_for(
+    target: Target,
+    settings: Settings,
+    *,
+    format_name: str,
+    query: DocsQuery,
+    client: Uploads | None,
+    on_retry: Callable[[RetryEvent], None] | None = None,
+) -> Sender:
+    """The target's sender; the docs upload may be a caller's `client` (left open)."""
+    if target.kind is not TargetKind.DOCS or client is None:
+        return open_sender(
+            target, settings, format_name=format_name, query=query, on_retry=on_retry
+        )
+    return DocsSender(
+        target=target,
+        settings=settings,
+        client=client,
+        format_name=format_name,
+        query=query,
+        dedupes=bool(getattr(client, "dedupes", False)),  # the docs upload files every copy
+    )
 
 
 def open_sender(
