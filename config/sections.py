@@ -1,0 +1,324 @@
+"""The sections of the one Settings object (config/settings.py): one model per concern.
+
+Each field has a default, a bound and a description; secrets are SecretStr. Nothing
+here reads the environment: config/settings.py assembles these from MEDASR_* variables,
+`.env` and the TOML file, and re-exports them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from pydantic import (
+    BaseModel,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
+
+# The JWE key string is doubled into the 32-byte A128CBC-HS256 key (DESIGN.md §3).
+JWE_KEY_STRING_BYTES = 16
+_PASSWORD_QUERY_KEYS = frozenset({"password", "passwd", "pwd"})
+
+
+class ServiceSettings(BaseModel):
+    """Where the transcription service is and how we talk to it."""
+
+    env: Literal["prod", "dev"] = Field("prod", description="Which service environment to use.")
+    base_url: str | None = Field(
+        None, description="Explicit base URL; overrides the environment's URL when set."
+    )
+    prod_base_url: str = Field(
+        "https://api.eka.care", description="Base URL of the production environment."
+    )
+    dev_base_url: str = Field(
+        "https://api.dev.eka.care", description="Base URL of the development environment."
+    )
+    token: SecretStr | None = Field(None, description="Bearer token (a JWT) for the service.")
+    request_timeout_s: float = Field(
+        120.0, gt=0, le=3600, description="Timeout of one HTTP request, seconds."
+    )
+    max_attempts: int = Field(
+        5,
+        ge=1,
+        le=50,
+        description=(
+            "Attempts budget: tries of one request inside a run for errors other than "
+            "throttling (a 429 costs time, never an attempt), and runs of one item before "
+            "rerun-failures stops re-queuing it."
+        ),
+    )
+    retry_max_total_s: float = Field(
+        300.0,
+        gt=0,
+        le=86_400,
+        description=(
+            "Upper bound on the time spent on one request, throttled waits included; "
+            "past it the file fails and stays retryable."
+        ),
+    )
+    retry_initial_backoff_s: float = Field(
+        0.5, gt=0, le=60, description="Base of the exponential backoff, seconds."
+    )
+    retry_max_backoff_s: float = Field(
+        30.0, gt=0, le=3600, description="Largest single backoff wait, seconds."
+    )
+    max_upload_bytes: int = Field(
+        5_000_000,
+        ge=64_000,
+        le=100_000_000,
+        description="Largest request body we send; the service refuses more than 5 MB.",
+    )
+    allow_insecure_http: bool = Field(
+        False, description="Allow http:// to a non-loopback host (patient audio in clear text)."
+    )
+    ca_bundle: Path | None = Field(None, description="Custom CA bundle (PEM) for TLS checks.")
+
+    @field_validator("token", mode="after")
+    @classmethod
+    def _blank_token_is_missing(cls, token: SecretStr | None) -> SecretStr | None:
+        # A stray space or newline from a secrets file would otherwise go out as "Bearer  ".
+        if token is None:
+            return None
+        stripped = token.get_secret_value().strip()
+        return SecretStr(stripped) if stripped else None
+
+    @property
+    def effective_base_url(self) -> str:
+        """The base URL to call, without a trailing slash."""
+        url = self.base_url or (self.prod_base_url if self.env == "prod" else self.dev_base_url)
+        return url.rstrip("/")
+
+
+class EncryptionSettings(BaseModel):
+    """The opt-in JWE envelope (dir + A128CBC-HS256)."""
+
+    enabled: bool = Field(False, description="Encrypt requests as JWE (X-Encryption: JWE).")
+    jwe_key: SecretStr | None = Field(
+        None, description="Shared key string (16 characters; doubled into the 32-byte key)."
+    )
+    jwe_kid: str | None = Field(None, max_length=256, description="Identifier of the shared key.")
+
+    @field_validator("jwe_key", mode="after")
+    @classmethod
+    def _key_is_16_bytes(cls, key: SecretStr | None) -> SecretStr | None:
+        if key is None:
+            return None
+        value = key.get_secret_value()
+        size = len(value.encode("utf-8"))
+        if size != JWE_KEY_STRING_BYTES:
+            # Lengths only: the key itself never reaches an error message.
+            raise ValueError(
+                f"the JWE key must be a 16-character (16-byte UTF-8) string "
+                f"(got {len(value)} characters, {size} bytes)"
+            )
+        return key
+
+    @model_validator(mode="after")
+    def _key_when_enabled(self) -> EncryptionSettings:
+        if self.enabled and self.jwe_key is None:
+            raise ValueError("encryption is on but no key is set (MEDASR_JWE_KEY)")
+        return self
+
+
+class StorageSettings(BaseModel):
+    """The SQL store."""
+
+    # repr=False: a PostgreSQL URL may carry a password; __repr_args__ shows it redacted.
+    database_url: str = Field(
+        "sqlite:///./medasr.db",
+        repr=False,
+        description="SQLAlchemy URL: SQLite file or PostgreSQL.",
+    )
+    lease_s: float = Field(
+        900.0, ge=5, le=86_400, description="How long a claimed item stays ours, seconds."
+    )
+    busy_timeout_ms: int = Field(
+        30_000, ge=0, le=600_000, description="SQLite wait for a locked database, ms."
+    )
+    data_dir: Path = Field(
+        Path(".medasr"),
+        description="medasr's own files (journal of paid answers), a 0700 folder.",
+    )
+    store_retry_s: float = Field(
+        60.0,
+        ge=0,
+        le=3600,
+        description="How long a paid answer's store write is retried before it is journaled, s.",
+    )
+
+    @property
+    def database_url_redacted(self) -> str:
+        """The database URL with any password replaced by ***, for reprs and messages."""
+        return redact_url_password(self.database_url)
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        yield "database_url", self.database_url_redacted
+        yield from super().__repr_args__()
+
+
+def redact_url_password(url: str) -> str:
+    """`url` with the password of its user part and of a password= query replaced by ***."""
+    try:
+        parts = urlsplit(url)
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        has_password = parts.password is not None
+    except ValueError:  # unparseable: show nothing rather than risk the password
+        return "<unparseable URL, hidden>"
+    has_password_query = any(name.lower() in _PASSWORD_QUERY_KEYS for name, _ in pairs)
+    redacted = url
+    # Edit the string in place: urlunsplit would drop the "//" of sqlite:///path.
+    if has_password:
+        userinfo, _, hostinfo = parts.netloc.rpartition("@")
+        redacted = redacted.replace(parts.netloc, f"{userinfo.partition(':')[0]}:***@{hostinfo}", 1)
+    if has_password_query:
+        hidden = [(n, "***" if n.lower() in _PASSWORD_QUERY_KEYS else v) for n, v in pairs]
+        redacted = redacted.replace("?" + parts.query, "?" + urlencode(hidden, safe="*"), 1)
+    return redacted
+
+
+class PipelineSettings(BaseModel):
+    """How a run moves through a backlog."""
+
+    concurrency: int = Field(
+        8,
+        ge=1,
+        le=256,
+        description="Most requests in flight at once; medasr adapts below it when throttled.",
+    )
+    requests_per_s: float | None = Field(
+        None,
+        gt=0,
+        le=10_000,
+        description=(
+            "Optional cap on requests started per second (shared by every worker when "
+            "MEDASR_GLOBAL_CONCURRENCY is set)."
+        ),
+    )
+    global_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=10_000,
+        description=(
+            "Requests in flight across every worker of one Prefect server (the Prefect "
+            "global concurrency limit medasr-requests); unset: no shared limit."
+        ),
+    )
+    batch_size: int = Field(
+        50, ge=1, le=10_000, description="Files per Prefect task run (a claim batch)."
+    )
+    decode_workers: int = Field(
+        max(1, os.cpu_count() or 1),
+        ge=1,
+        le=64,
+        description="Files decoded at once (ffmpeg processes).",
+    )
+    retry_delay_s: float = Field(
+        600.0, ge=0, le=7 * 86_400, description="Wait before a failed item may be retried."
+    )
+    min_pause_ms: int = Field(250, ge=20, le=5_000, description="Shortest pause to cut in, ms.")
+    ffmpeg_timeout_s: float = Field(
+        3600.0, gt=0, le=86_400, description="Longest one ffmpeg decode may run, seconds."
+    )
+    settle_s: float = Field(
+        2.0, ge=0, le=86_400, description="Files modified more recently than this are skipped."
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "INFO", description="Log level of medasr's own loggers."
+    )
+    prefect_start_timeout_s: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description=(
+            "How long a run waits for Prefect's temporary server to start, seconds "
+            "(a loaded 2-core host needs more than Prefect's own 20 s)."
+        ),
+    )
+
+
+class DeliveryTargetSettings(BaseModel):
+    """Where `medasr deliver` files transcripts: the docs upload, an HL7 engine, a FHIR server.
+
+    DeliverySettings inherits these, so they are MEDASR_DELIVERY__<FIELD> (the target is
+    MEDASR_DELIVERY__TARGET); the FHIR token also answers to MEDASR_FHIR_TOKEN.
+    """
+
+    target: str = Field(
+        "docs",
+        max_length=2000,
+        description="docs, mllp://HOST:PORT, mllps://HOST:PORT or fhir+http(s)://BASE.",
+    )
+    fhir_token: SecretStr | None = Field(
+        None, description="Bearer token of the FHIR server (MEDASR_FHIR_TOKEN)."
+    )
+    hl7_sending_application: str = Field(
+        "MEDASR", min_length=1, max_length=20, description="MSH-3 of every MDM message."
+    )
+    hl7_sending_facility: str = Field(
+        "MEDASR", min_length=1, max_length=20, description="MSH-4 of every MDM message."
+    )
+    hl7_receiving_application: str = Field(
+        "EHR", min_length=1, max_length=20, description="MSH-5 of every MDM message."
+    )
+    hl7_receiving_facility: str = Field(
+        "HOSPITAL", min_length=1, max_length=20, description="MSH-6 of every MDM message."
+    )
+    hl7_doc_type: str = Field(
+        "TN",
+        min_length=1,
+        max_length=20,
+        description="TXA-2 document type when the manifest has no doc_type (TN: transcribed note).",
+    )
+    hl7_ack_timeout_s: float = Field(
+        30.0, gt=0, le=600, description="Wait for an MLLP ACK before the message is in doubt, s."
+    )
+    hl7_resends: int = Field(
+        3,
+        ge=0,
+        le=20,
+        description="Resends (same MSH-10) of an unanswered MDM message within one run.",
+    )
+
+    @field_validator("fhir_token", mode="after")
+    @classmethod
+    def _blank_token_is_missing(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is None:
+            return None
+        stripped = token.get_secret_value().strip()
+        return SecretStr(stripped) if stripped else None
+
+
+class DeliverySettings(DeliveryTargetSettings):
+    """Uploading finished transcripts to the patient record (POST /mr/api/v2/docs)."""
+
+    enabled: bool = Field(
+        False, description="Deliver done transcripts at the end of each nightly backlog run."
+    )
+    format: Literal["txt", "fhir"] = Field(
+        "txt", description="What the nightly delivery uploads: txt or a FHIR DocumentReference."
+    )
+    docs_query: str = Field(
+        "",
+        max_length=2000,
+        description="Query-string template of the upload, filled from the manifest's columns.",
+    )
+    note_loinc_code: str = Field(
+        "11506-3",
+        pattern=r"^[0-9]{1,7}-[0-9]$",
+        description="LOINC code of the FHIR DocumentReference type (11506-3: progress note).",
+    )
+
+
+def is_in_memory_sqlite(database_url: str) -> bool:
+    """True for an SQLite URL without a file: sqlite://, sqlite:///, :memory:, mode=memory."""
+    scheme, _, rest = database_url.partition("://")
+    if scheme.split("+")[0].lower() != "sqlite":
+        return False
+    database, _, query = rest.partition("?")
+    return database in ("", "/", "/:memory:") or "mode=memory" in query
