@@ -26,6 +26,15 @@ JWE_KEY_STRING_BYTES = 16
 _PASSWORD_QUERY_KEYS = frozenset({"password", "passwd", "pwd"})
 
 
+def blank_secret_is_none(token: SecretStr | None) -> SecretStr | None:
+    """A token stripped of blanks; None for an empty one (a stray space or newline from a
+    secrets file would otherwise go out as "Bearer  ")."""
+    if token is None:
+        return None
+    stripped = token.get_secret_value().strip()
+    return SecretStr(stripped) if stripped else None
+
+
 class ServiceSettings(BaseModel):
     """Where the transcription service is and how we talk to it."""
 
@@ -82,11 +91,7 @@ class ServiceSettings(BaseModel):
     @field_validator("token", mode="after")
     @classmethod
     def _blank_token_is_missing(cls, token: SecretStr | None) -> SecretStr | None:
-        # A stray space or newline from a secrets file would otherwise go out as "Bearer  ".
-        if token is None:
-            return None
-        stripped = token.get_secret_value().strip()
-        return SecretStr(stripped) if stripped else None
+        return blank_secret_is_none(token)
 
     @property
     def effective_base_url(self) -> str:
@@ -288,10 +293,7 @@ class DeliveryTargetSettings(BaseModel):
     @field_validator("fhir_token", mode="after")
     @classmethod
     def _blank_token_is_missing(cls, token: SecretStr | None) -> SecretStr | None:
-        if token is None:
-            return None
-        stripped = token.get_secret_value().strip()
-        return SecretStr(stripped) if stripped else None
+        return blank_secret_is_none(token)
 
 
 class DeliverySettings(DeliveryTargetSettings):

@@ -87,7 +87,7 @@ class Run:
         self.record_language = request.language or ANY_LANGUAGE
         self.owner = new_lease_owner()
         self.stats = RunStats()
-        self.journal = Journal(settings.storage.data_dir / "journal")
+        self.journal = Journal.in_data_dir(settings.storage.data_dir)
 
     def batch_context(self, *, shared: SharedLimit | SharedLimitUnavailable | None) -> BatchContext:
         """The client, the request gate and what every batch shares; call once per run."""

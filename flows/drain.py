@@ -53,11 +53,11 @@ class DrainResult:
         self.outcomes.extend(o for o in outcomes if needs_check(o))
 
 
-async def drain_pending(run: Run, *, limit: int | None = None) -> DrainResult:
+async def drain_pending(run: Run) -> DrainResult:
     """Claim and transcribe the run's pending items; returns counts, never raises for a
     single file. Log lines name files relative to the run's source roots."""
     started = time.monotonic()
-    language, source_prefix = run.request.language, run.source_prefix
+    language, source_prefix, limit = run.request.language, run.source_prefix, run.request.limit
     planned = expected_files_task(
         run.store, language=language, source_prefix=source_prefix, limit=limit
     )

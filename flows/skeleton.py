@@ -50,7 +50,7 @@ async def run_flow_steps(run: Run, steps: FlowSteps) -> RunSummary:
 async def _recorded_steps(run: Run, steps: FlowSteps) -> RunSummary:
     with recorded_run(run.store, source=run.record_source, language=run.record_language) as record:
         prepared = steps.prepare(run)
-        result = await drain_pending(run, limit=run.request.limit)
+        result = await drain_pending(run)
         record.summary = summarize(
             result,
             discovery=prepared.discovery,

@@ -44,7 +44,7 @@ def resolved_addresses(host: str) -> set[str]:
     return {str(info[4][0]) for info in infos}
 
 
-def _is_loopback_address(address: str) -> bool:
+def is_loopback_address(address: str) -> bool:
     try:  # an IPv6 address may carry a zone: fe80::1%eth0
         return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
     except ValueError:
@@ -76,7 +76,7 @@ def check_transport(
         return url
     # Judged by address, never by name: `x.localhost` can resolve anywhere a resolver says.
     addresses = resolved_addresses(parsed.host)
-    if addresses and all(_is_loopback_address(a) for a in addresses):
+    if addresses and all(is_loopback_address(a) for a in addresses):
         return url
     why = "which is not a loopback address"
     if not addresses:

@@ -102,9 +102,6 @@ class SourceLocation:
         return self.protocol is None
 
 
-_Location = SourceLocation
-
-
 @dataclass(frozen=True)
 class _Filters:
     include: tuple[str, ...]
@@ -225,20 +222,20 @@ def fetch_and_fingerprint(
 # --- locations -------------------------------------------------------------------------
 
 
-def _parse_location(source: str) -> _Location:
+def _parse_location(source: str) -> SourceLocation:
     if not source or "\x00" in source:
         raise UnsupportedSource(f"not a usable source path or URL: {source!r}")
     if "://" not in source:
-        return _Location(None, os.path.abspath(os.path.expanduser(source)))
+        return SourceLocation(None, os.path.abspath(os.path.expanduser(source)))
     protocol, rest = source.split("://", 1)
     protocol = protocol.lower()
     if protocol in ("file", "local"):
         parts = urllib.parse.urlsplit(source)
         if parts.netloc not in ("", "localhost"):
             raise UnsupportedSource(f"file:// URL with a remote host is not supported: {source}")
-        return _Location(None, os.path.abspath(urllib.parse.unquote(parts.path)))
+        return SourceLocation(None, os.path.abspath(urllib.parse.unquote(parts.path)))
     _filesystem_class(protocol)  # fail early and clearly when the scheme is unknown
-    return _Location(protocol, rest.rstrip("/"))
+    return SourceLocation(protocol, rest.rstrip("/"))
 
 
 def _filesystem_class(protocol: str) -> type[Any]:
@@ -275,7 +272,7 @@ def _safe_suffix(path: str) -> str:
 
 
 def _list_remote(
-    location: _Location, *, filters: _Filters, storage_options: Mapping[str, Any] | None
+    location: SourceLocation, *, filters: _Filters, storage_options: Mapping[str, Any] | None
 ) -> Listing:
     assert location.protocol is not None
     uri = f"{location.protocol}://{location.path}"
@@ -304,7 +301,7 @@ def _list_remote(
     return Listing(files=files, skipped=[])
 
 
-def _answers(fs: Any, location: _Location) -> bool:
+def _answers(fs: Any, location: SourceLocation) -> bool:
     """Whether the bucket answers a listing at all (after one failed part-way)."""
     bucket = location.path.split("/", 1)[0]
     try:

@@ -31,12 +31,16 @@ from sqlalchemy.orm import Session
 from storage.errors import LeaseLost
 from storage.models import Delivery, Item
 from storage.owners import is_dead_local_owner, local_owner_prefix
+from storage.queries import batches
+from storage.records import DeliveryStatus
 
 __all__ = ["WorkQueue", "cleared_lease", "host_now", "new_lease_token", "store_now"]
 
-# Parameters per IN list: far under SQLite's 32,766 and psycopg's 65,535 limits.
-_IN_BATCH = 500
-PENDING, PROCESSING, IN_DOUBT = "pending", "processing", "in_doubt"
+PENDING, PROCESSING, IN_DOUBT = (
+    DeliveryStatus.PENDING,
+    DeliveryStatus.PROCESSING,
+    DeliveryStatus.IN_DOUBT,
+)
 
 
 def new_lease_token() -> str:
@@ -136,7 +140,7 @@ class WorkQueue:
         model = self._model
         expires = self.now() + timedelta(seconds=lease_s)
         renewed: set[str] = set()
-        for batch in _batches(lease_tokens):
+        for batch in batches(list(lease_tokens)):
             renewed.update(
                 self._session.scalars(
                     update(model)
@@ -183,7 +187,7 @@ class WorkQueue:
         Pending again, or in_doubt where its work may have gone out already.
         """
         model = self._model
-        for batch in _batches(lease_tokens):
+        for batch in batches(list(lease_tokens)):
             self._session.execute(
                 update(model)
                 .where(model.status == PROCESSING, model.lease_token.in_(batch))
@@ -240,8 +244,3 @@ class WorkQueue:
 
     def _what(self, row_id: int) -> str:
         return f"{'delivery' if self._model is Delivery else 'item'} {row_id}"
-
-
-def _batches(values: Sequence[str]) -> list[Sequence[str]]:
-    values = list(values)
-    return [values[start : start + _IN_BATCH] for start in range(0, len(values), _IN_BATCH)]

@@ -187,7 +187,7 @@ def _started(
 ) -> Iterator[tuple[PrefectApi, Run]]:
     """Start Prefect's API (in the background), then bootstrap the run; else exit 2."""
     try:
-        Journal(settings.storage.data_dir / "journal").check_writable()  # before any request
+        Journal.in_data_dir(settings.storage.data_dir).check_writable()  # before any request
     except ConfigError as exc:
         _usage_error("configuration error", exc)
     try:

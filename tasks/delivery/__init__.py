@@ -7,7 +7,7 @@ What it holds:
                     claim's token; unanswered sends become in_doubt (DocumentSender's
                     `dedupes` lets a deduplicating target resend them itself)
     stats.py        a delivery run's counts and summary (exit code: config.errors)
-    sending.py      DocumentSender (the hook for targets, `dedupes`), what a failure says
+    sending.py      DocumentSender (the hook for targets, `dedupes`), the receiver's id
     documents.py    one transcript as the document to send (txt or FHIR) and its query
     fhir.py         a transcript as a FHIR R4 DocumentReference; many as a Bundle
     fhir_export.py  `medasr export --format fhir`

@@ -25,6 +25,7 @@ from config.errors import ConfigError, InternalError, MedasrError
 from config.settings import Settings
 from service.docs_client import DocsClient
 from service.errors import CredentialsRejected
+from service.retrying import may_have_arrived
 from storage.errors import LeaseLost, StoreUnavailable
 from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
@@ -33,13 +34,14 @@ from storage.versions import item_version
 from tasks.delivery.documents import note_of, parse_docs_query
 from tasks.delivery.errors import DeliveryInDoubt
 from tasks.delivery.senders import configured_target, sender_for
-from tasks.delivery.sending import DocumentSender, maybe_received, remote_id_of
+from tasks.delivery.sending import DocumentSender, remote_id_of
 from tasks.delivery.stats import DeliveryStats, delivery_summary
 from tasks.delivery.targets import Outgoing, Sender, Sent, Target
 from tasks.discovery.names import one_line, reason_about, recording_name
 from tasks.work.journal import (
     AcceptedDelivery,
     Journal,
+    record_accepted,
     record_paid_chunk,
     replay_delivery_journal,
 )
@@ -116,8 +118,8 @@ async def deliver_pending(
     query = parse_docs_query(settings.delivery.docs_query)
     target = target or configured_target(settings)
     stats = DeliveryStats()
-    journal = Journal(settings.storage.data_dir / "journal")
-    await asyncio.to_thread(_replay, store, journal)
+    journal = Journal.in_data_dir(settings.storage.data_dir)
+    await asyncio.to_thread(replay_delivery_journal, store, journal)
     sender = sender_for(
         target,
         settings,
@@ -145,10 +147,6 @@ async def deliver_pending(
             await sender.aclose()
     stats.in_doubt = await in_store(store, in_doubt_rows, read_only=True)
     return stats
-
-
-def _replay(store: UnitOfWorkFactory, journal: Journal) -> None:
-    replay_delivery_journal(store, journal)
 
 
 def in_doubt_rows(uow: Any) -> int:
@@ -261,7 +259,7 @@ class _Run:
         except _STOPPING:
             raise
         except MedasrError as exc:
-            if not (isinstance(exc, DeliveryInDoubt) or maybe_received(exc)):
+            if not (isinstance(exc, DeliveryInDoubt) or may_have_arrived(exc)):
                 raise
             await self._settle_in_doubt(row, exc, name=name)
             return _Outcome("in_doubt", requests=1)
@@ -304,7 +302,7 @@ class _Run:
                         remote_id=accepted.remote_id,
                     )
                 except LeaseLost:  # the receiver has it all the same: say so if still ours
-                    if not _recover(uow, accepted):
+                    if not record_accepted(uow, accepted):
                         raise
 
         retry_s = self.settings.storage.store_retry_s
@@ -349,18 +347,6 @@ class _Run:
             logger.warning("delivery %d was taken over by another worker", row.id)
         except MedasrError as store_error:  # the store is down: the lease hands it back
             logger.error("delivery %d: outcome not recorded (%s)", row.id, store_error.kind)
-
-
-def _recover(uow: Any, accepted: AcceptedDelivery) -> bool:
-    """Record an accepted upload whose claim lapsed (in doubt meanwhile); False if it moved on."""
-    return bool(
-        uow.deliveries.record_recovered_delivery(
-            accepted.delivery_id,
-            version=accepted.version,
-            response=accepted.response,
-            remote_id=accepted.remote_id,
-        )
-    )
 
 
 def _marker(row: DeliveryRecord) -> Any:

@@ -1,17 +1,16 @@
 """Errors of turning one transcript into a document for the patient record.
 
     MedasrError (config/errors.py)
-    └── TerminalError
-        ├── MetadataMissing           "metadata_missing": MEDASR_DOCS_QUERY names a manifest
-        │                             column this recording has no value for; retryable
-        │                             once the manifest is fixed and the source listed again
-        ├── DocumentInvalid           "document_invalid": the FHIR resource does not validate
-        │                             (e.g. a manifest date that is not a date)
-        ├── Hl7Rejected               "hl7_rejected": AR/CR, the engine refuses the message
-        ├── FhirRejected              "fhir_rejected": a FHIR 4xx (OperationOutcome kept), 412
-        └── RunStop └── ConfigError  the run stops
-            ├── DocsQueryInvalid      MEDASR_DOCS_QUERY is not a usable template (exit 2)
-            └── TargetInvalid         --to / MEDASR_DELIVERY__TARGET is not a target (exit 2)
+    ├── TerminalError
+    │   ├── MetadataMissing           "metadata_missing": MEDASR_DOCS_QUERY names a manifest
+    │   │                             column this recording has no value for; retryable
+    │   │                             once the manifest is fixed and the source listed again
+    │   ├── DocumentInvalid           "document_invalid": the FHIR resource does not validate
+    │   │                             (e.g. a manifest date that is not a date)
+    │   └── Hl7Rejected               "hl7_rejected": AR/CR, the engine refuses the message
+    ├── RunStop └── ConfigError       the run stops
+    │   ├── DocsQueryInvalid          MEDASR_DOCS_QUERY is not a usable template (exit 2)
+    │   └── TargetInvalid             --to / MEDASR_DELIVERY__TARGET is not a target (exit 2)
     └── TransientError
         ├── Hl7ApplicationError       "hl7_application_error": AE/CE, retried on a later run
         └── DeliveryInDoubt           "in_doubt": sent, no answer; may have been filed
@@ -63,12 +62,6 @@ class DeliveryInDoubt(TransientError):
     """
 
     kind = "in_doubt"
-
-
-class FhirRejected(TerminalError):
-    """The FHIR server refused the DocumentReference (4xx, or 412: more than one match)."""
-
-    kind = "fhir_rejected"
 
 
 class TargetInvalid(ConfigError):

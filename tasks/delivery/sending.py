@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from config.errors import MedasrError
-from service.docs_client import DocsClient, DocsReceipt, Document
-from service.retrying import may_have_arrived
+from service.docs_client import DocsReceipt, Document
 
 
 class DocumentSender(Protocol):
@@ -27,17 +25,6 @@ class DocumentSender(Protocol):
     async def upload(self, document: Document) -> DocsReceipt:
         """Send one document; raises the service/errors.py tree."""
         ...
-
-
-def dedupes(sender: DocumentSender | DocsClient) -> bool:
-    """Whether `sender`'s receiver refuses copies (the docs endpoint files every copy)."""
-    return bool(getattr(sender, "dedupes", False))
-
-
-def maybe_received(exc: MedasrError) -> bool:
-    """The request may have reached the receiver and its answer is unknown (a line lost
-    after sending, a timeout, a gateway's 502/504)."""
-    return may_have_arrived(exc)
 
 
 def remote_id_of(fields: dict[str, Any]) -> str | None:

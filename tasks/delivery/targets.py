@@ -11,13 +11,12 @@ spelling: the same for every spelling of one target, and the ledger's key for it
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from service.status import resolved_addresses
+from service.status import is_loopback_address, resolved_addresses
 from storage.records import ItemRecord
 from tasks.delivery.errors import TargetInvalid
 from tasks.delivery.fhir import Note
@@ -78,9 +77,7 @@ def parse_target(text: str, *, allow_insecure: bool = False) -> Target:
 def _is_loopback(host: str) -> bool:
     """Judged by address, as for the service: a name counts only if it resolves to loopback."""
     addresses = resolved_addresses(host)
-    return bool(addresses) and all(
-        ipaddress.ip_address(a.split("%", 1)[0]).is_loopback for a in addresses
-    )
+    return bool(addresses) and all(is_loopback_address(a) for a in addresses)
 
 
 def _shown_host(host: str) -> str:

@@ -56,7 +56,7 @@ class BatchContext:
         self.stats = stats if stats is not None else RunStats()
         self.quality = quality if quality is not None else QualitySettings()
         storage_defaults = StorageSettings()
-        self.journal = journal or Journal(storage_defaults.data_dir / "journal")
+        self.journal = journal or Journal.in_data_dir(storage_defaults.data_dir)
         self.store_retry_s = (
             storage_defaults.store_retry_s if store_retry_s is None else store_retry_s
         )

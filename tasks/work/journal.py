@@ -27,7 +27,7 @@ from tenacity.wait import wait_random_exponential
 
 from config.errors import ConfigError
 from storage.errors import StoreUnavailable
-from storage.interface import UnitOfWorkFactory
+from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.records import ChunkStatus
 
 logger = logging.getLogger("medasr.journal")
@@ -93,6 +93,11 @@ class Journal:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+
+    @classmethod
+    def in_data_dir(cls, data_dir: Path) -> Journal:
+        """The journal of a MEDASR_DATA_DIR: its `journal` folder (made on first write)."""
+        return cls(data_dir / "journal")
 
     def keep(self, paid: PaidChunk | AcceptedDelivery) -> Path:
         """Write one entry (0600, in a 0700 folder made here); returns its path. Raises OSError."""
@@ -257,31 +262,23 @@ def replay_journal(store: UnitOfWorkFactory, journal: Journal) -> ReplayResult:
     An entry whose item is gone, done, or whose content changed is dropped (its answer is
     no longer wanted). Raises StoreError when the store cannot take them (entries kept).
     """
-    recorded = dropped = kept = 0
-    for path, paid in journal.entries():
-        if paid is None:
-            logger.error("journal entry %s cannot be read; left in place for a person", path)
-            kept += 1
-            continue
-        with store.unit_of_work() as uow:
-            taken = uow.chunks.record_recovered_chunk(
-                paid.item_id,
-                source_uri=paid.source_uri,
-                sha256=paid.sha256,
-                index=paid.index,
-                start_ms=paid.start_ms,
-                end_ms=paid.end_ms,
-                size_bytes=paid.size_bytes,
-                text=paid.text,
-                attempts=paid.attempts,
-                txn_id=paid.txn_id,
-                latency_ms=paid.latency_ms,
-            )
-        path.unlink()
-        recorded, dropped = recorded + taken, dropped + (not taken)
-    if recorded or dropped:
-        logger.info("journal: %d paid answers recorded, %d no longer wanted", recorded, dropped)
-    return ReplayResult(recorded=recorded, dropped=dropped, kept=kept)
+
+    def record(uow: UnitOfWork, paid: PaidChunk) -> bool:
+        return uow.chunks.record_recovered_chunk(
+            paid.item_id,
+            source_uri=paid.source_uri,
+            sha256=paid.sha256,
+            index=paid.index,
+            start_ms=paid.start_ms,
+            end_ms=paid.end_ms,
+            size_bytes=paid.size_bytes,
+            text=paid.text,
+            attempts=paid.attempts,
+            txn_id=paid.txn_id,
+            latency_ms=paid.latency_ms,
+        )
+
+    return _replay(store, journal.entries(), record, what="paid answers")
 
 
 def replay_delivery_journal(store: UnitOfWorkFactory, journal: Journal) -> ReplayResult:
@@ -290,23 +287,43 @@ def replay_delivery_journal(store: UnitOfWorkFactory, journal: Journal) -> Repla
     An entry whose row is gone, delivered or of another version is dropped. Raises
     StoreError when the store cannot take them (entries kept).
     """
+
+    return _replay(store, journal.accepted_deliveries(), record_accepted, what="deliveries")
+
+
+def record_accepted(uow: UnitOfWork, accepted: AcceptedDelivery) -> bool:
+    """Record an accepted upload with no live claim (journaled, or its claim lapsed);
+    False when the row moved on (gone, delivered, another version)."""
+    return bool(
+        uow.deliveries.record_recovered_delivery(
+            accepted.delivery_id,
+            version=accepted.version,
+            response=accepted.response,
+            remote_id=accepted.remote_id,
+        )
+    )
+
+
+def _replay(
+    store: UnitOfWorkFactory,
+    entries: Iterator[tuple[Path, Entry | None]],
+    record: Callable[[UnitOfWork, Entry], bool],
+    *,
+    what: str,
+) -> ReplayResult:
+    """Record each readable entry in a transaction of its own, then delete its file."""
     recorded = dropped = kept = 0
-    for path, accepted in journal.accepted_deliveries():
-        if accepted is None:
+    for path, entry in entries:
+        if entry is None:
             logger.error("journal entry %s cannot be read; left in place for a person", path)
             kept += 1
             continue
         with store.unit_of_work() as uow:
-            taken = uow.deliveries.record_recovered_delivery(
-                accepted.delivery_id,
-                version=accepted.version,
-                response=accepted.response,
-                remote_id=accepted.remote_id,
-            )
+            taken = record(uow, entry)
         path.unlink()
         recorded, dropped = recorded + taken, dropped + (not taken)
     if recorded or dropped:
-        logger.info("journal: %d deliveries recorded, %d no longer wanted", recorded, dropped)
+        logger.info("journal: %d %s recorded, %d no longer wanted", recorded, what, dropped)
     return ReplayResult(recorded=recorded, dropped=dropped, kept=kept)
 
 
