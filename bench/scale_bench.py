@@ -44,6 +44,8 @@ from service.devserver.tone import encode_tone_dictation
 RATE_HZ = 16_000
 FILES_PER_DAY = 100
 LINKS_PER_INODE = 50_000
+FLOOR_TRIES = 3  # find runs, the least taken
+DISCOVERY_TRIES = 2  # discoveries into fresh stores, the least taken
 DONE_SHA = "0" * 64  # the seeded done rows' content: no file has it, so none is reused
 
 DISCOVER = """
@@ -124,16 +126,19 @@ def _split_wav(data: bytes) -> tuple[bytes, bytes]:
 
 
 def floor_s(tree: Path) -> tuple[float, float]:
-    """find + stat of every file: (wall, CPU) seconds of the second of two runs (a warm
-    cache, as medasr's listing has)."""
+    """find + stat of every file: (wall, CPU) seconds, the least of FLOOR_TRIES runs after
+    one that warms the cache (as medasr's listing finds it warm): others' load only adds."""
     command = ["find", str(tree), "-type", "f", "-printf", "%s %T@\n"]
-    for _ in range(2):
+    best = (math.inf, math.inf)
+    for attempt in range(1 + FLOOR_TRIES):
         started = time.perf_counter()
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_utime + usage.ru_stime
+        if attempt:  # the first one warms the cache
+            best = min(best, (wall, usage.ru_utime + usage.ru_stime))
+    return best
 
 
 def seed_done(database: Path) -> int:
@@ -169,17 +174,27 @@ class Tier:
         return result
 
     def discover(self) -> None:
-        code = DISCOVER.format(
-            code=str(self.code),
-            url=f"sqlite:///{self.database}",
-            tree=str(self.tree),
-            language=LANGUAGE,
-        )
-        result = run_measured([str(PYTHON), "-c", code], env=self.env(), cwd=self.work)
-        line = next(x for x in result.output.splitlines() if x.startswith("DISCOVERED"))
-        self.figures["discover"] = float(line.split()[3])
-        self.figures["discover_cpu"] = result.own_cpu_s  # imports included
-        self.figures["discover_rss_mb"] = result.sampled.peak_main_mb
+        """Discovery and registration of the whole tree, DISCOVERY_TRIES times into fresh
+        stores (the first one is kept): the least wall is the figure."""
+        for attempt in range(DISCOVERY_TRIES):
+            database = self.database if attempt == 0 else self.work / f"again-{attempt}.db"
+            code = DISCOVER.format(
+                code=str(self.code),
+                url=f"sqlite:///{database}",
+                tree=str(self.tree),
+                language=LANGUAGE,
+            )
+            result = run_measured([str(PYTHON), "-c", code], env=self.env(), cwd=self.work)
+            line = next(x for x in result.output.splitlines() if x.startswith("DISCOVERED"))
+            wall_s = float(line.split()[3])
+            if attempt == 0 or wall_s < self.figures["discover"]:
+                self.figures["discover"] = wall_s
+                self.figures["discover_cpu"] = result.own_cpu_s  # imports included
+            self.figures["discover_rss_mb"] = max(
+                self.figures.get("discover_rss_mb", 0.0), result.sampled.peak_main_mb
+            )
+            if attempt:
+                database.unlink()
 
 
 def listing_tier(code: Path, n: int, *, work: Path) -> dict[str, float]:
