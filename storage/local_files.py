@@ -112,7 +112,7 @@ def _walk_local(
     while stack:
         run: Run = []
         below: tuple[str, str] | None = None
-        for path, relative, entry_stat in stack[-1]:
+        for _, path, relative, entry_stat in stack[-1]:
             if stat.S_ISDIR(entry_stat.st_mode):
                 below = (path, relative + "/")
                 break
@@ -133,8 +133,9 @@ def _folder_entries(
     wants: Callable[[str], bool],
     skipped: list[SkippedFile],
     visited: set[tuple[int, int]],
-) -> list[tuple[str, str, os.stat_result]]:
-    """One folder's sub-folders and wanted files, in the order their URIs sort.
+) -> list[tuple[str, str, str, os.stat_result]]:
+    """One folder's sub-folders and wanted files, in the order their URIs sort: (sort
+    key, path, path relative to the source, stat).
 
     A folder sorts as its name plus "/", so that everything under it sorts where its
     URIs do. Files not wanted cost no syscall; a wanted file or a folder costs one stat
@@ -170,7 +171,7 @@ def _folder_entries(
         elif wanted:
             found.append((entry.name, entry.path, relative, entry_stat))
     found.sort(key=_first)
-    return [(path, relative, entry_stat) for _, path, relative, entry_stat in found]
+    return found
 
 
 _first = operator.itemgetter(0)
