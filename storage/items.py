@@ -20,7 +20,13 @@ from storage.errors import LeaseLost, SourceUnreadable
 from storage.models import ChunkRow, Item
 from storage.queries import ITEMS, batches, utc_now
 from storage.records import ItemRecord, RegisterResult, SkippedFile, SourceFile
-from storage.registration import encode_files, find_differing, find_unsettled, insert_new
+from storage.registration import (
+    any_registered,
+    encode_files,
+    find_differing,
+    find_unsettled,
+    insert_new,
+)
 from storage.work_queue import cleared_lease
 
 __all__ = ["UNREADABLE_VERSION", "Items"]
@@ -48,22 +54,34 @@ class Items(Claims):
         The old sha256 and chunks stay until re-fingerprinted.
         """
         unique = list({f.uri: f for f in files}.values())
-        new = changed = unchanged = 0
         now = self._queue.now()  # leases lapse on the store's clock
+        new = changed = 0
         for batch in batches(unique, REGISTER_BATCH):
-            listed = encode_files(batch)
-            differing = find_differing(self._session, listed, language=language)
-            inserts = [batch[row.position] for row in differing if row.id is None]
-            relisted = {row.id: batch[row.position] for row in differing if row.id is not None}
-            unchanged += len(batch) - len(differing)
-            if inserts:
-                encoded = listed if len(inserts) == len(batch) else encode_files(inserts)
-                ours = insert_new(self._session, encoded, language=language, now=now)
-                new, unchanged = new + ours, unchanged + len(inserts) - ours
-            if relisted:
-                changed += len(relisted)
-                self._back_to_pending(relisted, now=now)
-        return RegisterResult(new=new, changed=changed, unchanged=unchanged)
+            ours, relisted = self._register_batch(batch, language=language, now=now)
+            new, changed = new + ours, changed + relisted
+        return RegisterResult(new=new, changed=changed, unchanged=len(unique) - new - changed)
+
+    def _register_batch(
+        self, batch: Sequence[SourceFile], *, language: str, now: datetime
+    ) -> tuple[int, int]:
+        """Register one batch; returns (new, changed). A batch whose URI range holds no
+        item yet (a new folder) is inserted without being compared first; the insert's
+        count tells whether that held (another run may have inserted some meanwhile)."""
+        listed = encode_files(batch)
+        ours = 0
+        if not any_registered(self._session, batch, language=language):
+            ours = insert_new(self._session, listed, language=language, now=now)
+            if ours == len(batch):
+                return ours, 0
+        differing = find_differing(self._session, listed, language=language)
+        inserts = [batch[row.position] for row in differing if row.id is None]
+        relisted = {row.id: batch[row.position] for row in differing if row.id is not None}
+        if inserts:
+            encoded = listed if len(inserts) == len(batch) else encode_files(inserts)
+            ours += insert_new(self._session, encoded, language=language, now=now)
+        if relisted:
+            self._back_to_pending(relisted, now=now)
+        return ours, len(relisted)
 
     def _back_to_pending(self, relisted: Mapping[int, SourceFile], *, now: datetime) -> None:
         """Changed files go back to pending, except those a worker holds under a live lease."""

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import bindparam, select, text
 from sqlalchemy.orm import Session
 
-from storage.models import UTCDateTime
+from storage.models import Item, UTCDateTime
 from storage.records import SourceFile
 
 _ROWS = {  # each listed file as the JSON array [uri, size_bytes, version] (a SourceFile)
@@ -49,6 +49,17 @@ class Encoded(NamedTuple):
 def encode_files(files: Sequence[SourceFile]) -> Encoded:
     """`files` with their JSON parameter (a SourceFile is a tuple: the C encoder writes it)."""
     return Encoded(files, _ENCODER.encode(files if isinstance(files, list) else list(files)))
+
+
+def any_registered(session: Session, files: Sequence[SourceFile], *, language: str) -> bool:
+    """Whether an item of `language` has a URI between the least and greatest of `files`:
+    one step on the (source_uri, language) index. False means "probably all new"
+    (the database's collation may order URIs otherwise): callers check the insert count."""
+    least, greatest = min(files).uri, max(files).uri
+    found = select(Item.id).where(
+        Item.source_uri >= least, Item.source_uri <= greatest, Item.language == language
+    )
+    return session.scalar(select(found.exists())) is True
 
 
 def find_differing(session: Session, listed: Encoded, *, language: str) -> list[Differing]:
