@@ -203,25 +203,23 @@ class _Reader:
     def may_read(self, path: str, file_stat: os.stat_result) -> bool:
         """The owner, group or other read bit that applies; when it says no, the kernel
         is asked (root, ACLs), so a "no" is never a guess."""
-        if file_stat.st_uid == self.uid:
-            allowed = file_stat.st_mode & stat.S_IRUSR
-        elif file_stat.st_gid in self.groups:
-            allowed = file_stat.st_mode & stat.S_IRGRP
-        else:
-            allowed = file_stat.st_mode & stat.S_IROTH
-        return bool(allowed) or os.access(path, os.R_OK)
+        return self._read_bit(file_stat) or os.access(path, os.R_OK)
 
     def plainly_usable(self, path: str, file_stat: os.stat_result) -> bool:
         """A regular file with a UTF-8 name that the mode bits let us read: the common
         case, answered without a syscall (False: ask `_unusable`, which says why)."""
-        mode = file_stat.st_mode
+        return (
+            self._read_bit(file_stat)
+            and stat.S_ISREG(file_stat.st_mode)
+            and (path.isascii() or _is_utf8(path))
+        )
+
+    def _read_bit(self, file_stat: os.stat_result) -> bool:
         if file_stat.st_uid == self.uid:
-            allowed = mode & stat.S_IRUSR
-        elif file_stat.st_gid in self.groups:
-            allowed = mode & stat.S_IRGRP
-        else:
-            allowed = mode & stat.S_IROTH
-        return bool(allowed) and stat.S_ISREG(mode) and (path.isascii() or _is_utf8(path))
+            return bool(file_stat.st_mode & stat.S_IRUSR)
+        if file_stat.st_gid in self.groups:
+            return bool(file_stat.st_mode & stat.S_IRGRP)
+        return bool(file_stat.st_mode & stat.S_IROTH)
 
 
 def _unusable(

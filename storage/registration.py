@@ -4,7 +4,9 @@ The listed files travel as one JSON parameter (no limit on parameters, no per-ro
 in Python): the store joins them with `items` on its unique (source_uri, language)
 index and returns only the files that are new or changed, so the nightly no-op costs a
 `stat` and an indexed lookup per file. New files go in with `INSERT ... SELECT ... ON
-CONFLICT DO NOTHING`: another run registering the same files at once is not an error.
+CONFLICT DO NOTHING`: another run registering the same files at once is not an error. A
+batch whose URI range holds no item yet (a new folder) is inserted without the
+comparison (`any_registered`: one step on the index).
 SQLite (json_each) and PostgreSQL (jsonb_array_elements) each have their text.
 """
 
