@@ -17,6 +17,7 @@ from prefect.client.schemas.objects import State
 
 from flows.bootstrap import Run, RunRequest, bootstrap, settings_for
 from flows.deliver_step import deliver_after_backlog
+from flows.head_start import HeadStart
 from flows.run_names import name_from_parameters, run_name
 from flows.skeleton import FlowSteps, Prepared, run_flow_steps
 from flows.states import final_state
@@ -43,9 +44,11 @@ class Listed:
         return self.discovery
 
 
-async def run_backlog(run: Run, *, listed: Listed | None = None) -> RunSummary:
-    """List and register the run's source (unless `listed`), transcribe what is pending,
-    deliver with MEDASR_DELIVER=true; returns the summary."""
+async def run_backlog(
+    run: Run, *, listed: Listed | None = None, head_start: HeadStart | None = None
+) -> RunSummary:
+    """List and register the run's source (unless `listed`), transcribe what is pending
+    (carrying on `head_start`), deliver with MEDASR_DELIVER=true; returns the summary."""
     language = run.request.language
     assert language is not None, "a backlog run has a language"
     assert run.source is not None, "a backlog run has a source"
@@ -58,7 +61,12 @@ async def run_backlog(run: Run, *, listed: Listed | None = None) -> RunSummary:
             return None
         return await deliver_after_backlog(run.settings, run.store, language=language)
 
-    steps = FlowSteps(title=f"medasr backlog run ({language})", prepare=prepare, after=deliver)
+    steps = FlowSteps(
+        title=f"medasr backlog run ({language})",
+        prepare=prepare,
+        after=deliver,
+        head_start=head_start,
+    )
     return await run_flow_steps(run, steps)
 
 
@@ -100,7 +108,7 @@ async def transcribe_backlog(
 
 
 def backlog_flow(
-    run: Run, *, listed: Listed | None = None
+    run: Run, *, listed: Listed | None = None, head_start: HeadStart | None = None
 ) -> Callable[[], Coroutine[Any, Any, Any]]:
     """`medasr run`'s flow: `transcribe_backlog`'s name over a Run built by the command.
 
@@ -109,7 +117,7 @@ def backlog_flow(
     """
 
     async def backlog() -> State[Any]:
-        return final_state(await run_backlog(run, listed=listed))
+        return final_state(await run_backlog(run, listed=listed, head_start=head_start))
 
     built: Flow[[], Coroutine[Any, Any, State[Any]]] = Flow(
         fn=backlog,

@@ -73,11 +73,16 @@ class PrefectApi:
         self._url = url
         self._server = server
 
-    def ready(self) -> None:
+    @property
+    def starting(self) -> bool:
+        """A temporary server is booting: a run may begin its requests meanwhile."""
+        return self._server is not None
+
+    async def ready(self) -> None:
         """Wait for the temporary server (a configured one was checked when it was
-        chosen); raises PrefectUnavailable."""
+        chosen); raises PrefectDidNotStart."""
         if self._server is not None:
-            self._server.wait_healthy()
+            await self._server.wait_healthy()
 
     @contextmanager
     def in_use(self) -> Iterator[None]:
@@ -159,14 +164,14 @@ class _TemporaryServer:
         )  # fmt: skip
         atexit.register(self.stop)  # after Prefect's own exit hooks have sent its logs
 
-    def wait_healthy(self) -> None:
+    async def wait_healthy(self) -> None:
         """Return once the server answers; raises PrefectDidNotStart if it exits or is late."""
         noticed = False
-        with httpx.Client(timeout=2.0) as http:
+        async with httpx.AsyncClient(timeout=2.0) as http:
             while (waited_s := time.monotonic() - self._started_at) < self._start_timeout_s:
                 self._require_running()
                 try:
-                    if http.get(f"{self.api_url}/health").status_code == 200:
+                    if (await http.get(f"{self.api_url}/health")).status_code == 200:
                         return
                 except httpx.TransportError:
                     pass
@@ -178,11 +183,11 @@ class _TemporaryServer:
                         f"{self._start_timeout_s:.0f} s, MEDASR_PREFECT_START_TIMEOUT_S)",
                         flush=True,
                     )
-                time.sleep(_POLL_S)
+                await asyncio.sleep(_POLL_S)
         self.stop()
         raise PrefectDidNotStart(
             f"Prefect's temporary server did not start in {waited_s:.0f} s "
-            "(MEDASR_PREFECT_START_TIMEOUT_S); nothing was sent: try again when the host "
+            "(MEDASR_PREFECT_START_TIMEOUT_S): try again when the host "
             "is less busy, raise the timeout, or set PREFECT_API_URL to a running "
             "`prefect server start`"
         )
@@ -192,7 +197,7 @@ class _TemporaryServer:
         if self._process.poll() is not None:
             raise PrefectDidNotStart(
                 "Prefect's temporary server stopped while starting (exit code "
-                f"{self._process.returncode}); nothing was sent: set PREFECT_API_URL to a "
+                f"{self._process.returncode}): set PREFECT_API_URL to a "
                 "running `prefect server start`"
             )
 

@@ -36,6 +36,11 @@ def interrupt_all_gates() -> None:
         _interrupted = RunInterrupted("interrupted by the operator")
 
 
+def operator_interrupted() -> RunInterrupted | None:
+    """The operator's interruption (Ctrl-C, SIGTERM) if it came, else None."""
+    return _interrupted
+
+
 class RequestGate:
     """Admits at most `concurrency` calls at once and `requests_per_s` attempts per second.
 
