@@ -15,6 +15,11 @@ _PREFECT_DEFAULTS = {
 }
 
 
+def configured_prefect_api_url() -> str | None:
+    """PREFECT_API_URL as this process's environment sets it (a profile may set it too)."""
+    return os.environ.get("PREFECT_API_URL") or None
+
+
 def prepare_prefect_environment() -> None:
     """Fill in Prefect defaults that suit a batch job; call before Prefect is imported."""
     for name, value in _PREFECT_DEFAULTS.items():

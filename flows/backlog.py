@@ -9,7 +9,6 @@ Prefect started (so nothing is parsed, read or opened twice).
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any
 
 from prefect import Flow, flow, get_run_logger
@@ -18,6 +17,7 @@ from prefect.client.schemas.objects import State
 from flows.bootstrap import Run, RunRequest, bootstrap, settings_for
 from flows.deliver_step import deliver_after_backlog
 from flows.head_start import HeadStart
+from flows.listing import Listed
 from flows.run_names import name_from_parameters, run_name
 from flows.skeleton import FlowSteps, Prepared, run_flow_steps
 from flows.states import final_state
@@ -26,22 +26,6 @@ from tasks.discovery.discover import Discovery
 from tasks.steps import discover_task
 
 FLOW_NAME = "transcribe-backlog"
-
-
-@dataclass(frozen=True)
-class Listed:
-    """The source listed and registered before the flow started (`medasr run` does it
-    while Prefect's server boots): the discovery, or what it raised."""
-
-    discovery: Discovery | None = None
-    error: Exception | None = None
-
-    def result(self) -> Discovery:
-        """The discovery; raises what listing raised."""
-        if self.error is not None:
-            raise self.error
-        assert self.discovery is not None
-        return self.discovery
 
 
 async def run_backlog(

@@ -53,6 +53,11 @@ class HeadStart:
         self._replay_error: StoreError | None = None
         self._drain = asyncio.create_task(self._drain_until_handed_over())
 
+    @property
+    def idle(self) -> bool:
+        """Nothing more to do before the flow: drained, stopped or handed over."""
+        return self._drain.done()
+
     async def prepared(self) -> int:
         """Wait for the count of expected files and the journal replay; the planned
         count. Raises the StoreError the replay raised."""

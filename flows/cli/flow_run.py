@@ -13,6 +13,7 @@ were finished meanwhile.
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -30,7 +31,6 @@ from flows.cli.interrupts import run_interruptibly
 from flows.cli.quiet_errors import typed_errors_without_traceback
 from flows.head_start import HeadStart, may_start_early
 from flows.prefect_api import PrefectApi, PrefectDidNotStart, PrefectUnavailable
-from flows.states import summary_from
 from flows.summary import RunSummary
 from service.errors import CredentialsRejected
 from storage.errors import SourceNotFound, SourceUnreadable
@@ -39,6 +39,7 @@ from tasks.throttle.gate import operator_interrupted
 # A flow built around the Run, carrying on the head start (if any): call it for its state.
 FlowRun = Callable[[HeadStart | None], Any]
 _POLL_S = 0.1  # how often the wait for Prefect looks for Ctrl-C
+FLOW_MODULES = ("flows.states", "flows.backlog", "flows.rerun")  # they import Prefect
 
 
 class _InterruptedWhileStarting(Exception):
@@ -79,14 +80,32 @@ async def _flow_after_start(
 ) -> Any:
     head = HeadStart(run) if early and api.starting and may_start_early(run) else None
     heads.extend([head] if head is not None else [])
+    ready = asyncio.create_task(_ready_unless_interrupted(api))
+    preload = asyncio.create_task(
+        _import_flows_when(
+            lambda: head is None or head.idle or run.stats.requests > 0 or ready.done()
+        )
+    )
     try:
-        await _ready_unless_interrupted(api)
+        await ready
     except (PrefectDidNotStart, PrefectUnavailable, _InterruptedWhileStarting):
         if head is not None:  # the files in flight finish and are recorded
             await head.stop()
         raise
+    await preload
+    from flows.states import summary_from  # Prefect: once the head start is under way
+
     with api.in_use():
         return await summary_from(await flow_run(head)(return_state=True))
+
+
+async def _import_flows_when(due: Callable[[], bool]) -> None:
+    """Import the flows and Prefect (~1.5 s) in a thread once `due()`: after the head
+    start's first request, so that it does not wait for them."""
+    while not due():
+        await asyncio.sleep(_POLL_S)
+    for name in FLOW_MODULES:
+        await asyncio.to_thread(importlib.import_module, name)
 
 
 async def _ready_unless_interrupted(api: PrefectApi) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -26,7 +26,6 @@ from config.errors import (
     ConfigError,
 )
 from config.settings import Settings, StorageSettings
-from flows.backlog import Listed, backlog_flow
 from flows.bootstrap import PreparedSource, Run, RunRequest, bootstrap, checked_settings
 from flows.bootstrap import prepare_source as prepare_run_source
 from flows.cli.console import print_summary, print_table, show_progress
@@ -38,12 +37,12 @@ from flows.cli.flow_run import (
     usage_error,
 )
 from flows.cli.log_level import medasr_log_level
+from flows.listing import Listed
 from flows.prefect_api import (
     PrefectApi,
     PrefectUnavailable,
     start_prefect_api,
 )
-from flows.rerun import rerun_flow
 from flows.summary import StopReason
 from service.client import max_wav_bytes_for
 from storage import open_store
@@ -112,7 +111,7 @@ def run_command(
     with _started(request, settings, prepared) as (api, run):
         listing: dict[str, Listed] = {}
         _run_and_report(
-            lambda head: backlog_flow(run, listed=listing["listed"], head_start=head),
+            lambda head: _backlog_flow()(run, listed=listing["listed"], head_start=head),
             api=api,
             run=run,
             before_flow=lambda run: _registered(run, into=listing),
@@ -148,7 +147,7 @@ def rerun_command(
     with _started(request, settings, None) as (api, run):
         requeued: dict[str, int] = {}
         _run_and_report(
-            lambda head: rerun_flow(
+            lambda head: _rerun_flow()(
                 run,
                 include_permanent=include_permanent,
                 include_skipped=include_skipped,
@@ -163,6 +162,20 @@ def rerun_command(
             quiet=quiet,
             title="medasr rerun-failures",
         )
+
+
+# The flows import Prefect (~1.5 s): imported once the head start is under way
+# (flows/cli/flow_run.py), not before the first request.
+def _backlog_flow() -> Callable[..., Any]:
+    from flows.backlog import backlog_flow
+
+    return backlog_flow
+
+
+def _rerun_flow() -> Callable[..., Any]:
+    from flows.rerun import rerun_flow
+
+    return rerun_flow
 
 
 def _checked(request: RunRequest) -> Settings:
