@@ -170,8 +170,14 @@ class _TemporaryServer:
         self.port = _free_port()
         self._started_at = time.monotonic()
         if self._launcher:  # it reads Prefect's settings and execs the same server
+            # The launcher of this very checkout (a bench runs others from sys.path).
+            root = str(Path(__file__).resolve().parents[1])
+            launch = (
+                f"import sys; sys.path.insert(0, {root!r}); "
+                f"from flows.prefect_launch import main; main({self.port})"
+            )
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "flows.prefect_launch", str(self.port)],
+                [sys.executable, "-c", launch],
                 stdout=subprocess.PIPE,
                 preexec_fn=_die_with_this_process(),
             )

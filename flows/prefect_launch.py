@@ -1,4 +1,4 @@
-"""`python -m flows.prefect_launch PORT`: become Prefect's temporary server, unless
+"""`main(PORT)` in a child process: become Prefect's temporary server, unless
 Prefect's settings say otherwise.
 
 Started by flows/prefect_api.py in a command that has not imported Prefect: this child
@@ -12,7 +12,6 @@ death signal set by the parent survives the exec.
 from __future__ import annotations
 
 import os
-import sys
 
 from prefect.settings import (
     PREFECT_API_URL,
@@ -39,7 +38,3 @@ def main(port: int) -> None:
     os.dup2(2, 1)  # the parent reads our stdout only for the lines above
     command = server_command(port)
     os.execve(command[0], command, environment)  # noqa: S606 (our own Python, no shell)
-
-
-if __name__ == "__main__":
-    main(int(sys.argv[1]))
