@@ -45,7 +45,8 @@ async def drain_pending(run: Run, *, head_start: HeadStart | None = None) -> Dra
         await head.prepare()
     planned = await head.prepared()
     result = head.result
-    progress = await _ProgressArtifact.create(planned=planned, processed=result.finished)
+    finished = sum(result.stats.files.values())  # by the head start, batches in flight too
+    progress = await _ProgressArtifact.create(planned=planned, processed=finished)
     ctx = head.ctx
     loops = BatchLoops(
         ctx=ctx,
@@ -56,7 +57,7 @@ async def drain_pending(run: Run, *, head_start: HeadStart | None = None) -> Dra
         budget=head.budget,
         transcribe=_as_task_run(ctx),
     )
-    lines = FileLines(source_roots=run.source_roots, planned=planned, done=result.finished)
+    lines = FileLines(source_roots=run.source_roots, planned=planned, done=finished)
     with ExitStack() as observers:
         observers.enter_context(observing(progress))
         observers.enter_context(observing(lines))

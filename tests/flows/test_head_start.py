@@ -55,6 +55,20 @@ def service() -> Iterator[RunningDevServer]:
         yield server
 
 
+_STARTED: list[subprocess.Popen[bytes]] = []
+
+
+@pytest.fixture(autouse=True)
+def no_process_left() -> Iterator[None]:
+    """A test that fails while Prefect is held leaves no `medasr` waiting for it."""
+    yield
+    while _STARTED:
+        process = _STARTED.pop()
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)  # its own session: medasr, its server
+            process.wait()
+
+
 class HeldRun:
     """`medasr` with Prefect's temporary server held until `release()`."""
 
@@ -95,6 +109,7 @@ class HeldRun:
                 stderr=err,
                 start_new_session=True,
             )
+        _STARTED.append(self.process)
         return self
 
     def release(self) -> None:
