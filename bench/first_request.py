@@ -6,6 +6,8 @@ writes a ledger line per request with its arrival time (Unix seconds); the figur
 the earliest arrival minus the spawn time. Each run gets a fresh store (every file
 waiting) and a fresh devserver; PREFECT_HOME is warmed by one run over an empty folder
 first. With `--before DIR` the two checkouts take turns, so load falls on both alike.
+Each checkout is byte-compiled first, as an installed medasr is (this machine sets
+PYTHONDONTWRITEBYTECODE, which would otherwise compile ~100 modules on every start).
 """
 
 from __future__ import annotations
@@ -54,8 +56,16 @@ def one_run(command: list[str], *, work: Path, run_id: str) -> tuple[float, floa
     return first - spawned_at, wall_s
 
 
-def first_request(commands: dict[str, Callable[..., list[str]]], *, runs: int, files: int) -> None:
+def first_request(
+    commands: dict[str, Callable[..., list[str]]],
+    *,
+    checkouts: list[Path],
+    runs: int,
+    files: int,
+) -> None:
     """Median first-request and wall seconds of each checkout's `medasr run`; the ratio."""
+    for code in checkouts:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(code)], check=False)
     load_before = os.getloadavg()[0]
     with scratch_dir("medasr-first-") as work:
         source = waiting_files(work / "waiting", count=files)

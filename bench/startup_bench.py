@@ -233,7 +233,7 @@ def main() -> None:
         commands = {
             name: (lambda *a, c=path: medasr_command(c, *a)) for name, path in checkouts.items()
         }
-        first_request(commands, runs=runs, files=args.files)
+        first_request(commands, checkouts=list(checkouts.values()), runs=runs, files=args.files)
         return
     if args.quick:
         quick_commands(code, runs=runs)

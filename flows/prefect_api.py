@@ -42,7 +42,7 @@ from pathlib import Path
 import httpx
 
 from config.errors import ConfigError, RunStop
-from config.runtime import configured_prefect_api_url, temporary_server_environment
+from config.runtime import prefect_settings_beyond_environment, temporary_server_environment
 
 NO_API = (
     "no Prefect API: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api) or "
@@ -112,8 +112,9 @@ class PrefectApi:
 def start_prefect_api(*, start_timeout_s: float) -> PrefectApi:
     """The configured API, or a temporary server starting in the background now, given
     `start_timeout_s` to answer. Raises PrefectUnavailable."""
-    if "prefect" not in sys.modules and configured_prefect_api_url() is None:
-        # Prefect's settings are read by the launcher child (it may still find an API).
+    if "prefect" not in sys.modules and not prefect_settings_beyond_environment():
+        # Only Prefect's defaults apply: the launcher child reads them (and would still
+        # say so if they named an API), so this process need not import Prefect.
         launched = _TemporaryServer(start_timeout_s=start_timeout_s, launcher=True)
         launched.start()
         return PrefectApi(url=None, server=launched)
@@ -238,6 +239,7 @@ class _TemporaryServer:
         assert self._process is not None
         assert self._process.stdout is not None
         said = self._process.stdout.read().decode().strip()
+        self._process.stdout.close()
         self._process = None
         if said.startswith(CONFIGURED):
             raise _ConfiguredInSettings(said.removeprefix(CONFIGURED).strip())
@@ -253,6 +255,8 @@ class _TemporaryServer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if process.stdout is not None:  # the launcher's pipe
+            process.stdout.close()
 
 
 class _ConfiguredInSettings(Exception):

@@ -27,7 +27,7 @@ from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from tasks.discovery.discover import discover_and_register
 from tests.flows.conftest import settings_for
-from tests.flows.prefect_server import MEDASR, clean_env
+from tests.flows.prefect_server import MEDASR, clean_env, free_port
 from tests.flows.test_prefect_lifetime import servers_left, wait_for
 from tests.flows.test_startup import processes_with
 
@@ -302,3 +302,22 @@ def test_the_journal_is_replayed_before_the_head_start_sends(
 
     assert requests_at_replay == [0]
     assert len(service.ledger) == 3
+
+
+def test_an_api_named_by_a_prefect_profile_is_checked_before_anything_is_sent(
+    tmp_path: Path, service: RunningDevServer
+) -> None:
+    source = recordings(tmp_path / "s", 2)
+    held = HeldRun(tmp_path, service)
+    url = f"http://127.0.0.1:{free_port()}/api"
+    (held.home / "profiles.toml").write_text(
+        f'active = "default"\n\n[profiles.default]\nPREFECT_API_URL = "{url}"\n'
+    )
+    held.start("run", str(source), "-l", "en-IN")
+
+    assert held.wait() == 2, held.stderr()
+    ours = [line for line in held.stderr().splitlines() if line.startswith("medasr:")]
+    assert len(ours) == 1, held.stderr()
+    assert ours[0].startswith("medasr: configuration error: no Prefect server answers")
+    assert f"PREFECT_API_URL={url}" in ours[0]
+    assert arrived(service) == 0  # a profile's API is checked first, like the environment's
