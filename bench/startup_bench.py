@@ -22,6 +22,11 @@ export, review, split, db upgrade) against `python -c "import sqlalchemy"` (issu
 each at most 3x), taking turns so that the machine's load falls on all alike; with
 `--code DIR` for the medasr of another checkout (before/after).
 
+`--first-request` instead times, from spawn, when `medasr run`'s first request reaches
+a loopback devserver (200 distinct short WAVs waiting, warm PREFECT_HOME; issue 23: at
+most 3 s), and the whole run; `--before DIR` takes turns with another checkout and
+prints the ratio (bench/first_request.py).
+
 `--against-naive` instead times the pipeline bench's row 1 against its naive script
 (row 3) the way the issue states the target: start-up included, in a PREFECT_HOME used
 before (one `medasr run` over an empty folder first, not counted). Same workload
@@ -43,6 +48,7 @@ from pathlib import Path
 
 import httpx
 import soundfile
+from first_request import first_request
 from pipeline_procs import (
     PYTHON,
     TRIVIAL_FLOW,
@@ -215,8 +221,20 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="the quick commands against import sqlalchemy"
     )
+    parser.add_argument(
+        "--first-request", action="store_true", help="seconds to medasr run's first request"
+    )
+    parser.add_argument("--before", type=Path, help="with --first-request: the older checkout")
+    parser.add_argument("--files", type=int, default=200, help="with --first-request")
     args = parser.parse_args()
     code, runs = args.code.resolve(), args.runs
+    if args.first_request:
+        checkouts = {"after": code} | ({"before": args.before.resolve()} if args.before else {})
+        commands = {
+            name: (lambda *a, c=path: medasr_command(c, *a)) for name, path in checkouts.items()
+        }
+        first_request(commands, checkouts=list(checkouts.values()), runs=runs, files=args.files)
+        return
     if args.quick:
         quick_commands(code, runs=runs)
         return

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Mapping
+from pathlib import Path
 
 # Defaults only: an operator's own PREFECT_* values always win.
 _PREFECT_DEFAULTS = {
@@ -13,6 +15,26 @@ _PREFECT_DEFAULTS = {
     # at the end of a run; those events are Prefect's own bookkeeping, not our results.
     "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
 }
+
+
+def prefect_settings_beyond_environment() -> bool:
+    """Whether Prefect's settings may name an API: PREFECT_API_URL in the environment, a
+    profiles file, or a prefect.toml, .env or pyproject.toml [tool.prefect] in the
+    working directory (where Prefect looks). Without any, only defaults apply."""
+    if os.environ.get("PREFECT_API_URL"):
+        return True
+    home = Path(os.environ.get("PREFECT_HOME", "~/.prefect")).expanduser()
+    profiles = Path(os.environ.get("PREFECT_PROFILES_PATH", home / "profiles.toml"))
+    if profiles.expanduser().exists():
+        return True
+    here = Path.cwd()
+    if (here / "prefect.toml").exists() or (here / ".env").exists():
+        return True
+    try:
+        pyproject = tomllib.loads((here / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return "prefect" in pyproject.get("tool", {})
 
 
 def prepare_prefect_environment() -> None:

@@ -9,7 +9,6 @@ Prefect started (so nothing is parsed, read or opened twice).
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any
 
 from prefect import Flow, flow, get_run_logger
@@ -17,6 +16,8 @@ from prefect.client.schemas.objects import State
 
 from flows.bootstrap import Run, RunRequest, bootstrap, settings_for
 from flows.deliver_step import deliver_after_backlog
+from flows.head_start import HeadStart
+from flows.listing import Listed
 from flows.run_names import name_from_parameters, run_name
 from flows.skeleton import FlowSteps, Prepared, run_flow_steps
 from flows.states import final_state
@@ -27,25 +28,11 @@ from tasks.steps import discover_task
 FLOW_NAME = "transcribe-backlog"
 
 
-@dataclass(frozen=True)
-class Listed:
-    """The source listed and registered before the flow started (`medasr run` does it
-    while Prefect's server boots): the discovery, or what it raised."""
-
-    discovery: Discovery | None = None
-    error: Exception | None = None
-
-    def result(self) -> Discovery:
-        """The discovery; raises what listing raised."""
-        if self.error is not None:
-            raise self.error
-        assert self.discovery is not None
-        return self.discovery
-
-
-async def run_backlog(run: Run, *, listed: Listed | None = None) -> RunSummary:
-    """List and register the run's source (unless `listed`), transcribe what is pending,
-    deliver with MEDASR_DELIVER=true; returns the summary."""
+async def run_backlog(
+    run: Run, *, listed: Listed | None = None, head_start: HeadStart | None = None
+) -> RunSummary:
+    """List and register the run's source (unless `listed`), transcribe what is pending
+    (carrying on `head_start`), deliver with MEDASR_DELIVER=true; returns the summary."""
     language = run.request.language
     assert language is not None, "a backlog run has a language"
     assert run.source is not None, "a backlog run has a source"
@@ -58,7 +45,12 @@ async def run_backlog(run: Run, *, listed: Listed | None = None) -> RunSummary:
             return None
         return await deliver_after_backlog(run.settings, run.store, language=language)
 
-    steps = FlowSteps(title=f"medasr backlog run ({language})", prepare=prepare, after=deliver)
+    steps = FlowSteps(
+        title=f"medasr backlog run ({language})",
+        prepare=prepare,
+        after=deliver,
+        head_start=head_start,
+    )
     return await run_flow_steps(run, steps)
 
 
@@ -100,7 +92,7 @@ async def transcribe_backlog(
 
 
 def backlog_flow(
-    run: Run, *, listed: Listed | None = None
+    run: Run, *, listed: Listed | None = None, head_start: HeadStart | None = None
 ) -> Callable[[], Coroutine[Any, Any, Any]]:
     """`medasr run`'s flow: `transcribe_backlog`'s name over a Run built by the command.
 
@@ -109,7 +101,7 @@ def backlog_flow(
     """
 
     async def backlog() -> State[Any]:
-        return final_state(await run_backlog(run, listed=listed))
+        return final_state(await run_backlog(run, listed=listed, head_start=head_start))
 
     built: Flow[[], Coroutine[Any, Any, State[Any]]] = Flow(
         fn=backlog,

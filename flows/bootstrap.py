@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from config.errors import ConfigError
 from config.settings import Settings, load_settings
@@ -27,11 +28,13 @@ from storage.sources import SourceLocation, parse_source
 from tasks.discovery.discover import check_source, manifest_metadata
 from tasks.errors import SharedLimitUnavailable
 from tasks.throttle.gate import RequestGate
-from tasks.throttle.global_limit import SharedLimit
 from tasks.transcription.batch import BatchContext
 from tasks.transcription.progress import RunStats
 from tasks.transcription.runs import known_sources
 from tasks.work.journal import Journal
+
+if TYPE_CHECKING:  # Prefect's client: imported only by a run with a shared limit
+    from tasks.throttle.global_limit import SharedLimit
 
 # What the run row names as the source and language of a rerun over every source.
 RERUN_SOURCE = "(failures)"
@@ -100,7 +103,7 @@ class Run:
         gate = RequestGate(
             concurrency=ceiling,
             requests_per_s=pipeline.requests_per_s,
-            shared=shared if isinstance(shared, SharedLimit) else None,
+            shared=None if isinstance(shared, SharedLimitUnavailable) else shared,
         )
         if isinstance(shared, SharedLimitUnavailable):
             gate.stop(shared)  # fail closed: nothing is sent without the shared limit

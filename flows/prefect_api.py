@@ -17,6 +17,10 @@ second Ctrl-C): on Linux the kernel sends it SIGKILL when its parent goes
 (PR_SET_PDEATHSIG, set between fork and exec). A slow start on a busy host is waited
 for (MEDASR_PREFECT_START_TIMEOUT_S, said after a few seconds); one that never comes
 is PrefectDidNotStart (exit 75), not a configuration error.
+A command that has not imported Prefect yet (`medasr run` from a terminal) does not
+import it to start the server: a launcher child (flows/prefect_launch.py) reads
+Prefect's settings and becomes the server, so the command's first requests do not wait
+for Prefect's import (issue 23 §4); the flow imports it later.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import ctypes
+import importlib.util
 import os
 import signal
 import socket
@@ -35,18 +40,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-import prefect
-from prefect.client.orchestration import get_client
-from prefect.settings import (
-    PREFECT_API_URL,
-    PREFECT_SERVER_EPHEMERAL_ENABLED,
-    get_current_settings,
-    temporary_settings,
-)
 
 from config.errors import ConfigError, RunStop
-from config.runtime import temporary_server_environment
+from config.runtime import prefect_settings_beyond_environment, temporary_server_environment
 
+NO_API = (
+    "no Prefect API: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api) or "
+    "PREFECT_SERVER_EPHEMERAL_ENABLED=true"
+)
+CONFIGURED = "configured "  # the launcher's line when Prefect's settings name an API
 HEALTH_TIMEOUT_S = 15.0
 WAIT_NOTICE_S = 5.0  # a start slower than this is said, once
 _POLL_S = 0.1
@@ -72,12 +74,23 @@ class PrefectApi:
     def __init__(self, *, url: str | None, server: _TemporaryServer | None = None) -> None:
         self._url = url
         self._server = server
+        self._configured_late = False  # the launcher found an API in Prefect's settings
 
-    def ready(self) -> None:
+    @property
+    def starting(self) -> bool:
+        """A temporary server is (or may be) booting: a run may begin requests meanwhile."""
+        return self._server is not None
+
+    async def ready(self) -> None:
         """Wait for the temporary server (a configured one was checked when it was
-        chosen); raises PrefectUnavailable."""
-        if self._server is not None:
-            self._server.wait_healthy()
+        chosen); raises PrefectDidNotStart, PrefectUnavailable."""
+        if self._server is None:
+            return
+        try:
+            await self._server.wait_healthy()
+        except _ConfiguredInSettings as configured:
+            self._server, self._url = None, configured.url
+            await asyncio.to_thread(_check_configured, configured.url)
 
     @contextmanager
     def in_use(self) -> Iterator[None]:
@@ -85,6 +98,8 @@ class PrefectApi:
         if self._server is None:
             yield
             return
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
         with temporary_settings(updates={PREFECT_API_URL: self._server.api_url}):
             yield
 
@@ -96,16 +111,21 @@ class PrefectApi:
 
 def start_prefect_api(*, start_timeout_s: float) -> PrefectApi:
     """The configured API, or a temporary server starting in the background now, given
-    `start_timeout_s` to answer."""
+    `start_timeout_s` to answer. Raises PrefectUnavailable."""
+    if "prefect" not in sys.modules and not prefect_settings_beyond_environment():
+        # Only Prefect's defaults apply: the launcher child reads them (and would still
+        # say so if they named an API), so this process need not import Prefect.
+        launched = _TemporaryServer(start_timeout_s=start_timeout_s, launcher=True)
+        launched.start()
+        return PrefectApi(url=None, server=launched)
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
     url = PREFECT_API_URL.value()
     if url:
         _check_configured(str(url))
         return PrefectApi(url=str(url))
     if not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        raise PrefectUnavailable(
-            "no Prefect API: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api) or "
-            "PREFECT_SERVER_EPHEMERAL_ENABLED=true"
-        )
+        raise PrefectUnavailable(NO_API)
     server = _TemporaryServer(start_timeout_s=start_timeout_s)
     server.start()
     return PrefectApi(url=None, server=server)
@@ -124,6 +144,8 @@ def _check_configured(url: str) -> None:
 
 async def health_failure() -> Exception | None:
     """None if the configured Prefect API answers its health check, else the error."""
+    from prefect.client.orchestration import get_client
+
     try:
         async with asyncio.timeout(HEALTH_TIMEOUT_S), get_client() as client:
             return await client.api_healthcheck()
@@ -134,9 +156,10 @@ async def health_failure() -> Exception | None:
 class _TemporaryServer:
     """Prefect's API server in a subprocess on a free loopback port, as Prefect runs it."""
 
-    def __init__(self, *, start_timeout_s: float) -> None:
+    def __init__(self, *, start_timeout_s: float, launcher: bool = False) -> None:
         self.port = 0
         self._start_timeout_s = start_timeout_s
+        self._launcher = launcher  # started through flows/prefect_launch.py
         self._process: subprocess.Popen[bytes] | None = None
         self._started_at = 0.0
 
@@ -147,26 +170,37 @@ class _TemporaryServer:
     def start(self) -> None:
         self.port = _free_port()
         self._started_at = time.monotonic()
-        environment = temporary_server_environment(
-            get_current_settings().to_environment_variables(exclude_unset=True)
-        )
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parents[1]),
-             "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
-             "--port", str(self.port), "--log-level", "error", "--lifespan", "on"],
-            env=environment,
-            preexec_fn=_die_with_this_process(),
-        )  # fmt: skip
+        if self._launcher:  # it reads Prefect's settings and execs the same server
+            # The launcher of this very checkout (a bench runs others from sys.path).
+            root = str(Path(__file__).resolve().parents[1])
+            launch = (
+                f"import sys; sys.path.insert(0, {root!r}); "
+                f"from flows.prefect_launch import main; main({self.port})"
+            )
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", launch],
+                stdout=subprocess.PIPE,
+                preexec_fn=_die_with_this_process(),
+            )
+        else:
+            from prefect.settings import get_current_settings
+
+            environment = temporary_server_environment(
+                get_current_settings().to_environment_variables(exclude_unset=True)
+            )
+            self._process = subprocess.Popen(
+                server_command(self.port), env=environment, preexec_fn=_die_with_this_process()
+            )
         atexit.register(self.stop)  # after Prefect's own exit hooks have sent its logs
 
-    def wait_healthy(self) -> None:
+    async def wait_healthy(self) -> None:
         """Return once the server answers; raises PrefectDidNotStart if it exits or is late."""
         noticed = False
-        with httpx.Client(timeout=2.0) as http:
+        async with httpx.AsyncClient(timeout=2.0) as http:
             while (waited_s := time.monotonic() - self._started_at) < self._start_timeout_s:
                 self._require_running()
                 try:
-                    if http.get(f"{self.api_url}/health").status_code == 200:
+                    if (await http.get(f"{self.api_url}/health")).status_code == 200:
                         return
                 except httpx.TransportError:
                     pass
@@ -178,23 +212,38 @@ class _TemporaryServer:
                         f"{self._start_timeout_s:.0f} s, MEDASR_PREFECT_START_TIMEOUT_S)",
                         flush=True,
                     )
-                time.sleep(_POLL_S)
+                await asyncio.sleep(_POLL_S)
         self.stop()
         raise PrefectDidNotStart(
             f"Prefect's temporary server did not start in {waited_s:.0f} s "
-            "(MEDASR_PREFECT_START_TIMEOUT_S); nothing was sent: try again when the host "
+            "(MEDASR_PREFECT_START_TIMEOUT_S): try again when the host "
             "is less busy, raise the timeout, or set PREFECT_API_URL to a running "
             "`prefect server start`"
         )
 
     def _require_running(self) -> None:
         assert self._process is not None, "start() first"
+        if self._process.poll() is not None and self._launcher and self._process.returncode == 0:
+            self._launcher_said()
         if self._process.poll() is not None:
             raise PrefectDidNotStart(
                 "Prefect's temporary server stopped while starting (exit code "
-                f"{self._process.returncode}); nothing was sent: set PREFECT_API_URL to a "
+                f"{self._process.returncode}): set PREFECT_API_URL to a "
                 "running `prefect server start`"
             )
+
+    def _launcher_said(self) -> None:
+        """The launcher exited without becoming the server: Prefect's settings name an
+        API (raises _ConfiguredInSettings) or allow no temporary server (raises
+        PrefectUnavailable)."""
+        assert self._process is not None
+        assert self._process.stdout is not None
+        said = self._process.stdout.read().decode().strip()
+        self._process.stdout.close()
+        self._process = None
+        if said.startswith(CONFIGURED):
+            raise _ConfiguredInSettings(said.removeprefix(CONFIGURED).strip())
+        raise PrefectUnavailable(NO_API)
 
     def stop(self) -> None:
         process, self._process = self._process, None
@@ -206,6 +255,28 @@ class _TemporaryServer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if process.stdout is not None:  # the launcher's pipe
+            process.stdout.close()
+
+
+class _ConfiguredInSettings(Exception):
+    """Prefect's settings (a profile) name an API: no temporary server was started."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.url = url
+
+
+def server_command(port: int) -> list[str]:
+    """The command Prefect's own `SubprocessASGIServer` runs, on `port` of loopback."""
+    app_dir = importlib.util.find_spec("prefect")  # found, not imported
+    assert app_dir is not None, "prefect is installed"
+    assert app_dir.origin is not None, "prefect is a package"
+    return [
+        sys.executable, "-m", "uvicorn", "--app-dir", str(Path(app_dir.origin).parents[1]),
+        "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
+        "--port", str(port), "--log-level", "error", "--lifespan", "on",
+    ]  # fmt: skip
 
 
 def _die_with_this_process() -> Callable[[], None] | None:

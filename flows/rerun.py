@@ -14,6 +14,7 @@ from prefect import Flow, flow, get_run_logger
 from prefect.client.schemas.objects import State
 
 from flows.bootstrap import ANY_LANGUAGE, RERUN_SOURCE, Run, RunRequest, bootstrap, settings_for
+from flows.head_start import HeadStart
 from flows.run_names import name_from_parameters, run_name
 from flows.skeleton import FlowSteps, Prepared, run_flow_steps
 from flows.states import final_state
@@ -24,24 +25,35 @@ __all__ = ["ANY_LANGUAGE", "RERUN_SOURCE", "rerun_failures", "rerun_flow", "run_
 FLOW_NAME = "rerun-failures"
 
 
-async def run_rerun(run: Run, *, include_permanent: bool, include_skipped: bool) -> RunSummary:
+async def run_rerun(
+    run: Run,
+    *,
+    include_permanent: bool,
+    include_skipped: bool,
+    requeued: int | None = None,
+    head_start: HeadStart | None = None,
+) -> RunSummary:
     """Re-queue due retryable failures under the attempts budget (or, with
     `include_permanent`, every failure; with `include_skipped`, skipped recordings too)
-    and process them; returns the summary."""
+    and process them; returns the summary. `requeued`: the command re-queued them
+    already, before its `head_start` (flows/head_start.py), which the drain carries on."""
 
     def prepare(run: Run) -> Prepared:
-        requeued = requeue_failures_task(
-            run.store,
-            language=run.request.language,
-            max_attempts=run.settings.service.max_attempts,
-            include_permanent=include_permanent,
-            include_skipped=include_skipped,
-        )
+        count = requeued
+        if count is None:
+            count = requeue_failures_task(
+                run.store,
+                language=run.request.language,
+                max_attempts=run.settings.service.max_attempts,
+                include_permanent=include_permanent,
+                include_skipped=include_skipped,
+            )
         what = "failed or skipped" if include_skipped else "failed"
-        get_run_logger().info("re-queued %d %s items", requeued, what)
-        return Prepared(requeued=requeued)
+        get_run_logger().info("re-queued %d %s items", count, what)
+        return Prepared(requeued=count)
 
-    return await run_flow_steps(run, FlowSteps(title="medasr rerun of failures", prepare=prepare))
+    steps = FlowSteps(title="medasr rerun of failures", prepare=prepare, head_start=head_start)
+    return await run_flow_steps(run, steps)
 
 
 @flow(
@@ -67,13 +79,23 @@ async def rerun_failures(
 
 
 def rerun_flow(
-    run: Run, *, include_permanent: bool, include_skipped: bool
+    run: Run,
+    *,
+    include_permanent: bool,
+    include_skipped: bool,
+    requeued: int | None = None,
+    head_start: HeadStart | None = None,
 ) -> Callable[[], Coroutine[Any, Any, Any]]:
-    """`medasr rerun-failures`' flow: `rerun_failures`' name over a Run built by the command."""
+    """`medasr rerun-failures`' flow: `rerun_failures`' name over a Run built by the command
+    (which may have re-queued the failures already: `requeued`)."""
 
     async def rerun() -> State[Any]:
         summary = await run_rerun(
-            run, include_permanent=include_permanent, include_skipped=include_skipped
+            run,
+            include_permanent=include_permanent,
+            include_skipped=include_skipped,
+            requeued=requeued,
+            head_start=head_start,
         )
         return final_state(summary)
 

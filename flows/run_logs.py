@@ -46,11 +46,11 @@ class _FlowRunLogHandler(APILogHandler):
 class FileLines:
     """A progress observer: one log line per finished recording, like the terminal's."""
 
-    def __init__(self, *, source_roots: Sequence[str], planned: int) -> None:
+    def __init__(self, *, source_roots: Sequence[str], planned: int, done: int = 0) -> None:
         self._roots = source_roots
         self._logger = logging.getLogger(FILES_LOGGER)
         self._planned = planned
-        self._done = 0
+        self._done = done  # finished before the flow run (flows/head_start.py)
 
     def on_planned(self, *, files: int) -> None:
         self._planned = files

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from flows.artifacts import publish_summary
 from flows.bootstrap import Run
 from flows.drain import drain_pending
+from flows.head_start import HeadStart
 from flows.run_logs import logs_to_prefect
 from flows.run_names import tag_flow_run
 from flows.run_record import recorded_run
@@ -35,6 +36,7 @@ class FlowSteps:
     title: str
     prepare: Callable[[Run], Prepared]
     after: Callable[[Run], Awaitable[DeliveryCounts | None]] | None = None  # if not stopped
+    head_start: HeadStart | None = None  # the drain begun while Prefect started
 
 
 async def run_flow_steps(run: Run, steps: FlowSteps) -> RunSummary:
@@ -50,7 +52,7 @@ async def run_flow_steps(run: Run, steps: FlowSteps) -> RunSummary:
 async def _recorded_steps(run: Run, steps: FlowSteps) -> RunSummary:
     with recorded_run(run.store, source=run.record_source, language=run.record_language) as record:
         prepared = steps.prepare(run)
-        result = await drain_pending(run)
+        result = await drain_pending(run, head_start=steps.head_start)
         record.summary = summarize(
             result,
             discovery=prepared.discovery,

@@ -13,37 +13,25 @@ from typing import Any, ParamSpec, TypeVar
 from prefect import Task, task
 from prefect.cache_policies import NONE
 
-from storage.records import ItemRecord
 from tasks.discovery.discover import discover_and_register
+from tasks.transcription.claims import claim_batch
 from tasks.transcription.runs import expected_files, finish_run, requeue_failed, start_run
-from tasks.transcription.transcribe import BatchContext, process_batch
-from tasks.work.store_calls import in_store
+from tasks.transcription.transcribe import process_batch
 
 # No caching and no stored results: every step reads or writes the store itself. Task runs
 # carry the task's name without Prefect's random suffix; a batch is named by its size.
 P = ParamSpec("P")
 R = TypeVar("R")
+__all__ = [
+    "claim_batch",
+    "discover_task",
+    "expected_files_task",
+    "finish_run_task",
+    "requeue_failures_task",
+    "start_run_task",
+    "transcribe_batch_task",
+]
 _OPTIONS: dict[str, Any] = {"tags": ["medasr"], "cache_policy": NONE, "persist_result": False}
-
-
-async def claim_batch(
-    *, ctx: BatchContext, language: str | None, max_files: int, source_prefix: str | None
-) -> list[ItemRecord]:
-    """Claim up to `max_files` items under a lease; [] when none are left.
-
-    Not a task: a claim that finds nothing leaves no task run behind, and the batch task
-    is named by what it claimed (flows/drain.py).
-    """
-    return await in_store(  # in a thread: the other batch loop has requests in flight
-        ctx.store,
-        lambda uow: uow.items.claim_batch(
-            owner=ctx.owner,
-            language=language,
-            limit=max_files,
-            lease_s=ctx.lease_s,
-            source_prefix=source_prefix,
-        ),
-    )
 
 
 def _task(name: str, fn: Callable[P, R]) -> Task[P, R]:

@@ -4,63 +4,60 @@ Settings, the service settings, the source (parsed once) and its manifest (read 
 are checked before Prefect starts, so a mistake costs a second and exits 2 with one
 line. Then the run is bootstrapped (flows/bootstrap.py: store opened), Prefect's API
 starts in the background (flows/prefect_api.py) while the source is listed and
-registered, and the flow runs over that Run. Credentials rejected exits 3 after the
+registered (or the failures re-queued), the run's first batches go out before it
+answers (flows/head_start.py, flows/cli/flow_run.py), and the flow carries on over that
+Run. Credentials rejected exits 3 after the
 summary table, with one line naming MEDASR_TOKEN; an unreachable PREFECT_API_URL exits
 2 with one line.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
 from config.errors import (
-    EXIT_CREDENTIALS,
     EXIT_INTERRUPTED,
-    EXIT_TEMPORARY,
     EXIT_USAGE,
     ConfigError,
 )
 from config.settings import Settings, StorageSettings
-from flows.backlog import Listed, backlog_flow
 from flows.bootstrap import PreparedSource, Run, RunRequest, bootstrap, checked_settings
 from flows.bootstrap import prepare_source as prepare_run_source
 from flows.cli.console import print_summary, print_table, show_progress
-from flows.cli.interrupts import run_interruptibly
+from flows.cli.flow_run import (
+    FlowRun,
+    credentials_rejected,
+    interrupted_line,
+    run_flow,
+    usage_error,
+)
 from flows.cli.log_level import medasr_log_level
-from flows.cli.quiet_errors import typed_errors_without_traceback
+from flows.listing import Listed
 from flows.prefect_api import (
     PrefectApi,
-    PrefectDidNotStart,
     PrefectUnavailable,
     start_prefect_api,
 )
-from flows.rerun import rerun_flow
-from flows.states import summary_from
-from flows.summary import RunSummary, StopReason
+from flows.summary import StopReason
 from service.client import max_wav_bytes_for
-from service.errors import CredentialsRejected
 from storage import open_store
 from storage.database import database_exists
 from storage.errors import (
     ManifestInvalid,
     SourceError,
-    SourceNotFound,
-    SourceUnreadable,
     StoreError,
 )
 from storage.interface import UnitOfWorkFactory
 from storage.sources import SourceLocation
 from tasks.discovery.discover import discover_and_register
 from tasks.transcription.plan import plan_backlog, plan_rows
+from tasks.transcription.runs import requeue_failed
 from tasks.work.journal import Journal
-
-FlowRun = Callable[[], Any]  # a flow built around the Run: call it for its final state
 
 
 def run_command(
@@ -114,10 +111,10 @@ def run_command(
     with _started(request, settings, prepared) as (api, run):
         listing: dict[str, Listed] = {}
         _run_and_report(
-            lambda: backlog_flow(run, listed=listing["listed"]),
+            lambda head: _backlog_flow()(run, listed=listing["listed"], head_start=head),
             api=api,
             run=run,
-            before_flow=lambda run: listing.update(listed=_register(run)),
+            before_flow=lambda run: _registered(run, into=listing),
             quiet=quiet,
             title="medasr run",
         )
@@ -148,15 +145,37 @@ def rerun_command(
     request = RunRequest(language=language, concurrency=concurrency)
     settings = _checked(request)
     with _started(request, settings, None) as (api, run):
+        requeued: dict[str, int] = {}
         _run_and_report(
-            lambda: rerun_flow(
-                run, include_permanent=include_permanent, include_skipped=include_skipped
+            lambda head: _rerun_flow()(
+                run,
+                include_permanent=include_permanent,
+                include_skipped=include_skipped,
+                requeued=requeued.get("n"),
+                head_start=head,
             ),
             api=api,
             run=run,
+            before_flow=lambda run: _requeued(
+                run, into=requeued, permanent=include_permanent, skipped=include_skipped
+            ),
             quiet=quiet,
             title="medasr rerun-failures",
         )
+
+
+# The flows import Prefect (~1.5 s): imported once the head start is under way
+# (flows/cli/flow_run.py), not before the first request.
+def _backlog_flow() -> Callable[..., Any]:
+    from flows.backlog import backlog_flow
+
+    return backlog_flow
+
+
+def _rerun_flow() -> Callable[..., Any]:
+    from flows.rerun import rerun_flow
+
+    return rerun_flow
 
 
 def _checked(request: RunRequest) -> Settings:
@@ -164,7 +183,7 @@ def _checked(request: RunRequest) -> Settings:
     try:
         return checked_settings(request)
     except ConfigError as exc:
-        _usage_error("configuration error", exc)
+        usage_error("configuration error", exc)
 
 
 def _prepared_source(request: RunRequest) -> PreparedSource:
@@ -172,11 +191,11 @@ def _prepared_source(request: RunRequest) -> PreparedSource:
     try:
         prepared = prepare_run_source(request)
     except ManifestInvalid as exc:  # one line, before Prefect starts
-        _usage_error("manifest error", exc)
+        usage_error("manifest error", exc)
     except ConfigError as exc:  # UnsupportedSource (an unknown scheme) included
-        _usage_error("configuration error", exc)
+        usage_error("configuration error", exc)
     except SourceError as exc:
-        _usage_error("usage error", exc)
+        usage_error("usage error", exc)
     assert prepared is not None, "a backlog request names a source"
     return prepared
 
@@ -189,11 +208,11 @@ def _started(
     try:
         Journal.in_data_dir(settings.storage.data_dir).check_writable()  # before any request
     except ConfigError as exc:
-        _usage_error("configuration error", exc)
+        usage_error("configuration error", exc)
     try:
         api = start_prefect_api(start_timeout_s=settings.pipeline.prefect_start_timeout_s)
     except PrefectUnavailable as exc:
-        _usage_error("configuration error", exc)
+        usage_error("configuration error", exc)
     try:
         run = _bootstrapped(request, settings, prepared)
     except BaseException:
@@ -208,11 +227,34 @@ def _bootstrapped(request: RunRequest, settings: Settings, prepared: PreparedSou
     try:
         return bootstrap(settings, request, source=prepared)
     except ConfigError as exc:  # the URL itself: a folder that is not there, a bad dialect
-        _usage_error("configuration error", exc)
+        usage_error("configuration error", exc)
     except StoreError as exc:  # an unreachable server, a file that is not a database
         where = settings.storage.database_url_redacted
         typer.echo(f"medasr: database error: {exc} (MEDASR_DATABASE_URL={where})", err=True)
         raise typer.Exit(EXIT_USAGE) from None
+
+
+def _registered(run: Run, *, into: dict[str, Listed]) -> bool:
+    """List and register the source (into `into["listed"]`); may requests go out before
+    the flow starts (not when listing failed: the flow says why)?"""
+    into["listed"] = listed = _register(run)
+    return listed.error is None
+
+
+def _requeued(run: Run, *, into: dict[str, int], permanent: bool, skipped: bool) -> bool:
+    """Re-queue the failures before the head start drains them (into `into["n"]`); a store
+    that fails leaves it to the flow (no head start), which says why in its run record."""
+    try:
+        into["n"] = requeue_failed(
+            run.store,
+            language=run.request.language,
+            max_attempts=run.settings.service.max_attempts,
+            include_permanent=permanent,
+            include_skipped=skipped,
+        )
+    except StoreError:
+        return False
+    return True
 
 
 def _register(run: Run) -> Listed:
@@ -236,11 +278,6 @@ def _register(run: Run) -> Listed:
         return Listed(error=exc)
 
 
-def _usage_error(what: str, exc: Exception | str) -> NoReturn:
-    typer.echo(f"medasr: {what}: {exc}", err=True)
-    raise typer.Exit(EXIT_USAGE)
-
-
 def _run_and_report(
     flow_run: FlowRun,
     *,
@@ -248,67 +285,29 @@ def _run_and_report(
     run: Run,
     quiet: bool,
     title: str,
-    before_flow: Callable[[Run], None] | None = None,
+    before_flow: Callable[[Run], bool] | None = None,
 ) -> None:
-    """Do what needs no Prefect while its server starts, run the flow with progress
-    output, print its summary table, exit with its code."""
+    """Do what needs no Prefect while its server starts (`before_flow`: may requests go
+    out before the flow?), run the flow with progress output, print its summary table,
+    exit with its code."""
     with (
         medasr_log_level(run.settings.pipeline.log_level),
         show_progress(quiet=quiet, source_roots=run.source_roots),
     ):
         try:
-            if before_flow is not None:
-                before_flow(run)
-            api.ready()
-        except PrefectUnavailable as exc:
-            _usage_error("configuration error", exc)
-        except PrefectDidNotStart as exc:  # a busy host, not a setting: try again
-            typer.echo(f"medasr: Prefect did not start: {exc}", err=True)
-            raise typer.Exit(EXIT_TEMPORARY) from None
+            early = before_flow(run) if before_flow is not None else True
         except KeyboardInterrupt:
             typer.echo("medasr: interrupted before any file was sent", err=True)
             raise typer.Exit(EXIT_INTERRUPTED) from None
-        with api.in_use():
-            summary = _run_flow(flow_run)
+        summary = run_flow(flow_run, api=api, run=run, early=early)
     if summary.stopped is StopReason.CONFIGURATION:  # one line, as before the flow
-        _usage_error("configuration error", summary.stop_message or "a setting stopped the run")
+        usage_error("configuration error", summary.stop_message or "a setting stopped the run")
     print_summary(summary, title=title)
     if summary.stopped is StopReason.CREDENTIALS:
-        _credentials_rejected(summary.stop_message or "")
+        credentials_rejected(summary.stop_message or "")
     if summary.stopped is StopReason.INTERRUPTED:
-        typer.echo(
-            "medasr: interrupted: finished files are recorded, the others are pending; "
-            "run the same command again to go on",
-            err=True,
-        )
+        interrupted_line()
     raise typer.Exit(summary.exit_code)
-
-
-def _run_flow(flow_run: FlowRun) -> RunSummary:
-    """The flow's summary; an error raised before there was one exits with its line."""
-    try:
-        with typed_errors_without_traceback():
-            summary = asyncio.run(run_interruptibly(_summary_of(flow_run())))
-    except CredentialsRejected as exc:  # stopped before there was anything to summarize
-        _credentials_rejected(str(exc))
-    except ConfigError as exc:
-        _usage_error("configuration error", exc)
-    except (SourceNotFound, SourceUnreadable) as exc:  # a bucket that is not there
-        _usage_error("usage error", exc)
-    assert isinstance(summary, RunSummary), type(summary)
-    return summary
-
-
-async def _summary_of(flow: Any) -> RunSummary:
-    """Run the flow; its summary (from its final state), or what it raised."""
-    return await summary_from(await flow(return_state=True))
-
-
-def _credentials_rejected(message: str) -> NoReturn:
-    if "MEDASR_TOKEN" not in message:
-        message += " (set a valid MEDASR_TOKEN)"
-    typer.echo(f"medasr: stopped: credentials rejected: {message}", err=True)
-    raise typer.Exit(EXIT_CREDENTIALS)
 
 
 def _print_plan(

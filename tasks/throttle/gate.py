@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from aiolimiter import AsyncLimiter
 
@@ -22,8 +23,10 @@ from aiolimiter import AsyncLimiter
 # config/errors.py; RUN_STOP_ERRORS is re-exported for tasks/transcription/transcribe.py.
 from config.errors import RUN_STOP_ERRORS as RUN_STOP_ERRORS
 from config.errors import RunInterrupted, RunStop
-from tasks.throttle.global_limit import SharedLimit
 from tasks.throttle.limiter import AdaptiveLimiter
+
+if TYPE_CHECKING:  # Prefect's client is imported only by a run that has a shared limit
+    from tasks.throttle.global_limit import SharedLimit
 
 # Set by the CLI's signal handler; every gate of the process, present or future, reads it.
 _interrupted: RunInterrupted | None = None
@@ -34,6 +37,11 @@ def interrupt_all_gates() -> None:
     global _interrupted  # the process-wide switch a signal handler flips
     if _interrupted is None:
         _interrupted = RunInterrupted("interrupted by the operator")
+
+
+def operator_interrupted() -> RunInterrupted | None:
+    """The operator's interruption (Ctrl-C, SIGTERM) if it came, else None."""
+    return _interrupted
 
 
 class RequestGate:

@@ -1,0 +1,99 @@
+"""The batch loops of a drain: claim a batch, transcribe it, again until nothing is left.
+
+Plain code, no Prefect: the head start (flows/head_start.py) runs them with the plain
+`process_batch` while Prefect's API starts; the flow's drain (flows/drain.py) runs them
+with each batch as a named task run. Both share one `DrainResult` and one `Budget`, so
+the files of both are counted once and `--limit` covers them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from config.errors import RunStop
+from flows.attention import needs_check
+from storage.records import ItemRecord
+from tasks.transcription.batch import BatchContext
+from tasks.transcription.claims import claim_batch
+from tasks.transcription.progress import FileOutcome, RunStats
+
+BATCH_LOOPS = 2
+
+# Transcribes one claimed batch, given its name ("batch 3 (50 files)").
+TranscribeBatch = Callable[[Sequence[ItemRecord], str], Awaitable[list[FileOutcome]]]
+
+
+@dataclass
+class DrainResult:
+    """What a drain did; `stopped` holds the error that ended it early (credentials, config)."""
+
+    stats: RunStats
+    wall_s: float
+    planned: int
+    outcomes: list[FileOutcome] = field(default_factory=list)  # only those to check
+    stopped: RunStop | None = None
+    batches: int = 0  # batches started (task runs, and the head start's plain batches)
+    finished: int = 0  # files through this drain; `stats` counts them by outcome
+
+    def add(self, outcomes: Sequence[FileOutcome]) -> None:
+        """Count a batch's files; keep only the outcomes a person must check (memory stays
+        flat over 10^6 done files)."""
+        self.finished += len(outcomes)
+        self.outcomes.extend(o for o in outcomes if needs_check(o))
+
+
+class Budget:
+    """How many more files this run may claim (unbounded without a limit)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self._left = limit
+
+    def take(self, want: int) -> int:
+        """Up to `want` files of what is left."""
+        if self._left is None:
+            return want
+        got = min(want, self._left)
+        self._left -= got
+        return got
+
+    def give_back(self, unused: int) -> None:
+        """Return what a claim did not find."""
+        if self._left is not None:
+            self._left += unused
+
+
+@dataclass
+class BatchLoops:
+    """Claim a batch, transcribe it with `transcribe`; again until nothing is left, the
+    run stops, or `keep_claiming` says no (the head start handing over to the flow)."""
+
+    ctx: BatchContext
+    result: DrainResult
+    language: str | None
+    source_prefix: str | None
+    batch_size: int
+    budget: Budget
+    transcribe: TranscribeBatch
+    keep_claiming: Callable[[], bool] = lambda: True
+    drained: bool = False  # a claim found fewer items than it asked for
+
+    async def run(self) -> None:
+        """One loop; several run side by side over the same budget."""
+        while self.ctx.gate.stopped is None and not self.drained and self.keep_claiming():
+            size = self.budget.take(self.batch_size)
+            if size == 0:
+                return
+            items = await claim_batch(
+                ctx=self.ctx,
+                language=self.language,
+                max_files=size,
+                source_prefix=self.source_prefix,
+            )
+            self.budget.give_back(size - len(items))
+            self.drained = self.drained or len(items) < size
+            if not items:
+                return
+            self.result.batches += 1
+            name = f"batch {self.result.batches} ({len(items)} files)"
+            self.result.add(await self.transcribe(items, name))

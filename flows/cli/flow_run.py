@@ -1,0 +1,151 @@
+"""A command's flow run from a terminal: the head start while Prefect starts, then the flow.
+
+Both run in one event loop under the command's own Ctrl-C handling (interrupts.py): the
+head start (flows/head_start.py) sends requests while Prefect's temporary server boots,
+and the flow carries on its drain once the server answers. No head start with a shared
+limit (it is held by Prefect) or a configured PREFECT_API_URL (it answers at once).
+If the server never answers, or the operator interrupts while it starts, the head start
+claims nothing more, its files in flight finish and are recorded (a paid answer is never
+lost), and the command exits as before the head start existed, saying how many files
+were finished meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import typer
+
+from config.errors import (
+    EXIT_CREDENTIALS,
+    EXIT_INTERRUPTED,
+    EXIT_TEMPORARY,
+    EXIT_USAGE,
+    ConfigError,
+)
+from flows.bootstrap import Run
+from flows.cli.interrupts import run_interruptibly
+from flows.cli.quiet_errors import typed_errors_without_traceback
+from flows.head_start import HeadStart, may_start_early
+from flows.prefect_api import PrefectApi, PrefectDidNotStart, PrefectUnavailable
+from flows.summary import RunSummary
+from service.errors import CredentialsRejected
+from storage.errors import SourceNotFound, SourceUnreadable
+from tasks.throttle.gate import operator_interrupted
+
+# A flow built around the Run, carrying on the head start (if any): call it for its state.
+FlowRun = Callable[[HeadStart | None], Any]
+_POLL_S = 0.1  # how often the wait for Prefect looks for Ctrl-C
+FLOW_MODULES = ("flows.states", "flows.backlog", "flows.rerun")  # they import Prefect
+
+
+class _InterruptedWhileStarting(Exception):
+    """The operator interrupted before the flow started."""
+
+
+def run_flow(flow_run: FlowRun, *, api: PrefectApi, run: Run, early: bool) -> RunSummary:
+    """The flow's summary, begun with a head start when `early` and the API is still
+    starting; an error raised before there was a summary exits with its line."""
+    heads: list[HeadStart] = []  # the head start, once begun
+    try:
+        with typed_errors_without_traceback():
+            flow = _flow_after_start(flow_run, api=api, run=run, early=early, heads=heads)
+            summary = asyncio.run(run_interruptibly(flow))
+    except PrefectUnavailable as exc:
+        usage_error("configuration error", f"{exc}; {_meanwhile(run, heads)}")
+    except PrefectDidNotStart as exc:  # a busy host, not a setting: try again
+        typer.echo(f"medasr: Prefect did not start: {exc}; {_meanwhile(run, heads)}", err=True)
+        raise typer.Exit(EXIT_TEMPORARY) from None
+    except _InterruptedWhileStarting:
+        if not heads:
+            typer.echo("medasr: interrupted before any file was sent", err=True)
+        else:
+            interrupted_line()
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except CredentialsRejected as exc:  # stopped before there was anything to summarize
+        credentials_rejected(str(exc))
+    except ConfigError as exc:
+        usage_error("configuration error", exc)
+    except (SourceNotFound, SourceUnreadable) as exc:  # a bucket that is not there
+        usage_error("usage error", exc)
+    assert isinstance(summary, RunSummary), type(summary)
+    return summary
+
+
+async def _flow_after_start(
+    flow_run: FlowRun, *, api: PrefectApi, run: Run, early: bool, heads: list[HeadStart]
+) -> Any:
+    head = HeadStart(run) if early and api.starting and may_start_early(run) else None
+    heads.extend([head] if head is not None else [])
+    ready = asyncio.create_task(_ready_unless_interrupted(api))
+    preload = asyncio.create_task(
+        _import_flows_when(
+            lambda: head is None or head.idle or run.stats.requests > 0 or ready.done()
+        )
+    )
+    try:
+        await ready
+    except (PrefectDidNotStart, PrefectUnavailable, _InterruptedWhileStarting):
+        if head is not None:  # the files in flight finish and are recorded
+            await head.stop()
+        raise
+    await preload
+    from flows.states import summary_from  # Prefect: once the head start is under way
+
+    with api.in_use():
+        return await summary_from(await flow_run(head)(return_state=True))
+
+
+async def _import_flows_when(due: Callable[[], bool]) -> None:
+    """Import the flows and Prefect (~1.5 s) in a thread once `due()`: after the head
+    start's first request, so that it does not wait for them."""
+    while not due():
+        await asyncio.sleep(_POLL_S)
+    for name in FLOW_MODULES:
+        await asyncio.to_thread(importlib.import_module, name)
+
+
+async def _ready_unless_interrupted(api: PrefectApi) -> None:
+    """Wait for the API; raises PrefectDidNotStart, or _InterruptedWhileStarting."""
+    ready = asyncio.create_task(api.ready())
+    while not ready.done():
+        if operator_interrupted() is not None:
+            ready.cancel()
+            raise _InterruptedWhileStarting
+        await asyncio.wait({ready}, timeout=_POLL_S)
+    ready.result()
+
+
+def _meanwhile(run: Run, heads: list[HeadStart]) -> str:
+    """What the head start did before Prefect failed, in words."""
+    finished = sum(head.finished_files() for head in heads)
+    if not run.stats.requests and not finished:
+        return "nothing was sent"
+    files = "1 file was" if finished == 1 else f"{finished} files were"
+    return f"{files} finished and recorded meanwhile, the others are pending"
+
+
+def interrupted_line() -> None:
+    """Say what an interrupted run leaves behind."""
+    typer.echo(
+        "medasr: interrupted: finished files are recorded, the others are pending; "
+        "run the same command again to go on",
+        err=True,
+    )
+
+
+def usage_error(what: str, exc: Exception | str) -> NoReturn:
+    """One line, exit 2."""
+    typer.echo(f"medasr: {what}: {exc}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def credentials_rejected(message: str) -> NoReturn:
+    """One line naming MEDASR_TOKEN, exit 3."""
+    if "MEDASR_TOKEN" not in message:
+        message += " (set a valid MEDASR_TOKEN)"
+    typer.echo(f"medasr: stopped: credentials rejected: {message}", err=True)
+    raise typer.Exit(EXIT_CREDENTIALS)
