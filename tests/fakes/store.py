@@ -91,6 +91,7 @@ class FakeUnitOfWork:
     """The repositories of one fake transaction (items and chunks share one object)."""
 
     def __init__(self, state: _State) -> None:
+        self._state = state
         self.items = self.chunks = FakeRepository(state)
         self.runs = FakeRuns(state)
         self.reviews = FakeReviews(state)
@@ -98,6 +99,17 @@ class FakeUnitOfWork:
 
     def commit(self) -> None:
         """The fake publishes at the end of the block only."""
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """An error in the block puts the working copy back as it was before it."""
+        saved = self._state.copy()
+        try:
+            yield
+        except BaseException:
+            for name in ("items", "chunks", "next_id", "runs", "deliveries"):
+                setattr(self._state, name, getattr(saved, name))
+            raise
 
 
 class FakeRepository(FakeItemQueries, FakeItemListing):
