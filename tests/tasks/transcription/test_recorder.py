@@ -66,8 +66,10 @@ def run_batch(
     journal: Journal,
     gate: RequestGate | None = None,
     storage_options: dict[str, Any] | None = None,
+    contexts: list[BatchContext] | None = None,
 ) -> dict[str, FileOutcome]:
-    """Register the folder, claim it all and process one batch; outcomes by file name."""
+    """Register the folder, claim it all and process one batch; outcomes by file name
+    (the batch's context appended to `contexts`)."""
 
     async def go() -> list[FileOutcome]:
         settings = client_settings(server, max_upload_bytes=CAP_BYTES)
@@ -83,6 +85,8 @@ def run_batch(
                 store_retry_s=0.2,
                 storage_options=storage_options,
             )
+            if contexts is not None:
+                contexts.append(ctx)
             try:
                 items = register_and_claim(store, folder, storage_options)
                 return await process_batch(items, ctx=ctx)
@@ -178,18 +182,23 @@ def test_rejected_credentials_release_the_file_and_keep_its_paid_chunks(
         assert len(uow.chunks.done_chunks(note.id)) == answered(server) == 2
 
 
-def test_a_file_costs_one_transaction_to_settle_its_content_one_per_chunk_and_one_to_finish(
+def test_a_file_costs_one_store_call_to_settle_its_content_one_per_chunk_and_one_to_finish(
     devserver_factory, folder: Path, tmp_path: Path
 ) -> None:
     store, server = FakeStore(), devserver_factory()
-    before = store.transactions
+    before, contexts = store.transactions, []
+    journal = Journal(tmp_path / "journal")
 
-    outcomes = run_batch(store, server, folder, journal=Journal(tmp_path / "journal"))
+    outcomes = run_batch(store, server, folder, journal=journal, contexts=contexts)
 
     chunks = outcomes["note.wav"].chunks
     assert chunks > 2
+    writer = contexts[0].writer  # the calls share commits with whatever else is in flight
+    assert writer.calls == 1 + chunks + 1
+    assert 1 <= writer.groups <= writer.calls
     claim, lease_renewal = 1, 1  # once per batch, not per file
-    assert store.transactions - before == claim + lease_renewal + 1 + chunks + 1
+    assert store.transactions - before == claim + lease_renewal + writer.groups
+    assert list(journal.entries()) == []  # every answer committed: no entry left behind
 
 
 def test_the_dry_run_counts_exactly_what_the_run_then_sends(
