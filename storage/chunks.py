@@ -1,4 +1,5 @@
-"""Chunks of an item's audio: finished ones are committed at once and never sent again.
+"""Chunks of an item's audio: finished ones are committed (in a group commit) and never
+sent again.
 
 Every write of a chunk result takes the item's lease token: the item row is locked first
 (through the work queue), so a new owner's fingerprint (which drops the chunks of changed

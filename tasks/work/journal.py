@@ -2,11 +2,13 @@
 
 Transcription keeps paid chunk answers (PaidChunk), delivery keeps accepted uploads
 (AcceptedDelivery: the receiver filed the document; recording it again would file it
-twice). After an HTTP 200 the text is paid for. Its store write is retried with backoff
-(`record_paid_chunk`); if the store stays down, the answer goes to
+twice). After an HTTP 200 the text is paid for. A delivery's store write is retried with
+backoff (`record_paid_chunk`); if the store stays down, the answer goes to
 `<data dir>/journal/<item>-<chunk>-<random>.json` (file 0600, folder 0700, written to a
 temporary name and renamed, so a crash leaves a whole entry or none), and the next run
-records it (`replay_journal`) before it sends anything. The transcript text is in the
+records it (`replay_journal`) before it sends anything. A chunk answer is journaled at
+once, without fsync, and its entry removed when its group commit is in
+(tasks/work/paid_answers.py says what a crash and a power loss cost). The transcript text is in the
 entry and nowhere else: no log line, message or exception carries it.
 """
 
