@@ -8,6 +8,7 @@ the SQL store by tests/storage/test_store_conformance.py.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -199,6 +200,26 @@ def test_a_file_costs_one_store_call_to_settle_its_content_one_per_chunk_and_one
     claim, lease_renewal = 1, 1  # once per batch, not per file
     assert store.transactions - before == claim + lease_renewal + writer.groups
     assert list(journal.entries()) == []  # every answer committed: no entry left behind
+
+
+def test_a_copy_of_answered_content_costs_one_store_call_in_a_shared_commit(
+    devserver_factory, folder: Path, tmp_path: Path
+) -> None:
+    store, journal = FakeStore(), Journal(tmp_path / "journal")
+    run_batch(store, devserver_factory(), folder, journal=journal)
+    copies = 6
+    for i in range(copies):
+        os.link(folder / "note.wav", folder / f"copy{i}.wav")
+    again, before, contexts = devserver_factory(), store.transactions, []
+
+    outcomes = run_batch(store, again, folder, journal=journal, contexts=contexts)
+
+    assert [o.outcome for o in outcomes.values()] == ["done"] * copies
+    assert again.ledger.entries() == []
+    writer = contexts[0].writer  # a stat, a hash and the lookup: one savepoint each
+    assert writer.calls == copies
+    claim, lease_renewal = 1, 1
+    assert store.transactions - before == claim + lease_renewal + writer.groups
 
 
 def test_the_dry_run_counts_exactly_what_the_run_then_sends(
