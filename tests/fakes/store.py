@@ -49,13 +49,7 @@ class _State:
     deliveries: dict[int, DeliveryRecord] = field(default_factory=dict)
 
     def copy(self) -> _State:
-        return _State(
-            dict(self.items),
-            dict(self.chunks),
-            self.next_id,
-            dict(self.runs),
-            dict(self.deliveries),
-        )
+        return _State(**{k: dict(v) if isinstance(v, dict) else v for k, v in vars(self).items()})
 
 
 class FakeStore:
@@ -107,8 +101,7 @@ class FakeUnitOfWork:
         try:
             yield
         except BaseException:
-            for name in ("items", "chunks", "next_id", "runs", "deliveries"):
-                setattr(self._state, name, getattr(saved, name))
+            vars(self._state).update(vars(saved))
             raise
 
 
