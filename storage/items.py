@@ -20,7 +20,13 @@ from storage.errors import LeaseLost, SourceUnreadable
 from storage.models import ChunkRow, Item
 from storage.queries import ITEMS, batches, utc_now
 from storage.records import ItemRecord, RegisterResult, SkippedFile, SourceFile
-from storage.registration import Differing, find_differing, find_unsettled, insert_new
+from storage.registration import (
+    any_registered,
+    encode_files,
+    find_differing,
+    find_unsettled,
+    insert_new,
+)
 from storage.work_queue import cleared_lease
 
 __all__ = ["UNREADABLE_VERSION", "Items"]
@@ -32,7 +38,7 @@ UNREADABLE_VERSION = "unreadable"
 # ... and a folder or bucket prefix that could not be listed: its row goes once it is.
 UNLISTED_FOLDER_VERSION = "unlisted folder"
 # Listed files compared and inserted per statement (one JSON parameter: no IN-list limit).
-REGISTER_BATCH = 2000
+REGISTER_BATCH = 5000
 
 
 class Items(Claims):
@@ -47,27 +53,50 @@ class Items(Claims):
         back to pending with the new version (its late worker then gets LeaseLost).
         The old sha256 and chunks stay until re-fingerprinted.
         """
-        by_uri = {f.uri: f for f in files}
-        new = changed = unchanged = 0
+        unique = list({f.uri: f for f in files}.values())
         now = self._queue.now()  # leases lapse on the store's clock
-        for batch in batches(list(by_uri.values()), REGISTER_BATCH):
-            differing = find_differing(self._session, batch, language=language)
-            unchanged += len(batch) - len(differing)
-            inserts, updates = [], []
-            for row in differing:
-                listed = by_uri[row.source_uri]
-                if row.id is None:
-                    inserts.append(listed)
-                    continue
-                changed += 1
-                if not _leased(row, now=now):
-                    updates.append(_back_to_pending(row.id, listed, now=now))
-            if inserts:
-                ours = insert_new(self._session, inserts, language=language, now=now)
-                new, unchanged = new + ours, unchanged + len(inserts) - ours
-            if updates:
-                self._session.execute(update(Item), updates)
-        return RegisterResult(new=new, changed=changed, unchanged=unchanged)
+        new = changed = 0
+        for batch in batches(unique, REGISTER_BATCH):
+            ours, relisted = self._register_batch(batch, language=language, now=now)
+            new, changed = new + ours, changed + relisted
+        return RegisterResult(new=new, changed=changed, unchanged=len(unique) - new - changed)
+
+    def _register_batch(
+        self, batch: Sequence[SourceFile], *, language: str, now: datetime
+    ) -> tuple[int, int]:
+        """Register one batch; returns (new, changed). A batch whose URI range holds no
+        item yet (a new folder) is inserted without being compared first; the insert's
+        count tells whether that held (another run may have inserted some meanwhile)."""
+        listed = encode_files(batch)
+        ours = 0
+        if not any_registered(self._session, batch, language=language):
+            ours = insert_new(self._session, listed, language=language, now=now)
+            if ours == len(batch):
+                return ours, 0
+        differing = find_differing(self._session, listed, language=language)
+        inserts = [batch[row.position] for row in differing if row.id is None]
+        relisted = {row.id: batch[row.position] for row in differing if row.id is not None}
+        if inserts:
+            encoded = listed if len(inserts) == len(batch) else encode_files(inserts)
+            ours += insert_new(self._session, encoded, language=language, now=now)
+        if relisted:
+            self._back_to_pending(relisted, now=now)
+        return ours, len(relisted)
+
+    def _back_to_pending(self, relisted: Mapping[int, SourceFile], *, now: datetime) -> None:
+        """Changed files go back to pending, except those a worker holds under a live lease."""
+        held = self._session.execute(
+            select(Item.id).where(
+                Item.id.in_(list(relisted)),
+                Item.status == "processing",
+                Item.lease_expires_at.is_not(None),
+                Item.lease_expires_at > now,
+            )
+        )
+        leased = set(held.scalars())
+        updates = [_pending_again(i, f, now=now) for i, f in relisted.items() if i not in leased]
+        if updates:
+            self._session.execute(update(Item), updates)
 
     def find_unsettled(
         self, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
@@ -294,13 +323,7 @@ def _new_unreadable_item(
     }
 
 
-def _leased(row: Differing, *, now: datetime) -> bool:
-    """A worker holds the item under a lease that has not expired."""
-    expires = row.lease_expires_at
-    return bool(row.status == "processing" and expires is not None and expires > now)
-
-
-def _back_to_pending(item_id: int, listed: SourceFile, *, now: datetime) -> dict[str, Any]:
+def _pending_again(item_id: int, listed: SourceFile, *, now: datetime) -> dict[str, Any]:
     """Changed content: forget the old result (the sha256 stays until re-fingerprinted)."""
     return {
         "id": item_id,

@@ -9,6 +9,7 @@ bad entry: it becomes a SkippedFile with the reason in words.
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import stat
 import time
@@ -23,6 +24,8 @@ from storage.records import Listing, SkippedFile, SourceFile
 # the listing's only syscall for it; `find` + `stat` is the floor).
 SECOND_LOOK_BATCH = 1000
 SECOND_LOOK_RECENT_S = 600.0
+
+Run = list[tuple[str, os.stat_result]]  # one folder's files between two of its sub-folders
 
 
 def list_local(root: str, *, wants: Callable[[str], bool], settle_s: float) -> Listing:
@@ -44,39 +47,46 @@ def iter_local(
         raise SourceNotFound(f"source folder not found: {printable(root)}") from exc
     except OSError as exc:
         raise SourceUnreadable(f"cannot open source {printable(root)}: {exc.strerror}") from exc
-    candidates: Iterator[tuple[str, os.stat_result]]
+    candidates: Iterator[Run]
     if stat.S_ISDIR(root_stat.st_mode):
         candidates = _walk_local(root, root_stat, wants=wants, skipped=skipped)
     elif stat.S_ISREG(root_stat.st_mode):
         wanted = wants(os.path.basename(root))
-        candidates = iter([(root, root_stat)] if wanted else [])
+        candidates = iter([[(root, root_stat)]] if wanted else [])
     else:
         raise SourceUnreadable(f"source is neither a folder nor a file: {printable(root)}")
     return _looked_at(candidates, settle_s=settle_s, skipped=skipped)
 
 
 def _looked_at(
-    candidates: Iterator[tuple[str, os.stat_result]],
-    *,
-    settle_s: float,
-    skipped: list[SkippedFile],
+    runs: Iterator[Run], *, settle_s: float, skipped: list[SkippedFile]
 ) -> Iterator[SourceFile]:
     """Settled candidates in order. A recent one starts a batch that is looked at again
     when it is full (or the listing ends); until then old files go straight through."""
     reader = _Reader.current()
-    batch: list[tuple[str, os.stat_result]] = []
-    for path, file_stat in candidates:
+    batch: Run = []
+    for run in runs:
         now_ns = time.time_ns()
-        unusable = _unusable(path, file_stat, now_ns=now_ns, settle_s=settle_s, reader=reader)
-        if unusable is not None:
-            skipped.append(unusable)
-        elif batch or _recent(file_stat, now_ns=now_ns):
-            batch.append((path, file_stat))
-            if len(batch) >= SECOND_LOOK_BATCH:
-                yield from _second_look(batch, skipped=skipped, only_recent=True)
-                batch = []
-        else:
-            yield _listed(path, file_stat)
+        # Older than this: settled and not recent, so only the mode bits and name decide.
+        old_ns = now_ns - int(max(settle_s, SECOND_LOOK_RECENT_S) * 1e9)
+        for path, file_stat in run:
+            if (
+                not batch
+                and file_stat.st_mtime_ns < old_ns
+                and reader.plainly_usable(path, file_stat)
+            ):
+                yield SourceFile(path, file_stat.st_size, str(file_stat.st_mtime_ns))
+                continue
+            unusable = _unusable(path, file_stat, now_ns=now_ns, settle_s=settle_s, reader=reader)
+            if unusable is not None:
+                skipped.append(unusable)
+            elif batch or _recent(file_stat, now_ns=now_ns):
+                batch.append((path, file_stat))
+                if len(batch) >= SECOND_LOOK_BATCH:
+                    yield from _second_look(batch, skipped=skipped, only_recent=True)
+                    batch = []
+            else:
+                yield _listed(path, file_stat)
     yield from _second_look(batch, skipped=skipped, only_recent=True)
 
 
@@ -95,23 +105,25 @@ def _walk_local(
     *,
     wants: Callable[[str], bool],
     skipped: list[SkippedFile],
-) -> Iterator[tuple[str, os.stat_result]]:
-    """Depth first in URI order: one folder's entries in memory at a time."""
+) -> Iterator[Run]:
+    """Depth first in URI order, a run of files at a time: one folder's entries in memory."""
     visited = {(root_stat.st_dev, root_stat.st_ino)}
     stack = [iter(_folder_entries(root, "", wants=wants, skipped=skipped, visited=visited))]
     while stack:
-        entry = next(stack[-1], None)
-        if entry is None:
+        run: Run = []
+        below: tuple[str, str] | None = None
+        for _, path, relative, entry_stat in stack[-1]:
+            if stat.S_ISDIR(entry_stat.st_mode):
+                below = (path, relative + "/")
+                break
+            run.append((path, entry_stat))
+        if run:
+            yield run
+        if below is None:
             stack.pop()
             continue
-        path, relative, entry_stat = entry
-        if stat.S_ISDIR(entry_stat.st_mode):
-            found = _folder_entries(
-                path, relative + "/", wants=wants, skipped=skipped, visited=visited
-            )
-            stack.append(iter(found))
-        else:
-            yield path, entry_stat
+        found = _folder_entries(below[0], below[1], wants=wants, skipped=skipped, visited=visited)
+        stack.append(iter(found))
 
 
 def _folder_entries(
@@ -121,8 +133,9 @@ def _folder_entries(
     wants: Callable[[str], bool],
     skipped: list[SkippedFile],
     visited: set[tuple[int, int]],
-) -> list[tuple[str, str, os.stat_result]]:
-    """One folder's sub-folders and wanted files, in the order their URIs sort.
+) -> list[tuple[str, str, str, os.stat_result]]:
+    """One folder's sub-folders and wanted files, in the order their URIs sort: (sort
+    key, path, path relative to the source, stat).
 
     A folder sorts as its name plus "/", so that everything under it sorts where its
     URIs do. Files not wanted cost no syscall; a wanted file or a folder costs one stat
@@ -157,8 +170,11 @@ def _folder_entries(
             found.append((entry.name + "/", entry.path, relative, entry_stat))
         elif wanted:
             found.append((entry.name, entry.path, relative, entry_stat))
-    found.sort(key=lambda f: f[0])
-    return [(path, relative, entry_stat) for _, path, relative, entry_stat in found]
+    found.sort(key=_first)
+    return found
+
+
+_first = operator.itemgetter(0)
 
 
 def _stat_failure(entry: os.DirEntry[str], exc: OSError) -> SkippedFile:
@@ -187,13 +203,23 @@ class _Reader:
     def may_read(self, path: str, file_stat: os.stat_result) -> bool:
         """The owner, group or other read bit that applies; when it says no, the kernel
         is asked (root, ACLs), so a "no" is never a guess."""
+        return self._read_bit(file_stat) or os.access(path, os.R_OK)
+
+    def plainly_usable(self, path: str, file_stat: os.stat_result) -> bool:
+        """A regular file with a UTF-8 name that the mode bits let us read: the common
+        case, answered without a syscall (False: ask `_unusable`, which says why)."""
+        return (
+            self._read_bit(file_stat)
+            and stat.S_ISREG(file_stat.st_mode)
+            and (path.isascii() or _is_utf8(path))
+        )
+
+    def _read_bit(self, file_stat: os.stat_result) -> bool:
         if file_stat.st_uid == self.uid:
-            allowed = file_stat.st_mode & stat.S_IRUSR
-        elif file_stat.st_gid in self.groups:
-            allowed = file_stat.st_mode & stat.S_IRGRP
-        else:
-            allowed = file_stat.st_mode & stat.S_IROTH
-        return bool(allowed) or os.access(path, os.R_OK)
+            return bool(file_stat.st_mode & stat.S_IRUSR)
+        if file_stat.st_gid in self.groups:
+            return bool(file_stat.st_mode & stat.S_IRGRP)
+        return bool(file_stat.st_mode & stat.S_IROTH)
 
 
 def _unusable(

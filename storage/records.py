@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class ItemStatus(StrEnum):
@@ -209,9 +209,12 @@ class RunRecord:
     counts: dict[str, int]
 
 
-@dataclass(frozen=True)
-class SourceFile:
-    """One listed audio file; `version` (mtime_ns or ETag) changes when content may change."""
+class SourceFile(NamedTuple):
+    """One listed audio file; `version` (mtime_ns or ETag) changes when content may change.
+
+    A named tuple: one small object per listed file, and `json.dumps` writes a batch of
+    them as arrays [uri, size_bytes, version] in C (storage/registration.py).
+    """
 
     uri: str
     size_bytes: int

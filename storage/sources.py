@@ -114,7 +114,7 @@ class _Filters:
             return False
         if self.include and not any(_glob_matches(relative, p) for p in self.include):
             return False
-        return not any(_glob_matches(relative, p) for p in self.exclude)
+        return not self.exclude or not any(_glob_matches(relative, p) for p in self.exclude)
 
 
 @dataclass

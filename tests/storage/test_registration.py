@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+from sqlalchemy import event, select
+
+import storage.items
 from storage.database import Store
+from storage.models import Item
 from storage.records import SourceFile
 
 LANGUAGE = "en-IN"
@@ -48,3 +55,48 @@ def test_registering_twice_inserts_once_and_counts_changes(store: Store) -> None
 
     assert (first.new, first.changed, first.unchanged) == (2_500, 0, 0)
     assert (second.new, second.changed, second.unchanged) == (0, 1, 2_499)
+
+
+def test_a_new_folder_is_inserted_without_a_comparison_first(store: Store) -> None:
+    files = [listed(f"new/{i:03d}") for i in range(50)]
+    with store.unit_of_work() as uow:
+        sent = _statements(store, lambda: uow.items.register_items(files, language=LANGUAGE))
+
+    assert not any("LEFT JOIN items" in statement for statement in sent), sent
+    with store.unit_of_work(read_only=True) as uow:
+        assert uow.items.pending_count(language=LANGUAGE) == 50
+
+
+def test_a_batch_wrongly_thought_new_is_still_compared(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The range check is advisory (another run inserting meanwhile, another collation):
+    when the insert count says some were there, they are compared as usual."""
+    files = [listed(f"f{i:02d}") for i in range(10)]
+    with store.unit_of_work() as uow:
+        uow.items.register_items(files[:6], language=LANGUAGE)
+    monkeypatch.setattr(storage.items, "any_registered", lambda *_, **__: False)
+    files[2] = listed("f02", version="2")
+    with store.unit_of_work() as uow:
+        again = uow.items.register_items(files, language=LANGUAGE)
+
+    assert (again.new, again.changed, again.unchanged) == (4, 1, 5)
+    with store.engine.connect() as connection:
+        version = connection.scalar(
+            select(Item.source_version).where(Item.source_uri == files[2].uri)
+        )
+    assert version == "2"
+
+
+def _statements(store: Store, call: Callable[[], object]) -> list[str]:
+    sent: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        sent.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        call()
+    finally:
+        event.remove(store.engine, "before_cursor_execute", record)
+    return sent
