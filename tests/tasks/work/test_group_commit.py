@@ -28,6 +28,7 @@ from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.records import ItemRecord
 from tasks.work.group_commit import GroupWriter
 from tasks.work.journal import Journal, replay_journal
+from tasks.work.lease_keeper import LeaseKeeper
 from tasks.work.paid_answers import store_chunk_answer
 from tests.tasks.work.test_journal import claimed, done_texts, paid_for
 
@@ -274,3 +275,26 @@ def test_a_process_killed_between_the_answers_and_their_commit_loses_none_of_the
     assert replay_journal(store, journal).recorded == 2  # the next run, before it sends
     assert done_texts(store, one) == done_texts(store, two) == {3: "patient stable"}
     assert list(journal.entries()) == []
+
+
+def test_a_lease_renewal_joins_the_group_instead_of_locking_held_rows_on_its_own(
+    store: UnitOfWorkFactory,
+) -> None:
+    # On PostgreSQL a renewal in a transaction of its own locks every held row, in its
+    # own order, while a group locks some of them in another: a deadlock.
+    items = claimed(store, count=2)
+    writer = GroupWriter(store)
+    keeper = LeaseKeeper(store=store, lease_s=60, writer=writer)
+
+    async def go() -> None:
+        async with keeper.holding(items):  # renews once, at once: a group of its own
+            await asyncio.gather(
+                writer.write(lambda uow: uow.items.get_item(items[0].id)),
+                keeper.renew_now(),
+            )
+            for item in items:
+                await keeper.require(item)  # renewed, not lost
+
+    asyncio.run(go())
+
+    assert (writer.groups, writer.calls) == (2, 3)
