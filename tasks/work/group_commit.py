@@ -2,10 +2,11 @@
 
 A commit is the dear part of a store write (SQLite in WAL with synchronous FULL: an
 fsync of 1-4 ms under the one write lock; PostgreSQL: a round trip and a WAL flush). A
-run's file writes (chunk answers, content settles, finishes, skips, fails, releases)
-queue to one `GroupWriter`; its one drain task takes everything queued (at most
-`max_calls`), runs the calls in one transaction in a worker thread, each in a SAVEPOINT
-of its own, commits once and then resolves each caller. A call's own error (LeaseLost,
+run's file writes (chunk answers, content settles, finishes, skips, fails, releases,
+and the lease renewal of those files) queue to one `GroupWriter`; its one drain task
+takes everything queued (at most `max_calls`), runs the calls in one transaction in a
+worker thread, each in a SAVEPOINT of its own, commits once and then resolves each
+caller. A call's own error (LeaseLost,
 StoreFailed, a bug) rolls back only its savepoint and is raised to its caller alone;
 its neighbours commit. StoreUnavailable inside a call, or a failed commit, fails the
 whole group: every caller sees it and retries as before. No call waits for a timer:
