@@ -127,6 +127,9 @@ async def _shared(settings: Settings) -> SharedLimit | SharedLimitUnavailable | 
         return exc
 
 
+PROGRESS_EVERY_S = 1.0
+
+
 class _ProgressArtifact:
     """The progress artifact, moved as each recording is processed (a progress observer)."""
 
@@ -156,11 +159,14 @@ class _ProgressArtifact:
         self._changed.set()
 
     async def follow(self) -> None:
-        """Update the artifact whenever files were processed since the last update."""
+        """Update the artifact whenever files were processed since the last update, at
+        most every PROGRESS_EVERY_S (each update is a Prefect API call: per file, at
+        100 files/s, they cost more CPU than the files)."""
         while True:
             await self._changed.wait()
             self._changed.clear()
             await self.show(full=False)
+            await asyncio.sleep(PROGRESS_EVERY_S)
 
     async def show(self, *, full: bool) -> None:
         share = 100.0 if full else 100.0 * self._processed / max(self._planned, 1)

@@ -1,4 +1,5 @@
-"""Chunks of an item's audio: finished ones are committed at once and never sent again.
+"""Chunks of an item's audio: finished ones are committed (in a group commit) and never
+sent again.
 
 Every write of a chunk result takes the item's lease token: the item row is locked first
 (through the work queue), so a new owner's fingerprint (which drops the chunks of changed
@@ -7,6 +8,7 @@ content) cannot interleave with it.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, cast
 
 from sqlalchemy import Table, delete, select
@@ -103,9 +105,15 @@ class Chunks:
     def _upsert_chunk(self, values: dict[str, Any]) -> None:
         values = {**values, "updated_at": utc_now()}
         dialect = self._session.get_bind().dialect.name
-        upsert = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(ChunkRow)
-        statement = upsert.values(values).on_conflict_do_update(
-            index_elements=["item_id", "index"],
-            set_={k: upsert.excluded[k] for k in values if k not in ("item_id", "index")},
-        )
-        self._session.execute(statement)
+        self._session.execute(_chunk_upsert(dialect, tuple(sorted(values))), values)
+
+
+@functools.cache
+def _chunk_upsert(dialect: str, columns: tuple[str, ...]) -> Any:
+    """The upsert of one chunk row, built once per dialect and column set: building it
+    (its `excluded` alias above all) cost more than running it."""
+    upsert = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(CHUNKS)
+    return upsert.on_conflict_do_update(
+        index_elements=["item_id", "index"],
+        set_={k: upsert.excluded[k] for k in columns if k not in ("item_id", "index")},
+    )

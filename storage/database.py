@@ -20,10 +20,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import (
     ArgumentError,
-    DBAPIError,
     NoSuchModuleError,
-    OperationalError,
-    SQLAlchemyError,
 )
 from sqlalchemy.orm import sessionmaker
 from sqlalchemy.pool import StaticPool
@@ -33,11 +30,9 @@ from storage.errors import (
     DatabaseUrlInvalid,
     SchemaOutdated,
     SchemaUnknown,
-    StoreFailed,
-    StoreUnavailable,
 )
 from storage.schema_revision import newest_known_revision, stored_revision
-from storage.unit_of_work import SqlUnitOfWork
+from storage.unit_of_work import SqlUnitOfWork, translate_store_errors
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -303,24 +298,3 @@ def downgrade_database(database_url: str, *, revision: str = "base") -> str:
             return current_revision(engine) or "base"
     finally:
         engine.dispose()
-
-
-@contextmanager
-def translate_store_errors() -> Iterator[None]:
-    """Turn SQLAlchemy errors into StoreUnavailable (transient) or StoreFailed, once."""
-    try:
-        yield
-    except OperationalError as exc:
-        raise StoreUnavailable(f"database unavailable: {_describe(exc)}") from exc
-    except DBAPIError as exc:
-        raise StoreFailed(f"database refused a statement: {_describe(exc)}") from exc
-    except SQLAlchemyError as exc:
-        raise StoreFailed(f"database error: {type(exc).__name__}") from exc
-
-
-def _describe(exc: DBAPIError) -> str:
-    # Only the driver's first line: the full text carries the statement and its
-    # parameters, which may hold transcript text.
-    original = exc.orig
-    first_line = str(original).strip().splitlines()[0] if str(original).strip() else ""
-    return f"{type(original).__name__}: {first_line[:300]}"

@@ -304,6 +304,10 @@ class UnitOfWork(Protocol):
         """Commit now; the next statement starts a new transaction."""
         ...
 
+    def savepoint(self) -> AbstractContextManager[None]:
+        """A savepoint: an error in the block undoes the block's writes only (raised)."""
+        ...
+
 
 class UnitOfWorkFactory(Protocol):
     """An opened store: one unit of work (one transaction) per block."""

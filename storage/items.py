@@ -181,21 +181,12 @@ class Items(Claims):
         self, item_id: int, *, sha256: str, size_bytes: int, lease_token: str | None
     ) -> None:
         """Record the content fingerprint; different content drops the old chunks. LeaseLost."""
-        row = self._session.execute(
-            select(Item.sha256)
-            .where(Item.id == item_id, self._queue.held_under(lease_token))
-            .with_for_update()
-        ).one_or_none()
-        if row is None:
+        held = self._queue.held_row(item_id, lease_token=lease_token, columns=("sha256",))
+        if held is None:
             raise LeaseLost(f"item {item_id} is no longer held by this worker")
-        if row.sha256 is not None and row.sha256 != sha256:  # its old chunks are void
+        if held.sha256 is not None and held.sha256 != sha256:  # its old chunks are void
             self._session.execute(delete(ChunkRow).where(ChunkRow.item_id == item_id))
-        self._session.execute(
-            update(Item)
-            .where(Item.id == item_id)
-            .values(sha256=sha256, size_bytes=size_bytes, updated_at=utc_now())
-            .execution_options(synchronize_session=False)
-        )
+        self._queue.touch(item_id, lease_token=lease_token, sha256=sha256, size_bytes=size_bytes)
 
     def finish_item(
         self,

@@ -136,7 +136,7 @@ class Item(Base):
 
 
 class ChunkRow(Base):
-    """One piece of an item's audio as sent (or found silent), committed at once."""
+    """One piece of an item's audio as sent (or found silent), committed as it comes."""
 
     __tablename__ = "chunks"
     __table_args__ = (CheckConstraint(f"status IN ({_in(CHUNK_STATUSES)})", name="status"),)

@@ -20,9 +20,9 @@ from typing import Any
 from sqlalchemy import Connection, event
 from sqlalchemy.orm import Session
 
-from storage.database import Store, translate_store_errors
+from storage.database import Store
 from storage.interface import UnitOfWork, UnitOfWorkFactory
-from storage.unit_of_work import SqlUnitOfWork
+from storage.unit_of_work import SqlUnitOfWork, translate_store_errors
 
 # Rows SQLite's ANALYZE samples per index: statistics in milliseconds at 10^6 rows,
 # good enough to tell a selective index from a broad one.

@@ -20,12 +20,27 @@ Written once, used by the items table (transcription) and the deliveries table a
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Select, and_, case, false, func, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Table,
+    Update,
+    and_,
+    bindparam,
+    case,
+    false,
+    func,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.engine import Row
 from sqlalchemy.orm import Session
 
 from storage.errors import LeaseLost
@@ -154,13 +169,18 @@ class WorkQueue:
 
     def require_held(self, row_id: int, *, lease_token: str | None) -> None:
         """Lock the row if our claim holds it; raise LeaseLost otherwise."""
-        held = self._session.scalar(
-            select(self._model.id)
-            .where(self._model.id == row_id, self.held_under(lease_token))
-            .with_for_update()
-        )
-        if held is None:
+        if self.held_row(row_id, lease_token=lease_token, columns=("id",)) is None:
             raise LeaseLost(f"{self._what(row_id)} is no longer held by this worker")
+
+    def held_row(
+        self, row_id: int, *, lease_token: str | None, columns: tuple[str, ...]
+    ) -> Row[Any] | None:
+        """These columns of the row, locked, if our claim holds it; else None."""
+        if lease_token is None:
+            return None  # a claim without a token holds nothing
+        statement = _held_select(_table(self._model), columns)
+        found = self._session.execute(statement, {"held_id": row_id, "held_token": lease_token})
+        return found.one_or_none()
 
     def touch(self, row_id: int, *, lease_token: str | None, **values: Any) -> None:
         """Write `values` on a row our claim still holds (it stays held); raises LeaseLost."""
@@ -171,12 +191,14 @@ class WorkQueue:
         self._update_held(row_id, lease_token, {**cleared_lease(), **values})
 
     def _update_held(self, row_id: int, lease_token: str | None, values: dict[str, Any]) -> None:
-        model = self._model
+        if lease_token is None:  # a claim without a token holds nothing
+            raise LeaseLost(f"{self._what(row_id)} is no longer held by this worker")
+        values = {"updated_at": host_now(), **values}
+        statement = _held_update(_table(self._model), tuple(sorted(values)))
         result = self._session.execute(
-            update(model)
-            .where(model.id == row_id, self.held_under(lease_token))
-            .values(updated_at=host_now(), **values)
-            .execution_options(synchronize_session=False)
+            statement,
+            {"held_id": row_id, "held_token": lease_token}
+            | {f"new_{name}": value for name, value in values.items()},
         )
         if result.rowcount != 1:  # type: ignore[attr-defined]
             raise LeaseLost(f"{self._what(row_id)} is no longer held by this worker")
@@ -244,3 +266,40 @@ class WorkQueue:
 
     def _what(self, row_id: int) -> str:
         return f"{'delivery' if self._model is Delivery else 'item'} {row_id}"
+
+
+# The writes every file makes (settle, touch, the held check) are built once per table
+# and column set, with bound parameters: building an UPDATE and its cache key each time
+# cost more than running it (tasks/work/group_commit.py runs many in one transaction).
+
+
+def _table(model: type[Item] | type[Delivery]) -> Table:
+    return cast(Table, model.__table__)
+
+
+@functools.cache
+def _held_select(table: Table, columns: tuple[str, ...]) -> Select[Any]:
+    """SELECT columns ... FOR UPDATE of row :held_id while processing under :held_token."""
+    return (
+        select(*(table.c[name] for name in columns))
+        .where(
+            table.c.id == bindparam("held_id"),
+            table.c.status == PROCESSING,
+            table.c.lease_token == bindparam("held_token"),
+        )
+        .with_for_update()
+    )
+
+
+@functools.cache
+def _held_update(table: Table, columns: tuple[str, ...]) -> Update:
+    """UPDATE row :held_id while processing under :held_token, SET each column = :new_<column>."""
+    return (
+        update(table)
+        .where(
+            table.c.id == bindparam("held_id"),
+            table.c.status == PROCESSING,
+            table.c.lease_token == bindparam("held_token"),
+        )
+        .values({name: bindparam(f"new_{name}", type_=table.c[name].type) for name in columns})
+    )

@@ -19,6 +19,7 @@ from tasks.throttle.gate import RequestGate
 from tasks.transcription.progress import RunStats
 from tasks.transcription.recorder import FileRecorder
 from tasks.transcription.reuse import ContentInFlight
+from tasks.work.group_commit import GroupWriter
 from tasks.work.journal import Journal
 from tasks.work.lease_keeper import LeaseKeeper
 
@@ -60,7 +61,6 @@ class BatchContext:
         self.store_retry_s = (
             storage_defaults.store_retry_s if store_retry_s is None else store_retry_s
         )
-        self.leases = LeaseKeeper(store=store, lease_s=lease_s)
         self.decode_pool = ThreadPoolExecutor(
             max_workers=pipeline.decode_workers, thread_name_prefix="medasr-decode"
         )
@@ -71,6 +71,8 @@ class BatchContext:
         # recording in flight holds up to 20 MB).
         self.files_at_once = asyncio.Semaphore(pipeline.concurrency + 2 * pipeline.decode_workers)
         self.in_flight = ContentInFlight()  # copies of content being sent wait for its answer
+        self.writer = GroupWriter(store)  # the files' writes share commits
+        self.leases = LeaseKeeper(store=store, lease_s=lease_s, writer=self.writer)
 
     def recorder_for(self, item: ItemRecord) -> FileRecorder:
         """The store side of one claimed file, bound to its claim and this run's leases."""
@@ -81,6 +83,7 @@ class BatchContext:
             journal=self.journal,
             store_retry_s=self.store_retry_s,
             in_flight=self.in_flight,
+            writer=self.writer,
         )
 
     def close(self) -> None:

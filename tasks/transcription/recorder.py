@@ -4,11 +4,14 @@ A `FileRecorder` holds the item, its claim (lease token) and its lease (the batc
 LeaseKeeper), so the code that transcribes never passes an id or a token: it settles
 the content (fingerprint and reuse decision), records chunk answers (journaled when
 the store stays down), then skips, fails, finishes or releases the file. Every store
-call runs in a worker thread (tasks/work/store_calls.py), never on the event loop.
+call runs in a worker thread, never on the event loop.
 
-Transactions per file: one to settle the content (fingerprint, reuse decision, the
-answered chunks, and the finish of a reused transcript), one per chunk answer (each
-committed at once: a crash never pays for it twice), one to settle the file.
+Store calls per file: one to settle the content (fingerprint, reuse decision, the
+answered chunks, and the finish of a reused transcript), one per chunk answer, one to
+settle the file. Each is a savepoint in a group commit shared with the other files in
+flight (tasks/work/group_commit.py): a busy run commits many calls at once. A chunk
+answer is journaled until its group commits (tasks/work/paid_answers.py): a crash
+never pays for it twice.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ from tasks.transcription.reuse import (
     read_reuse_facts,
     reused_extras,
 )
-from tasks.work.journal import Journal, PaidChunk, store_chunk_answer
+from tasks.work.group_commit import GroupWriter
+from tasks.work.journal import Journal, PaidChunk
 from tasks.work.lease_keeper import LeaseKeeper
-from tasks.work.store_calls import in_store
+from tasks.work.paid_answers import store_chunk_answer
 
 T = TypeVar("T")
 
@@ -49,6 +53,7 @@ class FileRecorder:
         journal: Journal,
         store_retry_s: float,
         in_flight: ContentInFlight | None = None,
+        writer: GroupWriter | None = None,
     ) -> None:
         self.item = item
         self.sha256: str | None = None  # the content fingerprint, once settled
@@ -58,6 +63,7 @@ class FileRecorder:
         self._store_retry_s = store_retry_s
         self._in_flight = in_flight if in_flight is not None else ContentInFlight()
         self._sending: str | None = None  # the content this file sends for its copies
+        self._writer = writer if writer is not None else GroupWriter(store)
 
     async def require_lease(self) -> None:
         """Return while the claim is safely ours (waits for a renewal); raises LeaseLost."""
@@ -132,7 +138,7 @@ class FileRecorder:
             latency_ms=result.latency_ms,
         )
         await store_chunk_answer(
-            self._store,
+            self._writer,
             answer,
             lease_token=self._token,
             silent=chunk.silent,
@@ -201,4 +207,4 @@ class FileRecorder:
             self.let_go()
 
     async def _call(self, call: Callable[[UnitOfWork], T]) -> T:
-        return await in_store(self._store, call)
+        return await self._writer.write(call)

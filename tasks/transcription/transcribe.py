@@ -5,11 +5,11 @@ bounded concurrency (the gate) and bounded decoding (a thread pool of ffmpeg rea
 Everything a file asks of the store goes through its FileRecorder
 (tasks/transcription/recorder.py), bound to the item, its claim and its lease; what
 earlier answers cover is decided by tasks/transcription/reuse.py, as in the dry run.
-Every finished chunk is committed at once (or kept in the journal while the store is
-down), so a crash never pays for it twice. The lease keeper renews the batch's claims on
-a timer; store calls run in worker threads, never on the event loop, and so do the fetch
-and the fingerprint (one read: tasks/discovery/fetch.py). What the files of a run share
-is the BatchContext (tasks/transcription/batch.py).
+Every finished chunk is journaled, then committed in the next group commit (the entry
+stays while the store is down), so a crash never pays for it twice. The lease keeper
+renews the batch's claims on a timer; store calls run in worker threads, never on the
+event loop, and so do the fetch and the fingerprint (one read: tasks/discovery/fetch.py).
+What the files of a run share is the BatchContext (tasks/transcription/batch.py).
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ async def _decoded(decoding: Future[Chunk | None], *, run: _FileRun) -> Chunk | 
 async def _send_chunk(
     chunk: Chunk, *, run: _FileRun, ctx: BatchContext, held: asyncio.Semaphore
 ) -> None:
-    """Send one chunk (unless silent) and commit its result at once."""
+    """Send one chunk (unless silent) and commit its result (journaled until committed)."""
     try:
         if chunk.silent:
             result = Transcription(text="", extras={}, attempts=0, latency_ms=0.0)

@@ -2,11 +2,13 @@
 
 Transcription keeps paid chunk answers (PaidChunk), delivery keeps accepted uploads
 (AcceptedDelivery: the receiver filed the document; recording it again would file it
-twice). After an HTTP 200 the text is paid for. Its store write is retried with backoff
-(`record_paid_chunk`); if the store stays down, the answer goes to
+twice). After an HTTP 200 the text is paid for. A delivery's store write is retried with
+backoff (`record_paid_chunk`); if the store stays down, the answer goes to
 `<data dir>/journal/<item>-<chunk>-<random>.json` (file 0600, folder 0700, written to a
 temporary name and renamed, so a crash leaves a whole entry or none), and the next run
-records it (`replay_journal`) before it sends anything. The transcript text is in the
+records it (`replay_journal`) before it sends anything. A chunk answer is journaled at
+once, without fsync, and its entry removed when its group commit is in
+(tasks/work/paid_answers.py says what a crash and a power loss cost). The transcript text is in the
 entry and nowhere else: no log line, message or exception carries it.
 """
 
@@ -28,7 +30,6 @@ from tenacity.wait import wait_random_exponential
 from config.errors import ConfigError
 from storage.errors import StoreUnavailable
 from storage.interface import UnitOfWork, UnitOfWorkFactory
-from storage.records import ChunkStatus
 
 logger = logging.getLogger("medasr.journal")
 
@@ -99,8 +100,11 @@ class Journal:
         """The journal of a MEDASR_DATA_DIR: its `journal` folder (made on first write)."""
         return cls(data_dir / "journal")
 
-    def keep(self, paid: PaidChunk | AcceptedDelivery) -> Path:
-        """Write one entry (0600, in a 0700 folder made here); returns its path. Raises OSError."""
+    def keep(self, paid: PaidChunk | AcceptedDelivery, *, durable: bool = True) -> Path:
+        """Write one entry (0600, in a 0700 folder made here); returns its path. Raises OSError.
+
+        `durable=False` skips the fsync: the entry outlives the process, not a power loss
+        (a chunk answer on its way to a group commit: tasks/work/paid_answers.py)."""
         folder = self._folder_of(type(paid))
         self._make_folder(folder)
         name = f"{paid.journal_name}-{uuid.uuid4().hex[:12]}"
@@ -110,9 +114,19 @@ class Journal:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             json.dump(asdict(paid), handle)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(partial, final)
         return final
+
+    @staticmethod
+    def make_durable(entry: Path) -> None:
+        """fsync an entry written with `durable=False` (the store stayed down). Raises OSError."""
+        descriptor = os.open(entry, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
     def entries(self) -> Iterator[tuple[Path, PaidChunk | None]]:
         """Every whole chunk entry, oldest name first; None for one that cannot be read back."""
@@ -220,42 +234,6 @@ def keep_unrecorded_answers() -> int:
     return kept
 
 
-async def store_chunk_answer(
-    store: UnitOfWorkFactory,
-    answer: PaidChunk,
-    *,
-    lease_token: str | None,
-    silent: bool,
-    journal: Journal,
-    retry_s: float,
-) -> None:
-    """Record one chunk's answer under our claim; a paid one as `record_paid_chunk` says.
-
-    A silent chunk was never sent (nothing paid): one write, no journal.
-    """
-
-    def write() -> None:
-        with store.unit_of_work() as uow:
-            uow.chunks.record_chunk_result(
-                answer.item_id,
-                lease_token=lease_token,
-                index=answer.index,
-                start_ms=answer.start_ms,
-                end_ms=answer.end_ms,
-                size_bytes=answer.size_bytes,
-                text=answer.text,
-                status=ChunkStatus.SILENT if silent else ChunkStatus.DONE,
-                attempts=answer.attempts,
-                txn_id=answer.txn_id,
-                latency_ms=answer.latency_ms,
-            )
-
-    if silent:
-        await asyncio.to_thread(write)
-    else:
-        await record_paid_chunk(write, paid=answer, journal=journal, retry_s=retry_s)
-
-
 def replay_journal(store: UnitOfWorkFactory, journal: Journal) -> ReplayResult:
     """Record every journal entry whose item still has the same content; delete what is done.
 
@@ -335,5 +313,4 @@ __all__ = [
     "record_paid_chunk",
     "replay_delivery_journal",
     "replay_journal",
-    "store_chunk_answer",
 ]

@@ -11,7 +11,10 @@ for it. While a renewal cannot be confirmed (store down) and the last confirmed 
 older than most of the lease, sending waits; it never goes ahead on a lease that may
 have lapsed. A claim that ends while a renewal is on its way (the file was settled or
 released, or is being settled) is not lost: the renewal's answer is read only for the
-claims still held and not being settled.
+claims still held and not being settled. With a GroupWriter (a run's file writes), the
+renewal is one call of a group like any write of the files: on PostgreSQL a renewal in a
+transaction of its own could lock held rows in one order while a group locks them in
+another (a deadlock, one side aborted).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Protocol
 
 from storage.errors import LeaseLost, StoreError
 from storage.interface import UnitOfWork, UnitOfWorkFactory
+from tasks.work.group_commit import GroupWriter
 
 logger = logging.getLogger("medasr.leases")
 
@@ -61,9 +65,15 @@ class LeaseKeeper:
     """The claims this process holds, kept alive by one background task."""
 
     def __init__(
-        self, *, store: UnitOfWorkFactory, lease_s: float, renew: Renew = renew_items
+        self,
+        *,
+        store: UnitOfWorkFactory,
+        lease_s: float,
+        renew: Renew = renew_items,
+        writer: GroupWriter | None = None,
     ) -> None:
         self._store = store
+        self._writer = writer
         self._renew_call = renew
         self._lease_s = lease_s
         self._tick_s = lease_s / 3
@@ -154,7 +164,12 @@ class LeaseKeeper:
             return
         asked = time.monotonic()
         try:
-            lost = await asyncio.to_thread(self._renew, tokens)
+            if self._writer is not None:
+                lost = await self._writer.write(
+                    lambda uow: self._renew_call(uow, tokens, self._lease_s)
+                )
+            else:
+                lost = await asyncio.to_thread(self._renew, tokens)
         except StoreError as exc:
             logger.warning("could not renew the leases of %d files: %s", len(tokens), exc)
             return

@@ -49,13 +49,7 @@ class _State:
     deliveries: dict[int, DeliveryRecord] = field(default_factory=dict)
 
     def copy(self) -> _State:
-        return _State(
-            dict(self.items),
-            dict(self.chunks),
-            self.next_id,
-            dict(self.runs),
-            dict(self.deliveries),
-        )
+        return _State(**{k: dict(v) if isinstance(v, dict) else v for k, v in vars(self).items()})
 
 
 class FakeStore:
@@ -91,6 +85,7 @@ class FakeUnitOfWork:
     """The repositories of one fake transaction (items and chunks share one object)."""
 
     def __init__(self, state: _State) -> None:
+        self._state = state
         self.items = self.chunks = FakeRepository(state)
         self.runs = FakeRuns(state)
         self.reviews = FakeReviews(state)
@@ -98,6 +93,16 @@ class FakeUnitOfWork:
 
     def commit(self) -> None:
         """The fake publishes at the end of the block only."""
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """An error in the block puts the working copy back as it was before it."""
+        saved = self._state.copy()
+        try:
+            yield
+        except BaseException:
+            vars(self._state).update(vars(saved))
+            raise
 
 
 class FakeRepository(FakeItemQueries, FakeItemListing):

@@ -8,6 +8,7 @@ the SQL store by tests/storage/test_store_conformance.py.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,10 @@ def run_batch(
     journal: Journal,
     gate: RequestGate | None = None,
     storage_options: dict[str, Any] | None = None,
+    contexts: list[BatchContext] | None = None,
 ) -> dict[str, FileOutcome]:
-    """Register the folder, claim it all and process one batch; outcomes by file name."""
+    """Register the folder, claim it all and process one batch; outcomes by file name
+    (the batch's context appended to `contexts`)."""
 
     async def go() -> list[FileOutcome]:
         settings = client_settings(server, max_upload_bytes=CAP_BYTES)
@@ -83,6 +86,8 @@ def run_batch(
                 store_retry_s=0.2,
                 storage_options=storage_options,
             )
+            if contexts is not None:
+                contexts.append(ctx)
             try:
                 items = register_and_claim(store, folder, storage_options)
                 return await process_batch(items, ctx=ctx)
@@ -178,18 +183,43 @@ def test_rejected_credentials_release_the_file_and_keep_its_paid_chunks(
         assert len(uow.chunks.done_chunks(note.id)) == answered(server) == 2
 
 
-def test_a_file_costs_one_transaction_to_settle_its_content_one_per_chunk_and_one_to_finish(
+def test_a_file_costs_one_store_call_to_settle_its_content_one_per_chunk_and_one_to_finish(
     devserver_factory, folder: Path, tmp_path: Path
 ) -> None:
     store, server = FakeStore(), devserver_factory()
-    before = store.transactions
+    before, contexts = store.transactions, []
+    journal = Journal(tmp_path / "journal")
 
-    outcomes = run_batch(store, server, folder, journal=Journal(tmp_path / "journal"))
+    outcomes = run_batch(store, server, folder, journal=journal, contexts=contexts)
 
     chunks = outcomes["note.wav"].chunks
     assert chunks > 2
-    claim, lease_renewal = 1, 1  # once per batch, not per file
-    assert store.transactions - before == claim + lease_renewal + 1 + chunks + 1
+    writer = contexts[0].writer  # the calls share commits with whatever else is in flight
+    claim, lease_renewal = 1, 1  # once per batch, not per file (the renewal in a group too)
+    assert writer.calls == 1 + chunks + 1 + lease_renewal
+    assert 1 <= writer.groups <= writer.calls
+    assert store.transactions - before == claim + writer.groups
+    assert list(journal.entries()) == []  # every answer committed: no entry left behind
+
+
+def test_a_copy_of_answered_content_costs_one_store_call_in_a_shared_commit(
+    devserver_factory, folder: Path, tmp_path: Path
+) -> None:
+    store, journal = FakeStore(), Journal(tmp_path / "journal")
+    run_batch(store, devserver_factory(), folder, journal=journal)
+    copies = 6
+    for i in range(copies):
+        os.link(folder / "note.wav", folder / f"copy{i}.wav")
+    again, before, contexts = devserver_factory(), store.transactions, []
+
+    outcomes = run_batch(store, again, folder, journal=journal, contexts=contexts)
+
+    assert [o.outcome for o in outcomes.values()] == ["done"] * copies
+    assert again.ledger.entries() == []
+    writer = contexts[0].writer  # a stat, a hash and the lookup: one savepoint each
+    claim, lease_renewal = 1, 1
+    assert writer.calls == copies + lease_renewal
+    assert store.transactions - before == claim + writer.groups
 
 
 def test_the_dry_run_counts_exactly_what_the_run_then_sends(

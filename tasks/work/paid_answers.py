@@ -1,0 +1,121 @@
+"""A chunk answer on its way to the store: journaled, then committed in a group.
+
+After an HTTP 200 the text is paid for. Before it joins a group commit
+(tasks/work/group_commit.py) the answer is written to the journal without an fsync (a
+page-cache write, some tens of microseconds); the group writer deletes the entry once
+its group has committed. What each failure costs:
+
+* the process dies (crash, kill -9, OOM, a second Ctrl-C) between the answer and the
+  commit: the entry is on disk; the next run records it before it sends anything.
+  Nothing paid is lost, nothing is bought twice;
+* the machine loses power in that window: entries not yet flushed by the kernel may be
+  gone with the uncommitted group; those chunks are bought again by the next run (never
+  recorded wrongly: the store only ever holds committed answers);
+* the store stays down past `retry_s`: the entry is fsynced and kept, the file stops
+  with StoreUnavailable and the next run records it (as before group commit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay
+from tenacity.wait import wait_random_exponential
+
+from storage.errors import StoreUnavailable
+from storage.interface import UnitOfWork
+from storage.records import ChunkStatus
+from tasks.work.group_commit import GroupWriter
+from tasks.work.journal import Journal, PaidChunk
+
+logger = logging.getLogger("medasr.journal")
+
+
+async def store_chunk_answer(
+    writer: GroupWriter,
+    answer: PaidChunk,
+    *,
+    lease_token: str | None,
+    silent: bool,
+    journal: Journal,
+    retry_s: float,
+) -> None:
+    """Record one chunk's answer under our claim in the next group commit.
+
+    A paid answer is journaled first and its store write retried while the store is
+    busy or unreachable, for `retry_s`; then it stays in the journal (fsynced) and
+    StoreUnavailable is raised. A silent chunk was never sent (nothing paid): no journal.
+    LeaseLost and StoreFailed are raised at once.
+    """
+    call = _chunk_write(answer, lease_token=lease_token, silent=silent)
+    if silent:
+        await writer.write(call)
+        return
+    entry = _journal_quietly(journal, answer)
+    try:
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception_type(StoreUnavailable),
+            wait=wait_random_exponential(multiplier=0.1, max=5.0),
+            stop=stop_after_delay(retry_s),
+            reraise=True,
+        ):
+            with attempt:
+                await writer.write(call, entry=entry)
+    except StoreUnavailable as exc:
+        where = await asyncio.to_thread(_keep_for_next_run, journal, answer, entry)
+        logger.error(
+            "the store is unavailable; answer %s was kept in %s and will be "
+            "recorded by the next run",
+            answer.journal_name,
+            where,
+        )
+        raise StoreUnavailable(f"{exc.message}; the paid answer was kept in the journal") from exc
+
+
+def _chunk_write(
+    answer: PaidChunk, *, lease_token: str | None, silent: bool
+) -> Callable[[UnitOfWork], None]:
+    def write(uow: UnitOfWork) -> None:
+        uow.chunks.record_chunk_result(
+            answer.item_id,
+            lease_token=lease_token,
+            index=answer.index,
+            start_ms=answer.start_ms,
+            end_ms=answer.end_ms,
+            size_bytes=answer.size_bytes,
+            text=answer.text,
+            status=ChunkStatus.SILENT if silent else ChunkStatus.DONE,
+            attempts=answer.attempts,
+            txn_id=answer.txn_id,
+            latency_ms=answer.latency_ms,
+        )
+
+    return write
+
+
+def _journal_quietly(journal: Journal, answer: PaidChunk) -> Path | None:
+    """The answer's journal entry (no fsync; on the event loop: one small page-cache
+    write); None if the journal cannot take it now (the commit is then its only cover)."""
+    try:
+        return journal.keep(answer, durable=False)
+    except OSError as exc:
+        logger.warning(
+            "answer %s could not be journaled before its commit: %s",
+            answer.journal_name,
+            exc.strerror or type(exc).__name__,
+        )
+        return None
+
+
+def _keep_for_next_run(journal: Journal, answer: PaidChunk, entry: Path | None) -> Path:
+    """The entry, made durable (written again if the first write failed). Raises OSError."""
+    if entry is not None and entry.exists():
+        journal.make_durable(entry)
+        return entry
+    return journal.keep(answer)
+
+
+__all__ = ["store_chunk_answer"]
