@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -271,8 +272,18 @@ def request_tier(code: Path, n: int, *, work: Path, copies: bool) -> dict[str, f
         None, first.sampled.peak_main_mb)  # fmt: skip
     print(f"  {'':>9}  beyond start-up {1000 * beyond_s / n:.2f} ms/file; medasr CPU "
           f"{cpu_ms:.2f} ms/file (ffmpeg, Prefect's server apart)")  # fmt: skip
+    said = summary_counts(first.output)
+    print(f"  {'':>9}  its summary: {said.get('requests')} requests, {said.get('retries')} "
+          f"retries, {said.get('done')} done; the service's ledger: {requests} requests; "
+          f"exit {first.returncode}")  # fmt: skip
     return tier.figures | {"requests": requests, "ms_per_file": 1000 * beyond_s / n,
                            "cpu_ms_per_file": cpu_ms}  # fmt: skip
+
+
+def summary_counts(output: str) -> dict[str, int]:
+    """The counts of a run's summary table (rows such as "│ requests │ 1000 │")."""
+    found = re.findall(r"^\W*(requests|retries|done)\W+([\d,]+)\W*$", output, re.M)
+    return {name: int(count.replace(",", "")) for name, count in found}
 
 
 def say(n: int, what: str, wall_s: float, floor: float | None = None, rss_mb: float = 0) -> None:

@@ -27,6 +27,7 @@ from config.errors import (
     ConfigError,
 )
 from flows.bootstrap import Run
+from flows.cli.held_logs import HeldLogs
 from flows.cli.interrupts import run_interruptibly
 from flows.cli.quiet_errors import typed_errors_without_traceback
 from flows.head_start import HeadStart, may_start_early
@@ -46,13 +47,18 @@ class _InterruptedWhileStarting(Exception):
     """The operator interrupted before the flow started."""
 
 
-def run_flow(flow_run: FlowRun, *, api: PrefectApi, run: Run, early: bool) -> RunSummary:
+def run_flow(
+    flow_run: FlowRun, *, api: PrefectApi, run: Run, early: bool, held: HeldLogs
+) -> RunSummary:
     """The flow's summary, begun with a head start when `early` and the API is still
-    starting; an error raised before there was a summary exits with its line."""
+    starting; log lines `held` until Prefect is imported are handed on then. An error
+    raised before there was a summary exits with its line."""
     heads: list[HeadStart] = []  # the head start, once begun
     try:
         with typed_errors_without_traceback():
-            flow = _flow_after_start(flow_run, api=api, run=run, early=early, heads=heads)
+            flow = _flow_after_start(
+                flow_run, api=api, run=run, early=early, heads=heads, held=held
+            )
             summary = asyncio.run(run_interruptibly(flow))
     except PrefectUnavailable as exc:
         usage_error("configuration error", f"{exc}; {_meanwhile(run, heads)}")
@@ -76,7 +82,13 @@ def run_flow(flow_run: FlowRun, *, api: PrefectApi, run: Run, early: bool) -> Ru
 
 
 async def _flow_after_start(
-    flow_run: FlowRun, *, api: PrefectApi, run: Run, early: bool, heads: list[HeadStart]
+    flow_run: FlowRun,
+    *,
+    api: PrefectApi,
+    run: Run,
+    early: bool,
+    heads: list[HeadStart],
+    held: HeldLogs,
 ) -> Any:
     head = HeadStart(run) if early and api.starting and may_start_early(run) else None
     heads.extend([head] if head is not None else [])
@@ -91,8 +103,12 @@ async def _flow_after_start(
     except (PrefectDidNotStart, PrefectUnavailable, _InterruptedWhileStarting):
         if head is not None:  # the files in flight finish and are recorded
             await head.stop()
+        preload.cancel()
+        await _import_flows()  # Prefect's logging: the held lines are printed, then the error
+        held.hand_on()
         raise
     await preload
+    held.hand_on()
     from flows.states import summary_from  # Prefect: once the head start is under way
 
     with api.in_use():
@@ -104,6 +120,10 @@ async def _import_flows_when(due: Callable[[], bool]) -> None:
     start's first request, so that it does not wait for them."""
     while not due():
         await asyncio.sleep(_POLL_S)
+    await _import_flows()
+
+
+async def _import_flows() -> None:
     for name in FLOW_MODULES:
         await asyncio.to_thread(importlib.import_module, name)
 

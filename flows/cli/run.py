@@ -36,6 +36,7 @@ from flows.cli.flow_run import (
     run_flow,
     usage_error,
 )
+from flows.cli.held_logs import held_logs
 from flows.cli.log_level import medasr_log_level
 from flows.listing import Listed
 from flows.prefect_api import (
@@ -292,6 +293,7 @@ def _run_and_report(
     exit with its code."""
     with (
         medasr_log_level(run.settings.pipeline.log_level),
+        held_logs() as held,  # until Prefect's import gives them a handler
         show_progress(quiet=quiet, source_roots=run.source_roots),
     ):
         try:
@@ -299,7 +301,7 @@ def _run_and_report(
         except KeyboardInterrupt:
             typer.echo("medasr: interrupted before any file was sent", err=True)
             raise typer.Exit(EXIT_INTERRUPTED) from None
-        summary = run_flow(flow_run, api=api, run=run, early=early)
+        summary = run_flow(flow_run, api=api, run=run, early=early, held=held)
     if summary.stopped is StopReason.CONFIGURATION:  # one line, as before the flow
         usage_error("configuration error", summary.stop_message or "a setting stopped the run")
     print_summary(summary, title=title)
