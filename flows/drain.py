@@ -80,7 +80,9 @@ def _as_task_run(ctx: BatchContext) -> TranscribeBatch:
 
     async def transcribe(items: Sequence[ItemRecord], name: str) -> list[FileOutcome]:
         task = transcribe_batch_task.with_options(task_run_name=name)
-        return await task(items, ctx=ctx)
+        outcomes: list[FileOutcome] = []
+        await task(items, ctx=ctx, outcomes=outcomes.extend)
+        return outcomes
 
     return transcribe
 

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from flows.drain import DrainResult
+import asyncio
+from collections.abc import Sequence
+from typing import cast
+
+import pytest
+from prefect import flow
+from prefect.context import FlowRunContext
+
+from flows.drain import DrainResult, _as_task_run
+from storage.records import ItemRecord
+from tasks import steps
+from tasks.transcription.batch import BatchContext
 from tasks.transcription.progress import FileOutcome, RunStats
 
 
@@ -20,3 +31,29 @@ def test_done_files_are_counted_not_kept() -> None:
 
     assert result.finished == 4
     assert [o.source_uri for o in result.outcomes] == ["/b.wav", "/d.wav"]
+
+
+def test_a_batch_task_run_leaves_nothing_per_file_in_the_flow_run(
+    prefect_harness: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prefect remembers a task's return value and each of its elements for the whole flow
+    run; the batch task hands its outcomes over instead, so 10^6 files stay flat."""
+    done = [FileOutcome(f"/a/{n}.wav", "done") for n in range(50)]
+
+    async def process_batch(items: Sequence[ItemRecord], *, ctx: BatchContext) -> list[FileOutcome]:
+        return list(done)
+
+    monkeypatch.setattr(steps, "process_batch", process_batch)
+
+    @flow
+    async def drain_two_batches() -> tuple[list[FileOutcome], int]:
+        transcribe = _as_task_run(cast(BatchContext, None))  # the fake needs no context
+        outcomes = [*await transcribe([], "batch 1"), *await transcribe([], "batch 2")]
+        context = FlowRunContext.get()
+        assert context is not None
+        return outcomes, len(context.run_results)
+
+    outcomes, remembered = asyncio.run(drain_two_batches())
+
+    assert outcomes == done + done
+    assert remembered < len(done)  # before: the list and each outcome, per batch
