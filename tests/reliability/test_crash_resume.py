@@ -1,8 +1,8 @@
 """Part 1, crash and resume: a run over 200 files is killed with SIGKILL three times and
 restarted each time.
 
-Kill moments (seeded): during discovery (right after the flow run begins, before any
-request), mid-batch (some files of the claimed batches done, others still leased), and
+Kill moments (seeded): as the run begins (the files are listed and counted, no answer
+has come: the run sends while Prefect starts, flows/head_start.py), mid-batch (some files of the claimed batches done, others still leased), and
 with chunks in flight (the devserver holds each request 300 ms). Each restart takes
 back the leases of the killed process at once (same host, process gone). At the end
 every file is done exactly once with its exact text, and the ledger shows no chunk sent
@@ -59,12 +59,12 @@ def test_killed_three_times_every_file_is_done_exactly_once(
         orphans.extend(run.orphans)
         run.end_orphans()
 
-    # 1. During discovery: the flow run has begun, nothing has been sent.
+    # 1. As the run begins: files listed and counted, no answer yet (each takes 300 ms).
     run = medasr.start(*command)
-    run.wait_for_output(r"Beginning flow run")
+    run.wait_for_output(r"files to process")
     time.sleep(rng.uniform(0, 0.05))
-    kill(run, "during discovery")
-    assert moments["during discovery"]["ledger_at_kill"] == 0
+    kill(run, "as the run begins")
+    assert moments["as the run begins"]["ledger_at_kill"] == 0
 
     # 2. Mid-batch: some files of the claimed batches are done, the rest still leased.
     run = medasr.start(*command)
