@@ -181,6 +181,17 @@ class Journal:
             kept.chmod(0o700)  # exist_ok keeps old modes
 
 
+def store_retries(*, retry_s: float) -> AsyncRetrying:
+    """Attempts of one store write: again while the store is unavailable (busy, down),
+    with jittered backoff up to 5 s, for `retry_s`; the last error is raised."""
+    return AsyncRetrying(
+        retry=retry_if_exception_type(StoreUnavailable),
+        wait=wait_random_exponential(multiplier=0.1, max=5.0),
+        stop=stop_after_delay(retry_s),
+        reraise=True,
+    )
+
+
 async def record_paid_chunk(
     write: Callable[[], None],
     *,
@@ -197,12 +208,7 @@ async def record_paid_chunk(
     key = id(paid)
     _unrecorded[key] = (journal, paid)
     try:
-        async for attempt in AsyncRetrying(
-            retry=retry_if_exception_type(StoreUnavailable),
-            wait=wait_random_exponential(multiplier=0.1, max=5.0),
-            stop=stop_after_delay(retry_s),
-            reraise=True,
-        ):
+        async for attempt in store_retries(retry_s=retry_s):
             with attempt:
                 await asyncio.to_thread(write)
     except StoreUnavailable as exc:
@@ -313,4 +319,5 @@ __all__ = [
     "record_paid_chunk",
     "replay_delivery_journal",
     "replay_journal",
+    "store_retries",
 ]

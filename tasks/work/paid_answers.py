@@ -22,14 +22,11 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay
-from tenacity.wait import wait_random_exponential
-
 from storage.errors import StoreUnavailable
 from storage.interface import UnitOfWork
 from storage.records import ChunkStatus
 from tasks.work.group_commit import GroupWriter
-from tasks.work.journal import Journal, PaidChunk
+from tasks.work.journal import Journal, PaidChunk, store_retries
 
 logger = logging.getLogger("medasr.journal")
 
@@ -56,12 +53,7 @@ async def store_chunk_answer(
         return
     entry = _journal_quietly(journal, answer)
     try:
-        async for attempt in AsyncRetrying(
-            retry=retry_if_exception_type(StoreUnavailable),
-            wait=wait_random_exponential(multiplier=0.1, max=5.0),
-            stop=stop_after_delay(retry_s),
-            reraise=True,
-        ):
+        async for attempt in store_retries(retry_s=retry_s):
             with attempt:
                 await writer.write(call, entry=entry)
     except StoreUnavailable as exc:
