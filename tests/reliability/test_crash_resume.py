@@ -2,8 +2,9 @@
 restarted each time.
 
 Kill moments (seeded): as the run begins (the files are listed and counted, no answer
-has come: the run sends while Prefect starts, flows/head_start.py), mid-batch (some files of the claimed batches done, others still leased), and
-with chunks in flight (the devserver holds each request 300 ms). Each restart takes
+has come: the run sends while Prefect starts, flows/head_start.py), mid-batch (some
+files of the claimed batches done, others still leased), and with chunks in flight (the
+devserver holds each request 300 ms). Each restart takes
 back the leases of the killed process at once (same host, process gone). At the end
 every file is done exactly once with its exact text, and the ledger shows no chunk sent
 again after the success the database recorded; the only successes paid twice are those
