@@ -94,6 +94,7 @@ class Journal:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self._made: set[Path] = set()  # folders made (0700) by this object: once, not per entry
 
     @classmethod
     def in_data_dir(cls, data_dir: Path) -> Journal:
@@ -106,11 +107,17 @@ class Journal:
         `durable=False` skips the fsync: the entry outlives the process, not a power loss
         (a chunk answer on its way to a group commit: tasks/work/paid_answers.py)."""
         folder = self._folder_of(type(paid))
-        self._make_folder(folder)
+        if folder not in self._made:  # a stat per parent and a chmod: not per chunk answer
+            self._make_folder(folder)
+            self._made.add(folder)
         name = f"{paid.journal_name}-{uuid.uuid4().hex[:12]}"
         partial = folder / f".{name}.tmp"
         final = folder / f"{name}{_SUFFIX}"
-        descriptor = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        try:
+            descriptor = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileNotFoundError:  # the folder went away since: make it again
+            self._make_folder(folder)
+            descriptor = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             json.dump(asdict(paid), handle)
             handle.flush()
