@@ -5,11 +5,15 @@ fsync of 1-4 ms under the one write lock; PostgreSQL: a round trip and a WAL flu
 run's file writes (chunk answers, content settles, finishes, skips, fails, releases,
 and the lease renewal of those files) queue to one `GroupWriter`; its one drain task
 takes everything queued (at most `max_calls`), runs the calls in one transaction in a
-worker thread, each in a SAVEPOINT of its own, commits once and then resolves each
-caller. A call's own error (LeaseLost,
-StoreFailed, a bug) rolls back only its savepoint and is raised to its caller alone;
-its neighbours commit. StoreUnavailable inside a call, or a failed commit, fails the
-whole group: every caller sees it and retries as before. No call waits for a timer:
+worker thread, commits once and then resolves each caller. A call's own error (LeaseLost,
+StoreFailed, a bug) is raised to its caller alone and none of its writes stand; its
+neighbours commit. That is bought optimistically: the calls run without a SAVEPOINT each
+(a savepoint and its release cost more than most calls), and only when one of them
+raises is the whole transaction rolled back and the group run again in a new one, each
+call in a SAVEPOINT of its own (every call is a pure store write through its `uow`:
+running it twice writes the same rows). StoreUnavailable inside a call, or a failed
+commit, fails the whole group: every caller sees it and retries as before. No call
+waits for a timer:
 the next group forms while the current one commits, so a quiet run commits each call
 on its own, a busy one in groups.
 
@@ -55,8 +59,9 @@ class GroupWriter:
         self._max_calls = max_calls
         self._queue: list[_Queued] = []
         self._task: asyncio.Task[None] | None = None
-        self.groups = 0  # transactions committed or tried (for tests and benchmarks)
+        self.groups = 0  # groups committed or tried (for tests and benchmarks)
         self.calls = 0
+        self.reruns = 0  # groups run again call by call, in savepoints, after a call raised
 
     async def write(self, call: Callable[[UnitOfWork], T], *, entry: Path | None = None) -> T:
         """`call(uow)` in the next group's transaction, in its own savepoint; its result.
@@ -91,13 +96,33 @@ class GroupWriter:
         """One transaction for the group (in a worker thread); raises for the whole group."""
         self.groups += 1
         self.calls += len(group)
-        with self._store.unit_of_work() as uow:
-            for queued in group:
-                queued.outcome = _run_in_savepoint(uow, queued.call)
+        try:
+            with self._store.unit_of_work() as uow:
+                for queued in group:
+                    queued.outcome = _run_plainly(uow, queued.call)
+        except _CallRaised:  # rolled back whole: again, each call in a savepoint of its own
+            self.reruns += 1
+            with self._store.unit_of_work() as uow:
+                for queued in group:
+                    queued.outcome = _run_in_savepoint(uow, queued.call)
         for queued in group:  # committed (or refused on its own): the journal has done its job
             if queued.entry is not None:
                 with contextlib.suppress(FileNotFoundError):  # a replay took it meanwhile
                     queued.entry.unlink()
+
+
+class _CallRaised(Exception):
+    """A call of an optimistic group raised: roll the transaction back, run it call by call."""
+
+
+def _run_plainly(uow: UnitOfWork, call: Callable[[UnitOfWork], Any]) -> tuple[bool, Any]:
+    """(True, result); raises _CallRaised if the call raised (StoreUnavailable as it is)."""
+    try:
+        return True, call(uow)
+    except StoreUnavailable:
+        raise
+    except Exception as exc:  # its writes may stand in the transaction: undo them all
+        raise _CallRaised from exc
 
 
 def _run_in_savepoint(uow: UnitOfWork, call: Callable[[UnitOfWork], Any]) -> tuple[bool, Any]:

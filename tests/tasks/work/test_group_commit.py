@@ -298,3 +298,49 @@ def test_a_lease_renewal_joins_the_group_instead_of_locking_held_rows_on_its_own
     asyncio.run(go())
 
     assert (writer.groups, writer.calls) == (2, 3)
+
+
+@pytest.mark.parametrize("failing_at", [0, 2, 4])
+def test_a_call_that_writes_then_raises_leaves_nothing_and_its_neighbours_commit(
+    store: UnitOfWorkFactory, failing_at: int
+) -> None:
+    # The group first runs without savepoints; a raising call makes it run again, each
+    # call in a savepoint of its own: its writes must not stand, its neighbours' must.
+    items = claimed(store, count=5)
+    writer = GroupWriter(store)
+
+    def finish_then_fail(uow: UnitOfWork) -> None:
+        finish(items[failing_at], text="must not stand")(uow)  # type: ignore[operator]
+        raise ValueError("a bug after a write")
+
+    calls = [finish(item) for item in items]
+    calls[failing_at] = finish_then_fail
+
+    async def go() -> list[object]:
+        return await asyncio.gather(
+            *(writer.write(call) for call in calls),  # type: ignore[arg-type]
+            writer.write(lambda uow: uow.items.get_item(items[-1].id)),
+            return_exceptions=True,
+        )
+
+    *outcomes, read_back = asyncio.run(go())
+
+    assert (writer.groups, writer.calls, writer.reruns) == (1, 6, 1)
+    assert [isinstance(o, ValueError) for o in outcomes] == [i == failing_at for i in range(5)]
+    want = ["processing" if i == failing_at else "done" for i in range(5)]
+    assert [status_of(store, item) for item in items] == want
+    assert isinstance(read_back, ItemRecord)
+    assert read_back.status == want[-1]  # what the committed transaction saw
+
+
+def test_a_group_whose_calls_all_succeed_commits_in_one_pass(store: UnitOfWorkFactory) -> None:
+    items = claimed(store, count=3)
+    writer = GroupWriter(store)
+
+    async def go() -> None:
+        await asyncio.gather(*(writer.write(finish(item)) for item in items))  # type: ignore[arg-type]
+
+    asyncio.run(go())
+
+    assert (writer.groups, writer.calls, writer.reruns) == (1, 3, 0)
+    assert [status_of(store, item) for item in items] == ["done"] * 3
