@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from storage.sources import FetchedFile, fetch_and_fingerprint
+from storage.sources import FetchedFile, fetch_and_fingerprint, parse_source
 
 
 @asynccontextmanager
@@ -35,4 +35,7 @@ async def fetched_file(
     try:
         yield fetched
     finally:
-        await asyncio.to_thread(opened.__exit__, None, None, None)
+        if parse_source(uri).protocol is None:
+            opened.__exit__(None, None, None)  # a local file: nothing to remove, no thread hop
+        else:
+            await asyncio.to_thread(opened.__exit__, None, None, None)

@@ -15,6 +15,7 @@ What the files of a run share is the BatchContext (tasks/transcription/batch.py)
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
@@ -189,7 +190,10 @@ async def _split_and_send(
             # Cancelled while a decode thread runs the generator: closing it from another
             # thread now would fail ("generator already executing"); let that chunk end.
             await asyncio.wait([asyncio.wrap_future(decoding)])
-        await loop.run_in_executor(ctx.decode_pool, chunks.close)
+        if inspect.getgeneratorstate(chunks) != inspect.GEN_CLOSED:
+            # Suspended: closing it may stop ffmpeg and wait for it, so in a decode thread.
+            # Ended (every chunk out, or raised): closing does nothing; no thread hop.
+            await loop.run_in_executor(ctx.decode_pool, chunks.close)
         await asyncio.gather(*sends, return_exceptions=True)
     return await _finish(run, last=last, all_silent=all_silent, ctx=ctx)
 
