@@ -8,8 +8,9 @@ What it holds:
                      fresh unit of work in a worker thread
     journal.py       Journal: a paid answer (or an accepted upload) kept on local disk
                      (0600) until the store has it, replayed at the next start
-    group_commit.py  GroupWriter: a run's file writes share transactions, each call in
-                     a savepoint of its own, one commit per group
+    group_commit.py  GroupWriter: a run's file writes share transactions, one commit
+                     per group; a call that raises fails alone (its group runs again,
+                     each call in a savepoint of its own)
     paid_answers.py  store_chunk_answer: a chunk answer journaled, then committed in a
                      group; what a crash and a power cut cost
 
