@@ -18,6 +18,7 @@ from typing import cast
 from uuid import UUID
 
 from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifact
+from prefect.context import FlowRunContext
 from prefect.utilities.annotations import quote
 
 from config.settings import Settings
@@ -84,16 +85,33 @@ def _as_task_run(ctx: BatchContext) -> TranscribeBatch:
         task = transcribe_batch_task.with_options(task_run_name=name)
         outcomes: list[FileOutcome] = []
         # quote: Prefect would otherwise walk every field of the 50 items and of the whole
-        # context, twice per task run, looking for futures (~0.3 ms of CPU per file); the
-        # task gets them unwrapped.
+        # context, twice per task run, looking for futures (~1.4 ms of CPU per file at
+        # 10^4 files); the task gets them unwrapped.
         await task(
             cast(Sequence[ItemRecord], quote(items)),
             ctx=cast(BatchContext, quote(ctx)),
             outcomes=outcomes.extend,
         )
+        _forget_empty_assets()
         return outcomes
 
     return transcribe
+
+
+def _forget_empty_assets() -> None:
+    """Drop the flow run's empty asset entries of finished task runs (one per batch).
+
+    Prefect keeps, per task run, the assets it would hand a downstream task
+    (`FlowRunContext.task_run_assets`) for the whole flow run: an empty set for each of
+    medasr's batches, 20,000 of them at 10^6 files. Prefect reads an entry only for a task
+    fed another task's result, and treats a missing one as an empty one.
+    """
+    context = FlowRunContext.get()
+    if context is None:
+        return
+    assets = context.task_run_assets
+    for task_run_id in [key for key, found in assets.items() if not found]:
+        del assets[task_run_id]
 
 
 class _Started:

@@ -91,11 +91,13 @@ def _created_response(
     if status == 201:
         location += "/_history/1"
     content = json.dumps(resource, separators=(",", ":")).encode("utf-8")
-    if fault == "slow":
-        return SlowResponse(content, slow_s=state.config.slow_s)
-    return Response(
-        content, status_code=status, media_type=FHIR_JSON, headers={"Location": location}
-    )
+    headers = {"Location": location}
+    if fault == "slow":  # the same answer, its body dribbled
+        slow_s = state.config.slow_s
+        return SlowResponse(
+            content, slow_s=slow_s, status_code=status, media_type=FHIR_JSON, headers=headers
+        )
+    return Response(content, status_code=status, media_type=FHIR_JSON, headers=headers)
 
 
 def _validated(body: bytes) -> tuple[dict[str, Any] | None, str]:

@@ -26,14 +26,23 @@ class DroppedResponse(Response):
 
 
 class SlowResponse(Response):
-    """A JSON body sent in pieces spread over `slow_s` seconds (the first one late too)."""
+    """A body sent in pieces spread over `slow_s` seconds (the first one late too)."""
 
-    def __init__(self, content: bytes, *, slow_s: float) -> None:
-        super().__init__(content, media_type="application/json")
+    def __init__(
+        self,
+        content: bytes,
+        *,
+        slow_s: float,
+        status_code: int = 200,
+        media_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(content, status_code=status_code, media_type=media_type, headers=headers)
         self._slow_s = slow_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        start = {"type": "http.response.start", "status": self.status_code}
+        await send({**start, "headers": self.raw_headers})
         body = bytes(self.body)
         size = max(1, math.ceil(len(body) / _SLOW_PIECES))
         pieces = [body[i : i + size] for i in range(0, len(body), size)] or [b""]

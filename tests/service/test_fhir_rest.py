@@ -66,6 +66,16 @@ def test_conditional_create_is_201_then_200_with_the_same_resource(devserver_fac
     assert [line.status for line in server.ledger.entries() if "fhir" in line.path] == [201, 200]
 
 
+def test_a_slow_answer_keeps_its_status_location_and_fhir_type(devserver_factory) -> None:
+    server = devserver_factory(fault_script=("slow",), slow_s=0.05)
+    note = _note()
+    answer = _post(server, _body(note), **{"If-None-Exist": version_search_token(note.version)})
+    assert answer.status_code == 201
+    assert answer.headers["content-type"].startswith("application/fhir+json")
+    resource_id = answer.json()["id"]
+    assert answer.headers["location"].endswith(f"/DocumentReference/{resource_id}/_history/1")
+
+
 def test_several_matches_are_412_with_an_operation_outcome(devserver_factory) -> None:
     server = devserver_factory()
     note = _note()
