@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from config.errors import RunStop
 from flows.attention import needs_check
+from flows.heap import HeapTrimmer
 from storage.records import ItemRecord
 from tasks.transcription.batch import BatchContext
 from tasks.transcription.claims import claim_batch
@@ -77,6 +78,7 @@ class BatchLoops:
     transcribe: TranscribeBatch
     keep_claiming: Callable[[], bool] = lambda: True
     drained: bool = False  # a claim found fewer items than it asked for
+    heap: HeapTrimmer = field(default_factory=HeapTrimmer)  # freed pages back, now and then
 
     async def run(self) -> None:
         """One loop; several run side by side over the same budget."""
@@ -97,3 +99,4 @@ class BatchLoops:
             self.result.batches += 1
             name = f"batch {self.result.batches} ({len(items)} files)"
             self.result.add(await self.transcribe(items, name))
+            self.heap.now_and_then()
