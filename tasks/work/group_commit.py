@@ -13,9 +13,8 @@ raises is the whole transaction rolled back and the group run again in a new one
 call in a SAVEPOINT of its own (every call is a pure store write through its `uow`:
 running it twice writes the same rows). StoreUnavailable inside a call, or a failed
 commit, fails the whole group: every caller sees it and retries as before. No call
-waits for a timer:
-the next group forms while the current one commits, so a quiet run commits each call
-on its own, a busy one in groups.
+waits for a timer: the next group forms while the current one commits, so a quiet run
+commits each call on its own, a busy one in groups.
 
 A paid chunk answer is journaled (without fsync) before it joins a group, and its entry
 is removed once its group has committed: a process that dies in between leaves the
@@ -64,7 +63,7 @@ class GroupWriter:
         self.reruns = 0  # groups run again call by call, in savepoints, after a call raised
 
     async def write(self, call: Callable[[UnitOfWork], T], *, entry: Path | None = None) -> T:
-        """`call(uow)` in the next group's transaction, in its own savepoint; its result.
+        """`call(uow)` in the next group's transaction; its result.
 
         `entry` is a journal file to delete once the call is committed (or refused on its
         own). Raises what the call raises, or StoreUnavailable/StoreFailed for the group.
