@@ -40,6 +40,7 @@ __all__ = [
     "Delivery",
     "Item",
     "Run",
+    "StoreIdentity",
 ]
 
 # Stable constraint names, so migrations can drop and alter them on every dialect.
@@ -209,6 +210,21 @@ class Delivery(Base):
     target: Mapped[str] = mapped_column(String(255), default="docs", server_default="docs")
     remote_id: Mapped[str | None] = mapped_column(String(255))
     sending_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    control_id: Mapped[str | None] = mapped_column(String(64))  # MSH-10 of this series
+    series: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    document_id: Mapped[str | None] = mapped_column(String(128))  # TXA-12 / masterIdentifier
+    sent_text: Mapped[str | None] = mapped_column(Text)  # kept while the answer may be missing
+
+
+class StoreIdentity(Base):
+    """The store's own name, made once per database by a migration (one row)."""
+
+    __tablename__ = "store_identity"
+    __table_args__ = (CheckConstraint("id = 1", name="one_row"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    store_id: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
 RUN_COUNT_COLUMNS = ("files", "done", "failed", "skipped", "requests", "retries")

@@ -175,6 +175,10 @@ class DeliveryRecord:
     target: str = "docs"  # where it goes; part of the exactly-once key
     remote_id: str | None = None  # what the receiver named it (document id, Location, MSA-2)
     sending_at: datetime | None = None  # set (committed) just before the request goes out
+    control_id: str | None = None  # MSH-10 of the current attempt series, once it went out
+    series: int = 0  # attempt series: a new one after each definitive answer
+    document_id: str | None = None  # what the target knows the note by (TXA-12, masterIdentifier)
+    sent_text: str | None = field(default=None, repr=False)  # kept while in doubt
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,16 @@ class WantedDelivery:
     language: str
     version: str
     target: str = DEFAULT_TARGET
+
+
+@dataclass(frozen=True)
+class SentIdentity:
+    """What a delivery goes out as: kept on its row before the request leaves."""
+
+    control_id: str | None  # MSH-10 of this attempt series (None: the target has none)
+    document_id: str  # TXA-12, or the FHIR masterIdentifier
+    replaces_id: int | None  # the delivered row whose version this one replaces
+    sent_text: str = field(repr=False, default="")
 
 
 @dataclass(frozen=True)

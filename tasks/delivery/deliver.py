@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from prefect import task
@@ -29,10 +29,11 @@ from service.retrying import may_have_arrived
 from storage.errors import LeaseLost, StoreUnavailable
 from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
-from storage.records import DeliveryRecord, WantedDelivery
+from storage.records import DeliveryRecord, SentIdentity, WantedDelivery
 from storage.versions import item_version
 from tasks.delivery.documents import note_of, parse_docs_query
 from tasks.delivery.errors import DeliveryInDoubt
+from tasks.delivery.identity import NoteKey, document_id_for, message_control_id
 from tasks.delivery.senders import configured_target, sender_for
 from tasks.delivery.sending import DocumentSender, remote_id_of
 from tasks.delivery.stats import DeliveryStats, delivery_summary
@@ -173,6 +174,7 @@ class _Run:
         self.format_name, self.journal = sender.format_name, journal
         self.owner = new_lease_owner()
         self.roots: tuple[str, ...] | None = None
+        self.store_id: str | None = None
         lease_s = settings.storage.lease_s
         self.keeper = LeaseKeeper(store=store, lease_s=lease_s, renew=renew_deliveries)
 
@@ -249,11 +251,12 @@ class _Run:
             return _Outcome("failed")
 
     async def _send(self, row: DeliveryRecord) -> _Outcome:
-        outgoing, name = await in_store(self.store, lambda uow: self._outgoing(uow, row))
-        if outgoing is None:
-            return _Outcome("superseded")
+        prepared = await in_store(self.store, lambda uow: self._outgoing(uow, row))
+        outgoing, name = prepared.outgoing, prepared.name
+        if outgoing is None or prepared.sent is None:
+            return _Outcome(prepared.outcome)
         await self.keeper.require(row)
-        await in_store(self.store, _marker(row))
+        await in_store(self.store, _marker(row, prepared.sent))
         try:
             sent = await self.sender.send(outgoing)
         except _STOPPING:
@@ -267,20 +270,63 @@ class _Run:
         logger.info("delivered %s (%s) in %d attempt(s)", name, self.format_name, sent.attempts)
         return _Outcome("delivered", requests=1, bytes_sent=sent.request_bytes)
 
-    def _outgoing(self, uow: Any, row: DeliveryRecord) -> tuple[Outgoing | None, str]:
-        """What `row` sends, or None when its transcript is no longer the item's."""
+    def _outgoing(self, uow: Any, row: DeliveryRecord) -> _Prepared:
+        """What `row` sends: the item's transcript, or, for a version that went out
+        unanswered and has since changed, the words it went out with (under its own
+        identifiers), so that the receiver's copy is settled before a replacement."""
         item = uow.items.get_item(row.item_id)
-        if item is None or item.status != "done" or item_version(item) != row.version:
+        name = recording_name(item.source_uri, roots=self._roots(uow)) if item else ""
+        current = item is not None and item.status == "done" and item_version(item) == row.version
+        if not current and row.control_id is None:  # never went out: set it aside
             uow.deliveries.record_delivery_superseded(row.id, lease_token=row.lease_token)
-            return None, ""
-        replaced = uow.deliveries.get_delivery(row.replaces_id) if row.replaces_id else None
+            return _Prepared(None, name, None, "superseded")
+        if item is None or (not current and row.sent_text is None):
+            uow.deliveries.record_delivery_in_doubt(
+                row.id,
+                lease_token=row.lease_token,
+                error_kind=DeliveryInDoubt.kind,
+                message="went out unanswered; the words it went out with are not kept, so "
+                "only a person can settle it: check the record, then --resend-in-doubt",
+            )
+            return _Prepared(None, name, None, "in_doubt")
+        key = NoteKey(self._store_id(uow), item.id, item.language, row.version)
+        replaced = uow.deliveries.latest_delivered_before(row.id)
         note = note_of(
-            item, version=row.version, replaces_version=replaced.version if replaced else None
+            item,
+            key=key,
+            document_id=row.document_id or document_id_for(self.sender.target.kind, key),
+            replaces_document_id=self._document_id(key, replaced),
+            text=None if current else row.sent_text,
         )
-        name = recording_name(item.source_uri, roots=self._roots(uow))
-        remote = replaced.remote_id if replaced else None
-        outgoing = Outgoing(delivery_id=row.id, item=item, note=note, replaced_remote_id=remote)
-        return outgoing, name
+        control_id = row.control_id or message_control_id(
+            store_id=key.store_id, delivery_id=row.id, series=row.series
+        )
+        outgoing = Outgoing(
+            delivery_id=row.id,
+            item=item,
+            note=note,
+            replaced_remote_id=replaced.remote_id if replaced else None,
+            control_id=control_id,
+        )
+        sent = SentIdentity(
+            control_id=control_id,
+            document_id=note.document_id,
+            replaces_id=replaced.id if replaced else None,
+            sent_text=note.text,
+        )
+        return _Prepared(outgoing, name, sent, "")
+
+    def _store_id(self, uow: Any) -> str:
+        if self.store_id is None:
+            self.store_id = str(uow.deliveries.store_identity())
+        return self.store_id
+
+    def _document_id(self, key: NoteKey, replaced: DeliveryRecord | None) -> str | None:
+        """What the target knows the replaced version by (as it went out)."""
+        if replaced is None:
+            return None
+        made = document_id_for(self.sender.target.kind, replace(key, version=replaced.version))
+        return replaced.document_id or made
 
     async def _record_delivered(self, row: DeliveryRecord, sent: Sent) -> None:
         """The receiver has the document: a store that is down must not lose that."""
@@ -349,8 +395,18 @@ class _Run:
             logger.error("delivery %d: outcome not recorded (%s)", row.id, store_error.kind)
 
 
-def _marker(row: DeliveryRecord) -> Any:
-    return lambda uow: uow.deliveries.mark_sending(row.id, lease_token=row.lease_token)
+def _marker(row: DeliveryRecord, sent: SentIdentity) -> Any:
+    return lambda uow: uow.deliveries.mark_sending(row.id, lease_token=row.lease_token, sent=sent)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What one claimed row sends (None: nothing, `outcome` says why) and as what."""
+
+    outgoing: Outgoing | None
+    name: str
+    sent: SentIdentity | None
+    outcome: str
 
 
 def _releaser(tokens: list[str], *, refused: bool = False) -> Any:

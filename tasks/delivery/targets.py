@@ -117,7 +117,7 @@ class Outgoing:
     item: ItemRecord = field(repr=False)
     note: Note = field(repr=False)
     replaced_remote_id: str | None = None  # what the target returned for the replaced version
-    series: int = 0  # attempt series of the row: a new one only after a definitive answer
+    control_id: str = ""  # MSH-10 of the row's attempt series (identity.py)
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,21 @@ from typing import TYPE_CHECKING, Any
 
 from storage.errors import LeaseLost, NotUnderReview
 from storage.owners import is_dead_local_owner
-from storage.records import DeliveryCount, DeliveryRecord, ItemRecord, RunRecord, WantedDelivery
+from storage.records import (
+    DeliveryCount,
+    DeliveryRecord,
+    ItemRecord,
+    RunRecord,
+    SentIdentity,
+    WantedDelivery,
+)
 
 if TYPE_CHECKING:
     from tests.fakes.store import _State
 
 _NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
 _UNSENT = ("pending", "failed")
+_UNSETTLED = ("pending", "processing", "in_doubt")
 
 
 def _now() -> datetime:
@@ -126,7 +134,7 @@ class FakeDeliveries:
             if same and same[0].status != "superseded":
                 continue
             for row in others:
-                if row.status in _UNSENT:
+                if row.status in _UNSENT and row.control_id is None:
                     self._put(replace(row, status="superseded"))
             latest = [r.id for r in others if r.status == "delivered"]
             replaces = latest[-1] if latest else None
@@ -180,7 +188,7 @@ class FakeDeliveries:
             r for r in ordered if language in (None, r.language) and target in (None, r.target)
         ]
         lapsed = [r for r in self._lapsed(now, owner=owner) if r in wanted]
-        pending = [r for r in wanted if r.status == "pending"]
+        pending = [r for r in wanted if r.status == "pending" and not self._waits(r)]
         taken = []
         for row in (lapsed + pending)[:limit]:
             held = replace(
@@ -204,8 +212,31 @@ class FakeDeliveries:
                 renewed.add(row.lease_token)
         return frozenset(lease_tokens) - renewed
 
-    def mark_sending(self, delivery_id: int, *, lease_token: str | None) -> None:
-        self._put(replace(self._held(delivery_id, lease_token), sending_at=_now()))
+    def _waits(self, row: DeliveryRecord) -> bool:
+        return any(
+            r.id < row.id and r.target == row.target and r.status in _UNSETTLED
+            for r in self._rows(row.item_id)
+        )
+
+    def store_identity(self) -> str:
+        return self._s.store_id
+
+    def mark_sending(
+        self, delivery_id: int, *, lease_token: str | None, sent: SentIdentity | None = None
+    ) -> None:
+        kept = {} if sent is None else vars(sent)
+        self._put(replace(self._held(delivery_id, lease_token), sending_at=_now(), **kept))
+
+    def latest_delivered_before(self, delivery_id: int) -> DeliveryRecord | None:
+        row = self._s.deliveries.get(delivery_id)
+        if row is None:
+            return None
+        found = [
+            r
+            for r in self._rows(row.item_id)
+            if r.target == row.target and r.id < delivery_id and r.status == "delivered"
+        ]
+        return found[-1] if found else None
 
     def record_delivered(
         self,
@@ -227,6 +258,7 @@ class FakeDeliveries:
             error_kind=None,
             error_message=None,
             retryable=False,
+            sent_text=None,
         )
 
     def record_recovered_delivery(
@@ -264,6 +296,9 @@ class FakeDeliveries:
             error_message=message,
             retryable=retryable,
             sending_at=None,
+            control_id=None,
+            sent_text=None,
+            series=row.series + 1,
         )
 
     def record_delivery_in_doubt(

@@ -47,6 +47,7 @@ class _State:
     next_id: int = 1
     runs: dict[int, RunRecord] = field(default_factory=dict)
     deliveries: dict[int, DeliveryRecord] = field(default_factory=dict)
+    store_id: str = "FAKE0001"
 
     def copy(self) -> _State:
         return _State(**{k: dict(v) if isinstance(v, dict) else v for k, v in vars(self).items()})

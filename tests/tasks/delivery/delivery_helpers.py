@@ -28,8 +28,10 @@ def make_done(
     version: str = "v1",
     language: str = LANG,
     metadata: dict[str, dict[str, str]] | None = None,
+    same_audio: bool = False,
 ) -> dict[str, ItemRecord]:
-    """Register `texts`' sources (at `version`) and finish each with its text."""
+    """Register `texts`' sources (at `version`) and finish each with its text;
+    `same_audio`: every source is a copy of one recording (one content sha256)."""
     with store.unit_of_work() as uow:
         uow.items.register_items([SourceFile(u, 10, version) for u in texts], language=language)
     with store.unit_of_work() as uow:
@@ -41,7 +43,7 @@ def make_done(
             uri = item.source_uri
             uow.items.set_fingerprint(
                 item.id,
-                sha256=content_sha(uri, version),
+                sha256=content_sha("copy" if same_audio else uri, version),
                 size_bytes=10,
                 lease_token=item.lease_token,
             )
