@@ -30,7 +30,7 @@ from storage.interface import UnitOfWorkFactory
 from storage.manifest import metadata_by_uri, read_manifest
 from storage.versions import item_version
 from tasks.delivery.deliver import deliver_pending, delivery_summary
-from tasks.delivery.documents import DocsQuery, parse_docs_query
+from tasks.delivery.documents import DocsQuery, parse_docs_query, require_patient_link
 from tasks.delivery.senders import configured_target
 from tasks.delivery.targets import Target, TargetKind, parse_target
 
@@ -76,10 +76,23 @@ def deliver_command(
             "you checked the patient record does not hold them.",
         ),
     ] = False,
+    allow_unlinked: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unlinked",
+            help="File notes with no patient link on purpose (docs with no MEDASR_DOCS_QUERY "
+            "column, FHIR with no patient_id); the dry run counts them.",
+        ),
+    ] = False,
 ) -> None:
     """Send every done transcript not yet delivered in its current version."""
     settings, query = _checked_settings(language)
     target = _checked_target(settings, to)
+    if target.kind is TargetKind.DOCS:
+        try:
+            require_patient_link(query, allow_unlinked=allow_unlinked)
+        except ConfigError as exc:
+            _usage_error("configuration error", exc)
     format_name = (deliver_format or DeliverFormat(settings.delivery.format)).value
     store = _open_store(settings)
     try:
@@ -95,6 +108,7 @@ def deliver_command(
                 format_name=format_name,
                 manifest=listed,
                 target=target,
+                allow_unlinked=allow_unlinked,
             )
             return
         summary = _deliver(
@@ -104,6 +118,7 @@ def deliver_command(
             format_name=format_name,
             resend_in_doubt=resend_in_doubt,
             target=target,
+            allow_unlinked=allow_unlinked,
         )
     finally:
         store.dispose()
@@ -210,6 +225,7 @@ def _deliver(
     format_name: str,
     resend_in_doubt: bool,
     target: Target,
+    allow_unlinked: bool,
 ) -> dict[str, Any]:
     with medasr_log_level(settings.pipeline.log_level):
         try:
@@ -221,6 +237,7 @@ def _deliver(
                     format_name=format_name,
                     resend_in_doubt=resend_in_doubt,
                     target=target,
+                    allow_unlinked=allow_unlinked,
                 )
             )
         except KeyboardInterrupt:
@@ -244,10 +261,12 @@ def _print_plan(
     format_name: str,
     manifest: dict[str, dict[str, str]],
     target: Target,
+    allow_unlinked: bool,
 ) -> None:
     """Counts of what a real run would send, and to which target (with `manifest` over the
-    stored columns)."""
-    plan = {"documents_to_send": 0, "already_delivered": 0, "missing_metadata": 0}
+    stored columns); `unlinked`: those of them filed with no patient link, on purpose."""
+    plan = {"documents_to_send": 0, "already_delivered": 0, "missing_metadata": 0, "unlinked": 0}
+    needed = _needed(query, target, allow_unlinked=allow_unlinked)
     after = 0
     while True:
         with store.unit_of_work(read_only=True) as uow:
@@ -260,10 +279,11 @@ def _print_plan(
             columns = manifest.get(item.source_uri, item.metadata)
             if version in delivered.get(item.id, ()):
                 plan["already_delivered"] += 1
-            elif any(not columns.get(name) for name in _needed(query, target)):
+            elif any(not columns.get(name) for name in needed):
                 plan["missing_metadata"] += 1
             else:
                 plan["documents_to_send"] += 1
+                plan["unlinked"] += not _linked(columns, query, target)
         after = page[-1].id
     with store.unit_of_work(read_only=True) as uow:
         counts = {c.status: c.rows for c in uow.deliveries.delivery_counts()}
@@ -278,11 +298,21 @@ def _print_plan(
     raise typer.Exit(summary["exit_code"])
 
 
-def _needed(query: DocsQuery, target: Target) -> tuple[str, ...]:
-    """Manifest columns a document needs: the query's for docs, patient_id for MDM."""
-    if target.kind is TargetKind.MLLP:
-        return ("patient_id",)
-    return query.fields if target.kind is TargetKind.DOCS else ()
+def _needed(query: DocsQuery, target: Target, *, allow_unlinked: bool) -> tuple[str, ...]:
+    """Manifest columns a document needs: the query's for docs, patient_id for MDM (PID-3)
+    and for FHIR (subject) unless filed unlinked on purpose."""
+    if target.kind is TargetKind.DOCS:
+        return query.fields
+    if target.kind is TargetKind.FHIR and allow_unlinked:
+        return ()
+    return ("patient_id",)
+
+
+def _linked(columns: dict[str, str], query: DocsQuery, target: Target) -> bool:
+    """Whether the document names its patient."""
+    if target.kind is TargetKind.DOCS:
+        return bool(query.fields)
+    return bool(columns.get("patient_id"))
 
 
 def _usage_error(what: str, exc: Exception) -> NoReturn:

@@ -31,13 +31,13 @@ from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord, SentIdentity, WantedDelivery
 from storage.versions import item_version
-from tasks.delivery.documents import note_of, parse_docs_query
+from tasks.delivery.documents import note_of, parse_docs_query, require_patient_link
 from tasks.delivery.errors import DeliveryInDoubt
 from tasks.delivery.identity import NoteKey, document_id_for, message_control_id
 from tasks.delivery.senders import configured_target, sender_for
 from tasks.delivery.sending import DocumentSender, remote_id_of
 from tasks.delivery.stats import DeliveryStats, delivery_summary
-from tasks.delivery.targets import Outgoing, Sender, Sent, Target
+from tasks.delivery.targets import Outgoing, Sender, Sent, Target, TargetKind
 from tasks.discovery.names import one_line, reason_about, recording_name
 from tasks.work.journal import (
     AcceptedDelivery,
@@ -110,14 +110,19 @@ async def deliver_pending(
     client: DocumentSender | DocsClient | None = None,
     resend_in_doubt: bool = False,
     target: Target | None = None,
+    allow_unlinked: bool = False,
 ) -> DeliveryStats:
     """Replay the journal, plan and send to `target` (MEDASR_DELIVERY__TARGET when None);
     returns the counts (`stopped`: what ended it). `client` stands in for the docs upload.
+    `allow_unlinked`: file notes with no patient link on purpose.
 
-    Raises ConfigError for an unusable MEDASR_DOCS_QUERY or target before anything is sent.
+    Raises ConfigError for an unusable MEDASR_DOCS_QUERY or target before anything is sent,
+    and PatientLinkMissing for a docs upload that names no patient.
     """
     query = parse_docs_query(settings.delivery.docs_query)
     target = target or configured_target(settings)
+    if target.kind is TargetKind.DOCS:
+        require_patient_link(query, allow_unlinked=allow_unlinked)
     stats = DeliveryStats()
     journal = Journal.in_data_dir(settings.storage.data_dir)
     await asyncio.to_thread(replay_delivery_journal, store, journal)
@@ -128,6 +133,7 @@ async def deliver_pending(
         query=query,
         client=client,
         on_retry=lambda _: _retry(stats),
+        allow_unlinked=allow_unlinked,
     )
     stats.planned, stats.requeued = await asyncio.to_thread(
         lambda: plan_deliveries(

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl
 
 from service.docs_client import Document
 from storage.records import ItemRecord
-from tasks.delivery.errors import DocsQueryInvalid, MetadataMissing
+from tasks.delivery.errors import DocsQueryInvalid, MetadataMissing, PatientLinkMissing
 from tasks.delivery.fhir import (
     FHIR_MEDIA_TYPE,
     TEXT_CONTENT_TYPE,
@@ -50,6 +50,16 @@ class DocsQuery:
                 "and MEDASR_DOCS_QUERY needs it; add it to the manifest and run again"
             )
         return tuple((name, value.format_map(metadata)) for name, value, _ in self.pairs)
+
+
+def require_patient_link(query: DocsQuery, *, allow_unlinked: bool) -> None:
+    """The docs upload links a note to its patient only through MEDASR_DOCS_QUERY: without
+    a template naming a manifest column it is refused (PatientLinkMissing, exit 2)."""
+    if not query.fields and not allow_unlinked:
+        raise PatientLinkMissing(
+            "MEDASR_DOCS_QUERY names no manifest column, so the docs upload would file notes "
+            "with no patient; set it (e.g. patient_id={patient_id}) or pass --allow-unlinked"
+        )
 
 
 def parse_docs_query(template: str) -> DocsQuery:

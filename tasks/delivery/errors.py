@@ -10,6 +10,8 @@
     │   └── Hl7Rejected               "hl7_rejected": AR/CR, the engine refuses the message
     ├── RunStop └── ConfigError       the run stops
     │   ├── DocsQueryInvalid          MEDASR_DOCS_QUERY is not a usable template (exit 2)
+    │   ├── PatientLinkMissing        the docs upload has no MEDASR_DOCS_QUERY naming a
+    │   │                             manifest column: no note goes without its patient
     │   └── TargetInvalid             --to / MEDASR_DELIVERY__TARGET is not a target (exit 2)
     └── TransientError
         ├── Hl7ApplicationError       "hl7_application_error": AE/CE, retried on a later run
@@ -40,6 +42,12 @@ class DocsQueryInvalid(ConfigError):
     """MEDASR_DOCS_QUERY cannot be parsed as a query-string template."""
 
     kind = "docs_query_invalid"
+
+
+class PatientLinkMissing(ConfigError):
+    """The docs upload would file notes with no patient identifier (no query template)."""
+
+    kind = "patient_link_missing"
 
 
 class Hl7ApplicationError(TransientError):

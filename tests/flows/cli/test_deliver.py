@@ -141,6 +141,7 @@ def test_a_bad_manifest_exits_2_with_a_sentence(env, tmp_path: Path) -> None:
 def test_no_database_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MEDASR_DATABASE_URL", f"sqlite:///{tmp_path / 'none.db'}")
+    monkeypatch.setenv("MEDASR_DOCS_QUERY", "patient_id={patient_id}")
     result = invoke("deliver")
     assert result.exit_code == 2
     assert "nothing to deliver" in result.output

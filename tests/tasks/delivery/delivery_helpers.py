@@ -80,9 +80,17 @@ def deliver(
     *,
     format_name: str = "txt",
     language: str | None = None,
+    allow_unlinked: bool = True,
 ) -> DeliveryStats:
+    """These suites test the queue; the patient link has its own (test_deliver_patient_link)."""
     return asyncio.run(
-        deliver_pending(settings=settings, store=store, language=language, format_name=format_name)
+        deliver_pending(
+            settings=settings,
+            store=store,
+            language=language,
+            format_name=format_name,
+            allow_unlinked=allow_unlinked,
+        )
     )
 
 
