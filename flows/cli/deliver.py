@@ -32,6 +32,7 @@ from storage.versions import item_version
 from tasks.delivery.deliver import deliver_pending, delivery_summary
 from tasks.delivery.documents import DocsQuery, parse_docs_query, require_patient_link
 from tasks.delivery.senders import configured_target
+from tasks.delivery.target_aliases import check_target_alias, seen_targets
 from tasks.delivery.targets import Target, TargetKind, parse_target
 
 _PAGE = 500
@@ -84,6 +85,14 @@ def deliver_command(
             "column, FHIR with no patient_id); the dry run counts them.",
         ),
     ] = False,
+    new_target: Annotated[
+        bool,
+        typer.Option(
+            "--new-target",
+            help="The target is another receiver, though its address is one delivered to "
+            "under another spelling.",
+        ),
+    ] = False,
 ) -> None:
     """Send every done transcript not yet delivered in its current version."""
     settings, query = _checked_settings(language)
@@ -96,6 +105,7 @@ def deliver_command(
     format_name = (deliver_format or DeliverFormat(settings.delivery.format)).value
     store = _open_store(settings)
     try:
+        target = _known_target(store, target, new_target=new_target)
         listed = {}
         if manifest is not None:
             listed = _apply_manifest(store, manifest, language=language, dry_run=dry_run)
@@ -119,6 +129,7 @@ def deliver_command(
             resend_in_doubt=resend_in_doubt,
             target=target,
             allow_unlinked=allow_unlinked,
+            new_target=new_target,
         )
     finally:
         store.dispose()
@@ -157,6 +168,17 @@ def _checked_target(settings: Settings, to: str | None) -> Target:
             return configured_target(settings)
         return parse_target(to, allow_insecure=settings.service.allow_insecure_http)
     except ConfigError as exc:
+        _usage_error("configuration error", exc)
+
+
+def _known_target(store: UnitOfWorkFactory, target: Target, *, new_target: bool) -> Target:
+    """The target as the ledger knows it; a new spelling of a known address is exit 2."""
+    with store.unit_of_work(read_only=True) as uow:
+        known = seen_targets(uow)
+    try:
+        return check_target_alias(target, known=known, new_target=new_target)
+    except ConfigError as exc:
+        store.dispose()
         _usage_error("configuration error", exc)
 
 
@@ -226,6 +248,7 @@ def _deliver(
     resend_in_doubt: bool,
     target: Target,
     allow_unlinked: bool,
+    new_target: bool,
 ) -> dict[str, Any]:
     with medasr_log_level(settings.pipeline.log_level):
         try:
@@ -238,6 +261,7 @@ def _deliver(
                     resend_in_doubt=resend_in_doubt,
                     target=target,
                     allow_unlinked=allow_unlinked,
+                    new_target=new_target,
                 )
             )
         except KeyboardInterrupt:

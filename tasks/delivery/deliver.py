@@ -37,6 +37,7 @@ from tasks.delivery.identity import NoteKey, document_id_for, message_control_id
 from tasks.delivery.senders import configured_target, sender_for
 from tasks.delivery.sending import DocumentSender, remote_id_of
 from tasks.delivery.stats import DeliveryStats, delivery_summary
+from tasks.delivery.target_aliases import check_target_alias, seen_targets
 from tasks.delivery.targets import Outgoing, Sender, Sent, Target, TargetKind
 from tasks.discovery.names import one_line, reason_about, recording_name
 from tasks.work.journal import (
@@ -111,16 +112,22 @@ async def deliver_pending(
     resend_in_doubt: bool = False,
     target: Target | None = None,
     allow_unlinked: bool = False,
+    new_target: bool = False,
 ) -> DeliveryStats:
     """Replay the journal, plan and send to `target` (MEDASR_DELIVERY__TARGET when None);
     returns the counts (`stopped`: what ended it). `client` stands in for the docs upload.
-    `allow_unlinked`: file notes with no patient link on purpose.
+    `allow_unlinked`: file notes with no patient link on purpose; `new_target`: the
+    target is another receiver than a known one at the same address.
 
     Raises ConfigError for an unusable MEDASR_DOCS_QUERY or target before anything is sent,
-    and PatientLinkMissing for a docs upload that names no patient.
+    PatientLinkMissing for a docs upload that names no patient, TargetAlias for a new
+    spelling of a known target's address.
     """
     query = parse_docs_query(settings.delivery.docs_query)
-    target = target or configured_target(settings)
+    known = await in_store(store, seen_targets, read_only=True)
+    target = check_target_alias(
+        target or configured_target(settings), known=known, new_target=new_target
+    )
     if target.kind is TargetKind.DOCS:
         require_patient_link(query, allow_unlinked=allow_unlinked)
     stats = DeliveryStats()

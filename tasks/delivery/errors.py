@@ -12,7 +12,9 @@
     │   ├── DocsQueryInvalid          MEDASR_DOCS_QUERY is not a usable template (exit 2)
     │   ├── PatientLinkMissing        the docs upload has no MEDASR_DOCS_QUERY naming a
     │   │                             manifest column: no note goes without its patient
-    │   └── TargetInvalid             --to / MEDASR_DELIVERY__TARGET is not a target (exit 2)
+    │   ├── TargetInvalid             --to / MEDASR_DELIVERY__TARGET is not a target (exit 2)
+    │   └── TargetAlias               a new spelling of an address delivered to (exit 2;
+    │                                 --new-target if it is another receiver)
     └── TransientError
         ├── Hl7ApplicationError       "hl7_application_error": AE/CE, retried on a later run
         └── DeliveryInDoubt           "in_doubt": sent, no answer; may have been filed
@@ -76,3 +78,9 @@ class TargetInvalid(ConfigError):
     """`--to` / MEDASR_DELIVERY__TARGET names no target medasr can deliver to."""
 
     kind = "target_invalid"
+
+
+class TargetAlias(ConfigError):
+    """A target never delivered to whose address is one medasr has delivered to."""
+
+    kind = "target_alias"
