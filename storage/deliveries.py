@@ -401,13 +401,18 @@ class Deliveries:
         """Every delivery row of one item, oldest first."""
         return self._deliveries_where(Delivery.item_id == item_id)
 
-    def delivered_versions(self, item_ids: Sequence[int]) -> dict[int, list[str]]:
-        """Versions delivered per item, oldest first (items with none left out)."""
+    def delivered_versions(
+        self, item_ids: Sequence[int], *, target: str | None = None
+    ) -> dict[int, list[str]]:
+        """Versions delivered per item (to `target`), oldest first (items with none left out)."""
         found: dict[int, list[str]] = {}
         for batch in batches(list(item_ids)):
+            chosen = Delivery.item_id.in_(batch) & (Delivery.status == "delivered")
+            if target is not None:
+                chosen = chosen & (Delivery.target == target)
             rows = self._session.execute(
                 select(Delivery.item_id, Delivery.version)
-                .where(Delivery.item_id.in_(batch), Delivery.status == "delivered")
+                .where(chosen)
                 .order_by(Delivery.delivered_at, Delivery.id)
             )
             for item_id, version in rows:

@@ -118,8 +118,10 @@ class DeliveryRepository(Protocol):
         """Every delivery row of one item, oldest first."""
         ...
 
-    def delivered_versions(self, item_ids: Sequence[int]) -> dict[int, list[str]]:
-        """Versions delivered per item, oldest first (items with none left out)."""
+    def delivered_versions(
+        self, item_ids: Sequence[int], *, target: str | None = None
+    ) -> dict[int, list[str]]:
+        """Versions delivered per item (to `target`), oldest first (items with none left out)."""
         ...
 
     def delivery_counts(self) -> list[DeliveryCount]:

@@ -29,11 +29,12 @@ from service.retrying import may_have_arrived
 from storage.errors import LeaseLost, StoreUnavailable
 from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
-from storage.records import DeliveryRecord, SentIdentity, WantedDelivery
+from storage.records import DeliveryRecord, SentIdentity
 from storage.versions import item_version
 from tasks.delivery.documents import note_of, parse_docs_query, require_patient_link
 from tasks.delivery.errors import DeliveryInDoubt
 from tasks.delivery.identity import NoteKey, document_id_for, message_control_id
+from tasks.delivery.plan import plan_deliveries
 from tasks.delivery.senders import configured_target, sender_for
 from tasks.delivery.sending import DocumentSender, remote_id_of
 from tasks.delivery.stats import DeliveryStats, delivery_summary
@@ -56,50 +57,15 @@ __all__ = [
     "deliver_pending",
     "deliver_task",
     "delivery_summary",
+    "plan_deliveries",
 ]
 
 logger = logging.getLogger("medasr.deliver")
 
-_PAGE = 500
 # Stops that are not the row's fault: the row goes back (pending, or in doubt if sent).
 _STOPPING = (CredentialsRejected, ConfigError)
 # Failures an operator fixes in the manifest: worth another try on a later run.
 _FIXABLE_KINDS = frozenset({"metadata_missing", "document_invalid"})
-
-
-def plan_deliveries(
-    store: UnitOfWorkFactory,
-    *,
-    language: str | None,
-    format_name: str,
-    max_attempts: int,
-    resend_in_doubt: bool = False,
-    target: str = "docs",
-) -> tuple[int, int]:
-    """Queue every done transcript version not yet seen by `target` (its canonical name);
-    returns (added, requeued).
-
-    `resend_in_doubt`: the target's in-doubt rows go back to pending too (in requeued).
-    """
-    with store.unit_of_work() as uow:
-        uow.deliveries.release_dead_local_deliveries()  # sent ones become in_doubt
-        requeued = uow.deliveries.requeue_delivery_failures(max_attempts=max_attempts)
-        if resend_in_doubt:
-            requeued += uow.deliveries.resend_in_doubt(language=language, target=target)
-    added, after = 0, 0
-    while True:
-        with store.unit_of_work() as uow:
-            page = uow.items.done_items_page(language=language, after_id=after, limit=_PAGE)
-            if not page:
-                return added, requeued
-            wanted = [
-                WantedDelivery(
-                    item_id=i.id, language=i.language, version=item_version(i), target=target
-                )
-                for i in page
-            ]
-            added += uow.deliveries.plan_deliveries(wanted, format_name=format_name)
-        after = page[-1].id
 
 
 async def deliver_pending(

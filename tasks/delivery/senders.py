@@ -18,9 +18,11 @@ from typing import Protocol
 
 from config.settings import Settings
 from service.docs_client import DocsClient, DocsReceipt, Document
+from service.fhir_client import TOKEN_SETTING as FHIR_TOKEN_SETTING
 from service.fhir_client import FhirClient
 from service.mllp import MllpClient, MllpEndpoint, MllpNoAnswer, MllpTimings, MllpUnreachable
 from service.retrying import RetryEvent
+from service.status import bearer_token
 from tasks.delivery.documents import DocsQuery, build_document
 from tasks.delivery.errors import (
     DeliveryInDoubt,
@@ -92,6 +94,19 @@ def open_sender(
     return DocsSender(
         target=target, settings=settings, client=client, format_name=format_name, query=query
     )
+
+
+def target_dedupes(target: Target) -> bool:
+    """Whether `target` files a resend of an unanswered document once (MLLP with the same
+    MSH-10, FHIR conditional create): the docs upload does not."""
+    return target.kind is not TargetKind.DOCS
+
+
+def check_target_token(target: Target, settings: Settings) -> None:
+    """The FHIR token as the first request would use it: CredentialsRejected when none is
+    set, ConfigError (naming MEDASR_FHIR_TOKEN) when it cannot go in a header."""
+    if target.kind is TargetKind.FHIR:
+        bearer_token(settings.delivery.fhir_token, setting=FHIR_TOKEN_SETTING)
 
 
 class Uploads(Protocol):

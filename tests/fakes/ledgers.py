@@ -334,10 +334,16 @@ class FakeDeliveries:
     def deliveries_of_item(self, item_id: int) -> list[DeliveryRecord]:
         return self._rows(item_id)
 
-    def delivered_versions(self, item_ids: Sequence[int]) -> dict[int, list[str]]:
+    def delivered_versions(
+        self, item_ids: Sequence[int], *, target: str | None = None
+    ) -> dict[int, list[str]]:
         found: dict[int, list[str]] = {}
         for row in sorted(self._s.deliveries.values(), key=lambda r: (r.delivered_at, r.id)):
-            if row.item_id in item_ids and row.status == "delivered":
+            if (
+                row.item_id in item_ids
+                and row.status == "delivered"
+                and target in (None, row.target)
+            ):
                 found.setdefault(row.item_id, []).append(row.version)
         return found
 

@@ -217,6 +217,7 @@ def test_the_target_comes_from_the_setting_and_the_dry_run_names_it(
     rows = table_rows(planned.output)
     assert rows["target"] == "mllp://127.0.0.1:2575"
     assert (rows["documents to send"], rows["missing metadata"]) == ("3", "0")
+    monkeypatch.setenv("MEDASR_FHIR_TOKEN", env.token)  # as the real run, the dry run needs it
     fhir = invoke("deliver", "--dry-run", "--to", f"fhir+{env.url}/fhir")
     assert table_rows(fhir.output)["target"] == f"fhir+{env.url}/fhir"
     assert table_rows(fhir.output)["documents to send"] == "3"
