@@ -178,12 +178,25 @@ class _Run:
             self.roots = tuple(uow.runs.run_sources())
         return self.roots
 
-    def _reason(self, uow: Any, row: DeliveryRecord, exc: MedasrError) -> str:
-        """`exc`'s message on one line, its recording named inside its source."""
+    def _reason(self, uow: Any, row: DeliveryRecord, exc: MedasrError) -> tuple[str, str]:
+        """The row's recording named inside its source, and `exc`'s message on one line
+        with the recording named the same way."""
         item = uow.items.get_item(row.item_id)
         if item is None:
-            return one_line(str(exc))
-        return reason_about(str(exc), uri=item.source_uri, roots=self._roots(uow))
+            return f"delivery {row.id}", one_line(str(exc))
+        roots = self._roots(uow)
+        name = recording_name(item.source_uri, roots=roots)
+        return name, reason_about(str(exc), uri=item.source_uri, roots=roots)
+
+    async def _name(self, row: DeliveryRecord) -> str:
+        """The row's recording by its path inside its source (for a log line)."""
+        try:
+            name, _ = await in_store(
+                self.store, lambda uow: self._reason(uow, row, InternalError("")), read_only=True
+            )
+        except MedasrError:  # the store is down: the row id is all there is
+            return f"delivery {row.id}"
+        return name
 
     def _claim(self, uow: Any, language: str | None) -> list[DeliveryRecord]:
         return list(
@@ -216,7 +229,7 @@ class _Run:
         try:
             return await self._send(row)
         except LeaseLost:
-            logger.warning("delivery %d was taken over by another worker", row.id)
+            logger.warning("delivery of %s was taken over by another worker", await self._name(row))
             return _Outcome("released")
         except _STOPPING as exc:
             return _Outcome("released", error=exc, requests=1)
@@ -224,7 +237,8 @@ class _Run:
             await self._settle_failed(row, exc)
             return _Outcome("failed")
         except Exception as exc:  # a bug must cost this document only, not the run
-            logger.error("delivery %d: unexpected %s", row.id, type(exc).__name__, exc_info=exc)
+            name = await self._name(row)
+            logger.error("delivery of %s: unexpected %s", name, type(exc).__name__, exc_info=exc)
             internal = InternalError(f"unexpected {type(exc).__name__} while delivering")
             await self._settle_failed(row, internal)
             return _Outcome("failed")
@@ -336,8 +350,10 @@ class _Run:
             await record_paid_chunk(write, paid=accepted, journal=self.journal, retry_s=retry_s)
 
     async def _settle_failed(self, row: DeliveryRecord, exc: MedasrError) -> None:
-        said = await in_store(self.store, lambda uow: self._reason(uow, row, exc), read_only=True)
-        logger.warning("delivery %d failed: %s (%s)", row.id, exc.kind, said)
+        name, said = await in_store(
+            self.store, lambda uow: self._reason(uow, row, exc), read_only=True
+        )
+        logger.warning("delivery of %s failed: %s (%s)", name, exc.kind, said)
         retryable = exc.transient or exc.kind in _FIXABLE_KINDS
         await self._settle(
             row,
@@ -369,9 +385,10 @@ class _Run:
         try:
             await in_store(self.store, call)
         except LeaseLost:
-            logger.warning("delivery %d was taken over by another worker", row.id)
+            logger.warning("delivery of %s was taken over by another worker", await self._name(row))
         except MedasrError as store_error:  # the store is down: the lease hands it back
-            logger.error("delivery %d: outcome not recorded (%s)", row.id, store_error.kind)
+            name = await self._name(row)
+            logger.error("delivery of %s: outcome not recorded (%s)", name, store_error.kind)
 
 
 def _marker(row: DeliveryRecord, sent: SentIdentity) -> Any:

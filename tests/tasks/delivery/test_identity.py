@@ -7,11 +7,13 @@ the resource it already holds, as a real server does.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import SecretStr
 
 from config.settings import DeliverySettings, Settings, StorageSettings
@@ -20,7 +22,13 @@ from storage import open_store
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.identity import NoteKey, message_control_id, note_urn, txa_12
 from tests.service.mllp_listener import MllpListener, running_listener
-from tests.tasks.delivery.delivery_helpers import deliver, delivery_settings, make_done, rows_of
+from tests.tasks.delivery.delivery_helpers import (
+    LANG,
+    deliver,
+    delivery_settings,
+    make_done,
+    rows_of,
+)
 
 WORDS = "Ward round: stable, continue the plan."
 COPIES = {"/d/bed1-patientA.mp3": WORDS, "/d/bed2-patientB.mp3": WORDS}
@@ -136,3 +144,20 @@ def test_identifiers_are_stable_and_distinct_where_the_contract_says() -> None:
     ]
     assert len({txa_12(k) for k in [key, *others]}) == 4
     assert len({note_urn(k) for k in [key, *others]}) == 4
+
+
+def test_a_failed_delivery_is_logged_by_its_recordings_path_in_the_source(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with store.unit_of_work() as uow:
+        uow.runs.start_run(source="/ward/3", language=LANG)
+    uri = "/ward/3/bed 1/round.wav"
+    script = {"PAT-A": deque(["AR"])}
+    with running_listener(MllpListener(by_patient=script)) as listener:
+        make_done(store, {uri: "words"}, metadata={uri: {"patient_id": "PAT-A"}})
+        target = f"mllp://127.0.0.1:{listener.port}"
+        settings = target_settings(devserver_factory(), sqlite_url, target=target)
+        with caplog.at_level(logging.WARNING, logger="medasr.deliver"):
+            assert deliver(settings, store).failed == 1
+    (line,) = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+    assert line.startswith("delivery of bed 1/round.wav failed: hl7_rejected")
