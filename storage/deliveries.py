@@ -372,14 +372,15 @@ class Deliveries:
     def release_deliveries(self, lease_tokens: Sequence[str], *, refused: bool = False) -> None:
         """Give our claims back (attempts - 1): pending, or in_doubt once sending began.
 
-        `refused`: the receiver refused them (401/403) or nothing went out: pending.
+        `refused`: the receiver refused them (401/403) or nothing went out: pending, with
+        nothing of theirs outstanding.
         """
         if refused:
             for batch in batches(list(lease_tokens)):
                 self._session.execute(
                     update(Delivery)
                     .where(Delivery.status == "processing", Delivery.lease_token.in_(batch))
-                    .values(sending_at=None)
+                    .values(sending_at=None, control_id=None, sent_text=None)
                     .execution_options(synchronize_session=False)
                 )
         self._queue.release(lease_tokens)

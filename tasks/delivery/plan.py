@@ -11,7 +11,7 @@ SQLite the dry run holds the write lock for that transaction (seconds per 10^4 r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from storage.interface import UnitOfWorkFactory
@@ -93,10 +93,9 @@ class PlanPreview:
     already_delivered: int = 0
     missing_metadata: int = 0
     unlinked: int = 0  # of those to send: no patient link, filed on purpose
-    in_doubt: int = 0  # this target's, left for a person
+    in_doubt: int = 0  # every target's, as the real run's summary counts them
     waiting: int = 0  # newer versions behind one in doubt
     not_retried: int = 0  # this target's failures no run retries (AR, attempts spent)
-    in_doubt_everywhere: int = field(default=0, repr=False)  # every target (exit code)
 
 
 @dataclass(frozen=True)
@@ -189,8 +188,7 @@ def _count_left(uow: Any, preview: PlanPreview, *, target: str) -> None:
     for count in uow.deliveries.delivery_counts_by_target():
         mine = count.target == target
         if count.status == "in_doubt":
-            preview.in_doubt_everywhere += count.rows
-            preview.in_doubt += count.rows if mine else 0
+            preview.in_doubt += count.rows
         elif mine and count.status == "pending":
             preview.waiting += count.rows
         elif mine and count.status == "failed":

@@ -315,7 +315,8 @@ class FakeDeliveries:
     def release_deliveries(self, lease_tokens: Sequence[str], *, refused: bool = False) -> None:
         for row in list(self._s.deliveries.values()):
             if row.status == "processing" and row.lease_token in lease_tokens:
-                row = replace(row, sending_at=None) if refused else row
+                if refused:
+                    row = replace(row, sending_at=None, control_id=None, sent_text=None)
                 self._take_back(row, attempts=max(row.attempts - 1, 0))
 
     def release_dead_local_deliveries(self) -> int:
