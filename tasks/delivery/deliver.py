@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from prefect import task
@@ -30,16 +30,15 @@ from storage.errors import LeaseLost, StoreUnavailable
 from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord, SentIdentity
-from storage.versions import item_version
-from tasks.delivery.documents import note_of, parse_docs_query, require_patient_link
+from tasks.delivery.documents import parse_docs_query, require_patient_link
 from tasks.delivery.errors import DeliveryInDoubt
-from tasks.delivery.identity import NoteKey, document_id_for, message_control_id
+from tasks.delivery.outgoing import Prepared, Sending, prepare_outgoing
 from tasks.delivery.plan import plan_deliveries
 from tasks.delivery.senders import configured_target, sender_for
 from tasks.delivery.sending import DocumentSender, remote_id_of
 from tasks.delivery.stats import DeliveryStats, delivery_summary
 from tasks.delivery.target_aliases import check_target_alias, seen_targets
-from tasks.delivery.targets import Outgoing, Sender, Sent, Target, TargetKind
+from tasks.delivery.targets import Sender, Sent, Target, TargetKind
 from tasks.discovery.names import one_line, reason_about, recording_name
 from tasks.work.journal import (
     AcceptedDelivery,
@@ -119,6 +118,7 @@ async def deliver_pending(
         )
     )
     run = _Run(settings, store, sender, journal)
+    run.person_resends = resend_in_doubt
     try:
         await run.drain(language=language, stats=stats)
     finally:
@@ -154,6 +154,7 @@ class _Run:
         self.owner = new_lease_owner()
         self.roots: tuple[str, ...] | None = None
         self.store_id: str | None = None
+        self.person_resends = False  # `--resend-in-doubt`: a person checked the record
         lease_s = settings.storage.lease_s
         self.keeper = LeaseKeeper(store=store, lease_s=lease_s, renew=renew_deliveries)
 
@@ -247,7 +248,7 @@ class _Run:
         prepared = await in_store(self.store, lambda uow: self._outgoing(uow, row))
         outgoing, name = prepared.outgoing, prepared.name
         if outgoing is None or prepared.sent is None:
-            return _Outcome(prepared.outcome)
+            return _Outcome(prepared.outcome)  # a failed one is counted: a person decided
         await self.keeper.require(row)
         await in_store(self.store, _marker(row, prepared.sent))
         try:
@@ -263,63 +264,16 @@ class _Run:
         logger.info("delivered %s (%s) in %d attempt(s)", name, self.format_name, sent.attempts)
         return _Outcome("delivered", requests=1, bytes_sent=sent.request_bytes)
 
-    def _outgoing(self, uow: Any, row: DeliveryRecord) -> _Prepared:
-        """What `row` sends: the item's transcript, or, for a version that went out
-        unanswered and has since changed, the words it went out with (under its own
-        identifiers), so that the receiver's copy is settled before a replacement."""
-        item = uow.items.get_item(row.item_id)
-        name = recording_name(item.source_uri, roots=self._roots(uow)) if item else ""
-        current = item is not None and item.status == "done" and item_version(item) == row.version
-        if not current and row.control_id is None:  # never went out: set it aside
-            uow.deliveries.record_delivery_superseded(row.id, lease_token=row.lease_token)
-            return _Prepared(None, name, None, "superseded")
-        if item is None or (not current and row.sent_text is None):
-            uow.deliveries.record_delivery_in_doubt(
-                row.id,
-                lease_token=row.lease_token,
-                error_kind=DeliveryInDoubt.kind,
-                message="went out unanswered; the words it went out with are not kept, so "
-                "only a person can settle it: check the record, then --resend-in-doubt",
-            )
-            return _Prepared(None, name, None, "in_doubt")
-        key = NoteKey(self._store_id(uow), item.id, item.language, row.version)
-        replaced = uow.deliveries.latest_delivered_before(row.id)
-        note = note_of(
-            item,
-            key=key,
-            document_id=row.document_id or document_id_for(self.sender.target.kind, key),
-            replaces_document_id=self._document_id(key, replaced),
-            text=None if current else row.sent_text,
-        )
-        control_id = row.control_id or message_control_id(
-            store_id=key.store_id, delivery_id=row.id, series=row.series
-        )
-        outgoing = Outgoing(
-            delivery_id=row.id,
-            item=item,
-            note=note,
-            replaced_remote_id=replaced.remote_id if replaced else None,
-            control_id=control_id,
-        )
-        sent = SentIdentity(
-            control_id=control_id,
-            document_id=note.document_id,
-            replaces_id=replaced.id if replaced else None,
-            sent_text=note.text,
-        )
-        return _Prepared(outgoing, name, sent, "")
-
-    def _store_id(self, uow: Any) -> str:
+    def _outgoing(self, uow: Any, row: DeliveryRecord) -> Prepared:
         if self.store_id is None:
             self.store_id = str(uow.deliveries.store_identity())
-        return self.store_id
-
-    def _document_id(self, key: NoteKey, replaced: DeliveryRecord | None) -> str | None:
-        """What the target knows the replaced version by (as it went out)."""
-        if replaced is None:
-            return None
-        made = document_id_for(self.sender.target.kind, replace(key, version=replaced.version))
-        return replaced.document_id or made
+        sending = Sending(
+            kind=self.sender.target.kind,
+            store_id=self.store_id,
+            roots=self._roots(uow),
+            person_resends=self.person_resends,
+        )
+        return prepare_outgoing(uow, row, sending=sending)
 
     async def _record_delivered(self, row: DeliveryRecord, sent: Sent) -> None:
         """The receiver has the document: a store that is down must not lose that."""
@@ -393,16 +347,6 @@ class _Run:
 
 def _marker(row: DeliveryRecord, sent: SentIdentity) -> Any:
     return lambda uow: uow.deliveries.mark_sending(row.id, lease_token=row.lease_token, sent=sent)
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    """What one claimed row sends (None: nothing, `outcome` says why) and as what."""
-
-    outgoing: Outgoing | None
-    name: str
-    sent: SentIdentity | None
-    outcome: str
 
 
 def _releaser(tokens: list[str], *, refused: bool = False) -> Any:

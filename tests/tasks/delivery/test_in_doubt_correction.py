@@ -7,10 +7,15 @@ endpoint (conditional create; the `reset` fault files the resource and loses the
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 
+from sqlalchemy import text
+
 from service.devserver import RunningDevServer
+from storage.database import create_store_engine
 from storage.interface import UnitOfWorkFactory
+from tasks.delivery.deliver import deliver_pending
 from tests.service.mllp_listener import MllpListener, running_listener
 from tests.tasks.delivery.delivery_helpers import deliver, make_done, rows_of
 from tests.tasks.delivery.test_identity import target_settings
@@ -78,3 +83,42 @@ def test_a_target_that_cannot_deduplicate_waits_for_a_person_before_the_correcti
     first, second = rows_of(store, item)
     assert (first.status, second.status, waiting.delivered) == ("in_doubt", "pending", 0)
     assert waiting.in_doubt == 1  # still said, still counted
+
+
+def test_a_version_sent_before_its_words_were_kept_waits_for_a_person_then_gives_way(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    with running_listener(MllpListener(script=deque(["none", "none"]))) as listener:
+        (item,) = make_done(store, {URI: "first words"}, metadata=META).values()
+        target = f"mllp://127.0.0.1:{listener.port}"
+        settings = target_settings(devserver_factory(), sqlite_url, target=target, hl7_resends=1)
+        assert deliver(settings, store).in_doubt == 1
+        _forget_sent_words(sqlite_url)  # as a row sent before 0007_identity
+        make_done(store, {URI: "corrected words"}, version="v2", metadata=META)
+        waiting = deliver(settings, store)
+        first, second = rows_of(store, item)
+        assert (first.status, second.status, waiting.in_doubt) == ("in_doubt", "pending", 1)
+        assert "--resend-in-doubt" in (first.error_message or "")
+        sent_before = len(listener.received)
+        decided = asyncio.run(
+            deliver_pending(
+                settings=settings,
+                store=store,
+                language=None,
+                format_name="txt",
+                resend_in_doubt=True,  # a person checked the record
+            )
+        )
+    first, second = rows_of(store, item)
+    assert (first.status, second.status, decided.delivered) == ("failed", "delivered", 1)
+    assert "a person" in (first.error_message or "")
+    assert [r.obx_lines() for r in listener.received[sent_before:]] == [["corrected words"]]
+
+
+def _forget_sent_words(url: str) -> None:
+    engine = create_store_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("UPDATE deliveries SET sent_text = NULL"))
+    finally:
+        engine.dispose()
