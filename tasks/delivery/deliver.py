@@ -370,7 +370,11 @@ async def deliver_task(
     Pass `settings` and `store` wrapped in prefect's `quote`, so that Prefect does not
     walk them (the settings hold secrets) and they never become recorded task inputs.
     """
-    stats = await deliver_pending(
-        settings=settings, store=store, language=language, format_name=format_name
-    )
+    try:
+        stats = await deliver_pending(
+            settings=settings, store=store, language=language, format_name=format_name
+        )
+    except ConfigError as exc:  # before anything was sent: the night's transcripts stay
+        logger.error("delivery not started: %s", one_line(str(exc)))
+        stats = DeliveryStats(stopped=exc)
     return delivery_summary(stats)
