@@ -40,9 +40,9 @@ def _delivery(row_id: int, *, target: str, status: str, response: dict[str, str]
 
 
 def test_an_existing_store_gets_an_identity_and_sent_rows_keep_what_they_went_out_as(
-    tmp_path: Path,
+    store_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'old.db'}"
+    url = store_url
     upgrade_database(url, revision="0006_queue")
     mllp = "mllp://127.0.0.1:2575"
     _sql(
@@ -61,7 +61,7 @@ def test_an_existing_store_gets_an_identity_and_sent_rows_keep_what_they_went_ou
     assert rows[1][1] == old_control  # an in-doubt resend must carry the same MSH-10
     assert str(rows[1][2]).startswith("MEDASR-")
     assert rows[2] == (3, None, None, 0)  # never sent: it goes out under the new identifiers
-    store = open_store(StorageSettings(database_url=url))
+    store = open_store(StorageSettings(database_url=url), upgrade=True)
     try:
         with store.unit_of_work(read_only=True) as uow:
             made = uow.deliveries.store_identity()
