@@ -155,7 +155,6 @@ def test_preflight_refuses_it_in_one_line(token: str) -> None:
     assert token not in message
 
 
-@pytest.mark.usefixtures("clean_environment")
 def test_preflight_refuses_one_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEDASR_TOKEN", "first-line\nsecond-line")
     settings = load_settings()
