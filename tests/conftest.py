@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from config.runtime import prepare_prefect_environment
 from config.settings import StorageSettings
 from storage import open_store
 from storage.interface import UnitOfWorkFactory
@@ -22,6 +23,12 @@ from storage.interface import UnitOfWorkFactory
 pytest_plugins = ["tests.servers", "tests.storage_servers"]
 
 TEST_SWITCHES = "MEDASR_TEST_"  # the suite's own settings (tests/storage_servers.py)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite runs flows in this process as the command would: with medasr's Prefect
+    defaults, set here as the command's `main` sets them (importing sets nothing)."""
+    prepare_prefect_environment()
 
 
 @pytest.fixture(autouse=True)
