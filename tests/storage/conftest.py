@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from config.settings import StorageSettings
-from storage import open_store
+from storage import clock, open_store
 from storage.interface import UnitOfWorkFactory
 
 
@@ -32,3 +33,15 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[UnitOfWork
         yield opened
     finally:
         opened.dispose()
+
+
+@pytest.fixture
+def host_clock_an_hour_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's wall clock runs an hour fast (as a misconfigured host's would).
+
+    storage.clock is the one place every storage module reads this host's clock."""
+
+    def ahead() -> datetime:
+        return datetime.now(UTC) + timedelta(hours=1)
+
+    monkeypatch.setattr(clock, "host_now", ahead)
