@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import stat
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -16,10 +17,10 @@ import pytest
 
 from storage.chunks import Chunks
 from storage.errors import LeaseLost, StoreUnavailable
-from storage.interface import UnitOfWorkFactory
+from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.records import ItemRecord, SourceFile
 from tasks.work.journal import Journal, PaidChunk, record_paid_chunk, replay_journal
-from tasks.work.lease_keeper import LeaseKeeper
+from tasks.work.lease_keeper import LeaseKeeper, renew_items
 
 LANG = "en-IN"
 SHA = "a" * 64
@@ -163,21 +164,32 @@ def test_a_lost_lease_is_not_journaled(store: UnitOfWorkFactory, tmp_path: Path)
 
 def test_the_keeper_renews_held_leases_and_stops_a_taken_file(store: UnitOfWorkFactory) -> None:
     mine, taken = claimed(store, count=2, lease_s=1.5)
+    only_mine = threading.Event()
+
+    def renew(uow: UnitOfWork, tokens: list[str], lease_s: float) -> frozenset[str]:
+        if tokens == [mine.lease_token]:
+            only_mine.set()  # a renewal after the one that found `taken` gone
+        return renew_items(uow, tokens, lease_s)
 
     async def go() -> None:
-        keeper = LeaseKeeper(store=store, lease_s=1.5)
+        keeper = LeaseKeeper(store=store, lease_s=1.5, renew=renew)
         async with keeper.holding([mine, taken]):
             with store.unit_of_work() as uow:  # the claim on `taken` ends (given back)
                 uow.items.release_items([taken.lease_token or ""])
-            await asyncio.sleep(2.5)  # longer than the lease: only the timer keeps `mine`
+            # Only the timer renews from here on: wait for it, not for a duration.
+            assert await asyncio.to_thread(only_mine.wait, 30)
             await keeper.require(mine)
             with pytest.raises(LeaseLost):
                 await keeper.require(taken)
+            with store.unit_of_work() as uow:  # `mine` is still held: a rival gets only `taken`
+                rival = uow.items.claim_batch(owner="rival", language=LANG, limit=2, lease_s=60)
+                renewed = uow.items.get_item(mine.id)
+        assert [i.id for i in rival] == [taken.id]
+        assert renewed.lease_expires_at is not None
+        assert mine.lease_expires_at is not None
+        assert renewed.lease_expires_at > mine.lease_expires_at  # the timer kept it
 
     asyncio.run(go())
-    with store.unit_of_work() as uow:  # `mine` is still held: a rival gets only `taken`
-        rival = uow.items.claim_batch(owner="rival", language=LANG, limit=2, lease_s=60)
-    assert [i.id for i in rival] == [taken.id]
 
 
 def _writer(store: UnitOfWorkFactory, item: ItemRecord) -> Callable[[], None]:
