@@ -15,6 +15,7 @@ import os
 import struct
 import subprocess
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,6 +286,14 @@ def test_no_temp_file_and_no_ffmpeg_process_is_left_behind(bad_batch: BadBatch) 
 
 def test_figures(bad_batch: BadBatch, figures) -> None:
     outcomes = [r["status"] for r in bad_batch.rows.values()]
+    # The figures kept for docs/RELIABILITY.md are the batch's own: every kind listed got
+    # its outcome, the good files are done, and the run's table counts what the store holds.
+    expected = Counter(k.status for k in KINDS if k.status != "absent")
+    assert Counter(outcomes) == expected + Counter(done=len(GOOD)), bad_batch.rows
+    summary = bad_batch.first.summary()
+    assert summary["files_done"] == str(outcomes.count("done")), bad_batch.first.describe()
+    assert summary["files_skipped"] == str(outcomes.count("skipped")), bad_batch.first.describe()
+    assert [bad_batch.first.returncode, bad_batch.second.returncode] == [1, 1]
     figures(
         "bad-input",
         kinds=len(KINDS) + 1,  # + the 3-hour recording (slow test)
