@@ -212,7 +212,8 @@ def test_a_lost_lease_stops_the_file_and_sends_nothing_more(
                 if any(row.sha256 for row in uow.items.export_rows()):
                     break  # fingerprinted: the first chunk goes out now, for 1.5 s
             time.sleep(0.01)
-        time.sleep(0.3)
+        while server.state.capacity.peak_in_flight == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)  # until it reached the service
         later = datetime.now(UTC) + timedelta(hours=1)
         while not stolen.is_set() and time.monotonic() < deadline:
             with store.unit_of_work() as uow:
@@ -321,8 +322,11 @@ def test_a_queued_file_renews_its_expired_lease_before_sending(
     server = devserver_factory(latency_ms=200)
     with store.unit_of_work() as uow:
         uow.items.register_items(list_audio(str(recording), settle_s=0).files, language="en-IN")
-        items = uow.items.claim_batch(owner="test-owner", language="en-IN", limit=1, lease_s=0.01)
-    time.sleep(0.05)  # the claim expired while the file waited for its turn
+        # The claim expired while the file waited for its turn.
+        an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+        items = uow.items.claim_batch(
+            owner="test-owner", language="en-IN", limit=1, lease_s=60, now=an_hour_ago
+        )
     taken: list[object] = []
     done = threading.Event()
 
