@@ -25,8 +25,8 @@ from service.docs_client import DocsClient, Document
 from service.errors import InsecureTransport
 from service.preflight import check_service_config
 from service.status import check_transport
-from tests.flows.cli.test_commands import medasr
 from tests.flows.prefect_server import clean_env
+from tests.helpers.cli import medasr
 from tests.servers import client_settings
 from tests.service.client_call import transcribe
 

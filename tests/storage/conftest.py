@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from config.settings import StorageSettings
-from storage import clock, open_store
-from storage.interface import UnitOfWorkFactory
+from storage import clock
+from tests.helpers.stores import store_on_both_backends  # noqa: F401 (the `store` fixture)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -19,20 +17,6 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'medasr.db'}"
     return str(request.getfixturevalue("fresh_postgres_url"))
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[UnitOfWorkFactory]:
-    """An opened store at the newest schema with no rows: SQLite file or PostgreSQL."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'medasr.db'}"
-    else:
-        url = str(request.getfixturevalue("postgres_store_url"))
-    opened = open_store(StorageSettings(database_url=url), upgrade=True)
-    try:
-        yield opened
-    finally:
-        opened.dispose()
 
 
 @pytest.fixture
