@@ -29,7 +29,7 @@ from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage import open_store
 from storage.database import upgrade_database
-from tests.flows.conftest import TOKEN, run_flow, settings_for
+from tests.helpers.flows import TOKEN, run_flow, settings_for
 from tests.storage_servers import database_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]

@@ -20,8 +20,8 @@ from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage import manifest, sources
 from storage.database import Store
-from tests.flows.conftest import Corpus
 from tests.flows.prefect_server import MEDASR, clean_env, free_port
+from tests.helpers.flows import Corpus
 from tests.helpers.processes import processes_with
 
 TOKEN = "startup-test-token"

@@ -18,7 +18,7 @@ from service.devserver import RunningDevServer
 from storage.records import SkippedFile
 from tasks.discovery.discover import Discovery
 from tasks.transcription.progress import FileOutcome, RunStats
-from tests.flows.conftest import Corpus, settings_for
+from tests.helpers.flows import Corpus, settings_for
 
 
 @pytest.mark.parametrize(

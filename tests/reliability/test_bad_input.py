@@ -26,10 +26,9 @@ import soundfile
 
 from service.devserver import start_devserver
 from tasks.audio import find_ffmpeg
-from tests.reliability.conftest import TOKEN
 from tests.reliability.corpus import age_files, age_paths, tone_samples, write_tone_wav
 from tests.reliability.evidence import items
-from tests.reliability.harness import Finished, Medasr, ffmpeg_processes
+from tests.reliability.harness import TOKEN, Finished, Medasr, ffmpeg_processes
 
 
 @dataclass(frozen=True)

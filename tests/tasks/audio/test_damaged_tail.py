@@ -10,8 +10,8 @@ import soundfile
 from service.devserver.tone import decode_wav_bytes, encode_tone_dictation
 from tasks.audio import Chunk, iter_chunks
 from tasks.errors import CorruptAudio, DamagedTail
+from tests.helpers.audio import ffmpeg
 from tests.helpers.damaged_tail import CODECS, TEXT, assert_readable_prefix, truncated
-from tests.tasks.conftest import ffmpeg
 
 CAP_BYTES = 20 * 32_000 + 44
 

@@ -14,8 +14,8 @@ from tasks.audio import iter_chunks
 from tasks.audio.decoder import PcmDecoder
 from tasks.audio.native_wav import NativeWavReader, native_data_chunk, open_pcm_source
 from tasks.errors import CorruptAudio, EmptyAudio
+from tests.helpers.audio import reference_pcm
 from tests.helpers.native_wav import TEXT, pcm_of, raw_wav
-from tests.tasks.conftest import reference_pcm
 
 
 def _samples() -> np.ndarray:

@@ -13,8 +13,8 @@ from service.devserver.tone import encode_tone_dictation
 from tasks.audio import iter_chunks
 from tasks.audio.native_wav import NativeWavReader, open_pcm_source
 from tasks.errors import CorruptAudio
+from tests.helpers.audio import reference_pcm
 from tests.helpers.native_wav import TEXT, pcm_of, raw_wav
-from tests.tasks.conftest import reference_pcm
 
 # The file (4,294,967,280 bytes), and 0xFFFFFFFF less a 44-byte header.
 UNCLOSED = [0xFFFFFFF0, 0xFFFFFFFF - 36, 0xFFFF0000]
