@@ -25,9 +25,10 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, aliased
 
+from storage import clock
 from storage.errors import SchemaOutdated
 from storage.models import Delivery, StoreIdentity
-from storage.queries import batches, utc_now
+from storage.queries import batches
 from storage.records import DeliveryCount, DeliveryRecord, SentIdentity, WantedDelivery
 from storage.versions import item_version, transcript_version
 from storage.work_queue import WorkQueue
@@ -114,7 +115,7 @@ class Deliveries:
                     Delivery.status.in_(_UNSENT),
                     Delivery.control_id.is_(None),
                 )
-                .values(status="superseded", updated_at=utc_now())
+                .values(status="superseded", updated_at=clock.host_now())
                 .execution_options(synchronize_session=False)
             )
 
@@ -127,7 +128,7 @@ class Deliveries:
                 attempts=0,
                 replaces_id=replaces_id,
                 sending_at=None,
-                updated_at=utc_now(),
+                updated_at=clock.host_now(),
             )
             .execution_options(synchronize_session=False)
         )
@@ -137,7 +138,7 @@ class Deliveries:
     def _new_row(
         want: WantedDelivery, rows: Sequence[Row[Any]], *, format_name: str
     ) -> dict[str, Any]:
-        now = utc_now()
+        now = clock.host_now()
         return {
             "item_id": want.item_id,
             "language": want.language,
@@ -173,7 +174,7 @@ class Deliveries:
                 Delivery.retryable.is_(True),
                 Delivery.attempts < max_attempts,
             )
-            .values(status="pending", sending_at=None, updated_at=utc_now())
+            .values(status="pending", sending_at=None, updated_at=clock.host_now())
             .execution_options(synchronize_session=False)
         )
         return int(result.rowcount)  # type: ignore[attr-defined]
@@ -189,7 +190,7 @@ class Deliveries:
         result = self._session.execute(
             update(Delivery)
             .where(chosen)
-            .values(status="pending", sending_at=None, updated_at=utc_now())
+            .values(status="pending", sending_at=None, updated_at=clock.host_now())
             .execution_options(synchronize_session=False)
         )
         return int(result.rowcount)  # type: ignore[attr-defined]
@@ -257,7 +258,7 @@ class Deliveries:
         it. Commit it before sending. Raises LeaseLost if the claim is no longer ours.
         """
         kept = {} if sent is None else vars(sent)
-        self._queue.touch(delivery_id, lease_token=lease_token, sending_at=utc_now(), **kept)
+        self._queue.touch(delivery_id, lease_token=lease_token, sending_at=clock.host_now(), **kept)
 
     def record_delivered(
         self,
@@ -281,7 +282,7 @@ class Deliveries:
             **formats,
             response=response,
             remote_id=remote_id,
-            delivered_at=utc_now(),
+            delivered_at=clock.host_now(),
             error_kind=None,
             error_message=None,
             retryable=False,
@@ -307,12 +308,12 @@ class Deliveries:
                 status="delivered",
                 response=response,
                 remote_id=remote_id,
-                delivered_at=utc_now(),
+                delivered_at=clock.host_now(),
                 error_kind=None,
                 error_message=None,
                 retryable=False,
                 sent_text=None,
-                updated_at=utc_now(),
+                updated_at=clock.host_now(),
                 lease_owner=None,
                 lease_expires_at=None,
                 lease_token=None,

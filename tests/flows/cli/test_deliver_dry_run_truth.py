@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from config.settings import StorageSettings
 from flows.cli import app
 from storage import open_store
-from tests.flows.cli.test_commands import table_rows
+from tests.helpers.cli import table_rows
 from tests.service.mllp_listener import MllpListener, running_listener
 from tests.tasks.delivery.delivery_helpers import docs_entries, make_done
 

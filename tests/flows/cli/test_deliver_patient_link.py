@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from config.settings import StorageSettings
 from flows.cli import app
 from storage import open_store
-from tests.flows.cli.test_commands import table_rows
+from tests.helpers.cli import table_rows
 from tests.tasks.delivery.delivery_helpers import docs_entries, make_done
 
 TEXTS = {"a.wav": "alpha words", "b.wav": "bravo words"}

@@ -15,7 +15,7 @@ from config.settings import StorageSettings
 from flows.cli import app
 from storage import open_store
 from tasks.delivery.targets import parse_target
-from tests.flows.cli.test_commands import table_rows
+from tests.helpers.cli import table_rows
 from tests.service.mllp_listener import running_listener
 from tests.tasks.delivery.delivery_helpers import make_done
 

@@ -6,6 +6,8 @@ import asyncio
 import hashlib
 from typing import Any
 
+from pydantic import SecretStr
+
 from config.settings import DeliverySettings, PipelineSettings, Settings, StorageSettings
 from service.devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
@@ -105,3 +107,16 @@ def docs_entries(server: RunningDevServer) -> list[Any]:
 
 def sha_of_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def target_settings(
+    server: RunningDevServer, store_url: str, *, target: str, **delivery: Any
+) -> Settings:
+    settings = delivery_settings(server, store_url)
+    fields = {
+        "target": target,
+        "hl7_ack_timeout_s": 1.0,  # generous: a loaded machine must not turn an AA into a resend
+        "fhir_token": SecretStr(server.token),
+        **delivery,
+    }
+    return settings.model_copy(update={"delivery": DeliverySettings(**fields)})

@@ -11,13 +11,10 @@ import logging
 from collections import deque
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
-from pydantic import SecretStr
 
-from config.settings import DeliverySettings, Settings, StorageSettings
-from service.devserver import RunningDevServer
+from config.settings import StorageSettings
 from storage import open_store
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.identity import NoteKey, message_control_id, note_urn, txa_12
@@ -25,9 +22,9 @@ from tests.service.mllp_listener import MllpListener, running_listener
 from tests.tasks.delivery.delivery_helpers import (
     LANG,
     deliver,
-    delivery_settings,
     make_done,
     rows_of,
+    target_settings,
 )
 
 WORDS = "Ward round: stable, continue the plan."
@@ -36,19 +33,6 @@ PATIENTS = {
     "/d/bed1-patientA.mp3": {"patient_id": "PAT-A"},
     "/d/bed2-patientB.mp3": {"patient_id": "PAT-B"},
 }
-
-
-def target_settings(
-    server: RunningDevServer, store_url: str, *, target: str, **delivery: Any
-) -> Settings:
-    settings = delivery_settings(server, store_url)
-    fields = {
-        "target": target,
-        "hl7_ack_timeout_s": 1.0,  # generous: a loaded machine must not turn an AA into a resend
-        "fhir_token": SecretStr(server.token),
-        **delivery,
-    }
-    return settings.model_copy(update={"delivery": DeliverySettings(**fields)})
 
 
 def test_two_copies_for_two_patients_are_two_mdm_documents(

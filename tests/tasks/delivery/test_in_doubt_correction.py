@@ -17,8 +17,7 @@ from storage.database import create_store_engine
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.deliver import deliver_pending
 from tests.service.mllp_listener import MllpListener, running_listener
-from tests.tasks.delivery.delivery_helpers import deliver, make_done, rows_of
-from tests.tasks.delivery.test_identity import target_settings
+from tests.tasks.delivery.delivery_helpers import deliver, make_done, rows_of, target_settings
 
 URI = "/d/a.wav"
 META = {URI: {"patient_id": "PAT-A"}}
