@@ -12,6 +12,7 @@ is a different receiver (`--new-target`).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from service.status import resolved_addresses
@@ -28,35 +29,28 @@ def check_target_alias(target: Target, *, known: Iterable[str], new_target: bool
     names = sorted(set(known))
     if target.kind is TargetKind.DOCS or target.name in names:
         return target
-    earlier = [t for t in (_parsed(n) for n in names) if t is not None and t.kind is target.kind]
-    for other in earlier:
-        if other.name == target.name:  # recorded under an older spelling of the same name
-            return other
+    earlier = [(n, t) for n, t in ((n, _parsed(n)) for n in names) if t is not None]
+    for spelt, other in earlier:
+        if other.kind is target.kind and other.name == target.name:
+            return replace(target, name=spelt)  # the ledger knows it by an older spelling
     if new_target:
         return target
     addresses = resolved_addresses(target.host)
-    for other in earlier:
+    for spelt, other in earlier:
         if _same_place(target, other) and addresses & resolved_addresses(other.host):
             raise TargetAlias(
-                f"{target.name} is the address of {other.name}, which medasr has delivered "
-                f"to: use --to {other.name}, or --new-target if it is another receiver"
+                f"{target.name} is the address of {spelt}, which medasr has delivered "
+                f"to: use --to {spelt}, or --new-target if it is another receiver"
             )
     return target
 
 
 def _parsed(name: str) -> Target | None:
+    """A ledger's target name as it parses today (canonical)."""
     try:
-        parsed = parse_target(name, allow_insecure=True)
+        return parse_target(name, allow_insecure=True)
     except TargetInvalid:
         return None
-    return Target(
-        parsed.kind,
-        name,  # the spelling the ledger knows it by
-        host=parsed.host,
-        port=parsed.port,
-        tls=parsed.tls,
-        base_url=parsed.base_url,
-    )
 
 
 def _same_place(one: Target, other: Target) -> bool:

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from config.settings import StorageSettings
 from flows.cli import app
 from storage import open_store
+from tasks.delivery.target_aliases import check_target_alias
 from tasks.delivery.targets import parse_target
 from tests.helpers.cli import table_rows
 from tests.service.mllp_listener import running_listener
@@ -73,3 +74,12 @@ def test_a_new_spelling_of_an_engine_delivered_to_is_refused_or_the_same_target(
 )
 def test_a_targets_name_does_not_depend_on_its_spelling(spelt: str, canonical: str) -> None:
     assert parse_target(spelt, allow_insecure=True).name == canonical
+
+
+def test_a_target_recorded_under_an_older_spelling_is_that_target() -> None:
+    target = parse_target("mllp://127.0.0.1:2575")
+    known = ["mllp://127.1:2575", "mllp://127.0.0.1:2576"]  # as an older medasr wrote it
+    found = check_target_alias(target, known=known, new_target=False)
+    assert found.name == "mllp://127.1:2575"
+    other_port = parse_target("mllp://localhost:2577")
+    assert check_target_alias(other_port, known=known, new_target=False) == other_port
