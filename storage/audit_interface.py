@@ -29,8 +29,8 @@ class AuditRepository(Protocol):
         """The event that carries this hash, if any."""
         ...
 
-    def chain(self, *, after_seq: int = 0) -> Iterator[AuditEvent]:
-        """Every event after `after_seq` in chain order, streamed."""
+    def chain(self, *, after_seq: int | None = None) -> Iterator[AuditEvent]:
+        """Every event (after `after_seq`) in chain order, streamed."""
         ...
 
     def events(self, selection: AuditFilter) -> Iterator[AuditEvent]:

@@ -82,8 +82,9 @@ class AuditLog:
         row = self._session.execute(_select_events().where(_COLUMNS.hash == event_hash_hex)).first()
         return _event(row) if row else None
 
-    def chain(self, *, after_seq: int = 0) -> Iterator[AuditEvent]:
-        """Every event after `after_seq` in chain order, streamed page by page."""
+    def chain(self, *, after_seq: int | None = None) -> Iterator[AuditEvent]:
+        """Every event (after `after_seq`) in chain order, streamed page by page; every
+        row, even one whose number no writer would give (zero, negative)."""
         return self._pages(_select_events(), after_seq=after_seq)
 
     def events(self, selection: AuditFilter) -> Iterator[AuditEvent]:
@@ -91,13 +92,12 @@ class AuditLog:
         query = _select_events()
         for condition in _conditions(selection):
             query = query.where(condition)
-        return self._pages(query, after_seq=0)
+        return self._pages(query, after_seq=None)
 
-    def _pages(self, query: Select[Any], *, after_seq: int) -> Iterator[AuditEvent]:
+    def _pages(self, query: Select[Any], *, after_seq: int | None) -> Iterator[AuditEvent]:
         while True:
-            rows = self._session.execute(
-                query.where(_COLUMNS.seq > after_seq).order_by(_COLUMNS.seq).limit(_PAGE)
-            ).all()
+            page = query if after_seq is None else query.where(_COLUMNS.seq > after_seq)
+            rows = self._session.execute(page.order_by(_COLUMNS.seq).limit(_PAGE)).all()
             yield from (_event(row) for row in rows)
             if len(rows) < _PAGE:
                 return

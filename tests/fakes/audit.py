@@ -40,8 +40,9 @@ class FakeAudit:
     def find_by_hash(self, event_hash_hex: str) -> AuditEvent | None:
         return next((e for e in self._events.values() if e.hash == event_hash_hex), None)
 
-    def chain(self, *, after_seq: int = 0) -> Iterator[AuditEvent]:
-        return iter([self._events[s] for s in sorted(self._events) if s > after_seq])
+    def chain(self, *, after_seq: int | None = None) -> Iterator[AuditEvent]:
+        start = -(2**63) if after_seq is None else after_seq
+        return iter([self._events[s] for s in sorted(self._events) if s > start])
 
     def events(self, selection: AuditFilter) -> Iterator[AuditEvent]:
         return (event for event in self.chain() if _passes(event, selection))
