@@ -72,9 +72,12 @@ class AuditLog:
         self._session.execute(insert(AuditEventRow).values(**vars(stored)))
         return stored
 
-    def newest_event(self) -> AuditEvent | None:
-        """The newest event of the chain, if any."""
-        row = self._session.execute(_select_events().order_by(_COLUMNS.seq.desc()).limit(1)).first()
+    def newest_event(self, *, action: str | None = None) -> AuditEvent | None:
+        """The newest event of the chain (of `action`), if any."""
+        query = _select_events()
+        if action is not None:
+            query = query.where(_COLUMNS.action == action)
+        row = self._session.execute(query.order_by(_COLUMNS.seq.desc()).limit(1)).first()
         return _event(row) if row else None
 
     def find_by_hash(self, event_hash_hex: str) -> AuditEvent | None:

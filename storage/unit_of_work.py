@@ -21,6 +21,7 @@ from storage.chunks import Chunks
 from storage.deliveries import Deliveries
 from storage.errors import StoreFailed, StoreUnavailable
 from storage.items import Items
+from storage.retention import Retention
 from storage.reviews import Reviews
 from storage.runs import Runs
 
@@ -36,6 +37,7 @@ class SqlUnitOfWork:
         self.runs = Runs(session)
         self.reviews = Reviews(session)
         self.audit = AuditLog(session)
+        self.retention = Retention(session)
 
     def commit(self) -> None:
         """Commit now (e.g. after each chunk); the next statement starts a new transaction."""

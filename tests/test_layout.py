@@ -50,6 +50,7 @@ TASK_WINGS = {
     "tasks.work": set(),
     "tasks.throttle": {"tasks.errors"},
     "tasks.discovery": set(),
+    "tasks.retention": {"tasks.errors"},
     "tasks.delivery": {"tasks.work", "tasks.throttle", "tasks.discovery", "tasks.errors"},
     "tasks.transcription": {
         "tasks.audio",

@@ -1,0 +1,74 @@
+"""A purge end to end: transcribe, deliver, purge; then the same source is neither bought
+nor filed again (the devserver's ledger), and the text is gone from the database files
+and the data dir."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from config.settings import Settings
+from flows.backlog import transcribe_backlog
+from service.devserver import RunningDevServer
+from storage import open_store
+from tasks.delivery.deliver import deliver_pending
+from tasks.retention.durations import parse_retention
+from tasks.retention.purge import PurgeRequest, purge_recordings
+from tests.flows.conftest import Corpus, run_flow
+
+LATER = datetime.now(UTC) + timedelta(days=100)
+
+
+def deliver(settings: Settings) -> None:
+    store = open_store(settings.storage)
+    try:
+        asyncio.run(
+            deliver_pending(settings=settings, store=store, language=None, format_name="txt")
+        )
+    finally:
+        store.dispose()
+
+
+def files_holding(folder: Path, needle: bytes) -> list[str]:
+    return [str(p) for p in folder.rglob("*") if p.is_file() and needle in p.read_bytes()]
+
+
+def test_purged_recordings_are_not_bought_or_filed_again_and_their_text_is_gone(
+    pinned: Settings, corpus: Corpus, flow_server: RunningDevServer, tmp_path: Path
+) -> None:
+    run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
+    deliver(pinned)
+    asr = len([e for e in flow_server.ledger.entries() if e.path != "/mr/api/v2/docs"])
+    filed = len([e for e in flow_server.ledger.entries() if e.path == "/mr/api/v2/docs"])
+    assert filed == len(corpus.texts)
+    data_dir = tmp_path / "data"
+    journal = data_dir / "journal"
+    journal.mkdir(parents=True)
+    store = open_store(pinned.storage)
+    try:
+        with store.unit_of_work(read_only=True) as uow:
+            done = uow.items.done_items_page(language=None, after_id=0, limit=50)
+        # An answer left in the journal (the store was down when it came) holds text too.
+        first = done[0]
+        (journal / f"{first.id}-0-0123456789ab.json").write_text(json.dumps({"text": first.text}))
+        request = PurgeRequest(
+            retention=parse_retention("90d"), actor="os:officer@host", delivery_configured=True
+        )
+        result = purge_recordings(store, request, journal_folder=journal, now=LATER)
+    finally:
+        store.dispose()
+    assert result.total == len(corpus.texts) + 1  # the done ones and the silent one
+    assert result.reclaimed.startswith("VACUUM")
+
+    database = Path(str(pinned.storage.database_url).removeprefix("sqlite:///"))
+    for text in corpus.texts.values():
+        needle = text.encode("utf-8")
+        assert files_holding(database.parent, needle) == [], text
+        assert files_holding(data_dir, needle) == []
+
+    run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
+    deliver(pinned)
+    assert len([e for e in flow_server.ledger.entries() if e.path != "/mr/api/v2/docs"]) == asr
+    assert len([e for e in flow_server.ledger.entries() if e.path == "/mr/api/v2/docs"]) == filed
