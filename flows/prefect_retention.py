@@ -2,10 +2,12 @@
 
 Prefect's database holds no transcript text, but it holds recording names in log lines
 and in the night's artifacts. `medasr purge` deletes, from the Prefect server it is
-pointed at (PREFECT_API_URL), the flow runs of medasr's flows that started before the
-cut-off: deleting a flow run deletes its task runs, states and logs; its artifacts are
-deleted first, by flow run. Without a configured server (the temporary one of a
-`medasr run` is gone when the run ends) there is nothing to delete.
+pointed at (PREFECT_API_URL), the flow runs of medasr's flows expected to start before
+the cut-off (every run has an expected start; one that never started has no start
+time): deleting a flow run deletes its task runs, states and logs; its artifacts are
+deleted first, by flow run. Only medasr's flows are touched, which Prefect's own
+server-wide vacuum service cannot promise. Without a configured server (the temporary
+one of a `medasr run` is gone when the run ends) there is nothing to delete.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 
-MEDASR_FLOWS = ("transcribe-backlog", "rerun-failures", "purge-recordings")
+FLOW_NAME = "purge-recordings"
+MEDASR_FLOWS = ("transcribe-backlog", "rerun-failures", FLOW_NAME)
 _PAGE = 200
 
 
@@ -44,10 +47,12 @@ def forget_old_flow_runs(*, before: datetime, api_url: str | None = None) -> Pre
     url = api_url if api_url is not None else PREFECT_API_URL.value()
     if not url:
         return PrefectCleanup(skipped_reason="no Prefect server configured (PREFECT_API_URL)")
-    return asyncio.run(_forget(before=before, api_url=url))
+    return asyncio.run(forget_flow_runs(before=before, api_url=url))
 
 
-async def _forget(*, before: datetime, api_url: str) -> PrefectCleanup:
+async def forget_flow_runs(*, before: datetime, api_url: str) -> PrefectCleanup:
+    """Delete medasr's flow runs expected to start before `before`, their artifacts first
+    (a flow run's deletion takes its task runs, states and logs with it)."""
     from prefect.client.orchestration import PrefectClient
     from prefect.client.schemas.filters import (
         ArtifactFilter,
@@ -55,7 +60,7 @@ async def _forget(*, before: datetime, api_url: str) -> PrefectCleanup:
         FlowFilter,
         FlowFilterName,
         FlowRunFilter,
-        FlowRunFilterStartTime,
+        FlowRunFilterExpectedStartTime,
     )
 
     runs = artifacts = 0
@@ -63,7 +68,9 @@ async def _forget(*, before: datetime, api_url: str) -> PrefectCleanup:
         while True:
             found = await client.read_flow_runs(
                 flow_filter=FlowFilter(name=FlowFilterName(any_=list(MEDASR_FLOWS))),
-                flow_run_filter=FlowRunFilter(start_time=FlowRunFilterStartTime(before_=before)),
+                flow_run_filter=FlowRunFilter(
+                    expected_start_time=FlowRunFilterExpectedStartTime(before_=before)
+                ),
                 limit=_PAGE,
             )
             if not found:

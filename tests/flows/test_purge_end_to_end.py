@@ -72,3 +72,24 @@ def test_purged_recordings_are_not_bought_or_filed_again_and_their_text_is_gone(
     deliver(pinned)
     assert len([e for e in flow_server.ledger.entries() if e.path != "/mr/api/v2/docs"]) == asr
     assert len([e for e in flow_server.ledger.entries() if e.path == "/mr/api/v2/docs"]) == filed
+
+
+def test_the_purge_deployments_flow_purges_and_writes_its_receipt(pinned: Settings) -> None:
+    from flows.purge import purge_recordings_flow
+    from tests.audit.tampering import run_sql
+    from tests.tasks.delivery.delivery_helpers import make_done
+
+    store = open_store(pinned.storage)
+    try:
+        make_done(store, {"/ward/a.wav": "alpha Zyxwvut", "/ward/b.wav": "bravo Qwertyu"})
+        run_sql(pinned.storage.database_url, "UPDATE items SET done_at = '2000-01-01 00:00:00'")
+        summary = asyncio.run(purge_recordings_flow(retention="90d"))
+        with store.unit_of_work(read_only=True) as uow:
+            receipt = uow.audit.newest_event(action="purged")
+    finally:
+        store.dispose()
+    assert summary["purged"] == 2
+    assert summary["receipts"] == 1
+    assert receipt is not None
+    assert receipt.detail is not None
+    assert receipt.detail["older_than"] == "90d"
