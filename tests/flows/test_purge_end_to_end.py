@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL
 
 from config.settings import Settings
 from flows.backlog import transcribe_backlog
@@ -35,6 +38,15 @@ def files_holding(folder: Path, needle: bytes) -> list[str]:
     return [str(p) for p in folder.rglob("*") if p.is_file() and needle in p.read_bytes()]
 
 
+def prefect_files_holding(texts: Iterable[str]) -> list[str]:
+    """Files of the Prefect database (the test harness's SQLite) holding any of `texts`."""
+    url = str(PREFECT_API_DATABASE_CONNECTION_URL.value())
+    database = Path(url.split(":///", 1)[1])
+    assert database.is_file()
+    files = [p for p in database.parent.glob(database.name + "*") if p.is_file()]
+    return [str(p) for p in files for t in texts if t.encode("utf-8") in p.read_bytes()]
+
+
 def test_purged_recordings_are_not_bought_or_filed_again_and_their_text_is_gone(
     pinned: Settings, corpus: Corpus, flow_server: RunningDevServer, tmp_path: Path
 ) -> None:
@@ -43,6 +55,8 @@ def test_purged_recordings_are_not_bought_or_filed_again_and_their_text_is_gone(
     asr = len([e for e in flow_server.ledger.entries() if e.path != "/mr/api/v2/docs"])
     filed = len([e for e in flow_server.ledger.entries() if e.path == "/mr/api/v2/docs"])
     assert filed == len(corpus.texts)
+    assert prefect_files_holding(corpus.texts.values()) == []  # never text...
+    assert prefect_files_holding(["corrupt.mp3"]) != []  # ...but names (the grep can see)
     data_dir = tmp_path / "data"
     journal = data_dir / "journal"
     journal.mkdir(parents=True)
