@@ -21,8 +21,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, case, delete, exists, func, not_, or_, select, update
 from sqlalchemy.orm import Session
 
+from storage import clock
 from storage.models import ChunkRow, Delivery, Item
-from storage.queries import utc_now
 from storage.records import DeliveryStatus, ItemStatus
 from storage.retention_records import KeptCount, PurgedItem, PurgeSelection
 
@@ -90,7 +90,7 @@ class Retention:
                 ).where(Delivery.item_id.in_(ids))
             ).all()
         )
-        now, purged, changes = utc_now(), [], []
+        now, purged, changes = clock.host_now(), [], []
         for row in rows:
             hashes = _item_hashes(
                 row, chunks=chunks.get(row.id, {}), responses=responses.get(row.id, {})
