@@ -86,6 +86,18 @@ COMMANDS = (
         "flows.cli.demo:demo_command",
         "Transcribe samples/ against a local devserver, then run again to show zero requests.",
     ),
+    LazyCommand(
+        "purge",
+        "flows.cli.purge:purge_command",
+        "Remove the transcripts and other patient data of recordings finished longer ago\n"
+        "than a period; their rows stay (status purged), so nothing is bought or filed again.",
+    ),
+    LazyCommand(
+        "audit",
+        "flows.cli.audit:audit_app",
+        "Read the audit trail (who saw, changed, sent or removed which recording);\n"
+        "`medasr audit verify` checks its hash chain.",
+    ),
     LazyCommand("db", "flows.cli.store:db_app", "Database schema commands."),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}

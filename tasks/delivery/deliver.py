@@ -21,6 +21,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NONE
 
+from audit import AuditAction, command_actor
 from config.errors import ConfigError, InternalError, MedasrError
 from config.settings import Settings
 from service.docs_client import DocsClient
@@ -30,6 +31,7 @@ from storage.errors import LeaseLost, StoreUnavailable
 from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord, SentIdentity
+from tasks.delivery.audit_trail import record_delivery_event
 from tasks.delivery.documents import parse_docs_query, require_patient_link
 from tasks.delivery.errors import DeliveryInDoubt
 from tasks.delivery.outgoing import Prepared, Sending, prepare_outgoing
@@ -151,7 +153,7 @@ class _Run:
     ) -> None:
         self.settings, self.store, self.sender = settings, store, sender
         self.format_name, self.journal = sender.format_name, journal
-        self.owner = new_lease_owner()
+        self.owner, self.actor = new_lease_owner(), command_actor()
         self.roots: tuple[str, ...] | None = None
         self.store_id: str | None = None
         self.person_resends = False  # `--resend-in-doubt`: a person checked the record
@@ -198,6 +200,14 @@ class _Run:
         except MedasrError:  # the store is down: the row id is all there is
             return f"delivery {row.id}"
         return name
+
+    def _audit(
+        self, uow: Any, row: DeliveryRecord, action: AuditAction, *, receiver_id: str | None = None
+    ) -> None:
+        record_delivery_event(
+            uow, row, action=action, actor=self.actor, target=self.sender.target.name,
+            format_name=self.format_name, roots=self._roots(uow), receiver_id=receiver_id,
+        )  # fmt: skip
 
     def _claim(self, uow: Any, language: str | None) -> list[DeliveryRecord]:
         return list(
@@ -297,6 +307,7 @@ class _Run:
                 except LeaseLost:  # the receiver has it all the same: say so if still ours
                     if not record_accepted(uow, accepted):
                         raise
+                self._audit(uow, row, AuditAction.DELIVERED, receiver_id=accepted.remote_id)
 
         retry_s = self.settings.storage.store_retry_s
         # StoreUnavailable: kept in the journal, recorded as delivered at the next start.
@@ -318,6 +329,7 @@ class _Run:
                 message=str(exc),
                 retryable=retryable,
             ),
+            action=None if retryable else AuditAction.DELIVERY_FAILED,
         )
 
     async def _settle_in_doubt(self, row: DeliveryRecord, exc: MedasrError, *, name: str) -> None:
@@ -333,11 +345,21 @@ class _Run:
             lambda uow: uow.deliveries.record_delivery_in_doubt(
                 row.id, lease_token=row.lease_token, error_kind=exc.kind, message=message
             ),
+            action=AuditAction.DELIVERY_IN_DOUBT,
         )
 
-    async def _settle(self, row: DeliveryRecord, call: Any) -> None:
+    async def _settle(
+        self, row: DeliveryRecord, call: Any, *, action: AuditAction | None = None
+    ) -> None:
+        """Record the outcome (and its audit event, in the same transaction)."""
+
+        def settle(uow: Any) -> None:
+            call(uow)
+            if action is not None:
+                self._audit(uow, row, action)
+
         try:
-            await in_store(self.store, call)
+            await in_store(self.store, settle)
         except LeaseLost:
             logger.warning("delivery of %s was taken over by another worker", await self._name(row))
         except MedasrError as store_error:  # the store is down: the lease hands it back
