@@ -112,6 +112,7 @@ class ItemRepository(Protocol):
         chunk_count: int,
         extras: Mapping[str, Any],
         flags: Sequence[str] = (),
+        hold_for_review: bool = False,
     ) -> None:
         """Mark our item done with its transcript, or needs_review when the quality gate"""
         ...
@@ -263,7 +264,7 @@ class ReviewRepository(Protocol):
         """Items waiting for review (of `language`), oldest first; `limit` 0 means all."""
         ...
 
-    def accept_review(self, item_id: int) -> ItemRecord:
+    def accept_review(self, item_id: int, *, by: str | None = None) -> ItemRecord:
         """needs_review -> done with its transcript; raises NotUnderReview otherwise."""
         ...
 

@@ -20,7 +20,9 @@ from storage.chunks import Chunks
 from storage.deliveries import Deliveries
 from storage.errors import StoreFailed, StoreUnavailable
 from storage.items import Items
+from storage.reviewers import Reviewers, WebSessions
 from storage.reviews import Reviews
+from storage.revisions import Revisions
 from storage.runs import Runs
 
 
@@ -34,6 +36,9 @@ class SqlUnitOfWork:
         self.deliveries = Deliveries(session)
         self.runs = Runs(session)
         self.reviews = Reviews(session)
+        self.reviewers = Reviewers(session)
+        self.revisions = Revisions(session)
+        self.web_sessions = WebSessions(session)
 
     def commit(self) -> None:
         """Commit now (e.g. after each chunk); the next statement starts a new transaction."""

@@ -27,7 +27,10 @@ MAY_IMPORT = {
     "service": {"config", "service"},
     "storage": {"config", "storage"},
     "tasks": {"config", "service", "storage", "tasks"},
-    "flows": {"config", "service", "storage", "tasks", "flows"},
+    "flows": {"config", "service", "storage", "tasks", "flows", "audit"},
+    # The review workstation: a face over the store like the command line, reaching it
+    # only through the unit of work (never SQLAlchemy, never the flows).
+    "web": {"config", "storage", "tasks", "audit", "web"},
 }
 # Libraries confined to some modules (prefixes of dotted module names).
 CONFINED = {
@@ -48,6 +51,7 @@ TASK_WINGS = {
     "tasks.work": set(),
     "tasks.throttle": {"tasks.errors"},
     "tasks.discovery": set(),
+    "tasks.review": set(),
     "tasks.delivery": {"tasks.work", "tasks.throttle", "tasks.discovery", "tasks.errors"},
     "tasks.transcription": {
         "tasks.audio",

@@ -61,6 +61,11 @@ COMMANDS = (
         "List transcripts flagged by the quality gate; accept or re-queue them by ID.",
     ),
     LazyCommand(
+        "reviewers",
+        "flows.cli.reviewers:reviewers_app",
+        "Accounts of the review workstation (`medasr web`).",
+    ),
+    LazyCommand(
         "deliver",
         "flows.cli.deliver:deliver_command",
         "Send every done transcript not yet delivered in its current version.",

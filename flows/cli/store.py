@@ -21,7 +21,7 @@ from rich.text import Text
 
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
-from storage import open_store
+from storage import open_review_store, open_store
 from storage.database import database_exists, upgrade_database
 from storage.errors import ExportRefused
 from storage.export import (
@@ -32,7 +32,7 @@ from storage.export import (
     write_txt_tree,
 )
 from storage.interface import UnitOfWorkFactory
-from storage.records import ITEM_STATUSES, DeliveryCount, ItemRecord, StatusCount
+from storage.records import ITEM_STATUSES, DeliveryCount, ItemRecord, QueueSize, StatusCount
 from tasks.discovery.names import one_line, reason_about, recording_name
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
@@ -79,9 +79,11 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
         where = storage.database_url_redacted
         typer.echo(f"nothing recorded yet (no database at {where})")
         return
-    store = open_store(storage)
+    store = open_review_store(storage)
     try:
         with store.unit_of_work(read_only=True) as uow:
+            queue = uow.reviews.queue_size()
+            corrected = uow.reviews.corrected_count()
             counts = uow.items.status_counts()
             deliveries = uow.deliveries.delivery_counts_by_target()
             latest = {
@@ -98,6 +100,16 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
     else:
         _print_plain(counts, latest, roots=roots)
         _print_deliveries_plain(deliveries)
+    if queue.waiting or corrected:
+        typer.echo(_review_line(queue, corrected=corrected))
+
+
+def _review_line(queue: QueueSize, *, corrected: int) -> str:
+    """What waits for a person and what people corrected, one line."""
+    oldest = ""
+    if queue.oldest is not None:
+        oldest = f" (oldest since {queue.oldest.isoformat(timespec='seconds')})"
+    return f"review: {queue.waiting} waiting{oldest}, {corrected} corrected"
 
 
 def status_command(

@@ -74,10 +74,13 @@ class FakeReviews:
         found.sort(key=lambda i: (i.updated_at, i.id))
         return found[:limit] if limit else found
 
-    def accept_review(self, item_id: int) -> ItemRecord:
+    def accept_review(self, item_id: int, *, by: str | None = None) -> ItemRecord:
         item = self._under_review(item_id)
         now = _now()
-        extras = {**item.extras, "review": {"accepted_at": now.isoformat(), "flags": item.flags}}
+        review = {"accepted_at": now.isoformat(), "flags": item.flags}
+        if by is not None:
+            review |= {"by": by, "at": now.isoformat()}
+        extras = {**item.extras, "review": review}
         done = replace(item, status="done", flags=[], extras=extras, updated_at=now)
         self._s.items[item_id] = done
         return done

@@ -20,6 +20,8 @@ HELP_PAGES: list[list[str]] = [
     ["status"],
     ["export"],
     ["review"],
+    ["reviewers"],
+    ["reviewers", "add"],
     ["deliver"],
     ["split"],
     ["devserver"],
