@@ -66,6 +66,11 @@ COMMANDS = (
         "Accounts of the review workstation (`medasr web`).",
     ),
     LazyCommand(
+        "web",
+        "web.command:web_command",
+        "Serve the review workstation: read, hear and correct transcripts in a browser.",
+    ),
+    LazyCommand(
         "deliver",
         "flows.cli.deliver:deliver_command",
         "Send every done transcript not yet delivered in its current version.",

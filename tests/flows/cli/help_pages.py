@@ -22,6 +22,7 @@ HELP_PAGES: list[list[str]] = [
     ["review"],
     ["reviewers"],
     ["reviewers", "add"],
+    ["web"],
     ["deliver"],
     ["split"],
     ["devserver"],
