@@ -1,11 +1,11 @@
-"""The unit of work: one session (one transaction) shared by five small repositories.
+"""The unit of work: one session (one transaction) shared by six small repositories.
 
 As in cosmicpython's unit_of_work.py: `with store.unit_of_work() as uow:` opens a
-transaction; `uow.items`, `uow.chunks`, `uow.deliveries`, `uow.runs` and `uow.reviews`
-all work inside it; it commits when the block ends normally (or at `uow.commit()`) and
-rolls back on an error. storage/interface.py gives each part its Protocol. A savepoint
-lets many callers share one transaction (tasks/work/group_commit.py): one caller's error
-rolls back its own writes only.
+transaction; `uow.items`, `uow.chunks`, `uow.deliveries`, `uow.runs`, `uow.reviews`
+and `uow.audit` all work inside it; it commits when the block ends normally (or at
+`uow.commit()`) and rolls back on an error. storage/interface.py gives each part its
+Protocol. A savepoint lets many callers share one transaction
+(tasks/work/group_commit.py): one caller's error rolls back its own writes only.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from storage.audit_log import AuditLog
 from storage.chunks import Chunks
 from storage.deliveries import Deliveries
 from storage.errors import StoreFailed, StoreUnavailable
@@ -39,6 +40,7 @@ class SqlUnitOfWork:
         self.reviewers = Reviewers(session)
         self.revisions = Revisions(session)
         self.web_sessions = WebSessions(session)
+        self.audit = AuditLog(session)
 
     def commit(self) -> None:
         """Commit now (e.g. after each chunk); the next statement starts a new transaction."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from storage.audit_records import AuditEvent, AuditFilter
 from storage.records import ItemRecord
 from storage.review_interface import ReviewStore
 from storage.sources import SourceFile
@@ -61,3 +62,14 @@ def get_item(store: ReviewStore, item_id: int) -> ItemRecord:
 def add_account(store: ReviewStore, name: str, *, role: str = "reviewer") -> None:
     with store.unit_of_work() as uow:
         add_reviewer(uow, name=name, role=role, password=PASSWORD)
+
+
+def audit_events(store: ReviewStore) -> list[AuditEvent]:
+    """Every event of the audit trail, oldest first."""
+    with store.unit_of_work(read_only=True) as uow:
+        return list(uow.audit.events(AuditFilter()))
+
+
+def audit_actions(store: ReviewStore) -> list[str]:
+    """The actions of the audit trail, oldest first."""
+    return [event.action for event in audit_events(store)]

@@ -13,12 +13,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from audit import AuditAction, record_event
 from config.errors import MedasrError
 from storage.errors import StaleRevision
 from storage.records import WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.review import decisions
-from tasks.review.events import AuditAction, record_event
 from web.context import in_unit_of_work
 from web.pages import read_item, render_item
 
@@ -75,7 +75,9 @@ async def _edit(request: Request, session: WebSessionRecord, *, final: bool) -> 
             revision = decisions.save_draft(
                 uow, item_id=item_id, text=text, author=author, base_revision=base
             )
-        detail = {"revision": revision.number, "base_revision": base, "kind": revision.kind}
+        detail: dict[str, str | int] = {
+            "revision": revision.number, "base_revision": base, "kind": revision.kind
+        }  # fmt: skip
         record_event(uow, action=AuditAction.REVISION_SAVED, actor=author, item_id=item_id,
                      detail=detail)  # fmt: skip
         if final:

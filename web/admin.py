@@ -5,11 +5,11 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
+from audit import AuditAction, record_event
 from config.errors import MedasrError
 from storage.records import WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.review.accounts import add_reviewer
-from tasks.review.events import AuditAction, record_event
 from web.context import in_unit_of_work, render
 
 _ADMIN_ONLY = "only an admin manages accounts"
@@ -48,8 +48,14 @@ async def unlock_account(request: Request, session: WebSessionRecord) -> Respons
         return PlainTextResponse(_ADMIN_ONLY, status_code=403)
     form = await request.form()
     name = str(form.get("name") or "")
+
+    def work(uow: ReviewUnitOfWork) -> None:
+        uow.reviewers.unlock(name)
+        record_event(uow, action=AuditAction.REVIEWER_UNLOCKED, actor=session.reviewer.name,
+                     target=name)  # fmt: skip
+
     try:
-        await in_unit_of_work(request, lambda uow: uow.reviewers.unlock(name))
+        await in_unit_of_work(request, work)
     except MedasrError as exc:
         return await _render(request, session, notice=str(exc), status_code=400)
     return RedirectResponse("/admin?done=unlocked", status_code=303)

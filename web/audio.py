@@ -21,11 +21,11 @@ from urllib.parse import unquote, urlparse
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
+from audit import AuditAction, record_event
 from storage.records import ItemRecord, WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.audio.ffmpeg import find_ffmpeg, input_arg
 from tasks.discovery.names import recording_name
-from tasks.review.events import AuditAction, record_event
 from web.context import in_unit_of_work
 
 RATE_HZ = 16_000
@@ -70,7 +70,9 @@ async def audio(request: Request, session: WebSessionRecord) -> Response:
     def served(uow: ReviewUnitOfWork) -> None:
         name = recording_name(item.source_uri, roots=uow.runs.run_sources())
         end_ms = stretch.start_ms + stretch.samples // SAMPLES_PER_MS
-        detail = {"start_ms": stretch.start_ms, "end_ms": end_ms, "bytes": f"{first}-{last}"}
+        detail: dict[str, str | int] = {
+            "start_ms": stretch.start_ms, "end_ms": end_ms, "bytes": f"{first}-{last}"
+        }  # fmt: skip
         record_event(uow, action=AuditAction.AUDIO_SERVED, actor=session.reviewer.name,
                      item_id=item.id, path=name, detail=detail)  # fmt: skip
 

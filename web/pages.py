@@ -13,10 +13,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from audit import AuditAction, record_event
 from storage.records import ItemRecord, RevisionRecord, WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.discovery.names import recording_name
-from tasks.review.events import AuditAction, record_event
 from web.context import in_unit_of_work, render
 from web.views import (
     PAGE_SIZE,

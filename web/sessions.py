@@ -9,16 +9,15 @@ field that must match), so a page of another site cannot sign a browser in eithe
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
+from audit import AuditAction, record_event
 from config.review import WebSettings
 from storage.records import WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.review.accounts import Login, LoginResult, sign_in
-from tasks.review.events import AuditAction, record_event
 from web.context import in_unit_of_work, render, workstation
 from web.security import (
     CSRF_FIELD,
@@ -139,7 +138,7 @@ def _judge(
         )
         record_event(uow, action=AuditAction.LOGIN, actor=name)
         return outcome
-    detail: dict[str, Any] = {"reason": outcome.result.value}
+    detail: dict[str, str | int] = {"reason": outcome.result.value}
     record_event(uow, action=AuditAction.LOGIN_FAILED, actor=name or "-", detail=detail)
     if outcome.result is LoginResult.LOCKED_NOW:
         record_event(uow, action=AuditAction.LOCKED_OUT, actor=name, target=name)

@@ -95,6 +95,12 @@ COMMANDS = (
         "flows.cli.demo:demo_command",
         "Transcribe samples/ against a local devserver, then run again to show zero requests.",
     ),
+    LazyCommand(
+        "audit",
+        "flows.cli.audit:audit_app",
+        "Read the audit trail (who saw, changed, sent or removed which recording);\n"
+        "`medasr audit verify` checks its hash chain.",
+    ),
     LazyCommand("db", "flows.cli.store:db_app", "Database schema commands."),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}

@@ -13,13 +13,13 @@ from typing import Annotated
 
 import typer
 
+from audit import AuditAction, command_actor, record_event
 from config.errors import ConfigError
 from config.settings import load_settings
 from flows.cli.store import _command_errors
 from storage import open_review_store
 from storage.review_interface import ReviewStore
 from tasks.review.accounts import ROLES, add_reviewer, check_name
-from tasks.review.events import AuditAction, command_actor, record_event
 
 reviewers_app = typer.Typer(
     help="Accounts of the review workstation (`medasr web`).", no_args_is_help=True
@@ -101,6 +101,8 @@ def _change(name: str, *, disable: bool) -> None:
                 uow.reviewers.set_disabled(name, disabled=True)
             else:
                 uow.reviewers.unlock(name)
+            action = AuditAction.REVIEWER_DISABLED if disable else AuditAction.REVIEWER_UNLOCKED
+            record_event(uow, action=action, actor=command_actor(), target=name)
     finally:
         store.dispose()
 

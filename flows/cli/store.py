@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from audit import AuditAction, command_actor, record_event
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
 from storage import open_review_store, open_store
@@ -266,6 +267,19 @@ def export_command(
         store = open_store(storage)
         try:
             written, refused = _export(store, export_format, out, status, force=force)
+            with store.unit_of_work() as uow:  # PHI left medasr: who, where, how many
+                record_event(
+                    uow,
+                    action=AuditAction.EXPORTED,
+                    actor=command_actor(),
+                    target=str(out.absolute()),
+                    detail={
+                        "format": export_format.value,
+                        "records": written,
+                        "refused": refused,
+                        "status": status or "any",
+                    },
+                )
         except ExportRefused as exc:
             raise ExportRefused(f"not written: {out}: {exc.message}") from exc
         except OSError as exc:

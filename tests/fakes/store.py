@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from storage.audit_records import AuditEvent
 from storage.errors import LeaseLost, StoreUnavailable
 from storage.records import (
     ChunkRecord,
@@ -28,6 +29,7 @@ from storage.records import (
     RunRecord,
     SourceFile,
 )
+from tests.fakes.audit import FakeAudit
 from tests.fakes.item_listing import FakeItemListing
 from tests.fakes.item_queries import FakeItemQueries
 from tests.fakes.ledgers import FakeDeliveries, FakeReviews, FakeRuns
@@ -47,6 +49,7 @@ class _State:
     next_id: int = 1
     runs: dict[int, RunRecord] = field(default_factory=dict)
     deliveries: dict[int, DeliveryRecord] = field(default_factory=dict)
+    audit_events: dict[int, AuditEvent] = field(default_factory=dict)
 
     def copy(self) -> _State:
         return _State(**{k: dict(v) if isinstance(v, dict) else v for k, v in vars(self).items()})
@@ -90,6 +93,7 @@ class FakeUnitOfWork:
         self.runs = FakeRuns(state)
         self.reviews = FakeReviews(state)
         self.deliveries = FakeDeliveries(state)
+        self.audit = FakeAudit(state.audit_events)
 
     def commit(self) -> None:
         """The fake publishes at the end of the block only."""

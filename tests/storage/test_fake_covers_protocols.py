@@ -10,6 +10,7 @@ import inspect
 
 import pytest
 
+import storage.audit_interface
 import storage.delivery_interface
 import storage.interface
 from tests.fakes.store import FakeStore, FakeUnitOfWork, _State
@@ -17,7 +18,7 @@ from tests.fakes.store import FakeStore, FakeUnitOfWork, _State
 PROTOCOLS = sorted(
     {
         value
-        for module in (storage.interface, storage.delivery_interface)
+        for module in (storage.interface, storage.delivery_interface, storage.audit_interface)
         for value in vars(module).values()
         if inspect.isclass(value)
         and getattr(value, "_is_protocol", False)
@@ -37,6 +38,7 @@ def _fake_of(protocol: type) -> object:
     uow = FakeUnitOfWork(_State())
     fakes: dict[str, object] = {
         "UnitOfWorkFactory": FakeStore(),
+        "AuditRepository": uow.audit,
         "UnitOfWork": uow,
         "ItemRepository": uow.items,
         "ChunkRepository": uow.chunks,
@@ -49,8 +51,8 @@ def _fake_of(protocol: type) -> object:
 
 def test_every_protocol_of_the_store_is_found() -> None:
     assert [p.__name__ for p in PROTOCOLS] == [
-        "ChunkRepository", "DeliveryRepository", "ItemRepository", "ReviewRepository",
-        "RunRepository", "UnitOfWork", "UnitOfWorkFactory",
+        "AuditRepository", "ChunkRepository", "DeliveryRepository", "ItemRepository",
+        "ReviewRepository", "RunRepository", "UnitOfWork", "UnitOfWorkFactory",
     ]  # fmt: skip
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import io
-import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +15,7 @@ import pytest
 import soundfile
 
 from storage.review_interface import ReviewStore
-from tests.review_support import Segment, add_transcribed, get_item
+from tests.review_support import Segment, add_transcribed, audit_actions, audit_events, get_item
 from tests.web.conftest import SEGMENTS
 from tests.web.workstation import Served, csrf_of, serve, sign_in
 
@@ -55,10 +54,6 @@ def post_edit(client: httpx.Client, item_id: int, action: str, text: str) -> htt
     return client.post(f"/items/{item_id}/{action}", data=data)
 
 
-def audit_actions(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage().split()[1] for r in caplog.records if r.name == "medasr.audit"]
-
-
 def test_the_queue_pages_oldest_first_fifty_at_a_time(
     review_store: ReviewStore, ann: httpx.Client, recording: int
 ) -> None:
@@ -93,9 +88,8 @@ def test_the_queue_filters_by_language_and_flag(
 
 
 def test_a_recording_page_shows_segments_editor_machine_text_and_diff(
-    ann: httpx.Client, recording: int, caplog: pytest.LogCaptureFixture
+    served: Served, ann: httpx.Client, recording: int
 ) -> None:
-    caplog.set_level(logging.INFO, logger="medasr.audit")
     page = ann.get(f"/items/{recording}").text
     segments = re.findall(
         r'data-testid="segment" data-index="(\d+)" data-start-ms="(\d+)" data-end-ms="(\d+)"', page
@@ -108,7 +102,9 @@ def test_a_recording_page_shows_segments_editor_machine_text_and_diff(
     assert f'data-testid="machine-text">{machine}</div>' in page
     for hook in ("diff", "save-draft", "finalize", "accept", "send-back", "notice"):
         assert f'data-testid="{hook}"' in page
-    assert audit_actions(caplog) == ["transcript_viewed"]
+    assert audit_actions(served.store) == ["login", "transcript_viewed"]
+    viewed = audit_events(served.store)[-1]
+    assert (viewed.actor, viewed.item_id, viewed.path) == ("ann", recording, "ward/a.wav")
 
 
 def test_text_is_escaped_in_the_page(review_store: ReviewStore, ann: httpx.Client) -> None:
@@ -121,9 +117,8 @@ def test_text_is_escaped_in_the_page(review_store: ReviewStore, ann: httpx.Clien
 
 
 def test_draft_then_finalize_signs_the_correction_off(
-    served: Served, ann: httpx.Client, recording: int, caplog: pytest.LogCaptureFixture
+    served: Served, ann: httpx.Client, recording: int
 ) -> None:
-    caplog.set_level(logging.INFO, logger="medasr.audit")
     saved = post_edit(ann, recording, "draft", "metformin 500 twice daily")
     assert saved.status_code == 303
     page = ann.get(saved.headers["location"]).text
@@ -137,10 +132,10 @@ def test_draft_then_finalize_signs_the_correction_off(
     assert (item.status, item.text) == ("done", "metformin 500 mg twice daily")
     assert item.machine_text == " ".join(s.text for s in SEGMENTS)
     assert item.extras["review"]["by"] == "ann"
-    actions = audit_actions(caplog)
+    actions = audit_actions(served.store)
     assert actions.count("revision_saved") == 2
     assert actions.count("finalized") == 1
-    assert all("metformin" not in r.getMessage() for r in caplog.records)
+    assert "metformin" not in repr(audit_events(served.store))
 
 
 def test_the_second_save_of_a_stale_version_is_refused(served: Served, recording: int) -> None:

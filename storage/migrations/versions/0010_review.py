@@ -5,7 +5,7 @@ replaced it in `items.text` (what export and delivery read); NULL means `text` i
 the machine's own.
 
 Revision ID: 0010_review
-Revises: 0006_queue
+Revises: 0009_audit
 Create Date: 2026-11-27 07:30:00
 """
 
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0010_review"
-down_revision: str | Sequence[str] | None = "0006_queue"
+down_revision: str | Sequence[str] | None = "0009_audit"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

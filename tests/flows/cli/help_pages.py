@@ -30,6 +30,8 @@ HELP_PAGES: list[list[str]] = [
     ["demo"],
     ["db"],
     ["db", "upgrade"],
+    ["audit"],
+    ["audit", "verify"],
 ]
 
 

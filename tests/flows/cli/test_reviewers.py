@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
+from config.settings import StorageSettings
 from flows.cli import app
+from storage import open_review_store
+from tests.review_support import audit_events
 
 PASSWORD = "correct horse battery"
 
 
-def test_add_list_disable_unlock(runner: CliRunner) -> None:
+def test_add_list_disable_unlock(runner: CliRunner, sqlite_url: str) -> None:
     added = runner.invoke(
         app, ["reviewers", "add", "ann", "--role", "admin", "--password-stdin"], input=PASSWORD
     )
@@ -25,6 +28,18 @@ def test_add_list_disable_unlock(runner: CliRunner) -> None:
         runner.invoke(app, ["reviewers", "list"]).stdout.splitlines()[1] == "ann\tadmin\tdisabled"
     )
     assert runner.invoke(app, ["reviewers", "unlock", "ann"]).stdout == "unlocked ann\n"
+    store = open_review_store(StorageSettings(database_url=sqlite_url))
+    try:
+        events = audit_events(store)
+    finally:
+        store.dispose()
+    assert [(e.action, e.target) for e in events] == [
+        ("reviewer_added", "ann"),
+        ("reviewer_disabled", "ann"),
+        ("reviewer_unlocked", "ann"),
+    ]
+    assert all(e.actor.startswith("os:") for e in events)
+    assert PASSWORD not in repr(events)
 
 
 def test_usage_errors_exit_2_with_one_line(runner: CliRunner) -> None:
