@@ -19,7 +19,6 @@
   const diff = document.getElementById("diff");
   const speed = document.getElementById("speed");
   let stopAt = null; // the end of the segment being played, in seconds
-  let current = -1; // the segment being played, by position
 
   function segmentTimes(position) {
     const element = segments[position];
@@ -34,7 +33,6 @@
       return;
     }
     const times = segmentTimes(position);
-    current = position;
     segments.forEach((element, i) => element.classList.toggle("playing", i === position));
     stopAt = times.end;
     player.currentTime = times.start;
@@ -81,12 +79,9 @@
   }
 
   function nextSegment() {
+    // The first segment that starts after the playing position.
     const now = player.currentTime;
-    let position = segments.findIndex((_, i) => segmentTimes(i).start > now + 0.01);
-    if (position === -1 || position <= current) {
-      position = current + 1;
-    }
-    playSegment(position);
+    playSegment(segments.findIndex((_, i) => segmentTimes(i).start > now + 0.01));
   }
 
   function finalize() {
