@@ -27,6 +27,7 @@ from storage.records import (
     ChunkRecord,
     ExportRow,
     ItemRecord,
+    QueueSize,
     RegisterResult,
     RunRecord,
     SkippedFile,
@@ -273,6 +274,10 @@ class ReviewRepository(Protocol):
 
     def resend_review(self, item_id: int) -> ItemRecord:
         """needs_review -> pending, transcript and chunks forgotten; raises NotUnderReview."""
+        ...
+
+    def queue_size(self) -> QueueSize:
+        """How many recordings wait for review and since when the oldest has waited."""
         ...
 
 

@@ -15,7 +15,6 @@ from typing import Protocol
 from storage.interface import ChunkRepository, ItemRepository, ReviewRepository, UnitOfWork
 from storage.records import (
     ItemRecord,
-    QueueSize,
     ReviewerRecord,
     RevisionRecord,
     WebSessionRecord,
@@ -43,10 +42,6 @@ class ReviewQueueRepository(ReviewRepository, Protocol):
         limit: int = 50,
     ) -> list[ItemRecord]:
         """A page of the review queue, oldest first, after the (updated_at, id) `after`."""
-        ...
-
-    def queue_size(self) -> QueueSize:
-        """How many recordings wait for review and since when the oldest has waited."""
         ...
 
     def corrected_count(self) -> int:

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from storage.errors import LeaseLost, NotUnderReview
 from storage.owners import is_dead_local_owner
-from storage.records import DeliveryCount, DeliveryRecord, ItemRecord, RunRecord, WantedDelivery
+from storage.records import (
+    DeliveryCount,
+    DeliveryRecord,
+    ItemRecord,
+    QueueSize,
+    RunRecord,
+    WantedDelivery,
+)
 
 if TYPE_CHECKING:
     from tests.fakes.store import _State
@@ -64,6 +71,10 @@ class FakeReviews:
 
     def __init__(self, state: _State) -> None:
         self._s = state
+
+    def queue_size(self) -> QueueSize:
+        waiting = [i.updated_at for i in self._s.items.values() if i.status == "needs_review"]
+        return QueueSize(waiting=len(waiting), oldest=min(waiting, default=None))
 
     def list_needs_review(self, *, language: str | None = None, limit: int = 0) -> list[ItemRecord]:
         found = [
