@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from storage.audit_records import AuditEvent
 
 GENESIS = "0" * 64
+# One encoder for every hash: json.dumps with these options would build a new one per call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def event_hash(
@@ -33,7 +35,7 @@ def event_hash(
     prev_hash: str,
 ) -> str:
     """The SHA-256 (hex) of the event's canonical form chained to `prev_hash`."""
-    canonical = json.dumps(
+    canonical = _CANONICAL.encode(
         {
             "seq": seq,
             "time": occurred_at.astimezone(UTC).isoformat(timespec="microseconds"),
@@ -44,10 +46,7 @@ def event_hash(
             "target": target,
             "detail": dict(detail) if detail else None,
             "prev": prev_hash,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
+        }
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

@@ -21,8 +21,8 @@ class AuditRepository(Protocol):
         """Append `event` as the newest of the chain, timed by the database's clock."""
         ...
 
-    def newest_event(self) -> AuditEvent | None:
-        """The newest event of the chain, if any."""
+    def newest_event(self, *, action: str | None = None) -> AuditEvent | None:
+        """The newest event of the chain (of `action`), if any."""
         ...
 
     def find_by_hash(self, event_hash_hex: str) -> AuditEvent | None:

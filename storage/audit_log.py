@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Row, Select, func, insert, or_, select, text
+from sqlalchemy import Row, Select, insert, or_, select, text
 from sqlalchemy.orm import Session
 
 from storage.audit_chain import GENESIS, event_hash
@@ -25,6 +25,16 @@ _AUDIT_LOCK_ID = 0x61756469  # any constant; PostgreSQL appends take it in turn
 _PAGE = 5_000
 _COLUMNS = AuditEventRow.__table__.c
 _READ_ONLY = "medasr_read_only"
+_LOCK = text("SELECT pg_advisory_xact_lock(:id)")
+# The newest event and the clock in one round trip, read after the lock is held, so the
+# chain's times ascend with its sequence.
+_NEWEST = (
+    "SELECT (SELECT seq FROM audit_events ORDER BY seq DESC LIMIT 1),"
+    " (SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1), {now}"
+)
+_NEWEST_SQLITE = text(_NEWEST.format(now="strftime('%Y-%m-%d %H:%M:%f', 'now')"))
+_NEWEST_POSTGRESQL = text(_NEWEST.format(now="clock_timestamp()"))
+_INSERT = insert(AuditEventRow)
 
 
 class AuditLog:
@@ -38,14 +48,13 @@ class AuditLog:
         connection = self._session.connection()
         if connection.get_execution_options().get(_READ_ONLY, False):
             raise StoreFailed("an audit event can only be written in a write unit of work")
-        dialect = connection.dialect.name
-        if dialect == "postgresql":
-            connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _AUDIT_LOCK_ID})
-        newest = connection.execute(
-            select(_COLUMNS.seq, _COLUMNS.hash).order_by(_COLUMNS.seq.desc()).limit(1)
-        ).first()
-        seq, prev_hash = (newest.seq + 1, newest.hash) if newest else (1, GENESIS)
-        occurred_at = _database_now(self._session, dialect)
+        if connection.dialect.name == "postgresql":
+            connection.execute(_LOCK, {"id": _AUDIT_LOCK_ID})
+            seq, prev_hash, now = connection.execute(_NEWEST_POSTGRESQL).one()
+        else:  # the write transaction's BEGIN IMMEDIATE is the lock
+            seq, prev_hash, now = connection.execute(_NEWEST_SQLITE).one()
+        seq, prev_hash = (seq + 1, prev_hash) if seq is not None else (1, GENESIS)
+        occurred_at = _as_utc(now)
         detail = dict(event.detail) if event.detail else None
         stored = AuditEvent(
             seq=seq,
@@ -69,12 +78,15 @@ class AuditLog:
                 prev_hash=prev_hash,
             ),
         )
-        self._session.execute(insert(AuditEventRow).values(**vars(stored)))
+        connection.execute(_INSERT, vars(stored))
         return stored
 
-    def newest_event(self) -> AuditEvent | None:
-        """The newest event of the chain, if any."""
-        row = self._session.execute(_select_events().order_by(_COLUMNS.seq.desc()).limit(1)).first()
+    def newest_event(self, *, action: str | None = None) -> AuditEvent | None:
+        """The newest event of the chain (of `action`), if any."""
+        query = _select_events()
+        if action is not None:
+            query = query.where(_COLUMNS.action == action)
+        row = self._session.execute(query.order_by(_COLUMNS.seq.desc()).limit(1)).first()
         return _event(row) if row else None
 
     def find_by_hash(self, event_hash_hex: str) -> AuditEvent | None:
@@ -130,13 +142,11 @@ def _conditions(selection: AuditFilter) -> list[Any]:
     return conditions
 
 
-def _database_now(session: Session, dialect: str) -> datetime:
-    """The database's clock (UTC, aware), read after the lock so the chain's times ascend."""
-    if dialect == "postgresql":
-        value: datetime = session.execute(select(func.clock_timestamp())).scalar_one()
-        return value.astimezone(UTC)
-    stamp = session.execute(text("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')")).scalar_one()
-    return datetime.fromisoformat(str(stamp)).replace(tzinfo=UTC)
+def _as_utc(value: datetime | str) -> datetime:
+    """The database clock's answer as aware UTC (SQLite answers text)."""
+    if isinstance(value, str):
+        return datetime.fromisoformat(value).replace(tzinfo=UTC)
+    return value.astimezone(UTC)
 
 
 def _event(row: Row[Any]) -> AuditEvent:

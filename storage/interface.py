@@ -34,12 +34,14 @@ from storage.records import (
     SourceFile,
     StatusCount,
 )
+from storage.retention_interface import RetentionRepository
 
 __all__ = [
     "AuditRepository",
     "ChunkRepository",
     "DeliveryRepository",
     "ItemRepository",
+    "RetentionRepository",
     "ReviewRepository",
     "RunRepository",
     "UnitOfWork",
@@ -314,6 +316,11 @@ class UnitOfWork(Protocol):
         """The append-only audit trail."""
         ...
 
+    @property
+    def retention(self) -> RetentionRepository:
+        """Purge candidates and the purge of their patient data."""
+        ...
+
     def commit(self) -> None:
         """Commit now; the next statement starts a new transaction."""
         ...
@@ -328,6 +335,11 @@ class UnitOfWorkFactory(Protocol):
 
     def unit_of_work(self, *, read_only: bool = False) -> AbstractContextManager[UnitOfWork]:
         """A unit of work on a fresh transaction; raises StoreUnavailable or StoreFailed."""
+        ...
+
+    def reclaim_space(self) -> str:
+        """Give back and overwrite the space of deleted rows (after a purge); returns what
+        was done, a sentence."""
         ...
 
     def dispose(self) -> None:

@@ -14,10 +14,10 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from storage.clock import store_now
 from storage.errors import ReviewerInvalid
 from storage.models import Reviewer, WebSession
 from storage.records import ReviewerRecord, WebSessionRecord
-from storage.work_queue import store_now
 
 
 class Reviewers:

@@ -13,9 +13,10 @@ from datetime import datetime
 from sqlalchemy import String, cast, delete, func, select, update
 from sqlalchemy.orm import Session
 
+from storage import clock
 from storage.errors import NotUnderReview
 from storage.models import ChunkRow, Item
-from storage.queries import items_where, utc_now
+from storage.queries import items_where
 from storage.records import ItemRecord, QueueSize
 
 _WITH_TEXT = ("done", "needs_review")
@@ -85,7 +86,7 @@ class Reviews:
     def accept_review(self, item_id: int, *, by: str | None = None) -> ItemRecord:
         """needs_review -> done with its transcript; raises NotUnderReview otherwise."""
         item = self._under_review(item_id)
-        now = utc_now()
+        now = clock.host_now()
         review = {"accepted_at": now.isoformat(), "flags": item.flags}
         if by is not None:
             review |= {"by": by, "at": now.isoformat()}
@@ -114,7 +115,7 @@ class Reviews:
                 chunk_count=None,
                 done_at=None,
                 next_attempt_at=None,
-                updated_at=utc_now(),
+                updated_at=clock.host_now(),
             )
             .execution_options(synchronize_session=False)
         )

@@ -17,11 +17,11 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from storage.clock import store_now
 from storage.errors import NotEditable, StaleRevision
 from storage.models import Item, Revision
 from storage.queries import items_where
 from storage.records import ItemRecord, RevisionRecord
-from storage.work_queue import store_now
 
 _EDITABLE = ("done", "needs_review")
 

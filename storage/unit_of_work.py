@@ -21,6 +21,7 @@ from storage.chunks import Chunks
 from storage.deliveries import Deliveries
 from storage.errors import StoreFailed, StoreUnavailable
 from storage.items import Items
+from storage.retention import Retention
 from storage.reviewers import Reviewers, WebSessions
 from storage.reviews import Reviews
 from storage.revisions import Revisions
@@ -41,6 +42,7 @@ class SqlUnitOfWork:
         self.revisions = Revisions(session)
         self.web_sessions = WebSessions(session)
         self.audit = AuditLog(session)
+        self.retention = Retention(session)
 
     def commit(self) -> None:
         """Commit now (e.g. after each chunk); the next statement starts a new transaction."""

@@ -54,6 +54,7 @@ TASK_WINGS = {
     "tasks.throttle": {"tasks.errors"},
     "tasks.discovery": set(),
     "tasks.review": set(),
+    "tasks.retention": {"tasks.errors"},
     "tasks.delivery": {"tasks.work", "tasks.throttle", "tasks.discovery", "tasks.errors"},
     "tasks.transcription": {
         "tasks.audio",

@@ -23,6 +23,7 @@ from audit import AuditAction, command_actor, record_event
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
 from storage import open_review_store, open_store
+from storage.audit_records import AuditEvent
 from storage.database import database_exists, upgrade_database
 from storage.errors import ExportRefused
 from storage.export import (
@@ -33,7 +34,14 @@ from storage.export import (
     write_txt_tree,
 )
 from storage.interface import UnitOfWorkFactory
-from storage.records import ITEM_STATUSES, DeliveryCount, ItemRecord, QueueSize, StatusCount
+from storage.records import (
+    ITEM_STATUSES,
+    DeliveryCount,
+    ItemRecord,
+    ItemStatus,
+    QueueSize,
+    StatusCount,
+)
 from tasks.discovery.names import one_line, reason_about, recording_name
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
@@ -92,6 +100,7 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
                 for status in _TO_CHECK
             }
             roots = uow.runs.run_sources()
+            last_purge = uow.audit.newest_event(action=AuditAction.PURGED)
     finally:
         store.dispose()
     console = Console()
@@ -101,6 +110,8 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
     else:
         _print_plain(counts, latest, roots=roots)
         _print_deliveries_plain(deliveries)
+    if last_purge is not None:  # a line for a person; stdout stays the tables
+        typer.echo(_retention_line(counts, last_purge), err=True)
     if queue.waiting or corrected:
         typer.echo(_review_line(queue, corrected=corrected))
 
@@ -111,6 +122,17 @@ def _review_line(queue: QueueSize, *, corrected: int) -> str:
     if queue.oldest is not None:
         oldest = f" (oldest since {queue.oldest.isoformat(timespec='seconds')})"
     return f"review: {queue.waiting} waiting{oldest}, {corrected} corrected"
+
+
+def _retention_line(counts: list[StatusCount], last_purge: AuditEvent) -> str:
+    """How many recordings are purged and the retention the last purge applied."""
+    purged = sum(c.items for c in counts if c.status == ItemStatus.PURGED)
+    detail = last_purge.detail or {}
+    when = last_purge.occurred_at.isoformat(timespec="seconds")
+    return (
+        f"purged recordings: {purged}; retention in force: {detail.get('older_than', '?')} "
+        f"(last purge {when}, by {one_line(last_purge.actor)})"
+    )
 
 
 def status_command(

@@ -140,3 +140,22 @@ def test_a_command_is_done_by_the_os_user_at_this_host() -> None:
 
     expected = f"os:{pwd.getpwuid(os.getuid()).pw_name}@{socket.gethostname()}"
     assert command_actor() == expected
+
+
+def test_filters_select_on_both_backends(audit_store: UnitOfWorkFactory) -> None:
+    from storage.audit_records import AuditFilter
+
+    with audit_store.unit_of_work() as uow:
+        record_event(uow, action=AuditAction.LOGIN, actor="al_ce")
+        record_event(uow, action=AuditAction.EXPORTED, actor="os:al_ce@host", item_id=3)
+        record_event(uow, action=AuditAction.EXPORTED, actor="os:alxce@host", item_id=3)
+    with audit_store.unit_of_work(read_only=True) as uow:
+        by_user = [e.seq for e in uow.audit.events(AuditFilter(actor="al_ce"))]
+        by_item = [e.seq for e in uow.audit.events(AuditFilter(item_id=3, action="exported"))]
+        later = list(uow.audit.events(AuditFilter(since=datetime.now(UTC) + timedelta(days=1))))
+        newest_login = uow.audit.newest_event(action="login")
+    assert by_user == [1, 2]  # "_" is a letter here, not a wildcard
+    assert by_item == [2, 3]
+    assert later == []
+    assert newest_login is not None
+    assert newest_login.seq == 1

@@ -34,8 +34,9 @@ class FakeAudit:
         self._events[seq] = stored
         return stored
 
-    def newest_event(self) -> AuditEvent | None:
-        return self._events[max(self._events)] if self._events else None
+    def newest_event(self, *, action: str | None = None) -> AuditEvent | None:
+        found = [s for s, e in self._events.items() if action in (None, e.action)]
+        return self._events[max(found)] if found else None
 
     def find_by_hash(self, event_hash_hex: str) -> AuditEvent | None:
         return next((e for e in self._events.values() if e.hash == event_hash_hex), None)
@@ -57,3 +58,44 @@ def _passes(event: AuditEvent, selection: AuditFilter) -> bool:
         and (selection.item_id is None or event.item_id == selection.item_id)
         and (selection.action is None or event.action == selection.action)
     )
+
+
+class FakeRetention:
+    """RetentionRepository over the fake's items: the default rule without deliveries."""
+
+    def __init__(self, items: dict[int, Any]) -> None:
+        self._items = items
+
+    def _taken(self, item: Any, selection: Any) -> bool:
+        finished = item.done_at or item.updated_at
+        return (
+            item.status in ("done", "skipped", "needs_review", "failed")
+            and finished < selection.finished_before
+            and selection.language in (None, item.language)
+            and (selection.include_undelivered or item.status in ("done", "skipped"))
+        )
+
+    def purgeable_ids(self, selection: Any, *, after_id: int, limit: int) -> list[int]:
+        ids = sorted(i for i, item in self._items.items() if self._taken(item, selection))
+        return [i for i in ids if i > after_id][:limit]
+
+    def kept_counts(self, selection: Any) -> list[Any]:
+        return []
+
+    def purge_items(self, item_ids: Any, *, purged_by: str) -> list[Any]:
+        from dataclasses import replace
+
+        from storage.retention_records import PurgedItem
+
+        purged = []
+        for item_id in sorted(item_ids):
+            item = self._items[item_id]
+            if item.status == "purged":
+                continue
+            finished = item.done_at or item.updated_at
+            purged.append(PurgedItem(item_id, item.language, item.status, finished, "0" * 64))
+            self._items[item_id] = replace(item, status="purged", text=None, metadata={})
+        return purged
+
+    def delivery_ids_of(self, item_ids: Any) -> list[int]:
+        return []

@@ -29,7 +29,7 @@ from storage.records import (
     RunRecord,
     SourceFile,
 )
-from tests.fakes.audit import FakeAudit
+from tests.fakes.audit import FakeAudit, FakeRetention
 from tests.fakes.item_listing import FakeItemListing
 from tests.fakes.item_queries import FakeItemQueries
 from tests.fakes.ledgers import FakeDeliveries, FakeReviews, FakeRuns
@@ -79,6 +79,10 @@ class FakeStore:
     def dispose(self) -> None:
         """Nothing to close."""
 
+    def reclaim_space(self) -> str:
+        """Memory has no free pages to give back."""
+        return "nothing to reclaim in memory"
+
     def items(self) -> list[ItemRecord]:
         """Every item as stored now (for assertions)."""
         return list(self._state.items.values())
@@ -94,6 +98,7 @@ class FakeUnitOfWork:
         self.reviews = FakeReviews(state)
         self.deliveries = FakeDeliveries(state)
         self.audit = FakeAudit(state.audit_events)
+        self.retention = FakeRetention(state.items)
 
     def commit(self) -> None:
         """The fake publishes at the end of the block only."""

@@ -13,12 +13,18 @@ import pytest
 import storage.audit_interface
 import storage.delivery_interface
 import storage.interface
+import storage.retention_interface
 from tests.fakes.store import FakeStore, FakeUnitOfWork, _State
 
 PROTOCOLS = sorted(
     {
         value
-        for module in (storage.interface, storage.delivery_interface, storage.audit_interface)
+        for module in (
+            storage.interface,
+            storage.delivery_interface,
+            storage.audit_interface,
+            storage.retention_interface,
+        )
         for value in vars(module).values()
         if inspect.isclass(value)
         and getattr(value, "_is_protocol", False)
@@ -39,6 +45,7 @@ def _fake_of(protocol: type) -> object:
     fakes: dict[str, object] = {
         "UnitOfWorkFactory": FakeStore(),
         "AuditRepository": uow.audit,
+        "RetentionRepository": uow.retention,
         "UnitOfWork": uow,
         "ItemRepository": uow.items,
         "ChunkRepository": uow.chunks,
@@ -52,7 +59,8 @@ def _fake_of(protocol: type) -> object:
 def test_every_protocol_of_the_store_is_found() -> None:
     assert [p.__name__ for p in PROTOCOLS] == [
         "AuditRepository", "ChunkRepository", "DeliveryRepository", "ItemRepository",
-        "ReviewRepository", "RunRepository", "UnitOfWork", "UnitOfWorkFactory",
+        "RetentionRepository", "ReviewRepository", "RunRepository", "UnitOfWork",
+        "UnitOfWorkFactory",
     ]  # fmt: skip
 
 

@@ -7,6 +7,10 @@ outlives every row it names. Triggers refuse UPDATE and DELETE: a speed bump for
 mistakes, not a defence against someone who can drop them (the chain and its anchor
 are that).
 
+Items gain the status `purged` (`medasr purge`: the patient data is gone, the row, its
+key and its fingerprints stay, so the recording is never bought or filed again). SQLite
+cannot alter a CHECK constraint: batch mode copies the items table.
+
 Revision ID: 0009_audit
 Revises: 0006_queue
 Create Date: 2026-11-27 07:30:00
@@ -25,6 +29,8 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 _REFUSAL = "audit_events is append-only"
+_OLD_STATUSES = "'pending', 'processing', 'done', 'needs_review', 'failed', 'skipped'"
+_NEW_STATUSES = _OLD_STATUSES + ", 'purged'"
 
 
 def upgrade() -> None:
@@ -50,6 +56,9 @@ def upgrade() -> None:
         _postgresql_triggers()
     else:
         _sqlite_triggers()
+    with op.batch_alter_table("items") as batch:
+        batch.drop_constraint("ck_items_status", type_="check")
+        batch.create_check_constraint("ck_items_status", f"status IN ({_NEW_STATUSES})")
 
 
 def _sqlite_triggers() -> None:
@@ -76,7 +85,12 @@ def _postgresql_triggers() -> None:
 
 
 def downgrade() -> None:
-    """Drop the trail (a downgrade loses it: export it first with `medasr audit`)."""
+    """Drop the trail (a downgrade loses it: export it first with `medasr audit`); purged
+    items become skipped with the reason `purged` (their text is gone either way)."""
+    op.execute("UPDATE items SET status = 'skipped', error_kind = 'purged' WHERE status = 'purged'")
+    with op.batch_alter_table("items") as batch:
+        batch.drop_constraint("ck_items_status", type_="check")
+        batch.create_check_constraint("ck_items_status", f"status IN ({_OLD_STATUSES})")
     op.drop_table("audit_events")
     if op.get_bind().dialect.name == "postgresql":
         op.execute("DROP FUNCTION IF EXISTS audit_events_refuse()")

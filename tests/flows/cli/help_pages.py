@@ -32,6 +32,7 @@ HELP_PAGES: list[list[str]] = [
     ["db", "upgrade"],
     ["audit"],
     ["audit", "verify"],
+    ["purge"],
 ]
 
 
