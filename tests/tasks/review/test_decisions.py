@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 
 import pytest
@@ -146,3 +147,22 @@ def test_every_transcript_waits_when_review_is_required_for_all(
         queue = uow.reviews.queue_size()
     assert queue.waiting == 1
     assert queue.oldest == item.updated_at
+
+
+def test_a_purge_takes_the_reviewers_text_too(
+    review_store: ReviewStore, held: int, sqlite_url: str
+) -> None:
+    with review_store.unit_of_work() as uow:
+        save_draft(uow, item_id=held, text="a draft", author="ann", base_revision=0)
+        finalize(uow, item_id=held, text="the final words", author="ann", base_revision=1)
+    with review_store.unit_of_work() as uow:
+        uow.retention.purge_items([held], purged_by="test")  # type: ignore[attr-defined]
+    item = get_item(review_store, held)
+    assert item.status == "purged"
+    assert (item.text, item.machine_text) == (None, None)
+    assert "machine_text" in item.extras["purged"]["sha256"]
+    with review_store.unit_of_work(read_only=True) as uow:
+        assert uow.revisions.list_revisions(item) == []
+        assert uow.revisions.latest_revision(item) is None
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
+        assert db.execute("SELECT count(*) FROM revisions").fetchone() == (0,)
