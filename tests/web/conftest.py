@@ -10,7 +10,7 @@ import pytest
 from config.settings import StorageSettings
 from storage import open_review_store
 from storage.review_interface import ReviewStore
-from tests.review_support import LANG, Segment, add_account, add_transcribed
+from tests.helpers.review import LANG, Segment, add_account, add_transcribed
 from tests.web.workstation import write_tone_wav
 
 SEGMENTS = [

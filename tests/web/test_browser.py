@@ -18,7 +18,7 @@ from pydantic import SecretStr
 
 from config.settings import DeliverySettings
 from storage.review_interface import ReviewStore
-from tests.review_support import PASSWORD, add_transcribed, audit_actions, get_item
+from tests.helpers.review import PASSWORD, add_transcribed, audit_actions, get_item
 from tests.service.mllp_listener import running_listener
 from tests.tasks.delivery.delivery_helpers import deliver, delivery_settings, rows_of
 from tests.web.browser import launched_browser

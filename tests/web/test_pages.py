@@ -15,7 +15,7 @@ import pytest
 import soundfile
 
 from storage.review_interface import ReviewStore
-from tests.review_support import Segment, add_transcribed, audit_actions, audit_events, get_item
+from tests.helpers.review import Segment, add_transcribed, audit_actions, audit_events, get_item
 from tests.web.conftest import SEGMENTS
 from tests.web.workstation import Served, csrf_of, serve, sign_in
 

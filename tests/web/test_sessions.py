@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from storage.review_interface import ReviewStore
-from tests.review_support import PASSWORD, audit_actions, audit_events, get_item
+from tests.helpers.review import PASSWORD, audit_actions, audit_events, get_item
 from tests.web.workstation import Served, csrf_of, serve, sign_in
 from web.security import token_digest
 

@@ -23,7 +23,7 @@ from imageio_ffmpeg import get_ffmpeg_exe
 
 from config.review import WebSettings
 from storage.review_interface import ReviewStore
-from tests.review_support import PASSWORD
+from tests.helpers.review import PASSWORD
 from web.app import build_app
 
 _START_TIMEOUT_S = 10.0

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 from config.settings import StorageSettings
 from flows.cli import app
 from storage import open_review_store
-from tests.review_support import audit_events
+from tests.helpers.review import audit_events
 
 PASSWORD = "correct horse battery"
 

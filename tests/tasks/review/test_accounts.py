@@ -11,7 +11,7 @@ from storage import open_review_store
 from storage.errors import ReviewerInvalid
 from storage.review_interface import ReviewStore
 from tasks.review.accounts import LoginResult, add_reviewer, sign_in
-from tests.review_support import PASSWORD, add_account
+from tests.helpers.review import PASSWORD, add_account
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from storage.export import export_record
 from storage.review_interface import ReviewStore
 from storage.sources import SourceFile
 from tasks.review.decisions import accept_as_is, finalize, save_draft, send_back
-from tests.review_support import Segment, add_transcribed, get_item
+from tests.helpers.review import Segment, add_transcribed, get_item
 
 MACHINE = [Segment(0, 4000, "met for men 5 hundred"), Segment(4000, 9000, "twice daily")]
 
