@@ -18,6 +18,7 @@ from storage.records import (
     DeliveryCount,
     DeliveryRecord,
     ItemRecord,
+    QueueSize,
     RunRecord,
     SentIdentity,
     WantedDelivery,
@@ -73,6 +74,10 @@ class FakeReviews:
     def __init__(self, state: _State) -> None:
         self._s = state
 
+    def queue_size(self) -> QueueSize:
+        waiting = [i.updated_at for i in self._s.items.values() if i.status == "needs_review"]
+        return QueueSize(waiting=len(waiting), oldest=min(waiting, default=None))
+
     def list_needs_review(self, *, language: str | None = None, limit: int = 0) -> list[ItemRecord]:
         found = [
             i
@@ -82,10 +87,13 @@ class FakeReviews:
         found.sort(key=lambda i: (i.updated_at, i.id))
         return found[:limit] if limit else found
 
-    def accept_review(self, item_id: int) -> ItemRecord:
+    def accept_review(self, item_id: int, *, by: str | None = None) -> ItemRecord:
         item = self._under_review(item_id)
         now = _now()
-        extras = {**item.extras, "review": {"accepted_at": now.isoformat(), "flags": item.flags}}
+        review = {"accepted_at": now.isoformat(), "flags": item.flags}
+        if by is not None:
+            review |= {"by": by, "at": now.isoformat()}
+        extras = {**item.extras, "review": review}
         done = replace(item, status="done", flags=[], extras=extras, updated_at=now)
         self._s.items[item_id] = done
         return done

@@ -43,7 +43,7 @@ def test_an_existing_store_gets_an_identity_and_sent_rows_keep_what_they_went_ou
     store_url: str,
 ) -> None:
     url = store_url
-    upgrade_database(url, revision="0009_audit")
+    upgrade_database(url, revision="0010_review")
     mllp = "mllp://127.0.0.1:2575"
     _sql(
         url,

@@ -12,7 +12,7 @@ changed). Rows already sent keep the identifiers they went out with, computed as
 they were then; rows never sent get the new ones when they go.
 
 Revision ID: 0007_identity
-Revises: 0009_audit
+Revises: 0010_review
 Create Date: 2026-11-27 07:30:00
 """
 
@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007_identity"
-down_revision: str | Sequence[str] | None = "0009_audit"
+down_revision: str | Sequence[str] | None = "0010_review"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
