@@ -10,14 +10,17 @@ taking turns round by round:
 * the naive script: `find | xargs -P8 sh -c 'ffmpeg ... -ac 1 -ar 16000 t.wav && curl
   -F file=@t.wav ...'` with the bundled ffmpeg and the system curl;
 * `medasr run` with MEDASR_CONCURRENCY=8, start-up included, in a PREFECT_HOME used
-  before (warmed by a run over an empty folder), a fresh SQLite store each time;
+  before (warmed by a run over an empty folder), each time on a copy of the SQLite
+  store that run migrated (a store used before, no items in it);
 * the same `medasr run` over one recording (start-and-stop CPU);
 * once, medasr against `--capacity 3 --retry-after-s 1` (429 beyond 3 in flight).
 
 CPU seconds come from /proc (bench/pipeline_procs.py): medasr's own process, Prefect's
 temporary server (its Python child), ffmpeg (the rest of its children), the devserver.
 The machine may be shared: the ratios within a round are the figures that hold.
-`--profile DIR` also runs medasr once under `py-spy record --subprocesses` (CPU mode).
+`--before DIR` runs another checkout's medasr (`git archive REV | tar -x -C DIR`) in
+each round too, against the same naive run. `--profile DIR` also runs medasr once with
+py-spy attached to its process and to Prefect's server (`--gil`: CPU in Python).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from tasks.audio import find_ffmpeg
 LATENCY_MS = 250
 CONCURRENCY = 8
 CAPACITY = 3
+TEMPLATE_DB = "medasr-migrated.db"  # a store used before: migrated, no items
 ENGINE = ["--engine", "default"]
 ROOT = MEDASR.parents[2]
 CODE = ["config", "flows", "service", "storage", "tasks"]
@@ -129,32 +133,53 @@ def run_naive(source: Path, *, work: Path) -> Measured:
         return measure(["bash", "-c", NAIVE_SCRIPT], env=env, work=work, server=server, naive=True)
 
 
-def run_medasr(source: Path, *, work: Path, home: Path, capacity: bool = False) -> Measured:
+def medasr(code: Path | None, *args: str) -> list[str]:
+    """`medasr ARGS`: the installed one, or the checkout at `code` with this environment."""
+    if code is None:
+        return [str(MEDASR), *args]
+    launcher = (
+        f"import sys; sys.path.insert(0, {str(code)!r}); sys.argv[0] = 'medasr'; "
+        "from flows.cli import main; main()"
+    )
+    return [str(MEDASR.parent / "python"), "-c", launcher, *args]
+
+
+def run_medasr(
+    source: Path, *, work: Path, home: Path, capacity: bool = False, code: Path | None = None
+) -> Measured:
     """`medasr run SOURCE` against a fresh devserver and store, in the used `home`."""
     extra = ["--capacity", str(CAPACITY), "--retry-after-s", "1"] if capacity else []
-    database = work / "medasr.db"
-    database.unlink(missing_ok=True)
+    fresh_store(work)
     with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=[*ENGINE, *extra]) as server:
         env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
-        command = [str(MEDASR), "run", str(source), "--language", "en-IN"]
+        command = medasr(code, "run", str(source), "--language", "en-IN")
         return measure(command, env=env, work=work, server=server)
 
 
+def fresh_store(work: Path) -> None:
+    """work/medasr.db: a copy of the migrated store, no write-ahead log of an earlier run."""
+    for leftover in ("medasr.db-wal", "medasr.db-shm"):
+        (work / leftover).unlink(missing_ok=True)
+    shutil.copyfile(work / TEMPLATE_DB, work / "medasr.db")
+
+
 def warm_home(home: Path, *, work: Path) -> None:
-    """A run over an empty folder: Prefect's database migrated, as on a nightly host."""
+    """A run over an empty folder: Prefect's database and medasr's store migrated, as on
+    a nightly host; each measured run starts from a copy of that store."""
     empty = work / "empty"
     empty.mkdir(exist_ok=True)
     with DevServer(latency_ms=LATENCY_MS, work=work) as server:
         env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
         command = [str(MEDASR), "run", str(empty), "--language", "en-IN"]
         subprocess.run(command, env=env, cwd=work, capture_output=True, check=True)
+    shutil.copyfile(work / "medasr.db", work / TEMPLATE_DB)
 
 
 def profile(source: Path, *, work: Path, home: Path, out_dir: Path) -> None:
     """medasr once, its process and Prefect's server each under py-spy (CPU mode)."""
     py_spy = str(MEDASR.parent / "py-spy")
     out_dir.mkdir(parents=True, exist_ok=True)
-    (work / "medasr.db").unlink(missing_ok=True)
+    fresh_store(work)
     with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=ENGINE) as server:
         env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
         command = [str(MEDASR), "run", str(source), "--language", "en-IN"]
@@ -233,12 +258,17 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=600, help="recordings (600 for the record)")
     parser.add_argument("--rounds", type=int, default=2, help="naive/medasr turns (0: none)")
     parser.add_argument("--skip-capacity", action="store_true")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout's medasr, taking turns with this one"
+    )
     parser.add_argument("--profile", type=Path, help="also a py-spy profile into this folder")
     args = parser.parse_args()
     source, one = recordings(args.files), recordings(1)
     # As installed: byte-compiled (PYTHONDONTWRITEBYTECODE would recompile every start).
-    subprocess.run([sys.executable, "-m", "compileall", "-q", *CODE], cwd=ROOT, check=False)
+    for code in [ROOT, *([args.before] if args.before else [])]:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", *CODE], cwd=code, check=False)
     rounds: list[dict[str, Measured]] = []
+    befores: list[dict[str, Measured]] = []  # the --before checkout, same naive runs
     capacity = None
     with scratch_dir("medasr-night-") as work:
         home = work / "prefect-home"
@@ -250,12 +280,20 @@ def main() -> None:
             med = run_medasr(source, work=work, home=home)
             single = run_medasr(one, work=work, home=home)
             rounds.append({"naive": naive, "medasr": med, "one": single})
+            if args.before:
+                before_med = run_medasr(source, work=work, home=home, code=args.before)
+                before_one = run_medasr(one, work=work, home=home, code=args.before)
+                befores.append({"naive": naive, "medasr": before_med, "one": before_one})
             print(f"   machine CPU during the round: {machine_cpu_s() - before:.0f} s", flush=True)
         if not args.skip_capacity:
             print("capacity 3 ...", flush=True)
             capacity = run_medasr(source, work=work, home=home, capacity=True)
         if args.profile:
             profile(source, work=work, home=home, out_dir=args.profile)
+    if befores:
+        print(f"\n=== before: {args.before}")
+        report(args.files, befores, None)
+        print("\n=== this checkout")
     if rounds:
         report(args.files, rounds, capacity)
 
