@@ -82,6 +82,7 @@ class Measured:
     first_request_s: float  # spawn to the first request's arrival
     answers: int
     window_ratio: float = 0.0  # answers per second over the ledger's window / the bound
+    prefects_own_servers: int = 0  # servers Prefect started by itself inside medasr
 
     @property
     def ours_s(self) -> float:
@@ -114,6 +115,7 @@ def measure(
         first_request_s=first - spawned_at,
         answers=len(answered),
         window_ratio=ratio,
+        prefects_own_servers=result.output.count("Starting temporary server on"),
     )
 
 
@@ -238,6 +240,8 @@ def report(files: int, rounds: list[dict[str, Measured]], capacity: Measured | N
             f" {med.ffmpeg_s:.1f} / {med.service_s:.1f} |"
             f" {naive.medasr_s + naive.ffmpeg_s:.1f} / {naive.service_s:.1f}"
         )
+        if med.prefects_own_servers:
+            print(f"  ! Prefect started {med.prefects_own_servers} server(s) of its own mid-run")
     print("per recording beyond start-and-stop (ms CPU): round | medasr | server | ffmpeg"
           " | start-and-stop CPU s (medasr + server)")  # fmt: skip
     for number, r in enumerate(rounds, 1):
