@@ -1,9 +1,10 @@
-"""The store as the pipeline sees it: a unit of work of five small repositories, no SQLAlchemy.
+"""The store as the pipeline sees it: a unit of work of six small repositories, no SQLAlchemy.
 
 `open_store(settings.storage)` (storage/__init__.py) returns a `UnitOfWorkFactory`;
 `with store.unit_of_work() as uow:` is one transaction (committed when the block ends
 normally, rolled back on an error) over `uow.items`, `uow.chunks`, `uow.deliveries`,
-`uow.runs` and `uow.reviews`, each behind its Protocol below. The SQL store
+`uow.runs`, `uow.reviews` and `uow.audit`
+(storage/audit_interface.py), each behind its Protocol below. The SQL store
 (storage/database.py, storage/unit_of_work.py) satisfies them structurally; so does the
 in-memory fake of the unit tests (tests/fakes/store.py), which a conformance test keeps
 honest for every Protocol.
@@ -20,22 +21,27 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
+from storage.audit_interface import AuditRepository
 from storage.delivery_interface import DeliveryRepository
 from storage.records import (
     ChunkRecord,
     ExportRow,
     ItemRecord,
+    QueueSize,
     RegisterResult,
     RunRecord,
     SkippedFile,
     SourceFile,
     StatusCount,
 )
+from storage.retention_interface import RetentionRepository
 
 __all__ = [
+    "AuditRepository",
     "ChunkRepository",
     "DeliveryRepository",
     "ItemRepository",
+    "RetentionRepository",
     "ReviewRepository",
     "RunRepository",
     "UnitOfWork",
@@ -112,6 +118,7 @@ class ItemRepository(Protocol):
         chunk_count: int,
         extras: Mapping[str, Any],
         flags: Sequence[str] = (),
+        hold_for_review: bool = False,
     ) -> None:
         """Mark our item done with its transcript, or needs_review when the quality gate"""
         ...
@@ -263,12 +270,16 @@ class ReviewRepository(Protocol):
         """Items waiting for review (of `language`), oldest first; `limit` 0 means all."""
         ...
 
-    def accept_review(self, item_id: int) -> ItemRecord:
+    def accept_review(self, item_id: int, *, by: str | None = None) -> ItemRecord:
         """needs_review -> done with its transcript; raises NotUnderReview otherwise."""
         ...
 
     def resend_review(self, item_id: int) -> ItemRecord:
         """needs_review -> pending, transcript and chunks forgotten; raises NotUnderReview."""
+        ...
+
+    def queue_size(self) -> QueueSize:
+        """How many recordings wait for review and since when the oldest has waited."""
         ...
 
 
@@ -300,6 +311,16 @@ class UnitOfWork(Protocol):
         """Items waiting for a person."""
         ...
 
+    @property
+    def audit(self) -> AuditRepository:
+        """The append-only audit trail."""
+        ...
+
+    @property
+    def retention(self) -> RetentionRepository:
+        """Purge candidates and the purge of their patient data."""
+        ...
+
     def commit(self) -> None:
         """Commit now; the next statement starts a new transaction."""
         ...
@@ -314,6 +335,11 @@ class UnitOfWorkFactory(Protocol):
 
     def unit_of_work(self, *, read_only: bool = False) -> AbstractContextManager[UnitOfWork]:
         """A unit of work on a fresh transaction; raises StoreUnavailable or StoreFailed."""
+        ...
+
+    def reclaim_space(self) -> str:
+        """Give back and overwrite the space of deleted rows (after a purge); returns what
+        was done, a sentence."""
         ...
 
     def dispose(self) -> None:

@@ -20,6 +20,9 @@ HELP_PAGES: list[list[str]] = [
     ["status"],
     ["export"],
     ["review"],
+    ["reviewers"],
+    ["reviewers", "add"],
+    ["web"],
     ["deliver"],
     ["split"],
     ["devserver"],
@@ -27,6 +30,9 @@ HELP_PAGES: list[list[str]] = [
     ["demo"],
     ["db"],
     ["db", "upgrade"],
+    ["audit"],
+    ["audit", "verify"],
+    ["purge"],
 ]
 
 
