@@ -1,4 +1,4 @@
-"""Revision 0007 (whose note): a store identity made once, sent rows keep their identifiers."""
+"""Revision 0011_identity: a store identity made once, sent rows keep their identifiers."""
 
 from __future__ import annotations
 

@@ -92,7 +92,7 @@ def test_a_version_sent_before_its_words_were_kept_waits_for_a_person_then_gives
         target = f"mllp://127.0.0.1:{listener.port}"
         settings = target_settings(devserver_factory(), sqlite_url, target=target, hl7_resends=1)
         assert deliver(settings, store).in_doubt == 1
-        _forget_sent_words(sqlite_url)  # as a row sent before 0007_identity
+        _forget_sent_words(sqlite_url)  # as a row sent before 0011_identity
         make_done(store, {URI: "corrected words"}, version="v2", metadata=META)
         waiting = deliver(settings, store)
         first, second = rows_of(store, item)

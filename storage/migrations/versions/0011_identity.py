@@ -11,7 +11,7 @@ in-doubt version can be settled under its own identifiers after the transcript
 changed). Rows already sent keep the identifiers they went out with, computed as
 they were then; rows never sent get the new ones when they go.
 
-Revision ID: 0007_identity
+Revision ID: 0011_identity
 Revises: 0010_review
 Create Date: 2026-11-27 07:30:00
 """
@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0007_identity"
+revision: str = "0011_identity"
 down_revision: str | Sequence[str] | None = "0010_review"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
