@@ -178,3 +178,33 @@ def test_periods_read_as_people_write_them(text: str, days: int) -> None:
 def test_a_period_that_is_not_one_is_refused_with_a_sentence(text: str) -> None:
     with pytest.raises(RetentionInvalid, match="--older-than"):
         parse_retention(text)
+
+
+def test_a_purged_file_listed_again_keeps_its_receipt_unless_its_size_changed(
+    audit_store: UnitOfWorkFactory, tmp_path: Path
+) -> None:
+    from storage.records import SourceFile
+    from tasks.transcription.reuse import decide_reuse, read_reuse_facts
+
+    items = make_done(audit_store, TEXTS)
+    purge_recordings(
+        audit_store, request(include_undelivered=True), journal_folder=tmp_path, now=LATER
+    )
+    a, b = items["/ward/a.wav"], items["/ward/b.wav"]
+    with audit_store.unit_of_work() as uow:  # touched (same size), and rewritten (new size)
+        uow.items.register_items(
+            [SourceFile(a.source_uri, 10, "v2"), SourceFile(b.source_uri, 11, "v2")],
+            language=a.language,
+        )
+    with audit_store.unit_of_work() as uow:
+        touched, rewritten = uow.items.get_item(a.id), uow.items.get_item(b.id)
+        assert touched is not None
+        assert rewritten is not None
+        assert (touched.status, rewritten.status) == ("pending", "pending")
+        assert "purged" in touched.extras
+        assert not rewritten.extras
+        same = read_reuse_facts(uow, touched, sha256=a.sha256 or "", language=a.language)
+        assert decide_reuse(touched, sha256=a.sha256 or "", facts=same).stays_purged
+        new = read_reuse_facts(uow, touched, sha256="0" * 64, language=a.language)
+        assert not decide_reuse(touched, sha256="0" * 64, facts=new).stays_purged
+        assert not decide_reuse(rewritten, sha256=b.sha256 or "", facts=same).stays_purged
