@@ -32,7 +32,7 @@ from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord, WantedDelivery
 from storage.versions import item_version
-from tasks.delivery.audit_trail import record_delivery_event
+from tasks.delivery.audit_trail import journal_recorder, record_delivery_event
 from tasks.delivery.documents import note_of, parse_docs_query
 from tasks.delivery.errors import DeliveryInDoubt
 from tasks.delivery.senders import configured_target, sender_for
@@ -121,7 +121,8 @@ async def deliver_pending(
     target = target or configured_target(settings)
     stats = DeliveryStats()
     journal = Journal.in_data_dir(settings.storage.data_dir)
-    await asyncio.to_thread(replay_delivery_journal, store, journal)
+    recorder = journal_recorder(actor=command_actor())
+    await asyncio.to_thread(lambda: replay_delivery_journal(store, journal, record=recorder))
     sender = sender_for(
         target,
         settings,
@@ -325,6 +326,7 @@ class _Run:
         said = await in_store(self.store, lambda uow: self._reason(uow, row, exc), read_only=True)
         logger.warning("delivery %d failed: %s (%s)", row.id, exc.kind, said)
         retryable = exc.transient or exc.kind in _FIXABLE_KINDS
+        spent = row.attempts >= self.settings.service.max_attempts  # no run requeues it
         await self._settle(
             row,
             lambda uow: uow.deliveries.record_delivery_failed(
@@ -334,7 +336,7 @@ class _Run:
                 message=str(exc),
                 retryable=retryable,
             ),
-            action=None if retryable else AuditAction.DELIVERY_FAILED,
+            action=None if retryable and not spent else AuditAction.DELIVERY_FAILED,
         )
 
     async def _settle_in_doubt(self, row: DeliveryRecord, exc: MedasrError, *, name: str) -> None:
