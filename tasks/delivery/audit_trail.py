@@ -64,3 +64,14 @@ def journal_recorder(*, actor: str) -> Callable[[UnitOfWork, AcceptedDelivery], 
         return True
 
     return record
+
+
+def record_resent(uow: UnitOfWork, rows: Sequence[DeliveryRecord], *, actor: str) -> None:
+    """A `resent` event per in-doubt delivery sent out again, in the transaction that
+    puts it back in the queue."""
+    roots = uow.runs.run_sources() if rows else []
+    for row in rows:
+        record_delivery_event(
+            uow, row, action=AuditAction.RESENT, actor=actor, target=row.target,
+            format_name=row.format, roots=roots,
+        )  # fmt: skip

@@ -32,7 +32,7 @@ from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord, WantedDelivery
 from storage.versions import item_version
-from tasks.delivery.audit_trail import journal_recorder, record_delivery_event
+from tasks.delivery.audit_trail import journal_recorder, record_delivery_event, record_resent
 from tasks.delivery.documents import note_of, parse_docs_query
 from tasks.delivery.errors import DeliveryInDoubt
 from tasks.delivery.senders import configured_target, sender_for
@@ -85,7 +85,9 @@ def plan_deliveries(
         uow.deliveries.release_dead_local_deliveries()  # sent ones become in_doubt
         requeued = uow.deliveries.requeue_delivery_failures(max_attempts=max_attempts)
         if resend_in_doubt:
+            resent = uow.deliveries.in_doubt_deliveries(language=language, target=target)
             requeued += uow.deliveries.resend_in_doubt(language=language, target=target)
+            record_resent(uow, resent, actor=command_actor())
     added, after = 0, 0
     while True:
         with store.unit_of_work() as uow:

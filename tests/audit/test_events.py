@@ -144,6 +144,32 @@ def test_a_delivery_in_doubt_is_an_event(
     assert rows_of(store, item)[0].status == "in_doubt"
 
 
+def test_resending_in_doubt_deliveries_is_a_resent_event_each(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    import asyncio
+
+    from tasks.delivery.deliver import deliver_pending
+
+    dropping = devserver_factory(rate_reset=1.0)
+    items = make_done(store, {"/archive/a.wav": "alpha", "/archive/b.wav": "bravo"})
+    deliver(delivery_settings(dropping, sqlite_url, max_attempts=1), store)
+    deliver(delivery_settings(dropping, sqlite_url, max_attempts=1), store)  # a plain run
+    assert Counter(e.action for e in trail(store)) == {"delivery_in_doubt": 2}
+    settings = delivery_settings(devserver_factory(), sqlite_url)
+    asyncio.run(
+        deliver_pending(
+            settings=settings, store=store, language=None, format_name="txt", resend_in_doubt=True
+        )
+    )
+    resent = [e for e in trail(store) if e.action == "resent"]
+    assert sorted(e.item_id for e in resent) == sorted(i.id for i in items.values())
+    assert {(e.target, e.actor) for e in resent} == {("docs", command_actor())}
+    rows = {r.id for item in items.values() for r in rows_of(store, item)}
+    assert {e.detail["delivery_id"] for e in resent} == rows
+    assert Counter(e.action for e in trail(store))["delivered"] == 2
+
+
 def test_an_export_is_one_event_with_its_path_format_and_count(
     runner: CliRunner, store: UnitOfWorkFactory, tmp_path: Path
 ) -> None:
@@ -179,7 +205,7 @@ def test_review_decisions_are_events_committed_with_them(
     events = trail(store)
     assert [(e.action, e.item_id, e.path) for e in events] == [
         ("accepted", ids["x"], "x.wav"),
-        ("resent", ids["y"], "y.wav"),
+        ("sent_back", ids["y"], "y.wav"),
     ]
     # One unknown ID: nothing decided, nothing recorded.
     assert (
