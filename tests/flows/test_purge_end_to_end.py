@@ -141,3 +141,5 @@ def test_a_purged_recording_touched_but_unchanged_stays_purged(
     assert all(item.text is None and "purged" in item.extras for item in still)
     assert summary.files_purged == purged
     assert ("files_purged", purged) in summary.rows()
+    assert summary.run_counts()["purged_unchanged"] == purged
+    assert [row for row in summary.to_check if row.status == "purged"] == []  # nothing to do
