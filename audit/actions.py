@@ -30,3 +30,4 @@ class AuditAction(StrEnum):
     REVIEWER_DISABLED = "reviewer_disabled"
     REVIEWER_UNLOCKED = "reviewer_unlocked"
     REQUEUED = "requeued"
+    PURGE_PAGE = "purge_page"

@@ -1,8 +1,9 @@
 """The recordings a person should look at after a run: failed, skipped, needing review.
 
-Generic over statuses: every file outcome other than done, released (given back) or
-lost (another worker owns it) is listed, so a status added later (needs_review) shows
-up without a change here. Each is named by its path in the source, with its reason.
+Generic over statuses: every file outcome other than done, purged (touched, unchanged),
+released (given back) or lost (another worker owns it) is listed, so a status added
+later (needs_review) shows up without a change here. Each is named by its path in the
+source, with its reason.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from tasks.discovery.names import reason_about, recording_name
 from tasks.transcription.progress import FileOutcome
 
 LISTED_MAX = 20  # recordings named in a summary; `medasr status` shows the rest
-_NOT_TO_CHECK = frozenset({ItemStatus.DONE, "released", "lost"})
+_NOT_TO_CHECK = frozenset({ItemStatus.DONE, ItemStatus.PURGED, "released", "lost"})
 # Most urgent first; others after.
 UNREADABLE = "source_unreadable"  # the error kind of a listed file that cannot be read
 _ORDER = (ItemStatus.FAILED, ItemStatus.NEEDS_REVIEW, ItemStatus.SKIPPED)

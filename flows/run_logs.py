@@ -74,7 +74,7 @@ class FileLines:
         self._done += 1
         detail = f" ({outcome.error_kind})" if outcome.error_kind else ""
         name = recording_name(outcome.source_uri, roots=self._roots)
-        calm = outcome.outcome in (ItemStatus.DONE, "released")
+        calm = outcome.outcome in (ItemStatus.DONE, ItemStatus.PURGED, "released")
         level = logging.INFO if calm else logging.WARNING
         self._logger.log(
             level, "[%d/%d] %s%s: %s", self._done, self._planned, outcome.outcome, detail, name

@@ -82,6 +82,7 @@ class RunSummary:
     files_not_listed: int | None = None
     files_unreadable: int | None = None
     requeued: int | None = None  # None: the run re-queued nothing (a backlog)
+    files_purged: int | None = None  # purged files touched but unchanged: left purged
     to_check: tuple[CheckRow, ...] = ()
     to_check_total: int = 0
     delivery: DeliveryCounts | None = None
@@ -150,6 +151,7 @@ class RunSummary:
             ("files_not_listed", self.files_not_listed),
             ("files_unreadable", self.files_unreadable),
             ("requeued", self.requeued),
+            ("files_purged", self.files_purged),
             ("review_waiting", self.review_waiting),
         ]
 
@@ -174,6 +176,7 @@ class RunSummary:
         optional = dict(self._optional_counts())
         renamed = {"files_listed": "listed", "files_not_listed": "not_listed"}
         renamed |= {"files_unreadable": "unreadable", "requeued": "requeued"}
+        renamed |= {"files_purged": "purged_unchanged"}
         counts |= {renamed[k]: v for k, v in optional.items() if v is not None}
         return counts
 
@@ -239,6 +242,7 @@ def summarize(
         files_not_listed=None if discovery is None else discovery.not_listed,
         files_unreadable=unreadable,
         requeued=requeued,
+        files_purged=files.get(ItemStatus.PURGED) or None,
         to_check=tuple(to_check),
         to_check_total=total,
     )

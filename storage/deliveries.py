@@ -195,6 +195,17 @@ class Deliveries:
         )
         return int(result.rowcount)  # type: ignore[attr-defined]
 
+    def in_doubt_deliveries(
+        self, *, language: str | None = None, target: str | None = None
+    ) -> list[DeliveryRecord]:
+        """The in-doubt deliveries (of `language`, to `target`) `resend_in_doubt` takes."""
+        chosen: ColumnElement[bool] = Delivery.status == "in_doubt"
+        if language is not None:
+            chosen = chosen & (Delivery.language == language)
+        if target is not None:
+            chosen = chosen & (Delivery.target == target)
+        return self._deliveries_where(chosen)
+
     def claim_deliveries(
         self,
         *,

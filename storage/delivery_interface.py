@@ -31,6 +31,12 @@ class DeliveryRepository(Protocol):
         """A person's decision: in-doubt deliveries (of `language`) go out again; how many."""
         ...
 
+    def in_doubt_deliveries(
+        self, *, language: str | None = None, target: str | None = None
+    ) -> list[DeliveryRecord]:
+        """The in-doubt deliveries (of `language`, to `target`) `resend_in_doubt` takes."""
+        ...
+
     def claim_deliveries(
         self,
         *,

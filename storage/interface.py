@@ -123,6 +123,10 @@ class ItemRepository(Protocol):
         """Mark our item done with its transcript, or needs_review when the quality gate"""
         ...
 
+    def keep_purged(self, item_id: int, *, lease_token: str | None) -> None:
+        """Settle our purged item purged again (same bytes); raises LeaseLost."""
+        ...
+
     def skip_item(
         self,
         item_id: int,

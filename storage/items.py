@@ -20,7 +20,7 @@ from storage.claims import Claims
 from storage.errors import LeaseLost, SourceUnreadable
 from storage.models import ChunkRow, Item
 from storage.queries import ITEMS, batches
-from storage.records import ItemRecord, RegisterResult, SkippedFile, SourceFile
+from storage.records import ItemRecord, ItemStatus, RegisterResult, SkippedFile, SourceFile
 from storage.registration import (
     any_registered,
     encode_files,
@@ -85,19 +85,39 @@ class Items(Claims):
         return ours, len(relisted)
 
     def _back_to_pending(self, relisted: Mapping[int, SourceFile], *, now: datetime) -> None:
-        """Changed files go back to pending, except those a worker holds under a live lease."""
-        held = self._session.execute(
-            select(Item.id).where(
-                Item.id.in_(list(relisted)),
-                Item.status == "processing",
-                Item.lease_expires_at.is_not(None),
-                Item.lease_expires_at > now,
-            )
+        """Changed files go back to pending, except those a worker holds under a live lease.
+
+        A purged file listed with a new version but its old size keeps its purge receipt
+        (extras) and sha256: the worker that hashes it settles it purged again when the
+        bytes are the same, so touching a file never buys its transcript twice. The one
+        query that finds the leased rows finds these too."""
+        live_lease = and_(
+            Item.status == ItemStatus.PROCESSING,
+            Item.lease_expires_at.is_not(None),
+            Item.lease_expires_at > now,
         )
-        leased = set(held.scalars())
-        updates = [_pending_again(i, f, now=now) for i, f in relisted.items() if i not in leased]
-        if updates:
-            self._session.execute(update(Item), updates)
+        special = self._session.execute(
+            select(Item.id, Item.status, Item.size_bytes).where(
+                Item.id.in_(list(relisted)), or_(live_lease, Item.status == ItemStatus.PURGED)
+            )
+        ).all()
+        leased = {row.id for row in special if row.status != ItemStatus.PURGED}
+        purged = {
+            row.id
+            for row in special
+            if row.status == ItemStatus.PURGED and row.size_bytes == relisted[row.id].size_bytes
+        }
+        updates = [
+            _pending_again(i, f, now=now, keep_receipt=i in purged)
+            for i, f in relisted.items()
+            if i not in leased
+        ]
+        for batch in (
+            [u for u in updates if "extras" in u],
+            [u for u in updates if "extras" not in u],
+        ):
+            if batch:  # one statement per set of columns
+                self._session.execute(update(Item), batch)
 
     def find_unsettled(
         self, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
@@ -222,6 +242,11 @@ class Items(Claims):
             next_attempt_at=None,
         )
 
+    def keep_purged(self, item_id: int, *, lease_token: str | None) -> None:
+        """Settle our item purged again: its file was touched, its bytes are the same (the
+        purge receipt in extras stays); raises LeaseLost."""
+        self._settle(item_id, lease_token=lease_token, status=ItemStatus.PURGED, attempts=0)
+
     def skip_item(
         self,
         item_id: int,
@@ -327,9 +352,12 @@ def _new_unreadable_item(
     }
 
 
-def _pending_again(item_id: int, listed: SourceFile, *, now: datetime) -> dict[str, Any]:
-    """Changed content: forget the old result (the sha256 stays until re-fingerprinted)."""
-    return {
+def _pending_again(
+    item_id: int, listed: SourceFile, *, now: datetime, keep_receipt: bool = False
+) -> dict[str, Any]:
+    """Changed content: forget the old result (the sha256 stays until re-fingerprinted);
+    `keep_receipt`: a purged item keeps its extras (the purge receipt)."""
+    values = {
         "id": item_id,
         "source_version": listed.version,
         "size_bytes": listed.size_bytes,
@@ -348,3 +376,6 @@ def _pending_again(item_id: int, listed: SourceFile, *, now: datetime) -> dict[s
         "updated_at": now,
         **cleared_lease(),
     }
+    if keep_receipt:
+        del values["extras"]
+    return values

@@ -78,7 +78,7 @@ def _decide(store: UnitOfWorkFactory, *, accepted: list[int], resent: list[int])
     event committed with it; prints one line per item."""
     lines, actor = [], command_actor()
     decisions = [(AuditAction.ACCEPTED, i) for i in accepted]
-    decisions += [(AuditAction.RESENT, i) for i in resent]
+    decisions += [(AuditAction.SENT_BACK, i) for i in resent]
     with store.unit_of_work() as uow:
         roots = uow.runs.run_sources()
         for action, item_id in decisions:

@@ -31,7 +31,7 @@ from storage.errors import LeaseLost, StoreUnavailable
 from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord, SentIdentity
-from tasks.delivery.audit_trail import record_delivery_event
+from tasks.delivery.audit_trail import journal_recorder, record_delivery_event
 from tasks.delivery.documents import parse_docs_query, require_patient_link
 from tasks.delivery.errors import DeliveryInDoubt
 from tasks.delivery.outgoing import Prepared, Sending, prepare_outgoing
@@ -99,7 +99,8 @@ async def deliver_pending(
         require_patient_link(query, allow_unlinked=allow_unlinked)
     stats = DeliveryStats()
     journal = Journal.in_data_dir(settings.storage.data_dir)
-    await asyncio.to_thread(replay_delivery_journal, store, journal)
+    recorder = journal_recorder(actor=command_actor())
+    await asyncio.to_thread(lambda: replay_delivery_journal(store, journal, record=recorder))
     sender = sender_for(
         target,
         settings,
@@ -320,6 +321,7 @@ class _Run:
         )
         logger.warning("delivery of %s failed: %s (%s)", name, exc.kind, said)
         retryable = exc.transient or exc.kind in _FIXABLE_KINDS
+        spent = row.attempts >= self.settings.service.max_attempts  # no run requeues it
         await self._settle(
             row,
             lambda uow: uow.deliveries.record_delivery_failed(
@@ -329,7 +331,7 @@ class _Run:
                 message=str(exc),
                 retryable=retryable,
             ),
-            action=None if retryable else AuditAction.DELIVERY_FAILED,
+            action=None if retryable and not spent else AuditAction.DELIVERY_FAILED,
         )
 
     async def _settle_in_doubt(self, row: DeliveryRecord, exc: MedasrError, *, name: str) -> None:

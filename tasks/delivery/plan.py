@@ -14,10 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from audit import command_actor
 from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.records import WantedDelivery
 from storage.versions import item_version
+from tasks.delivery.audit_trail import record_resent
 from tasks.delivery.documents import DocsQuery
 from tasks.delivery.targets import Target, TargetKind
 
@@ -66,7 +68,9 @@ def requeue_deliveries(
     uow.deliveries.release_dead_local_deliveries()  # sent ones become in_doubt
     requeued = int(uow.deliveries.requeue_delivery_failures(max_attempts=max_attempts))
     if resend_in_doubt:
+        resent = uow.deliveries.in_doubt_deliveries(language=language, target=target)
         requeued += int(uow.deliveries.resend_in_doubt(language=language, target=target))
+        record_resent(uow, resent, actor=command_actor())
     return requeued
 
 

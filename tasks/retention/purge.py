@@ -1,12 +1,14 @@
 """`medasr purge`: page through the recordings a retention period takes and remove their
-patient data, each page one transaction with its receipt in the audit trail.
+patient data, each page one transaction; one receipt for the whole purge.
 
 Per page: the store removes the text (storage/retention.py says what goes and what
-stays), a `purged` audit event is appended in the same transaction (counts by language
-and status, the oldest and newest finish, the digest of the removed texts' hashes,
-never a name), then the journal entries of those recordings are removed from disk.
-At the end the store gives the freed space back (VACUUM). A dry run counts only.
-Memory stays flat: one page of ids and hashes at a time.
+stays), a `purge_page` audit event is appended in the same transaction (its counts and
+digest: a purge stopped half way leaves whole pages, each accounted for), then the
+journal entries of those recordings are removed from disk. When the pages are through,
+one `purged` event is the purge's receipt: counts by language and status, the oldest
+and newest finish, the digest of the removed texts' hashes, never a name. Then the
+store gives the freed space back (VACUUM). A dry run counts only. Memory stays flat:
+one page of ids and hashes at a time.
 """
 
 from __future__ import annotations
@@ -92,14 +94,17 @@ def purge_recordings(
             purged = uow.retention.purge_items(ids, purged_by=request.actor)
             deliveries = uow.retention.delivery_ids_of(ids)
             number += 1
-            _record_receipt(uow, request, purged, cutoff=cutoff, run_id=run_id, page=number)
+            _record_page(uow, request, purged, cutoff=cutoff, run_id=run_id, page=number)
         after_id = ids[-1]
         _account(result, purged, running)
-        result.receipts += 1
         result.journal_entries += remove_journal_entries(
             journal_folder, item_ids=ids, delivery_ids=deliveries
         )
     result.digest = running.hexdigest()
+    if number:
+        with store.unit_of_work() as uow:
+            _record_receipt(uow, request, result, run_id=run_id, pages=number)
+        result.receipts = 1
     if result.total:
         result.reclaimed = store.reclaim_space()
     return result
@@ -126,7 +131,7 @@ def _account(result: PurgeResult, purged: list[PurgedItem], running: Any) -> Non
         running.update(item.digest.encode("ascii"))
 
 
-def _record_receipt(
+def _record_page(
     uow: UnitOfWork,
     request: PurgeRequest,
     purged: list[PurgedItem],
@@ -135,22 +140,50 @@ def _record_receipt(
     run_id: str,
     page: int,
 ) -> None:
-    """The page's receipt, committed with the page: counts, span, digest; no names."""
+    """The page's event, committed with the page: counts, span, digest; no names."""
     counts = Counter((item.language, item.status) for item in purged)
     finished = [item.finished_at for item in purged]
     digest = hashlib.sha256("".join(item.digest for item in purged).encode("ascii")).hexdigest()
+    detail = _detail(request, cutoff=cutoff, run_id=run_id, counts=counts, digest=digest)
+    detail["page"] = page
+    if finished:
+        detail["oldest_finished"] = min(finished).isoformat(timespec="seconds")
+        detail["newest_finished"] = max(finished).isoformat(timespec="seconds")
+    record_event(
+        uow, action=AuditAction.PURGE_PAGE, actor=request.actor, target="store", detail=detail
+    )
+
+
+def _record_receipt(
+    uow: UnitOfWork, request: PurgeRequest, result: PurgeResult, *, run_id: str, pages: int
+) -> None:
+    """The whole purge's receipt: counts, span, the digest over every page; no names."""
+    detail = _detail(
+        request, cutoff=result.cutoff, run_id=run_id, counts=result.purged, digest=result.digest
+    )
+    detail["pages"] = pages
+    if result.oldest is not None and result.newest is not None:
+        detail["oldest_finished"] = result.oldest.isoformat(timespec="seconds")
+        detail["newest_finished"] = result.newest.isoformat(timespec="seconds")
+    record_event(uow, action=AuditAction.PURGED, actor=request.actor, target="store", detail=detail)
+
+
+def _detail(
+    request: PurgeRequest,
+    *,
+    cutoff: datetime,
+    run_id: str,
+    counts: Counter[tuple[str, str]],
+    digest: str,
+) -> dict[str, str | int]:
     detail: dict[str, str | int] = {
         "purge": run_id,
-        "page": page,
         "older_than": request.retention.text,
         "cutoff": cutoff.isoformat(timespec="seconds"),
         "language": request.language or "all",
         "include_undelivered": int(request.include_undelivered),
-        "recordings": len(purged),
+        "recordings": sum(counts.values()),
         "digest": digest,
     }
-    if finished:
-        detail["oldest_finished"] = min(finished).isoformat(timespec="seconds")
-        detail["newest_finished"] = max(finished).isoformat(timespec="seconds")
     detail.update({f"n.{language}.{status}": n for (language, status), n in sorted(counts.items())})
-    record_event(uow, action=AuditAction.PURGED, actor=request.actor, target="store", detail=detail)
+    return detail

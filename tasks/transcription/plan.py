@@ -112,6 +112,8 @@ class _Reader:
             with fetch_and_fingerprint(file.uri, storage_options=self.storage_options) as fetched:
                 sha256 = fetched.fingerprint.sha256
                 decision = self._decide(item, sha256=sha256)
+                if decision.stays_purged:  # touched, same bytes: the run leaves it purged
+                    return FilePlan("unchanged")
                 if decision.reuses_transcript or sha256 in self.planned:
                     return FilePlan("reused")
                 planned = self._split(fetched.path, finished=decision.answered)

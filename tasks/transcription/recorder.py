@@ -79,7 +79,8 @@ class FileRecorder:
 
     async def settle_content(self, print_: Fingerprint) -> ReuseDecision:
         """In one transaction: decide reuse, void changed content's chunks, record the
-        fingerprint, and finish the item from a known transcript if there is one.
+        fingerprint, and finish the item from a known transcript if there is one (or settle
+        it purged again when its purged content is unchanged).
 
         When another file of this run is sending the same content, wait until it is
         settled and decide again (its transcript is then reused). Raises LeaseLost or
@@ -88,7 +89,7 @@ class FileRecorder:
         while True:
             with self._leases.settling(self.item):  # it may finish the item from a twin
                 decision = await self._call(lambda uow: self._settle_content(uow, print_))
-                if decision.transcript is not None:
+                if decision.settled:
                     self.let_go()
                     return decision
             sending = self._in_flight.claim(sha256=print_.sha256, language=self.item.language)
@@ -102,6 +103,9 @@ class FileRecorder:
         item = self.item
         facts = read_reuse_facts(uow, item, sha256=print_.sha256, language=item.language)
         decision = decide_reuse(item, sha256=print_.sha256, facts=facts)
+        if decision.stays_purged:
+            uow.items.keep_purged(item.id, lease_token=self._token)
+            return decision
         if decision.reset_chunks:
             uow.chunks.reset_chunks(item.id)
         uow.items.set_fingerprint(

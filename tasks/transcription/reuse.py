@@ -10,7 +10,8 @@ uncovered audio is sent (tasks/transcription/coverage.py).
 `tasks/transcription/plan.py` (`--dry-run`) both read the facts with `read_reuse_facts` and decide
 with `decide_reuse`, so the plan cannot drift from the run. Copies of content being
 sent right now wait for that answer (`ContentInFlight`), and the plan counts them as
-reused the same way.
+reused the same way. A purged item whose file was touched (new mtime or ETag) but holds
+the same bytes stays purged: nothing is sent, nothing is filed.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ class ReuseDecision:
     transcript: ItemRecord | None  # finish from this one's text; nothing is sent
     reset_chunks: bool  # the content changed: the item's old chunks must not be reused
     answered: Mapping[int, ChunkRecord]  # this content's finished chunks, reused by range
+    stays_purged: bool = False  # purged, and the content is unchanged: nothing is sent
+
+    @property
+    def settled(self) -> bool:
+        """Nothing is decoded or sent: a transcript is reused, or the item stays purged."""
+        return self.transcript is not None or self.stays_purged
 
     @property
     def reuses_transcript(self) -> bool:
@@ -78,6 +85,8 @@ class ContentInFlight:
 
 def decide_reuse(item: ItemRecord | None, *, sha256: str, facts: ReuseFacts) -> ReuseDecision:
     """The decision for content `sha256` of `item` (None: not registered yet). Pure."""
+    if _purged_unchanged(item, sha256=sha256):
+        return ReuseDecision(transcript=None, reset_chunks=False, answered={}, stays_purged=True)
     changed = item is not None and item.sha256 is not None and item.sha256 != sha256
     if _own_transcript(item, sha256=sha256):
         transcript: ItemRecord | None = item
@@ -95,6 +104,8 @@ def read_reuse_facts(
 ) -> ReuseFacts:
     """Read what `decide_reuse` needs, and nothing it would ignore (no twin query when the
     item holds its own transcript; no chunk query for new or changed content)."""
+    if _purged_unchanged(item, sha256=sha256):
+        return ReuseFacts()
     own = _own_transcript(item, sha256=sha256)
     twin = None if own else uow.items.find_done_with_sha(sha256=sha256, language=language)
     reusable = own or (twin is not None and twin.text is not None)
@@ -110,3 +121,13 @@ def reused_extras(item: ItemRecord, transcript: ItemRecord) -> dict[str, Any]:
 
 def _own_transcript(item: ItemRecord | None, *, sha256: str) -> bool:
     return item is not None and item.sha256 == sha256 and item.text is not None
+
+
+def _purged_unchanged(item: ItemRecord | None, *, sha256: str) -> bool:
+    """A purged item (its receipt kept in extras) listed again with the same bytes."""
+    return (
+        item is not None
+        and item.sha256 == sha256
+        and item.text is None
+        and "purged" in (item.extras or {})
+    )

@@ -115,6 +115,8 @@ async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
         await recorder.require_lease()  # taken over while it waited for a slot?
         async with fetched_file(item.source_uri, storage_options=ctx.storage_options) as fetched:
             decision = await recorder.settle_content(fetched.fingerprint)
+            if decision.stays_purged:
+                return FileOutcome(item.source_uri, ItemStatus.PURGED)
             if decision.transcript is not None:
                 return FileOutcome(
                     item.source_uri, ItemStatus.DONE, duration_ms=decision.transcript.duration_ms

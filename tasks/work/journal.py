@@ -281,14 +281,20 @@ def replay_journal(store: UnitOfWorkFactory, journal: Journal) -> ReplayResult:
     return _replay(store, journal.entries(), record, what="paid answers")
 
 
-def replay_delivery_journal(store: UnitOfWorkFactory, journal: Journal) -> ReplayResult:
-    """Record every accepted upload kept in the journal; delete what is done.
+def replay_delivery_journal(
+    store: UnitOfWorkFactory,
+    journal: Journal,
+    *,
+    record: Callable[[UnitOfWork, AcceptedDelivery], bool] | None = None,
+) -> ReplayResult:
+    """Record every accepted upload kept in the journal (with `record`, by default
+    `record_accepted`); delete what is done.
 
     An entry whose row is gone, delivered or of another version is dropped. Raises
     StoreError when the store cannot take them (entries kept).
     """
-
-    return _replay(store, journal.accepted_deliveries(), record_accepted, what="deliveries")
+    recorder = record_accepted if record is None else record
+    return _replay(store, journal.accepted_deliveries(), recorder, what="deliveries")
 
 
 def record_accepted(uow: UnitOfWork, accepted: AcceptedDelivery) -> bool:

@@ -90,6 +90,49 @@ def test_a_delivery_failed_for_good_is_an_event_and_a_retryable_one_is_not(
     assert Counter(e.action for e in trail(store))["delivery_failed"] == 1
 
 
+def test_a_retryable_delivery_failure_out_of_attempts_is_an_event(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    server = devserver_factory(fault_script=("503",) * 4)
+    (item,) = make_done(store, {"/archive/t.wav": "transient"}).values()
+    settings = delivery_settings(server, sqlite_url, max_attempts=2)
+    deliver(settings, store)  # two 503s: failed, one more run may try
+    assert "delivery_failed" not in Counter(e.action for e in trail(store))
+    deliver(settings, store)  # two more: its attempts are spent, it is failed for good
+    (row,) = rows_of(store, item)
+    assert (row.status, row.retryable, row.attempts) == ("failed", True, 2)
+    (failed,) = [e for e in trail(store) if e.action == "delivery_failed"]
+    assert (failed.item_id, failed.target) == (item.id, "docs")
+    assert failed.detail["delivery_id"] == row.id
+    deliver(settings, store)  # nothing left to try: no second event
+    assert Counter(e.action for e in trail(store))["delivery_failed"] == 1
+
+
+def test_a_delivery_recorded_from_the_journal_is_an_event(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, tmp_path: Path
+) -> None:
+    from storage.records import WantedDelivery
+    from storage.versions import item_version
+    from tasks.work.journal import AcceptedDelivery, Journal
+
+    server = devserver_factory()
+    (item,) = make_done(store, {"/archive/a.wav": "alpha"}).values()
+    with store.unit_of_work() as uow:  # sent; the store went down before it was recorded
+        wanted = WantedDelivery(item_id=item.id, language=item.language, version=item_version(item))
+        uow.deliveries.plan_deliveries([wanted], format_name="txt")
+        (row,) = uow.deliveries.claim_deliveries(owner="gone", language=None, limit=1, lease_s=60)
+    settings = delivery_settings(server, sqlite_url)
+    settings.storage.data_dir = tmp_path
+    accepted = AcceptedDelivery(row.id, row.version, {"id": "doc-77"}, remote_id="doc-77")
+    Journal.in_data_dir(tmp_path).keep(accepted)
+    deliver(settings, store)  # the next start records it from the journal
+    assert rows_of(store, item)[0].status == "delivered"
+    (event,) = trail(store)
+    assert (event.action, event.item_id, event.target) == ("delivered", item.id, "docs")
+    assert event.detail["receiver_id"] == "doc-77"
+    assert event.actor == command_actor()
+
+
 def test_a_delivery_in_doubt_is_an_event(
     devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
@@ -99,6 +142,37 @@ def test_a_delivery_in_doubt_is_an_event(
     (event,) = trail(store)
     assert (event.action, event.item_id, event.target) == ("delivery_in_doubt", item.id, "docs")
     assert rows_of(store, item)[0].status == "in_doubt"
+
+
+def test_resending_in_doubt_deliveries_is_a_resent_event_each(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    import asyncio
+
+    from tasks.delivery.deliver import deliver_pending
+
+    dropping = devserver_factory(rate_reset=1.0)
+    items = make_done(store, {"/archive/a.wav": "alpha", "/archive/b.wav": "bravo"})
+    deliver(delivery_settings(dropping, sqlite_url, max_attempts=1), store)
+    deliver(delivery_settings(dropping, sqlite_url, max_attempts=1), store)  # a plain run
+    assert Counter(e.action for e in trail(store)) == {"delivery_in_doubt": 2}
+    settings = delivery_settings(devserver_factory(), sqlite_url)
+    asyncio.run(
+        deliver_pending(
+            settings=settings,
+            store=store,
+            language=None,
+            format_name="txt",
+            resend_in_doubt=True,
+            allow_unlinked=True,
+        )
+    )
+    resent = [e for e in trail(store) if e.action == "resent"]
+    assert sorted(e.item_id for e in resent) == sorted(i.id for i in items.values())
+    assert {(e.target, e.actor) for e in resent} == {("docs", command_actor())}
+    rows = {r.id for item in items.values() for r in rows_of(store, item)}
+    assert {e.detail["delivery_id"] for e in resent} == rows
+    assert Counter(e.action for e in trail(store))["delivered"] == 2
 
 
 def test_an_export_is_one_event_with_its_path_format_and_count(
@@ -136,7 +210,7 @@ def test_review_decisions_are_events_committed_with_them(
     events = trail(store)
     assert [(e.action, e.item_id, e.path) for e in events] == [
         ("accepted", ids["x"], "x.wav"),
-        ("resent", ids["y"], "y.wav"),
+        ("sent_back", ids["y"], "y.wav"),
     ]
     # One unknown ID: nothing decided, nothing recorded.
     assert (

@@ -175,6 +175,17 @@ class FakeDeliveries:
             self._put(replace(row, status="pending", sending_at=None))
         return len(chosen)
 
+    def in_doubt_deliveries(
+        self, *, language: str | None = None, target: str | None = None
+    ) -> list[DeliveryRecord]:
+        return [
+            r
+            for r in sorted(self._s.deliveries.values(), key=lambda r: r.id)
+            if r.status == "in_doubt"
+            and language in (None, r.language)
+            and target in (None, r.target)
+        ]
+
     def claim_deliveries(
         self,
         *,

@@ -291,6 +291,9 @@ class FakeRepository(FakeItemQueries, FakeItemListing):
             next_attempt_at=None,
         )
 
+    def keep_purged(self, item_id: int, *, lease_token: str | None) -> None:
+        self._settle(item_id, lease_token, status="purged", attempts=0)
+
     def skip_item(
         self,
         item_id: int,

@@ -28,7 +28,13 @@ def deliver(settings: Settings) -> None:
     store = open_store(settings.storage)
     try:
         asyncio.run(
-            deliver_pending(settings=settings, store=store, language=None, format_name="txt")
+            deliver_pending(
+                settings=settings,
+                store=store,
+                language=None,
+                format_name="txt",
+                allow_unlinked=True,  # no manifest here: the notes go unlinked on purpose
+            )
         )
     finally:
         store.dispose()
@@ -107,3 +113,39 @@ def test_the_purge_deployments_flow_purges_and_writes_its_receipt(pinned: Settin
     assert receipt is not None
     assert receipt.detail is not None
     assert receipt.detail["older_than"] == "90d"
+
+
+def test_a_purged_recording_touched_but_unchanged_stays_purged(
+    pinned: Settings, corpus: Corpus, flow_server: RunningDevServer, tmp_path: Path
+) -> None:
+    import os
+
+    run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
+    deliver(pinned)
+    asr = len([e for e in flow_server.ledger.entries() if e.path != "/mr/api/v2/docs"])
+    filed = len([e for e in flow_server.ledger.entries() if e.path == "/mr/api/v2/docs"])
+    store = open_store(pinned.storage)
+    try:
+        request = PurgeRequest(
+            retention=parse_retention("90d"), actor="os:officer@host", delivery_configured=True
+        )
+        purged = purge_recordings(store, request, journal_folder=tmp_path / "j", now=LATER).total
+        touched = [p for p in corpus.root.rglob("*") if p.is_file()]
+        for path in touched:  # a backup restore or a copy: new mtime, the same bytes
+            stat = path.stat()
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 86_400 * 10**9))
+
+        summary = run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
+        deliver(pinned)
+        with store.unit_of_work(read_only=True) as uow:
+            still = uow.items.done_items_page(language=None, after_id=0, limit=50, status="purged")
+    finally:
+        store.dispose()
+    assert len([e for e in flow_server.ledger.entries() if e.path != "/mr/api/v2/docs"]) == asr
+    assert len([e for e in flow_server.ledger.entries() if e.path == "/mr/api/v2/docs"]) == filed
+    assert len(still) == purged
+    assert all(item.text is None and "purged" in item.extras for item in still)
+    assert summary.files_purged == purged
+    assert ("files_purged", purged) in summary.rows()
+    assert summary.run_counts()["purged_unchanged"] == purged
+    assert [row for row in summary.to_check if row.status == "purged"] == []  # nothing to do

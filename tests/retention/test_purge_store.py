@@ -150,7 +150,7 @@ def test_nothing_younger_than_the_period_and_no_other_language_is_touched(
         counts = {(c.status, c.language): c.items for c in uow.items.status_counts()}
         events = list(uow.audit.chain())
     assert counts == {("done", "en-IN"): 3, ("purged", "hi"): 1}
-    assert [e.action for e in events] == ["purged"]  # a dry run writes nothing
+    assert [e.action for e in events] == ["purge_page", "purged"]  # a dry run writes nothing
 
 
 def test_journal_entries_of_purged_recordings_go_and_the_others_stay(
@@ -178,3 +178,57 @@ def test_periods_read_as_people_write_them(text: str, days: int) -> None:
 def test_a_period_that_is_not_one_is_refused_with_a_sentence(text: str) -> None:
     with pytest.raises(RetentionInvalid, match="--older-than"):
         parse_retention(text)
+
+
+def test_a_purged_file_listed_again_keeps_its_receipt_unless_its_size_changed(
+    audit_store: UnitOfWorkFactory, tmp_path: Path
+) -> None:
+    from storage.records import SourceFile
+    from tasks.transcription.reuse import decide_reuse, read_reuse_facts
+
+    items = make_done(audit_store, TEXTS)
+    purge_recordings(
+        audit_store, request(include_undelivered=True), journal_folder=tmp_path, now=LATER
+    )
+    a, b = items["/ward/a.wav"], items["/ward/b.wav"]
+    with audit_store.unit_of_work() as uow:  # touched (same size), and rewritten (new size)
+        uow.items.register_items(
+            [SourceFile(a.source_uri, 10, "v2"), SourceFile(b.source_uri, 11, "v2")],
+            language=a.language,
+        )
+    with audit_store.unit_of_work() as uow:
+        touched, rewritten = uow.items.get_item(a.id), uow.items.get_item(b.id)
+        assert touched is not None
+        assert rewritten is not None
+        assert (touched.status, rewritten.status) == ("pending", "pending")
+        assert "purged" in touched.extras
+        assert not rewritten.extras
+        same = read_reuse_facts(uow, touched, sha256=a.sha256 or "", language=a.language)
+        assert decide_reuse(touched, sha256=a.sha256 or "", facts=same).stays_purged
+        new = read_reuse_facts(uow, touched, sha256="0" * 64, language=a.language)
+        assert not decide_reuse(touched, sha256="0" * 64, facts=new).stays_purged
+        assert not decide_reuse(rewritten, sha256=b.sha256 or "", facts=same).stays_purged
+
+
+def test_a_purge_of_many_pages_writes_one_receipt_for_the_whole_purge(
+    audit_store: UnitOfWorkFactory, tmp_path: Path
+) -> None:
+    make_done(audit_store, TEXTS)
+    make_done(audit_store, {"/ward/h.wav": "hindi words"}, language="hi")
+    result = purge_recordings(
+        audit_store, request(include_undelivered=True), journal_folder=tmp_path, now=LATER, page=2
+    )
+    with audit_store.unit_of_work(read_only=True) as uow:
+        events = list(uow.audit.chain())
+    (receipt,) = [e for e in events if e.action == "purged"]
+    pages = [e for e in events if e.action == "purge_page"]
+    assert [e.detail["page"] for e in pages] == [1, 2]
+    assert sum(int(e.detail["recordings"]) for e in pages) == 4
+    assert events[-1] == receipt  # after its pages
+    assert receipt.detail["recordings"] == 4
+    assert receipt.detail["pages"] == 2
+    assert (receipt.detail["n.en-IN.done"], receipt.detail["n.hi.done"]) == (3, 1)
+    assert receipt.detail["digest"] == result.digest
+    assert receipt.detail["purge"] == pages[0].detail["purge"]
+    assert receipt.detail["oldest_finished"] <= receipt.detail["newest_finished"]
+    assert result.receipts == 1
