@@ -181,6 +181,7 @@ class _TemporaryServer:
                 [sys.executable, "-c", launch],
                 stdout=subprocess.PIPE,
                 preexec_fn=_die_with_this_process(),
+                process_group=0,  # a terminal's Ctrl-C is medasr's, which ends the run
             )
         else:
             from prefect.settings import get_current_settings
@@ -189,7 +190,10 @@ class _TemporaryServer:
                 get_current_settings().to_environment_variables(exclude_unset=True)
             )
             self._process = subprocess.Popen(
-                server_command(self.port), env=environment, preexec_fn=_die_with_this_process()
+                server_command(self.port),
+                env=environment,
+                preexec_fn=_die_with_this_process(),
+                process_group=0,
             )
         atexit.register(self.stop)  # after Prefect's own exit hooks have sent its logs
 

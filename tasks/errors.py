@@ -13,6 +13,9 @@
             ├── DecodeFailed           "decode_failed": ffmpeg failed otherwise, or timed out
             └── SilentAudio            "silent_audio": decodes, but holds no speech to send
     RunStop (config/errors.py)         the whole run stops; RunInterrupted lives there too
+    └── RunInterrupted (config/errors.py)
+        └── DecoderInterrupted         "decoder_interrupted": ffmpeg ended by a signal (a Ctrl-C, a
+                                       kill): no verdict on the recording, it stays pending
     └── ConfigError (config/errors.py)
         └── SharedLimitUnavailable     "shared_limit_unavailable": MEDASR_GLOBAL_CONCURRENCY is
                                        set but the Prefect server gives no slot; the run stops
@@ -25,7 +28,9 @@ summarized to one line; audio content never appears in a message.
 
 from __future__ import annotations
 
-from config.errors import ConfigError, TerminalError
+import signal
+
+from config.errors import ConfigError, RunInterrupted, TerminalError
 
 
 class AudioError(TerminalError):
@@ -101,3 +106,21 @@ class SharedLimitUnavailable(ConfigError):
     """The Prefect server holding the shared request limit gave no slot: send nothing."""
 
     kind = "shared_limit_unavailable"
+
+
+class DecoderInterrupted(RunInterrupted):
+    """ffmpeg was ended by a signal: says nothing about the recording, which stays pending."""
+
+    kind = "decoder_interrupted"
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def signal_name(returncode: int) -> str:
+    """The name of the signal a negative subprocess return code stands for."""
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
