@@ -80,6 +80,7 @@ class RunSummary:
     files_listed: int | None = None  # None: the run listed no source (a rerun)
     files_not_listed: int | None = None
     files_unreadable: int | None = None
+    not_audio_ignored: int | None = None  # None: the run listed no source
     requeued: int | None = None  # None: the run re-queued nothing (a backlog)
     to_check: tuple[CheckRow, ...] = ()
     to_check_total: int = 0
@@ -143,6 +144,7 @@ class RunSummary:
             ("files_listed", self.files_listed),
             ("files_not_listed", self.files_not_listed),
             ("files_unreadable", self.files_unreadable),
+            ("not_audio_ignored", self.not_audio_ignored),
             ("requeued", self.requeued),
         ]
 
@@ -167,6 +169,7 @@ class RunSummary:
         optional = dict(self._optional_counts())
         renamed = {"files_listed": "listed", "files_not_listed": "not_listed"}
         renamed |= {"files_unreadable": "unreadable", "requeued": "requeued"}
+        renamed |= {"not_audio_ignored": "not_audio_ignored"}
         counts |= {renamed[k]: v for k, v in optional.items() if v is not None}
         return counts
 
@@ -224,6 +227,7 @@ def summarize(
         files_listed=None if discovery is None else discovery.listed,
         files_not_listed=None if discovery is None else discovery.not_listed,
         files_unreadable=unreadable,
+        not_audio_ignored=None if discovery is None else discovery.ignored.count,
         requeued=requeued,
         to_check=tuple(to_check),
         to_check_total=total,

@@ -9,7 +9,10 @@
             │   └── DamagedTail        the same kind, raised after the readable chunks:
             │                          the recording is kept as partial, not failed
             ├── EmptyAudio             "empty_audio": zero bytes, or no samples at all
-            ├── UnsupportedAudio       "unsupported_audio": a format or codec ffmpeg lacks
+            ├── UnsupportedAudio       "unsupported_audio": a codec ffmpeg lacks
+            │   └── UnsupportedFormat  "unsupported_format": a file ffmpeg cannot open at
+            │                          all (DS2, an archive, an unknown format); the
+            │                          message names the format and what to do
             ├── DecodeFailed           "decode_failed": ffmpeg failed otherwise, or timed out
             └── SilentAudio            "silent_audio": decodes, but holds no speech to send
     RunStop (config/errors.py)         the whole run stops; RunInterrupted lives there too
@@ -88,6 +91,12 @@ class UnsupportedAudio(AudioError):
     """A container or codec the bundled ffmpeg cannot decode."""
 
     kind = "unsupported_audio"
+
+
+class UnsupportedFormat(UnsupportedAudio):
+    """A file whose format the bundled ffmpeg does not know; the message says what to do."""
+
+    kind = "unsupported_format"
 
 
 class DecodeFailed(AudioError):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import imageio_ffmpeg
 
+from tasks.audio.formats import unsupported_format_sentence
 from tasks.audio.sniff import check_wav_header, looks_like_audio, looks_like_text
 from tasks.errors import (
     AudioError,
@@ -30,6 +31,7 @@ from tasks.errors import (
     EmptyAudio,
     NotAudio,
     UnsupportedAudio,
+    UnsupportedFormat,
     signal_name,
 )
 
@@ -154,9 +156,7 @@ def _open_failure(stderr: str, *, path: Path, head: bytes) -> AudioError:
         return NotAudio(f"not an audio file: {path} (it holds text)", path=where)
     if looks_like_audio(head):
         return CorruptAudio(f"damaged or truncated audio file: {path} ({summary})", path=where)
-    return UnsupportedAudio(
-        f"unsupported or unrecognized audio format: {path} ({summary})", path=where
-    )
+    return UnsupportedFormat(unsupported_format_sentence(head, path=path), path=where)
 
 
 def _channels(layout: str) -> int | None:
