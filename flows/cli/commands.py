@@ -22,6 +22,7 @@ from typer import _click as click  # Typer vendors click; its group API is typed
 from typer.core import TyperCommand, TyperGroup
 
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
+from config.runtime import prepare_prefect_environment
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,7 @@ def _medasr() -> None:
 
 def main() -> None:
     """Console entry point: run the app, turn known errors into one line and an exit code."""
+    prepare_prefect_environment()  # before Prefect is imported, here or in a child
     try:
         app(standalone_mode=True)
     except ConfigError as exc:

@@ -24,6 +24,7 @@ from flows.cli.console import print_summary
 from flows.cli.log_level import medasr_log_level
 from service.contract import LANGUAGES, is_supported_language
 from service.preflight import check_service_config
+from service.status import require_token
 from storage import open_store
 from storage.database import database_exists
 from storage.interface import UnitOfWorkFactory
@@ -83,6 +84,8 @@ def deliver_command(
     format_name = (deliver_format or DeliverFormat(settings.delivery.format)).value
     store = _open_store(settings)
     try:
+        if not dry_run:
+            _check_token(settings, target)
         listed = {}
         if manifest is not None:
             listed = _apply_manifest(store, manifest, language=language, dry_run=dry_run)
@@ -141,6 +144,18 @@ def _checked_target(settings: Settings, to: str | None) -> Target:
         if to is None:
             return configured_target(settings)
         return parse_target(to, allow_insecure=settings.service.allow_insecure_http)
+    except ConfigError as exc:
+        _usage_error("configuration error", exc)
+
+
+def _check_token(settings: Settings, target: Target) -> None:
+    """The target's token is set (MLLP has none); else exit 2 before anything starts."""
+    if target.kind is TargetKind.MLLP:
+        return
+    fhir = target.kind is TargetKind.FHIR
+    token = settings.delivery.fhir_token if fhir else settings.service.token
+    try:
+        require_token(token, setting=_token_variable(target))
     except ConfigError as exc:
         _usage_error("configuration error", exc)
 

@@ -38,6 +38,7 @@ from flows.cli.flow_run import (
 )
 from flows.cli.held_logs import held_logs
 from flows.cli.log_level import medasr_log_level
+from flows.cli.nothing_to_do import end_with_nothing_to_do, nothing_to_claim
 from flows.listing import Listed
 from flows.prefect_api import (
     PrefectApi,
@@ -46,6 +47,7 @@ from flows.prefect_api import (
 )
 from flows.summary import StopReason
 from service.client import max_wav_bytes_for
+from service.status import require_token
 from storage import open_store
 from storage.database import database_exists
 from storage.errors import (
@@ -116,6 +118,7 @@ def run_command(
             api=api,
             run=run,
             before_flow=lambda run: _registered(run, into=listing),
+            idle=lambda: _end_if_idle(api, run, title="medasr run", listed=listing["listed"]),
             quiet=quiet,
             title="medasr run",
         )
@@ -160,9 +163,25 @@ def rerun_command(
             before_flow=lambda run: _requeued(
                 run, into=requeued, permanent=include_permanent, skipped=include_skipped
             ),
+            idle=lambda: _end_if_idle(
+                api, run, title="medasr rerun-failures", requeued=requeued.get("n")
+            ),
             quiet=quiet,
             title="medasr rerun-failures",
         )
+
+
+def _end_if_idle(
+    api: PrefectApi,
+    run: Run,
+    *,
+    title: str,
+    listed: Listed | None = None,
+    requeued: int | None = None,
+) -> None:
+    """Exit 0 before the flow (and Prefect) when the run would claim nothing."""
+    if nothing_to_claim(run, listed=listed):
+        end_with_nothing_to_do(api, title=title, listed=listed, requeued=requeued)
 
 
 # The flows import Prefect (~1.5 s): imported once the head start is under way
@@ -207,6 +226,7 @@ def _started(
 ) -> Iterator[tuple[PrefectApi, Run]]:
     """Start Prefect's API (in the background), then bootstrap the run; else exit 2."""
     try:
+        require_token(settings.service.token)  # before Prefect, the store or any decode
         Journal.in_data_dir(settings.storage.data_dir).check_writable()  # before any request
     except ConfigError as exc:
         usage_error("configuration error", exc)
@@ -287,10 +307,11 @@ def _run_and_report(
     quiet: bool,
     title: str,
     before_flow: Callable[[Run], bool] | None = None,
+    idle: Callable[[], None] | None = None,
 ) -> None:
     """Do what needs no Prefect while its server starts (`before_flow`: may requests go
-    out before the flow?), run the flow with progress output, print its summary table,
-    exit with its code."""
+    out before the flow?), end there if there is nothing to claim (`idle()` exits then), else run
+    the flow with progress output, print its summary table, exit with its code."""
     with (
         medasr_log_level(run.settings.pipeline.log_level),
         held_logs() as held,  # until Prefect's import gives them a handler
@@ -301,6 +322,8 @@ def _run_and_report(
         except KeyboardInterrupt:
             typer.echo("medasr: interrupted before any file was sent", err=True)
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        if early and idle is not None:
+            idle()
         summary = run_flow(flow_run, api=api, run=run, early=early, held=held)
     if summary.stopped is StopReason.CONFIGURATION:  # one line, as before the flow
         usage_error("configuration error", summary.stop_message or "a setting stopped the run")
