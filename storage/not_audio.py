@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-# Documents, data, images, checksums and databases that sit beside dictations: the
+# Documents, data, images, scripts, checksums and databases that sit beside dictations: the
 # metadata manifest (medasr.csv), sidecar notes, scanned forms, the recorder's exports.
 NOT_AUDIO_EXTENSIONS: Final = frozenset(
     {
@@ -23,6 +23,8 @@ NOT_AUDIO_EXTENSIONS: Final = frozenset(
         # images
         ".jpg", ".jpeg", ".png", ".gif", ".bmp", ".tif", ".tiff", ".webp", ".heic", ".svg",
         ".ico",
+        # scripts (a folder of samples with the script that made them)
+        ".py", ".sh", ".bat", ".cmd", ".ps1",
         # checksums, signatures, databases
         ".md5", ".sha1", ".sha256", ".sig", ".asc", ".db", ".sqlite", ".sqlite3",
         ".db-wal", ".db-shm", ".db-journal",

@@ -53,12 +53,14 @@ from storage.database import database_exists
 from storage.errors import (
     ManifestInvalid,
     SourceError,
+    SourceNotFound,
+    SourceUnreadable,
     StoreError,
 )
 from storage.interface import UnitOfWorkFactory
 from storage.sources import SourceLocation
 from tasks.discovery.discover import discover_and_register
-from tasks.transcription.plan import plan_backlog, plan_rows
+from tasks.transcription.plan import Plan, plan_backlog, plan_rows
 from tasks.transcription.runs import requeue_failed
 from tasks.work.journal import Journal
 
@@ -340,7 +342,25 @@ def _print_plan(
 ) -> None:
     store = _existing_store(settings.storage)
     try:
-        plan = plan_backlog(
+        plan = _planned(source, settings=settings, language=language, request=request, store=store)
+    finally:
+        if store is not None:
+            store.dispose()
+    rows = [*plan_rows(plan).items(), ("sent", 0)]
+    print_table(rows, title=f"medasr dry run ({language}): nothing sent")
+
+
+def _planned(
+    source: SourceLocation,
+    *,
+    settings: Settings,
+    language: str,
+    request: RunRequest,
+    store: UnitOfWorkFactory | None,
+) -> Plan:
+    """The dry run's plan; a source that cannot be listed exits 2, as a real run does."""
+    try:
+        return plan_backlog(
             source=source,
             language=language,
             store=store,
@@ -350,11 +370,8 @@ def _print_plan(
             include=request.include,
             exclude=request.exclude,
         )
-    finally:
-        if store is not None:
-            store.dispose()
-    rows = [*plan_rows(plan).items(), ("sent", 0)]
-    print_table(rows, title=f"medasr dry run ({language}): nothing sent")
+    except (SourceNotFound, SourceUnreadable) as exc:
+        usage_error("usage error", exc)
 
 
 def _existing_store(storage: StorageSettings) -> UnitOfWorkFactory | None:

@@ -143,3 +143,23 @@ def run_in_terminal(command: list[str], *, env: dict[str, str], cwd: Path) -> tu
         chunks.append(data)
     os.close(leader)
     return b"".join(chunks).decode("utf-8", "replace"), process.wait(timeout=60)
+
+
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "run"])
+def test_an_s3_source_without_credentials_is_a_usage_error(
+    tmp_path: Path, tone_devserver, medasr_for, prefect_api, dry_run: bool
+) -> None:
+    medasr = medasr_for(tone_devserver(), f"sqlite:///{tmp_path / 'medasr.db'}", **prefect_api)
+    no_credentials = {
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",  # never reached: no credentials to sign with
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": str(tmp_path / "none"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+    }
+    medasr.env = {k: v for k, v in medasr.env.items() if not k.startswith("AWS_")}
+    args = ["run", "s3://bucket/inbox", "-l", "en-IN", *(["--dry-run"] if dry_run else [])]
+
+    done = medasr.run(*args, **no_credentials)
+
+    assert done.returncode == 2, done.describe()
+    assert "no usable credentials" in done.stderr, done.describe()
