@@ -148,6 +148,8 @@ class ExportRow:
     updated_at: datetime
     flags: list[str] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
+    # The full URI when `source` was shortened to a name for people ("": `source` is it).
+    source_uri: str = ""
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ source of a recorded run, and everything printed is escaped onto one line (`one_
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -32,7 +33,7 @@ from storage.export import (
     write_txt_tree,
 )
 from storage.interface import UnitOfWorkFactory
-from storage.records import ITEM_STATUSES, DeliveryCount, ItemRecord, StatusCount
+from storage.records import ITEM_STATUSES, DeliveryCount, ExportRow, ItemRecord, StatusCount
 from tasks.discovery.names import one_line, reason_about, recording_name
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
@@ -295,10 +296,24 @@ def _export(
             f"--out {out} is a folder; give a file name for --format {export_format.value}"
         )
     with store.unit_of_work(read_only=True) as uow:
-        rows_iter = uow.items.export_rows(status=status)
+        roots = uow.runs.run_sources()
+        rows_iter = _named_rows(uow.items.export_rows(status=status), roots=roots)
         if export_format is ExportFormat.jsonl:
             return write_jsonl(rows_iter, out, force=force), 0
         return write_csv(rows_iter, out, force=force), 0
+
+
+def _named_rows(rows: Iterable[ExportRow], *, roots: list[str]) -> Iterator[ExportRow]:
+    """Rows as a person reads them: `source` and the path in `error_message` relative to
+    the run source holding them; the full URI kept in `source_uri`."""
+    for row in rows:
+        uri = row.source
+        yield replace(
+            row,
+            source=recording_name(uri, roots=roots),
+            source_uri=uri,
+            error_message=reason_about(row.error_message, uri=uri, roots=roots) or None,
+        )
 
 
 def _print_refusals(result: TreeResult, *, roots: list[str]) -> None:

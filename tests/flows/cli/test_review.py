@@ -78,12 +78,14 @@ def test_exports_carry_flags_as_a_list(runner: CliRunner, ids, tmp_path: Path) -
     assert runner.invoke(app, ["export", "--format", "jsonl", "--out", str(jsonl)]).exit_code == 0
     assert runner.invoke(app, ["export", "--format", "csv", "--out", str(table)]).exit_code == 0
 
-    rows = {json.loads(line)["source"]: json.loads(line) for line in jsonl.read_text().splitlines()}
+    rows = {
+        json.loads(line)["source_uri"]: json.loads(line) for line in jsonl.read_text().splitlines()
+    }
     assert rows["/a/tamil.wav"]["flags"] == ["script_mismatch", "partial"]
     assert rows["/a/tamil.wav"]["status"] == "needs_review"
     assert rows["/a/clean.wav"]["flags"] == []
     with table.open(encoding="utf-8", newline="") as handle:
-        cells = {r["source"]: r["flags"] for r in csv.DictReader(handle)}
+        cells = {r["source_uri"]: r["flags"] for r in csv.DictReader(handle)}
     assert cells == {"/a/clean.wav": "", "/a/loop.wav": "repetition",
                      "/a/tamil.wav": "script_mismatch;partial"}  # fmt: skip
 
