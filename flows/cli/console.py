@@ -170,5 +170,6 @@ def print_table(rows: Iterable[tuple[str, Any]], *, title: str) -> None:
     for key, value in rows:
         if value is False:
             continue
-        table.add_row(key.replace("_", " "), str(value))
+        shown = "yes" if value is True else str(value)  # "credentials rejected │ yes"
+        table.add_row(key.replace("_", " "), shown)
     Console().print(table)

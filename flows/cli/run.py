@@ -144,8 +144,17 @@ def rerun_command(
             help="Re-queue recordings skipped as silent too; their audio is judged afresh.",
         ),
     ] = False,
-    concurrency: Annotated[int | None, typer.Option(min=1, max=256)] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=256,
+            help="Most requests in flight (a ceiling: medasr adapts below it when throttled).",
+        ),
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress output.")
+    ] = False,
 ) -> None:
     """Re-queue failures that may succeed now and transcribe them."""
     request = RunRequest(language=language, concurrency=concurrency)

@@ -24,7 +24,7 @@ from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
 from storage import open_store
 from storage.database import database_exists, upgrade_database
-from storage.errors import ExportRefused
+from storage.errors import ExportRefused, NotUnderReview
 from storage.export import (
     TreeResult,
     common_local_root,
@@ -62,6 +62,9 @@ def _command_errors() -> Iterator[None]:
     """One line and an exit code instead of a traceback: 2 configuration, 1 other."""
     try:
         yield
+    except NotUnderReview as exc:  # an ID that names no item under review: the usage
+        typer.echo(f"medasr: usage error: {one_line(str(exc))}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
     except ConfigError as exc:
         typer.echo(f"medasr: configuration error: {one_line(str(exc))}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
@@ -237,7 +240,8 @@ def export_command(
         ),
     ] = False,
 ) -> None:
-    """Export items: jsonl or csv rows, or one .txt transcript per source in a tree.
+    """Export items: jsonl or csv rows, one .txt transcript per source in a tree, or a FHIR
+    R4 Bundle (fhir).
 
     Files are 0600 in 0700 folders and never written through a link; a refused file is
     a line on stderr and exit code 1 (the rest is still written).

@@ -155,3 +155,13 @@ def test_review_without_a_database_exits_2(runner: CliRunner) -> None:
     result = runner.invoke(app, ["review"])
     assert result.exit_code == 2
     assert "no database" in result.stderr
+
+
+@pytest.mark.parametrize("args", [["--accept", "9999"], ["--resend", "{clean}"]])
+def test_an_id_not_under_review_is_a_usage_error_not_a_configuration_error(
+    runner: CliRunner, store: UnitOfWorkFactory, ids, args: list[str]
+) -> None:
+    result = runner.invoke(app, ["review", *(a.format(**ids) for a in args)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("medasr: usage error: ")
+    assert "configuration error" not in result.stderr
