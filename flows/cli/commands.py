@@ -87,6 +87,18 @@ COMMANDS = (
         "flows.cli.demo:demo_command",
         "Transcribe samples/ against a local devserver, then run again to show zero requests.",
     ),
+    LazyCommand(
+        "purge",
+        "flows.cli.purge:purge_command",
+        "Remove the transcripts and other patient data of recordings finished longer ago\n"
+        "than a period; their rows stay (status purged), so nothing is bought or filed again.",
+    ),
+    LazyCommand(
+        "audit",
+        "flows.cli.audit:audit_app",
+        "Read the audit trail (who saw, changed, sent or removed which recording);\n"
+        "`medasr audit verify` checks its hash chain.",
+    ),
     LazyCommand("db", "flows.cli.store:db_app", "Database schema commands."),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
@@ -162,7 +174,8 @@ def _medasr() -> None:
 
 def main() -> None:
     """Console entry point: run the app, turn known errors into one line and an exit code."""
-    prepare_prefect_environment()  # before Prefect is imported, here or in a child
+    # Before any command imports Prefect, which reads its settings on first use.
+    prepare_prefect_environment()
     try:
         app(standalone_mode=True)
     except ConfigError as exc:

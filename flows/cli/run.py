@@ -152,9 +152,7 @@ def rerun_command(
             help="Most requests in flight (a ceiling: medasr adapts below it when throttled).",
         ),
     ] = None,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No progress output.")
-    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
     """Re-queue failures that may succeed now and transcribe them."""
     request = RunRequest(language=language, concurrency=concurrency)
@@ -195,7 +193,7 @@ def _end_if_idle(
         end_with_nothing_to_do(api, title=title, listed=listed, requeued=requeued)
 
 
-# The flows import Prefect (~1.5 s): imported once the head start is under way
+# The flows import Prefect (seconds of start-up): imported once the head start is under way
 # (flows/cli/flow_run.py), not before the first request.
 def _backlog_flow() -> Callable[..., Any]:
     from flows.backlog import backlog_flow

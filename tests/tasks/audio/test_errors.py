@@ -24,7 +24,7 @@ from tasks.errors import (
     UnsupportedAudio,
     UnsupportedFormat,
 )
-from tests.tasks.conftest import Dictation, ffmpeg
+from tests.helpers.audio import Dictation, ffmpeg
 
 
 def _wav_header(*, format_tag: int, data_bytes: int, declared_bytes: int | None = None) -> bytes:
