@@ -177,6 +177,7 @@ def rerun_command(
             ),
             quiet=quiet,
             title="medasr rerun-failures",
+            skipped_rejudged=include_skipped,
         )
 
 
@@ -317,6 +318,7 @@ def _run_and_report(
     title: str,
     before_flow: Callable[[Run], bool] | None = None,
     idle: Callable[[], None] | None = None,
+    skipped_rejudged: bool = False,
 ) -> None:
     """Do what needs no Prefect while its server starts (`before_flow`: may requests go
     out before the flow?), end there if there is nothing to claim (`idle()` exits then), else run
@@ -336,7 +338,7 @@ def _run_and_report(
         summary = run_flow(flow_run, api=api, run=run, early=early, held=held)
     if summary.stopped is StopReason.CONFIGURATION:  # one line, as before the flow
         usage_error("configuration error", summary.stop_message or "a setting stopped the run")
-    print_summary(summary, title=title)
+    print_summary(summary, title=title, skipped_rejudged=skipped_rejudged)
     if summary.stopped is StopReason.CREDENTIALS:
         credentials_rejected(summary.stop_message or "")
     if summary.stopped is StopReason.INTERRUPTED:
