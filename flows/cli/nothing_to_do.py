@@ -1,9 +1,10 @@
 """A run or rerun with nothing to claim says so and ends without waiting for Prefect.
 
 Prefect's temporary server takes seconds to start; a command that will claim nothing
-need not wait for it. After the source is listed and registered (a run) or the due
-failures are re-queued (a rerun), the store is asked: nothing pending and nothing
-processing (a lease that may have lapsed is work too) means nothing to do.
+need not wait for it (with a long-running server the flow still runs: its night
+artifact lists the problems still open). After the source is listed and registered (a
+run) or the due failures are re-queued (a rerun), the store is asked: nothing pending
+and nothing processing (a lease that may have lapsed is work too) means nothing to do.
 """
 
 from __future__ import annotations

@@ -189,8 +189,10 @@ def _end_if_idle(
     listed: Listed | None = None,
     requeued: int | None = None,
 ) -> None:
-    """Exit 0 before the flow (and Prefect) when the run would claim nothing."""
-    if nothing_to_claim(run, listed=listed):
+    """Exit 0 before the flow when the run would claim nothing and Prefect's temporary
+    server would be waited for; a long-running server (PREFECT_API_URL) still gets the
+    night's flow run and artifact, which carry the problems still open."""
+    if api.starting and nothing_to_claim(run, listed=listed):
         end_with_nothing_to_do(api, title=title, listed=listed, requeued=requeued)
 
 
