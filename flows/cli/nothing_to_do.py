@@ -13,11 +13,11 @@ from typing import NoReturn
 
 import typer
 
-from config.errors import EXIT_OK
 from flows.bootstrap import Run
-from flows.cli.console import print_table
+from flows.cli.console import print_summary
 from flows.listing import Listed
 from flows.prefect_api import PrefectApi
+from flows.summary import RunSummary
 from storage.errors import StoreError
 from storage.records import ItemStatus
 
@@ -46,20 +46,18 @@ def nothing_to_claim(run: Run, *, listed: Listed | None = None) -> bool:
 def end_with_nothing_to_do(
     api: PrefectApi, *, title: str, listed: Listed | None, requeued: int | None
 ) -> NoReturn:
-    """Stop the temporary server, print what was looked at, exit 0."""
+    """Stop the temporary server, print the run's usual table (all zeros but what was
+    listed), say there was nothing to do, exit 0."""
     api.stop()
-    rows: list[tuple[str, int]] = [("files_to_process", 0)]
-    if listed is not None and listed.discovery is not None:
-        discovery = listed.discovery
-        rows = [
-            ("files_listed", discovery.listed),
-            ("files_new_or_changed", discovery.new + discovery.changed),
-            ("not_audio_ignored", discovery.ignored.count),
-            *rows,
-        ]
-    if requeued is not None:
-        rows = [("requeued", requeued), *rows]
-    print_table(rows, title=title)
+    discovery = listed.discovery if listed is not None else None
+    summary = RunSummary(
+        files_listed=None if discovery is None else discovery.listed,
+        files_not_listed=None if discovery is None else discovery.not_listed,
+        files_unreadable=None if discovery is None else discovery.unreadable,
+        not_audio_ignored=None if discovery is None else discovery.ignored.count,
+        requeued=requeued,
+    )
+    print_summary(summary, title=title)
     what = "no new, changed or pending recordings" if listed is not None else "no failure is due"
     typer.echo(f"medasr: nothing to do: {what} (Prefect was not started)")
-    raise typer.Exit(EXIT_OK)
+    raise typer.Exit(summary.exit_code)
