@@ -92,6 +92,13 @@ class ItemRecord:
     )  # the quality gate's, in tasks.transcription.quality.FLAGS order
     metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
     lease_token: str | None = None  # this claim's own token; every lease check compares it
+    # The machine's own text once a reviewer's version replaced it in `text`; else None.
+    machine_text: str | None = None
+
+    @property
+    def machine_transcript(self) -> str:
+        """What the service answered, whatever a reviewer made of it since."""
+        return self.machine_text if self.machine_text is not None else (self.text or "")
 
 
 @dataclass(frozen=True)
@@ -152,8 +159,57 @@ class ExportRow:
     updated_at: datetime
     flags: list[str] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
+    machine_text: str | None = None  # what the service answered; `text` is the current version
+    reviewed_by: str | None = None  # who finalized or accepted it
+    reviewed_at: str | None = None  # when (ISO 8601, the store's clock)
+    revision: int | None = None  # the finalized revision `text` is (None: the machine's)
     # The full URI when `source` was shortened to a name for people ("": `source` is it).
     source_uri: str = ""
+
+
+@dataclass(frozen=True)
+class QueueSize:
+    """What waits for a person: how many recordings, and since when the oldest."""
+
+    waiting: int
+    oldest: datetime | None
+
+
+@dataclass(frozen=True)
+class ReviewerRecord:
+    """A person who may sign in to the review workstation (never the password hash out)."""
+
+    id: int
+    name: str
+    role: str
+    failed_count: int
+    locked_until: datetime | None
+    disabled: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class RevisionRecord:
+    """One saved edit of a transcript: draft (kept) or final (the current version)."""
+
+    item_id: int
+    number: int
+    author: str
+    created_at: datetime
+    base_revision: int  # 0: the machine's text
+    kind: str  # draft | final
+    text: str
+
+
+@dataclass(frozen=True)
+class WebSessionRecord:
+    """A signed-in browser's session, by the sha256 of its cookie id."""
+
+    id_sha256: str
+    reviewer: ReviewerRecord
+    csrf_token: str
+    last_seen: datetime
+    expires_at: datetime
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from rich.text import Text
 from audit import AuditAction, command_actor, record_event
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
-from storage import open_store
+from storage import open_review_store, open_store
 from storage.audit_records import AuditEvent
 from storage.database import database_exists, upgrade_database
 from storage.errors import ExportRefused, NotUnderReview
@@ -41,6 +41,7 @@ from storage.records import (
     ExportRow,
     ItemRecord,
     ItemStatus,
+    QueueSize,
     StatusCount,
 )
 from tasks.discovery.names import one_line, reason_about, recording_name
@@ -92,9 +93,11 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
         where = storage.database_url_redacted
         typer.echo(f"nothing recorded yet (no database at {where})")
         return
-    store = open_store(storage)
+    store = open_review_store(storage)
     try:
         with store.unit_of_work(read_only=True) as uow:
+            queue = uow.reviews.queue_size()
+            corrected = uow.reviews.corrected_count()
             counts = uow.items.status_counts()
             deliveries = uow.deliveries.delivery_counts_by_target()
             latest = {
@@ -114,6 +117,16 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
         _print_deliveries_plain(deliveries)
     if last_purge is not None:  # a line for a person; stdout stays the tables
         typer.echo(_retention_line(counts, last_purge), err=True)
+    if queue.waiting or corrected:
+        typer.echo(_review_line(queue, corrected=corrected))
+
+
+def _review_line(queue: QueueSize, *, corrected: int) -> str:
+    """What waits for a person and what people corrected, one line."""
+    oldest = ""
+    if queue.oldest is not None:
+        oldest = f" (oldest since {queue.oldest.isoformat(timespec='seconds')})"
+    return f"review: {queue.waiting} waiting{oldest}, {corrected} corrected"
 
 
 def _retention_line(counts: list[StatusCount], last_purge: AuditEvent) -> str:

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from storage.errors import LeaseLost, NotUnderReview
 from storage.owners import is_dead_local_owner
-from storage.records import DeliveryCount, DeliveryRecord, ItemRecord, RunRecord, WantedDelivery
+from storage.records import (
+    DeliveryCount,
+    DeliveryRecord,
+    ItemRecord,
+    QueueSize,
+    RunRecord,
+    WantedDelivery,
+)
 
 if TYPE_CHECKING:
     from tests.fakes.store import _State
@@ -65,6 +72,10 @@ class FakeReviews:
     def __init__(self, state: _State) -> None:
         self._s = state
 
+    def queue_size(self) -> QueueSize:
+        waiting = [i.updated_at for i in self._s.items.values() if i.status == "needs_review"]
+        return QueueSize(waiting=len(waiting), oldest=min(waiting, default=None))
+
     def list_needs_review(self, *, language: str | None = None, limit: int = 0) -> list[ItemRecord]:
         found = [
             i
@@ -74,10 +85,13 @@ class FakeReviews:
         found.sort(key=lambda i: (i.updated_at, i.id))
         return found[:limit] if limit else found
 
-    def accept_review(self, item_id: int) -> ItemRecord:
+    def accept_review(self, item_id: int, *, by: str | None = None) -> ItemRecord:
         item = self._under_review(item_id)
         now = _now()
-        extras = {**item.extras, "review": {"accepted_at": now.isoformat(), "flags": item.flags}}
+        review = {"accepted_at": now.isoformat(), "flags": item.flags}
+        if by is not None:
+            review |= {"by": by, "at": now.isoformat()}
+        extras = {**item.extras, "review": review}
         done = replace(item, status="done", flags=[], extras=extras, updated_at=now)
         self._s.items[item_id] = done
         return done

@@ -272,11 +272,12 @@ class FakeRepository(FakeItemQueries, FakeItemListing):
         chunk_count: int,
         extras: Mapping[str, Any],
         flags: Sequence[str] = (),
+        hold_for_review: bool = False,
     ) -> None:
         self._settle(
             item_id,
             lease_token,
-            status="needs_review" if flags else "done",
+            status="needs_review" if flags or hold_for_review else "done",
             flags=list(flags),
             text=text,
             duration_ms=duration_ms,
