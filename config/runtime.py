@@ -10,8 +10,10 @@ from pathlib import Path
 
 # Defaults only: an operator's own PREFECT_* values always win.
 _PREFECT_DEFAULTS = {
-    # Hospitals do not want usage telemetry leaving the building.
+    # Hospitals do not want usage telemetry leaving the building: not from the server,
+    # and not from the client (which would also print a notice about it on first use).
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
     # The ephemeral API server logs a traceback for events still queued when it stops
     # at the end of a run; those events are Prefect's own bookkeeping, not our results.
     "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",

@@ -76,6 +76,7 @@ async def publish_summary(run: Run, summary: RunSummary, *, title: str) -> None:
         open_total=open_total,
         roots=run.source_roots,
         in_doubt=in_doubt,
+        store=run.settings.storage.database_url_redacted,
     )
     await acreate_markdown_artifact(markdown=markdown, key=night.key, description=description)
 
@@ -106,6 +107,7 @@ def night_report(
     open_total: int,
     roots: Sequence[str],
     in_doubt: int = 0,
+    store: str = "",
 ) -> str:
     """The markdown a person reads: headline, deliveries in doubt, then the open recordings
     table. What is still open in the store shows every night until a person resolves it."""
@@ -130,6 +132,8 @@ def night_report(
         "|---|---|---|---|---|---|",
     ]
     lines += [_item_row(item, roots=roots) for item in items]
+    if store:  # a worker's store is not the operator's shell default
+        lines += ["", f"The fix commands apply to the store `MEDASR_DATABASE_URL={store}`."]
     if open_total > len(items):
         lines += ["", f"… and more: `medasr status --failures {open_total}` lists them all."]
     return "\n".join(lines) + "\n"

@@ -68,9 +68,11 @@ def needs_check(outcome: FileOutcome) -> bool:
     return outcome.outcome not in _NOT_TO_CHECK
 
 
-def to_check_lines(rows: Sequence[CheckRow], *, total: int) -> list[str]:
+def to_check_lines(
+    rows: Sequence[CheckRow], *, total: int, skipped_rejudged: bool = False
+) -> list[str]:
     """The printed list: one line per recording (`total` in all), then how to see the rest
-    and re-queue."""
+    and re-queue (`skipped_rejudged`: this run already judged the skipped ones afresh)."""
     if not rows:
         return []
     lines = [f"Recordings to check ({total}):"]
@@ -80,7 +82,12 @@ def to_check_lines(rows: Sequence[CheckRow], *, total: int) -> list[str]:
             f"  ... and {total - len(rows)} more: `medasr status --failures {total}` lists them"
         )
     if any(row.status == ItemStatus.SKIPPED for row in rows):
-        lines.append("  `medasr rerun-failures --include-skipped` re-queues skipped recordings")
+        if skipped_rejudged:
+            lines.append(
+                "  skipped recordings were judged afresh and are silent again: listen to them"
+            )
+        else:
+            lines.append("  `medasr rerun-failures --include-skipped` re-queues skipped recordings")
     return lines
 
 

@@ -31,6 +31,7 @@ import asyncio
 import atexit
 import ctypes
 import importlib.util
+import logging
 import os
 import signal
 import socket
@@ -107,13 +108,38 @@ class PrefectApi:
             return
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
-        with temporary_settings(updates={PREFECT_API_URL: self._server.api_url}):
+        with (
+            temporary_settings(updates={PREFECT_API_URL: self._server.api_url}),
+            _without_view_at_links(),
+        ):
             yield
 
     def stop(self) -> None:
         """Stop the temporary server now (it is stopped at exit anyway)."""
         if self._server is not None:
             self._server.stop()
+
+
+class _NoViewAtLink(logging.Filter):
+    """Drops Prefect's "View at http://.../runs/..." line: a temporary server is gone when
+    the command ends, so its link would lead nowhere."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("View at ")
+
+
+@contextmanager
+def _without_view_at_links() -> Iterator[None]:
+    """While a temporary server serves this process's flow runs: no link to it."""
+    loggers = [logging.getLogger(name) for name in ("prefect.engine", "prefect.flow_runs")]
+    link_filter = _NoViewAtLink()
+    for logger in loggers:
+        logger.addFilter(link_filter)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(link_filter)
 
 
 def start_prefect_api(*, start_timeout_s: float) -> PrefectApi:
@@ -202,11 +228,15 @@ class _TemporaryServer:
                 [sys.executable, "-c", launch],
                 stdout=subprocess.PIPE,
                 preexec_fn=_die_with_this_process(),
+                process_group=0,  # a terminal's Ctrl-C is medasr's, which ends the run
             )
         else:
             environment = temporary_server_environment(self._prefect_settings())
             self._process = subprocess.Popen(
-                server_command(self.port), env=environment, preexec_fn=_die_with_this_process()
+                server_command(self.port),
+                env=environment,
+                preexec_fn=_die_with_this_process(),
+                process_group=0,
             )
         atexit.register(self.stop)  # after Prefect's own exit hooks have sent its logs
 

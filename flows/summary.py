@@ -81,6 +81,7 @@ class RunSummary:
     files_listed: int | None = None  # None: the run listed no source (a rerun)
     files_not_listed: int | None = None
     files_unreadable: int | None = None
+    not_audio_ignored: int | None = None  # None: the run listed no source
     requeued: int | None = None  # None: the run re-queued nothing (a backlog)
     files_purged: int | None = None  # purged files touched but unchanged: left purged
     to_check: tuple[CheckRow, ...] = ()
@@ -150,6 +151,7 @@ class RunSummary:
             ("files_listed", self.files_listed),
             ("files_not_listed", self.files_not_listed),
             ("files_unreadable", self.files_unreadable),
+            ("not_audio_ignored", self.not_audio_ignored),
             ("requeued", self.requeued),
             ("files_purged", self.files_purged),
             ("review_waiting", self.review_waiting),
@@ -177,6 +179,7 @@ class RunSummary:
         renamed = {"files_listed": "listed", "files_not_listed": "not_listed"}
         renamed |= {"files_unreadable": "unreadable", "requeued": "requeued"}
         renamed |= {"files_purged": "purged_unchanged"}
+        renamed |= {"not_audio_ignored": "not_audio_ignored"}
         counts |= {renamed[k]: v for k, v in optional.items() if v is not None}
         return counts
 
@@ -241,6 +244,7 @@ def summarize(
         files_listed=None if discovery is None else discovery.listed,
         files_not_listed=None if discovery is None else discovery.not_listed,
         files_unreadable=unreadable,
+        not_audio_ignored=None if discovery is None else discovery.ignored.count,
         requeued=requeued,
         files_purged=files.get(ItemStatus.PURGED) or None,
         to_check=tuple(to_check),

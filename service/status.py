@@ -87,6 +87,15 @@ def check_transport(
     )
 
 
+def require_token(token: SecretStr | None, *, setting: str = "MEDASR_TOKEN") -> None:
+    """Before anything starts: a missing token is a configuration error (ConfigError)."""
+    if token is None:
+        raise ConfigError(
+            f"no token is set: set {setting} to the bearer token the service gave you "
+            "(nothing was started or sent)"
+        )
+
+
 def bearer_token(token: SecretStr | None, *, setting: str = "MEDASR_TOKEN") -> str:
     """The token to send as `Bearer <token>`; raises CredentialsRejected or ConfigError.
 

@@ -52,7 +52,8 @@ class TreeResult:
 
 
 EXPORT_COLUMNS = (
-    "source",
+    "source",  # the recording's path relative to its source (what a person reads)
+    "source_uri",  # the full URI (what a machine opens)
     "language",
     "status",
     "text",
@@ -74,7 +75,9 @@ EXPORT_COLUMNS = (
 
 def export_record(row: ExportRow) -> dict[str, Any]:
     """One row as a JSON-ready dict: EXPORT_COLUMNS, `updated_at` in ISO 8601, `flags` a list."""
-    record = {name: getattr(row, name) for name in EXPORT_COLUMNS}
+    record = {name: getattr(row, name) for name in EXPORT_COLUMNS if name != "source_uri"}
+    record["source_uri"] = row.source_uri or row.source
+    record = {name: record[name] for name in EXPORT_COLUMNS}
     record["updated_at"] = row.updated_at.isoformat()
     record["flags"] = list(row.flags)
     return record

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 
 class ItemStatus(StrEnum):
@@ -163,6 +163,8 @@ class ExportRow:
     reviewed_by: str | None = None  # who finalized or accepted it
     reviewed_at: str | None = None  # when (ISO 8601, the store's clock)
     revision: int | None = None  # the finalized revision `text` is (None: the machine's)
+    # The full URI when `source` was shortened to a name for people ("": `source` is it).
+    source_uri: str = ""
 
 
 @dataclass(frozen=True)
@@ -311,9 +313,28 @@ class SkippedFile:
     folder: bool = False
 
 
+@dataclass
+class IgnoredFiles:
+    """Files under a source that are not recordings (storage/not_audio.py's rule): counted
+    by reason, the first `EXAMPLES` of them named; memory stays bounded at any count."""
+
+    EXAMPLES: ClassVar[int] = 20
+    count: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, uri: str, reason: str) -> None:
+        """Count one ignored file."""
+        self.count += 1
+        self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
+        if len(self.examples) < self.EXAMPLES:
+            self.examples.append(uri)
+
+
 @dataclass(frozen=True)
 class Listing:
     """What a source holds now: files to process (sorted by URI) and what was skipped."""
 
     files: list[SourceFile]
     skipped: list[SkippedFile]
+    ignored: IgnoredFiles = field(default_factory=IgnoredFiles)

@@ -29,9 +29,12 @@ from storage.errors import (
     UnsupportedSource,
 )
 from storage.local_files import iter_local, printable, require_regular_file
-from storage.records import Listing, SkippedFile, SourceFile
+from storage.not_audio import not_audio_reason
+from storage.records import IgnoredFiles, Listing, SkippedFile, SourceFile
 from storage.scratch import create_private_file, private_folder
 
+# The extensions medasr listed before every file became a candidate; a caller may still
+# pass `extensions` to list only those (tests, benches).
 AUDIO_EXTENSIONS = (
     ".wav",
     ".mp3",
@@ -104,25 +107,44 @@ class SourceLocation:
 
 @dataclass(frozen=True)
 class _Filters:
+    """Which files are recordings: the globs first (what the user asked for), then the
+    not-audio rule (counted in `ignored`), or only `extensions` when a caller names them."""
+
     include: tuple[str, ...]
     exclude: tuple[str, ...]
-    extensions: tuple[str, ...]
+    extensions: tuple[str, ...] | None
+    ignored: IgnoredFiles
+    root: str
 
     def wants(self, relative: str) -> bool:
         name = relative.rsplit("/", 1)[-1]
-        if not name.lower().endswith(self.extensions):
+        if self.extensions is not None and not name.lower().endswith(self.extensions):
             return False
         if self.include and not any(_glob_matches(relative, p) for p in self.include):
             return False
-        return not self.exclude or not any(_glob_matches(relative, p) for p in self.exclude)
+        if self.exclude and any(_glob_matches(relative, p) for p in self.exclude):
+            return False
+        if self.extensions is None and (reason := not_audio_reason(name)) is not None:
+            self.ignored.add(_joined(self.root, relative), reason)
+            return False
+        return True
+
+
+def _joined(root: str, relative: str) -> str:
+    """The URI of `relative` under a source `root` (a single file: the root itself)."""
+    if root.rsplit("/", 1)[-1] == relative:
+        return root
+    return f"{root.rstrip('/')}/{relative}"
 
 
 @dataclass
 class ListingStream:
-    """Files in URI order, read as they are consumed; `skipped` fills as they are."""
+    """Files in URI order, read as they are consumed; `skipped` and `ignored` (not audio)
+    fill as they are."""
 
     files: Iterator[SourceFile]
     skipped: list[SkippedFile]
+    ignored: IgnoredFiles
 
 
 def list_audio(
@@ -130,11 +152,13 @@ def list_audio(
     *,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
-    extensions: Sequence[str] = AUDIO_EXTENSIONS,
+    extensions: Sequence[str] | None = None,
     settle_s: float = 2.0,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Listing:
-    """List audio under a folder, bucket prefix or single file, recursively, sorted by URI.
+    """List recordings under a folder, bucket prefix or single file, recursively, sorted
+    by URI: every file but those the not-audio rule names (storage/not_audio.py), which
+    are counted in `ignored`; with `extensions`, only files ending so.
 
     Globs match the path relative to the source (`*` crosses folders) or the file name.
     Local files modified less than `settle_s` seconds ago, or changed between two
@@ -150,7 +174,8 @@ def list_audio(
         storage_options=storage_options,
     )
     files = list(stream.files)
-    return Listing(files=files, skipped=sorted(stream.skipped, key=lambda s: s.uri))
+    skipped = sorted(stream.skipped, key=lambda s: s.uri)
+    return Listing(files=files, skipped=skipped, ignored=stream.ignored)
 
 
 def iter_audio(
@@ -158,26 +183,28 @@ def iter_audio(
     *,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
-    extensions: Sequence[str] = AUDIO_EXTENSIONS,
+    extensions: Sequence[str] | None = None,
     settle_s: float = 2.0,
     storage_options: Mapping[str, Any] | None = None,
 ) -> ListingStream:
     """`list_audio` as a stream in URI order: a local folder is read folder by folder as
     the files are consumed (memory: one folder); a bucket is listed whole first (fsspec).
     The source itself is checked now; raises as `list_audio` does."""
+    location = source if isinstance(source, SourceLocation) else _parse_location(source)
     filters = _Filters(
         include=tuple(include),
         exclude=tuple(exclude),
-        extensions=tuple(e.lower() for e in extensions),
+        extensions=None if extensions is None else tuple(e.lower() for e in extensions),
+        ignored=IgnoredFiles(),
+        root=location.uri,
     )
-    location = source if isinstance(source, SourceLocation) else _parse_location(source)
     skipped: list[SkippedFile] = []
     if location.protocol is None:
         files = iter_local(location.path, wants=filters.wants, settle_s=settle_s, skipped=skipped)
-        return ListingStream(files=files, skipped=skipped)
+        return ListingStream(files=files, skipped=skipped, ignored=filters.ignored)
     listing = _list_remote(location, filters=filters, storage_options=storage_options)
     remote = iter(sorted(listing.files, key=lambda f: f.uri))
-    return ListingStream(files=remote, skipped=list(listing.skipped))
+    return ListingStream(files=remote, skipped=list(listing.skipped), ignored=filters.ignored)
 
 
 def parse_source(source: str) -> SourceLocation:

@@ -9,10 +9,16 @@
             │   └── DamagedTail        the same kind, raised after the readable chunks:
             │                          the recording is kept as partial, not failed
             ├── EmptyAudio             "empty_audio": zero bytes, or no samples at all
-            ├── UnsupportedAudio       "unsupported_audio": a format or codec ffmpeg lacks
+            ├── UnsupportedAudio       "unsupported_audio": a codec ffmpeg lacks
+            │   └── UnsupportedFormat  "unsupported_format": a file ffmpeg cannot open at
+            │                          all (DS2, an archive, an unknown format); the
+            │                          message names the format and what to do
             ├── DecodeFailed           "decode_failed": ffmpeg failed otherwise, or timed out
             └── SilentAudio            "silent_audio": decodes, but holds no speech to send
     RunStop (config/errors.py)         the whole run stops; RunInterrupted lives there too
+    └── RunInterrupted (config/errors.py)
+        └── DecoderInterrupted         "decoder_interrupted": ffmpeg ended by a signal (a Ctrl-C, a
+                                       kill): no verdict on the recording, it stays pending
     └── ConfigError (config/errors.py)
         └── SharedLimitUnavailable     "shared_limit_unavailable": MEDASR_GLOBAL_CONCURRENCY is
                                        set but the Prefect server gives no slot; the run stops
@@ -27,7 +33,9 @@ summarized to one line; audio content never appears in a message.
 
 from __future__ import annotations
 
-from config.errors import ConfigError, TerminalError
+import signal
+
+from config.errors import ConfigError, RunInterrupted, TerminalError
 
 
 class AudioError(TerminalError):
@@ -87,6 +95,12 @@ class UnsupportedAudio(AudioError):
     kind = "unsupported_audio"
 
 
+class UnsupportedFormat(UnsupportedAudio):
+    """A file whose format the bundled ffmpeg does not know; the message says what to do."""
+
+    kind = "unsupported_format"
+
+
 class DecodeFailed(AudioError):
     """ffmpeg failed for another reason, or did not finish in time."""
 
@@ -103,6 +117,24 @@ class SharedLimitUnavailable(ConfigError):
     """The Prefect server holding the shared request limit gave no slot: send nothing."""
 
     kind = "shared_limit_unavailable"
+
+
+class DecoderInterrupted(RunInterrupted):
+    """ffmpeg was ended by a signal: says nothing about the recording, which stays pending."""
+
+    kind = "decoder_interrupted"
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def signal_name(returncode: int) -> str:
+    """The name of the signal a negative subprocess return code stands for."""
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
 
 
 class RetentionInvalid(ConfigError):

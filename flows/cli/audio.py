@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
-from config.errors import EXIT_SOME_FAILED, EXIT_USAGE
+from config.errors import EXIT_INTERRUPTED, EXIT_SOME_FAILED, EXIT_USAGE
 from service.contract import SERVICE_MAX_UPLOAD_BYTES
 from tasks.audio import WAV_HEADER_BYTES, SplitResult, split_to_dir
-from tasks.errors import AudioError, AudioNotFound
+from tasks.errors import AudioError, AudioNotFound, DecoderInterrupted
 
 _MIN_MAX_BYTES = WAV_HEADER_BYTES + 2 * 16_000  # one second of 16 kHz mono s16
 _MAX_MAX_BYTES = 100_000_000  # as MEDASR_MAX_UPLOAD_BYTES: past it a chunk buffer is absurd
@@ -44,6 +44,13 @@ def split_command(
     """Split one recording into chunks; print one JSON line per chunk."""
     try:
         result = split_to_dir(input_path, out, max_bytes=max_bytes, min_pause_ms=min_pause_ms)
+    except (KeyboardInterrupt, DecoderInterrupted):
+        typer.echo(
+            f"medasr: interrupted: the chunks in {out} are incomplete; run the same command "
+            "again (it replaces them)",
+            err=True,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except AudioNotFound as exc:
         # INPUT names nothing at all: the command was mistyped (usage). A directory or an
         # unreadable file is there but is not audio we can read: exit 1 as other bad input.

@@ -54,7 +54,8 @@ COMMANDS = (
     LazyCommand(
         "export",
         "flows.cli.store:export_command",
-        "Export items: jsonl or csv rows, or one .txt transcript per source in a tree.",
+        "Export items: jsonl or csv rows, one .txt transcript per source in a tree, or a FHIR\n"
+        "R4 Bundle (fhir).",
     ),
     LazyCommand(
         "review",

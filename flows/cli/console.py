@@ -146,7 +146,9 @@ def _rich_console_handlers() -> list[Any]:
     return list(found.values())
 
 
-def print_summary(summary: RunSummary | Mapping[str, Any], *, title: str) -> None:
+def print_summary(
+    summary: RunSummary | Mapping[str, Any], *, title: str, skipped_rejudged: bool = False
+) -> None:
     """A short two-column table of the run's counts, then the recordings to check.
 
     Yes/no rows (credentials rejected, interrupted...) are shown only when true. A plain
@@ -157,7 +159,7 @@ def print_summary(summary: RunSummary | Mapping[str, Any], *, title: str) -> Non
         return
     print_table(summary.rows(), title=title)
     for line in to_check_lines(
-        summary.to_check, total=summary.to_check_total
+        summary.to_check, total=summary.to_check_total, skipped_rejudged=skipped_rejudged
     ):  # one line each: never wrapped, no markup
         print(line, flush=True)
 
@@ -170,5 +172,6 @@ def print_table(rows: Iterable[tuple[str, Any]], *, title: str) -> None:
     for key, value in rows:
         if value is False:
             continue
-        table.add_row(key.replace("_", " "), str(value))
+        shown = "yes" if value is True else str(value)  # "credentials rejected │ yes"
+        table.add_row(key.replace("_", " "), shown)
     Console().print(table)

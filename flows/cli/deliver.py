@@ -32,6 +32,7 @@ from flows.cli.log_level import medasr_log_level
 from service.contract import LANGUAGES, is_supported_language
 from service.errors import CredentialsRejected
 from service.preflight import check_service_config
+from service.status import require_token
 from storage import open_store
 from storage.database import database_exists
 from storage.interface import UnitOfWorkFactory
@@ -192,6 +193,10 @@ def _check_before_sending(
     try:
         if target.kind is TargetKind.DOCS:
             require_patient_link(query, allow_unlinked=allow_unlinked)
+        if target.kind is not TargetKind.MLLP:  # a missing token: configuration, exit 2
+            fhir = target.kind is TargetKind.FHIR
+            token = settings.delivery.fhir_token if fhir else settings.service.token
+            require_token(token, setting=_token_variable(target))
         check_target_token(target, settings)
     except CredentialsRejected as exc:
         typer.echo(f"medasr: credentials rejected: {exc}", err=True)

@@ -1,6 +1,8 @@
 """`medasr demo`: the whole job on embedded defaults, twice, to show nothing is sent twice.
 
-Devserver on loopback, SQLite under .demo/, Prefect's ephemeral API, samples/.
+Devserver on loopback, SQLite and the data folder under .demo/, Prefect's ephemeral
+API, samples/. A later demo keeps .demo/ and shows the resumed run (nothing sent again);
+`--fresh` starts over.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from flows.summary import RunSummary
 from service.devserver import DevServerConfig, start_devserver
 from storage import open_store
 from storage.records import ItemStatus
+from tasks.discovery.names import reason_about, recording_name
 
 DEMO_TOKEN = "demo-token"  # noqa: S105 - throwaway token of the loopback devserver
 
@@ -30,12 +33,19 @@ DEMO_TOKEN = "demo-token"  # noqa: S105 - throwaway token of the loopback devser
 def demo_command(
     samples: Annotated[Path, typer.Option(help="Folder of recordings.")] = Path("samples"),
     workdir: Annotated[Path, typer.Option(help="Where the demo database lives.")] = Path(".demo"),
-    language: Annotated[str, typer.Option("--language", "-l")] = "en-IN",
+    language: Annotated[
+        str, typer.Option("--language", "-l", help="Language code of the recordings.")
+    ] = "en-IN",
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Forget the last demo's database and start over.")
+    ] = False,
 ) -> None:
     """Transcribe samples/ against a local devserver, then run again to show zero requests."""
     console = Console()
-    shutil.rmtree(workdir, ignore_errors=True)
-    workdir.mkdir(mode=0o700, parents=True)
+    if fresh:
+        shutil.rmtree(workdir, ignore_errors=True)
+    resumed = (workdir / "medasr.db").exists()
+    workdir.mkdir(mode=0o700, parents=True, exist_ok=True)
     with start_devserver(DevServerConfig(token=DEMO_TOKEN, port=0)) as server:
         base = load_settings()
         settings = base.model_copy(
@@ -44,16 +54,22 @@ def demo_command(
                     update={"base_url": server.url, "token": SecretStr(DEMO_TOKEN)}
                 ),
                 "storage": base.storage.model_copy(
-                    update={"database_url": f"sqlite:///{(workdir / 'medasr.db').resolve()}"}
+                    update={
+                        "database_url": f"sqlite:///{(workdir / 'medasr.db').resolve()}",
+                        "data_dir": (workdir / "data").resolve(),  # nothing left in the checkout
+                    }
                 ),
                 "pipeline": base.pipeline.model_copy(update={"settle_s": 0.0}),
             }
         )
         with pinned_settings(settings):
-            console.rule("first run: everything is new")
+            if resumed:
+                console.rule(f"first run: the store of the last demo ({workdir}) is kept")
+            else:
+                console.rule("first run: everything is new")
             first = _run(samples, language)
             print_summary(first, title="first run")
-            _print_transcripts(settings.storage, console)
+            _print_transcripts(settings.storage, console, samples=samples)
             print_status(settings.storage)
             sent_before = len(server.ledger.entries())
             console.rule("second run: nothing changed")
@@ -64,6 +80,8 @@ def demo_command(
             f"requests the devserver saw: first run {sent_before}, "
             f"second run {sent_after - sent_before}"
         )
+        if resumed:
+            console.print("(the demo resumed its earlier store; `medasr demo --fresh` starts over)")
 
 
 def _run(samples: Path, language: str) -> RunSummary:
@@ -74,18 +92,21 @@ def _run(samples: Path, language: str) -> RunSummary:
     return asyncio.run(run())
 
 
-def _print_transcripts(storage: Any, console: Console) -> None:
+def _print_transcripts(storage: Any, console: Console, *, samples: Path) -> None:
     store = open_store(storage)
+    roots = (str(samples.resolve()),)
     try:
         with store.unit_of_work() as uow:
             for row in uow.items.export_rows():
-                name = Path(row.source).name
+                name = recording_name(row.source, roots=roots)
                 if row.status == ItemStatus.DONE:
                     text = row.text or ""
                     shown = text if len(text) <= 240 else f"{text[:240]}... ({len(text)} chars)"
                     console.print(f"[bold]{name}[/bold]: {shown}")
                 else:
-                    detail = ", ".join(row.flags) or row.error_message  # flags: needs_review
+                    detail = ", ".join(row.flags) or reason_about(  # flags: needs_review
+                        row.error_message, uri=row.source, roots=roots
+                    )
                     console.print(f"[bold]{name}[/bold]: {row.status} ({detail})")
     finally:
         store.dispose()

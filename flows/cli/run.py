@@ -38,6 +38,7 @@ from flows.cli.flow_run import (
 )
 from flows.cli.held_logs import held_logs
 from flows.cli.log_level import medasr_log_level
+from flows.cli.nothing_to_do import end_with_nothing_to_do, nothing_to_claim
 from flows.listing import Listed
 from flows.prefect_api import (
     PrefectApi,
@@ -46,17 +47,20 @@ from flows.prefect_api import (
 )
 from flows.summary import StopReason
 from service.client import max_wav_bytes_for
+from service.status import require_token
 from storage import open_store
 from storage.database import database_exists
 from storage.errors import (
     ManifestInvalid,
     SourceError,
+    SourceNotFound,
+    SourceUnreadable,
     StoreError,
 )
 from storage.interface import UnitOfWorkFactory
 from storage.sources import SourceLocation
 from tasks.discovery.discover import discover_and_register
-from tasks.transcription.plan import plan_backlog, plan_rows
+from tasks.transcription.plan import Plan, plan_backlog, plan_rows
 from tasks.transcription.runs import requeue_failed
 from tasks.work.journal import Journal
 
@@ -116,6 +120,7 @@ def run_command(
             api=api,
             run=run,
             before_flow=lambda run: _registered(run, into=listing),
+            idle=lambda: _end_if_idle(api, run, title="medasr run", listed=listing["listed"]),
             quiet=quiet,
             title="medasr run",
         )
@@ -139,8 +144,15 @@ def rerun_command(
             help="Re-queue recordings skipped as silent too; their audio is judged afresh.",
         ),
     ] = False,
-    concurrency: Annotated[int | None, typer.Option(min=1, max=256)] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=256,
+            help="Most requests in flight (a ceiling: medasr adapts below it when throttled).",
+        ),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
 ) -> None:
     """Re-queue failures that may succeed now and transcribe them."""
     request = RunRequest(language=language, concurrency=concurrency)
@@ -160,9 +172,28 @@ def rerun_command(
             before_flow=lambda run: _requeued(
                 run, into=requeued, permanent=include_permanent, skipped=include_skipped
             ),
+            idle=lambda: _end_if_idle(
+                api, run, title="medasr rerun-failures", requeued=requeued.get("n")
+            ),
             quiet=quiet,
             title="medasr rerun-failures",
+            skipped_rejudged=include_skipped,
         )
+
+
+def _end_if_idle(
+    api: PrefectApi,
+    run: Run,
+    *,
+    title: str,
+    listed: Listed | None = None,
+    requeued: int | None = None,
+) -> None:
+    """Exit 0 before the flow when the run would claim nothing and Prefect's temporary
+    server would be waited for; a long-running server (PREFECT_API_URL) still gets the
+    night's flow run and artifact, which carry the problems still open."""
+    if api.starting and nothing_to_claim(run, listed=listed):
+        end_with_nothing_to_do(api, title=title, listed=listed, requeued=requeued)
 
 
 # The flows import Prefect (seconds of start-up): imported once the head start is under way
@@ -207,6 +238,7 @@ def _started(
 ) -> Iterator[tuple[PrefectApi, Run]]:
     """Start Prefect's API (in the background), then bootstrap the run; else exit 2."""
     try:
+        require_token(settings.service.token)  # before Prefect, the store or any decode
         Journal.in_data_dir(settings.storage.data_dir).check_writable()  # before any request
     except ConfigError as exc:
         usage_error("configuration error", exc)
@@ -287,10 +319,12 @@ def _run_and_report(
     quiet: bool,
     title: str,
     before_flow: Callable[[Run], bool] | None = None,
+    idle: Callable[[], None] | None = None,
+    skipped_rejudged: bool = False,
 ) -> None:
     """Do what needs no Prefect while its server starts (`before_flow`: may requests go
-    out before the flow?), run the flow with progress output, print its summary table,
-    exit with its code."""
+    out before the flow?), end there if there is nothing to claim (`idle()` exits then), else run
+    the flow with progress output, print its summary table, exit with its code."""
     with (
         medasr_log_level(run.settings.pipeline.log_level),
         held_logs() as held,  # until Prefect's import gives them a handler
@@ -301,10 +335,12 @@ def _run_and_report(
         except KeyboardInterrupt:
             typer.echo("medasr: interrupted before any file was sent", err=True)
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        if early and idle is not None:
+            idle()
         summary = run_flow(flow_run, api=api, run=run, early=early, held=held)
     if summary.stopped is StopReason.CONFIGURATION:  # one line, as before the flow
         usage_error("configuration error", summary.stop_message or "a setting stopped the run")
-    print_summary(summary, title=title)
+    print_summary(summary, title=title, skipped_rejudged=skipped_rejudged)
     if summary.stopped is StopReason.CREDENTIALS:
         credentials_rejected(summary.stop_message or "")
     if summary.stopped is StopReason.INTERRUPTED:
@@ -317,7 +353,25 @@ def _print_plan(
 ) -> None:
     store = _existing_store(settings.storage)
     try:
-        plan = plan_backlog(
+        plan = _planned(source, settings=settings, language=language, request=request, store=store)
+    finally:
+        if store is not None:
+            store.dispose()
+    rows = [*plan_rows(plan).items(), ("sent", 0)]
+    print_table(rows, title=f"medasr dry run ({language}): nothing sent")
+
+
+def _planned(
+    source: SourceLocation,
+    *,
+    settings: Settings,
+    language: str,
+    request: RunRequest,
+    store: UnitOfWorkFactory | None,
+) -> Plan:
+    """The dry run's plan; a source that cannot be listed exits 2, as a real run does."""
+    try:
+        return plan_backlog(
             source=source,
             language=language,
             store=store,
@@ -327,11 +381,8 @@ def _print_plan(
             include=request.include,
             exclude=request.exclude,
         )
-    finally:
-        if store is not None:
-            store.dispose()
-    rows = [*plan_rows(plan).items(), ("sent", 0)]
-    print_table(rows, title=f"medasr dry run ({language}): nothing sent")
+    except (SourceNotFound, SourceUnreadable) as exc:
+        usage_error("usage error", exc)
 
 
 def _existing_store(storage: StorageSettings) -> UnitOfWorkFactory | None:

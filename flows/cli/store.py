@@ -8,8 +8,9 @@ source of a recorded run, and everything printed is escaped onto one line (`one_
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -25,7 +26,7 @@ from config.settings import StorageSettings, load_settings
 from storage import open_review_store, open_store
 from storage.audit_records import AuditEvent
 from storage.database import database_exists, upgrade_database
-from storage.errors import ExportRefused
+from storage.errors import ExportRefused, NotUnderReview
 from storage.export import (
     TreeResult,
     common_local_root,
@@ -37,6 +38,7 @@ from storage.interface import UnitOfWorkFactory
 from storage.records import (
     ITEM_STATUSES,
     DeliveryCount,
+    ExportRow,
     ItemRecord,
     ItemStatus,
     QueueSize,
@@ -70,6 +72,9 @@ def _command_errors() -> Iterator[None]:
     """One line and an exit code instead of a traceback: 2 configuration, 1 other."""
     try:
         yield
+    except NotUnderReview as exc:  # an ID that names no item under review: the usage
+        typer.echo(f"medasr: usage error: {one_line(str(exc))}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
     except ConfigError as exc:
         typer.echo(f"medasr: configuration error: {one_line(str(exc))}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
@@ -271,7 +276,8 @@ def export_command(
         ),
     ] = False,
 ) -> None:
-    """Export items: jsonl or csv rows, or one .txt transcript per source in a tree.
+    """Export items: jsonl or csv rows, one .txt transcript per source in a tree, or a FHIR
+    R4 Bundle (fhir).
 
     Files are 0600 in 0700 folders and never written through a link; a refused file is
     a line on stderr and exit code 1 (the rest is still written).
@@ -343,10 +349,24 @@ def _export(
             f"--out {out} is a folder; give a file name for --format {export_format.value}"
         )
     with store.unit_of_work(read_only=True) as uow:
-        rows_iter = uow.items.export_rows(status=status)
+        roots = uow.runs.run_sources()
+        rows_iter = _named_rows(uow.items.export_rows(status=status), roots=roots)
         if export_format is ExportFormat.jsonl:
             return write_jsonl(rows_iter, out, force=force), 0
         return write_csv(rows_iter, out, force=force), 0
+
+
+def _named_rows(rows: Iterable[ExportRow], *, roots: list[str]) -> Iterator[ExportRow]:
+    """Rows as a person reads them: `source` and the path in `error_message` relative to
+    the run source holding them; the full URI kept in `source_uri`."""
+    for row in rows:
+        uri = row.source
+        yield replace(
+            row,
+            source=recording_name(uri, roots=roots),
+            source_uri=uri,
+            error_message=reason_about(row.error_message, uri=uri, roots=roots) or None,
+        )
 
 
 def _print_refusals(result: TreeResult, *, roots: list[str]) -> None:

@@ -32,7 +32,15 @@ from tasks.audio.ffmpeg import (
     parse_probe,
     summarize_stderr,
 )
-from tasks.errors import AudioError, CorruptAudio, DecodeFailed, NotAudio, UnsupportedAudio
+from tasks.errors import (
+    AudioError,
+    CorruptAudio,
+    DecodeFailed,
+    DecoderInterrupted,
+    NotAudio,
+    UnsupportedAudio,
+    signal_name,
+)
 
 _PIPE_BYTES = 1 << 20  # a bigger pipe means fewer wake-ups per second of audio
 _F_SETPIPE_SZ = 1031
@@ -44,6 +52,8 @@ _LEVEL_TAG = re.compile(
     rb"^((?:\[[^\]]*\] )*?)\[(trace|debug|verbose|info|warning|error|fatal|panic)\] "
 )
 _PROBE_LINE = re.compile(rb"Input #|Duration:|Stream #|Estimating duration|unknown codec")
+# ffmpeg catches SIGINT and SIGTERM, says so at level info and exits 255.
+_SIGNAL_LINE = re.compile(rb"received signal (\d+)")
 
 
 class FfmpegLog:
@@ -60,6 +70,7 @@ class FfmpegLog:
         self.header_done = False
         self._partial = b""
         self._level = b"info"
+        self.signal: int | None = None  # the signal ffmpeg said it received, if any
 
     def feed(self, data: bytes) -> None:
         """Take the next bytes ffmpeg wrote to stderr."""
@@ -83,6 +94,8 @@ class FfmpegLog:
             line = tagged.group(1) + line[tagged.end() :]
         if not line:
             return
+        if self.signal is None and (received := _SIGNAL_LINE.search(line)):
+            self.signal = int(received.group(1))
         if self._level in (b"error", b"fatal", b"panic") and len(self.errors) < _ERRORS_KEEP_BYTES:
             self.errors += line + b"\n"
         if self.header_done:
@@ -120,8 +133,14 @@ class PcmDecoder:
             "pipe:1",
         ]  # fmt: skip
         try:
+            # A process group of its own: a terminal's Ctrl-C goes to medasr's group, and
+            # medasr, not ffmpeg, decides what an interruption means for the recording.
             self._proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                process_group=0,
             )
         except OSError as exc:
             raise DecodeFailed(
@@ -178,6 +197,12 @@ class PcmDecoder:
             self._read_header(timeout_s=timeout_s)
             header = self._log.header.decode("utf-8", errors="replace")
             info = parse_probe(header, path=self.path, head=head, keep_truncated=True)
+        except AudioError as exc:
+            returncode = self._proc.poll()  # before close(), whose own kill is no verdict
+            self.close()
+            if self._log.signal is not None or (returncode is not None and returncode < 0):
+                raise self._interrupted(returncode or 0) from exc
+            raise
         except BaseException:
             self.close()
             raise
@@ -263,11 +288,22 @@ class PcmDecoder:
             if self._stderr_fd in self._wait_ready():
                 self._drain_stderr()
         self._proc.wait()
-        if self._proc.returncode != 0:
+        if self._proc.returncode != 0 or self._log.signal is not None:
             raise self._exit_failure(self._proc.returncode)
 
-    def _exit_failure(self, returncode: int) -> AudioError:
+    def _interrupted(self, returncode: int) -> DecoderInterrupted:
+        """ffmpeg ended by a signal it was not sent by us: no verdict on the recording."""
+        signum = -returncode if returncode < 0 else self._log.signal or 0
+        return DecoderInterrupted(
+            f"ffmpeg was stopped by {signal_name(-signum)} while decoding {self.path}; "
+            "the recording stays pending",
+            path=str(self.path),
+        )
+
+    def _exit_failure(self, returncode: int) -> AudioError | DecoderInterrupted:
         """The error for ffmpeg exiting non-zero during the decode."""
+        if returncode < 0 or self._log.signal is not None:
+            return self._interrupted(returncode)
         stderr = self._log.errors.decode("utf-8", errors="replace")
         summary = summarize_stderr(stderr)
         where = str(self.path)

@@ -20,15 +20,19 @@ from pathlib import Path
 
 import imageio_ffmpeg
 
+from tasks.audio.formats import unsupported_format_sentence
 from tasks.audio.sniff import check_wav_header, looks_like_audio, looks_like_text
 from tasks.errors import (
     AudioError,
     AudioNotFound,
     CorruptAudio,
     DecodeFailed,
+    DecoderInterrupted,
     EmptyAudio,
     NotAudio,
     UnsupportedAudio,
+    UnsupportedFormat,
+    signal_name,
 )
 
 OUTPUT_SAMPLE_RATE_HZ = 16_000
@@ -116,8 +120,12 @@ def probe_with_confidence(path: Path, *, timeout_s: float = 60) -> tuple[AudioIn
     check_wav_header(head, size_bytes=size_bytes, path=path)
     command = [find_ffmpeg(), "-nostdin", "-hide_banner", "-i", input_arg(path)]
     try:
-        done = subprocess.run(
-            command, capture_output=True, timeout=timeout_s, stdin=subprocess.DEVNULL
+        done = subprocess.run(  # its own process group: a Ctrl-C is medasr's to judge
+            command,
+            capture_output=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            process_group=0,
         )
     except subprocess.TimeoutExpired as exc:
         raise DecodeFailed(
@@ -126,6 +134,14 @@ def probe_with_confidence(path: Path, *, timeout_s: float = 60) -> tuple[AudioIn
     except OSError as exc:
         raise DecodeFailed(f"cannot run ffmpeg to probe {path}: {exc}", path=str(path)) from exc
     stderr = done.stderr.decode("utf-8", errors="replace")
+    received = re.search(r"received signal (\d+)", stderr)  # ffmpeg caught it, exit 255
+    if done.returncode < 0 or received:
+        signum = int(received.group(1)) if received else -done.returncode
+        raise DecoderInterrupted(
+            f"ffmpeg was stopped by {signal_name(-signum)} while probing {path}; "
+            "the recording stays pending",
+            path=str(path),
+        )
     info = parse_probe(stderr, path=path, head=head)
     return info, "Estimating duration" not in stderr
 
@@ -140,9 +156,7 @@ def _open_failure(stderr: str, *, path: Path, head: bytes) -> AudioError:
         return NotAudio(f"not an audio file: {path} (it holds text)", path=where)
     if looks_like_audio(head):
         return CorruptAudio(f"damaged or truncated audio file: {path} ({summary})", path=where)
-    return UnsupportedAudio(
-        f"unsupported or unrecognized audio format: {path} ({summary})", path=where
-    )
+    return UnsupportedFormat(unsupported_format_sentence(head, path=path), path=where)
 
 
 def _channels(layout: str) -> int | None:

@@ -7,7 +7,7 @@ import logging
 import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from storage.interface import UnitOfWorkFactory
 from storage.local_files import printable
 from storage.manifest import default_manifest, metadata_by_uri, read_manifest
 from storage.query_plans import refresh_statistics
-from storage.records import RegisterResult, SourceFile
+from storage.records import IgnoredFiles, RegisterResult, SourceFile
 from storage.sources import SkippedFile, SourceLocation, iter_audio, parse_source
 from tasks.discovery.names import one_line, recording_name
 
@@ -41,6 +41,9 @@ class Discovery:
     # Files and folders there but unreadable, each a failed row (source_unreadable) after
     # this run: the summary, the log and the artifact all read this one count.
     unreadable: int = 0
+    # Files that are not recordings by the stated rule (storage/not_audio.py): counted and
+    # named in the log, never registered.
+    ignored: IgnoredFiles = field(default_factory=IgnoredFiles)
 
     @property
     def not_listed(self) -> int:
@@ -103,6 +106,7 @@ def discover_and_register(
     if registered.new:  # the planner must see the archive's new shape before the run
         refresh_statistics(store)
     _log_skipped(skipped, root=location.uri)
+    log_ignored(stream.ignored, root=location.uri)
     return Discovery(
         source=location.uri,
         listed=listed,
@@ -111,6 +115,7 @@ def discover_and_register(
         unchanged=registered.unchanged,
         skipped=tuple(skipped),
         unreadable=len(unreadable),
+        ignored=stream.ignored,
     )
 
 
@@ -134,6 +139,16 @@ def _log_skipped(skipped: Sequence[SkippedFile], *, root: str) -> None:
             logger.warning("cannot read %s (%s): recorded as failed", name, reason)
         else:
             logger.warning("not listed: %s (%s)", name, reason)
+
+
+def log_ignored(ignored: IgnoredFiles, *, root: str) -> None:
+    """One line for the files that are not audio: how many, why, the first few by name."""
+    if not ignored.count:
+        return
+    reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(ignored.by_reason.items()))
+    names = ", ".join(recording_name(uri, roots=(root,)) for uri in ignored.examples[:5])
+    more = ", ..." if ignored.count > 5 else ""
+    logger.warning("not audio, ignored %d (%s): %s%s", ignored.count, reasons, names, more)
 
 
 def as_location(source: SourceLocation | str) -> SourceLocation:

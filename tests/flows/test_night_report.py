@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from flows.artifacts import Night, night_report
 from flows.summary import RunSummary
+from storage.records import ItemRecord
 
 NIGHT = Night(language="en-IN", source="recordings", date="2026-11-24")
 
@@ -29,3 +32,24 @@ def test_deliveries_in_doubt_are_in_every_nights_report_with_their_command(
     )
     assert ("## Deliveries in doubt (3)" in markdown) is shown
     assert ("medasr deliver --resend-in-doubt" in markdown) is shown
+
+
+def test_the_fix_commands_say_which_store_they_apply_to() -> None:
+    now = datetime.now(UTC)
+    item = ItemRecord(
+        id=7, source_uri="/archive/a.wav", language="en-IN", source_version="1", sha256=None,
+        size_bytes=1, duration_ms=None, status="failed", error_kind="corrupt_audio",
+        error_message="damaged", retryable=False, attempts=1, next_attempt_at=None,
+        lease_owner=None, lease_expires_at=None, text=None, extras={}, chunk_count=None,
+        created_at=now, updated_at=now, done_at=None,
+    )  # fmt: skip
+    markdown = night_report(
+        RunSummary(files_failed=1),
+        title="medasr backlog",
+        night=NIGHT,
+        items=[item],
+        open_total=1,
+        roots=("/archive",),
+        store="postgresql+psycopg://medasr:***@db.example/medasr",
+    )
+    assert "MEDASR_DATABASE_URL=postgresql+psycopg://medasr:***@db.example/medasr" in markdown

@@ -313,3 +313,25 @@ def test_missing_file_raises_source_not_found(tmp_path: Path, call: str) -> None
         else:
             with fetch_and_fingerprint(missing):
                 pass
+
+
+def test_every_file_but_the_stated_not_audio_ones_is_a_recording(tmp_path: Path) -> None:
+    recordings = ("a.aiff", "b.wma", "c.dss", "d.ds2", "e.caf", "sub/f.3gp", "no-extension")
+    not_audio = ("notes.txt", "medasr.csv", "scan.JPG", "sub/._a.wav", ".DS_Store", "x.wav.part")
+    for relative in (*recordings, *not_audio):
+        put(tmp_path, relative)
+    listing = list_audio(str(tmp_path), settle_s=0)
+    assert uris(listing) == sorted(str(tmp_path / r) for r in recordings)
+    assert listing.ignored.count == len(not_audio)
+    assert sorted(listing.ignored.examples) == sorted(str(tmp_path / r) for r in not_audio)
+    assert listing.ignored.by_reason[".txt file"] == 1
+    excluded = list_audio(str(tmp_path), settle_s=0, exclude=("*.txt",))
+    assert excluded.ignored.count == len(not_audio) - 1  # what the user excluded is not counted
+
+
+def test_a_file_named_directly_is_listed_whatever_its_extension(tmp_path: Path) -> None:
+    path = put(tmp_path, "dictation.aiff")
+    assert uris(list_audio(str(path), settle_s=0)) == [str(path)]
+    notes = put(tmp_path, "notes.txt")
+    named = list_audio(str(notes), settle_s=0)
+    assert (uris(named), named.ignored.examples) == ([], [str(notes)])

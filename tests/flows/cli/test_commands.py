@@ -228,7 +228,7 @@ def test_rejected_token_exits_3_and_leaves_files_pending(
     assert "not-the-token" not in result.stdout + result.stderr
     # The summary table first (stdout), then one line naming the setting to fix (stderr).
     summary = table_rows(result.stdout)
-    assert summary["credentials rejected"] == "True", result.stdout
+    assert summary["credentials rejected"] == "yes", result.stdout
     assert summary["files done"] == "0"
     assert summary["exit code"] == "3"
     ours = [line for line in result.stderr.splitlines() if line.startswith("medasr:")]

@@ -242,9 +242,9 @@ def test_deliver_to_a_fhir_server_files_each_transcript_once(
     assert f"{target}\tdelivered\t3" in status
 
 
-def test_a_fhir_target_without_its_token_stops_with_exit_3(env) -> None:
+def test_a_fhir_target_without_its_token_is_a_configuration_error(env) -> None:
     result = invoke("deliver", "--to", f"fhir+{env.url}/fhir")
-    assert result.exit_code == 3, result.output
+    assert result.exit_code == 2, result.output  # before anything is sent
     assert "MEDASR_FHIR_TOKEN" in result.output
     assert env.state.fhir.resources == {}
 

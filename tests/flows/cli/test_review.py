@@ -78,12 +78,14 @@ def test_exports_carry_flags_as_a_list(runner: CliRunner, ids, tmp_path: Path) -
     assert runner.invoke(app, ["export", "--format", "jsonl", "--out", str(jsonl)]).exit_code == 0
     assert runner.invoke(app, ["export", "--format", "csv", "--out", str(table)]).exit_code == 0
 
-    rows = {json.loads(line)["source"]: json.loads(line) for line in jsonl.read_text().splitlines()}
+    rows = {
+        json.loads(line)["source_uri"]: json.loads(line) for line in jsonl.read_text().splitlines()
+    }
     assert rows["/a/tamil.wav"]["flags"] == ["script_mismatch", "partial"]
     assert rows["/a/tamil.wav"]["status"] == "needs_review"
     assert rows["/a/clean.wav"]["flags"] == []
     with table.open(encoding="utf-8", newline="") as handle:
-        cells = {r["source"]: r["flags"] for r in csv.DictReader(handle)}
+        cells = {r["source_uri"]: r["flags"] for r in csv.DictReader(handle)}
     assert cells == {"/a/clean.wav": "", "/a/loop.wav": "repetition",
                      "/a/tamil.wav": "script_mismatch;partial"}  # fmt: skip
 
@@ -153,6 +155,16 @@ def test_review_without_a_database_exits_2(runner: CliRunner) -> None:
     result = runner.invoke(app, ["review"])
     assert result.exit_code == 2
     assert "no database" in result.stderr
+
+
+@pytest.mark.parametrize("args", [["--accept", "9999"], ["--resend", "{clean}"]])
+def test_an_id_not_under_review_is_a_usage_error_not_a_configuration_error(
+    runner: CliRunner, store: UnitOfWorkFactory, ids, args: list[str]
+) -> None:
+    result = runner.invoke(app, ["review", *(a.format(**ids) for a in args)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("medasr: usage error: ")
+    assert "configuration error" not in result.stderr
 
 
 def test_status_counts_what_waits_for_review_and_what_was_corrected(

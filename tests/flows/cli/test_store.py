@@ -95,7 +95,7 @@ def test_export_jsonl_fields_are_exact(runner: CliRunner, filled, tmp_path: Path
         "source", "language", "status", "text", "error_kind", "error_message",
         "duration_ms", "chunks", "attempts", "updated_at",
     } <= set(EXPORT_COLUMNS)  # fmt: skip
-    by_key = {(r["source"], r["language"]): r for r in rows}
+    by_key = {(r["source_uri"], r["language"]): r for r in rows}
     assert len(rows) == 6
     a = by_key[(filled["a"], LANG)]
     assert a["status"] == "done"
@@ -105,7 +105,7 @@ def test_export_jsonl_fields_are_exact(runner: CliRunner, filled, tmp_path: Path
     c = by_key[(filled["c"], LANG)]
     assert (c["status"], c["error_kind"], c["text"]) == ("failed", "request_rejected", None)
     assert by_key[("s3://bucket/key/d.wav", LANG)]["text"] == "delta"
-    assert by_key[(filled["b"], LANG)]["source"].endswith("sub dir/b é.mp3")
+    assert by_key[(filled["b"], LANG)]["source_uri"].endswith("sub dir/b é.mp3")
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
 
 
@@ -120,7 +120,7 @@ def test_export_csv_has_the_same_columns(runner: CliRunner, filled, tmp_path: Pa
         rows = list(reader)
     assert tuple(reader.fieldnames or ()) == EXPORT_COLUMNS
     assert [r["status"] for r in rows] == ["done"] * 4
-    a = next(r for r in rows if r["source"] == filled["a"] and r["language"] == LANG)
+    a = next(r for r in rows if r["source_uri"] == filled["a"] and r["language"] == LANG)
     assert a["text"] == 'alpha, "quoted"\nsecond line'
 
 

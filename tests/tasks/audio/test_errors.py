@@ -22,6 +22,7 @@ from tasks.errors import (
     EmptyAudio,
     NotAudio,
     UnsupportedAudio,
+    UnsupportedFormat,
 )
 from tests.helpers.audio import Dictation, ffmpeg
 
@@ -100,6 +101,13 @@ def _garbage(tmp: Path, d: Dictation) -> Path:
     return path
 
 
+def _ds2(tmp: Path, d: Dictation) -> Path:
+    """DS2 (DSS Pro) starts with these bytes; the bundled ffmpeg has no DS2 demuxer."""
+    path = tmp / "olympus.ds2"
+    path.write_bytes(b"\x03ds2" + bytes(range(256)) * 8)
+    return path
+
+
 def _unknown_codec(tmp: Path, d: Dictation) -> Path:
     path = tmp / "codec.wav"
     path.write_bytes(_wav_header(format_tag=0x1234, data_bytes=32_000) + bytes(32_000))
@@ -135,7 +143,8 @@ CASES: list[tuple[str, Callable[[Path, Dictation], Path], type[AudioError], str]
     ("video-without-sound", _video, NotAudio, "no audio stream"),
     ("zero-bytes", _zero_bytes, EmptyAudio, "0 bytes"),
     ("zero-sample-wav", _zero_samples, EmptyAudio, "no samples"),
-    ("random-bytes", _garbage, UnsupportedAudio, "unrecognized"),
+    ("random-bytes", _garbage, UnsupportedFormat, "unrecognized"),
+    ("ds2-stand-in", _ds2, UnsupportedFormat, "DS2 (DSS Pro dictation)"),
     ("unknown-wav-codec", _unknown_codec, UnsupportedAudio, "unsupported audio codec"),
     ("truncated-mp3", _truncated_mp3, CorruptAudio, "truncated"),
     ("truncated-m4a", _truncated_m4a, CorruptAudio, "moov atom not found"),
@@ -229,9 +238,9 @@ def test_the_decode_words_its_errors_exactly_as_the_probe(
 
 def test_kinds_are_stable() -> None:
     kinds = {cls.kind for cls in (AudioNotFound, NotAudio, CorruptAudio, EmptyAudio,
-                                  UnsupportedAudio, DecodeFailed)}  # fmt: skip
+                                  UnsupportedAudio, UnsupportedFormat, DecodeFailed)}  # fmt: skip
     assert kinds == {"audio_not_found", "not_audio", "corrupt_audio", "empty_audio",
-                     "unsupported_audio", "decode_failed"}  # fmt: skip
+                     "unsupported_audio", "unsupported_format", "decode_failed"}  # fmt: skip
 
 
 def test_damage_found_only_by_decoding_is_raised_before_the_last_chunk(tmp_path: Path) -> None:

@@ -1,0 +1,46 @@
+"""`medasr demo` as a new user runs it: twice, from a checkout, leaving nothing behind."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.flows.prefect_server import MEDASR, REPO, stripped_env
+
+
+def demo(cwd: Path) -> str:
+    done = subprocess.run(
+        [MEDASR, "demo"],
+        cwd=cwd,
+        env=stripped_env() | {"COLUMNS": "200", "PREFECT_HOME": str(cwd / ".prefect")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout + done.stderr
+
+
+@pytest.mark.slow  # two demos, each two runs with Prefect's temporary server
+def test_a_second_demo_resumes_and_nothing_is_left_in_the_checkout(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    shutil.copytree(REPO / "samples", checkout / "samples")
+
+    first = demo(checkout)
+    second = demo(checkout)
+
+    assert "first run: everything is new" in first
+    assert "everything is new" not in second  # the store of the first demo is kept
+    assert "requests the devserver saw: first run 0, second run 0" in second
+    assert not (checkout / ".medasr").exists()  # the journal lives under .demo/
+    assert str(checkout) not in first  # recordings named relative to samples/
+    assert "corrupt.mp3: failed" in first
+
+
+def test_gitignore_names_what_medasr_leaves_in_a_checkout() -> None:
+    ignored = (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert {"/.demo/", "/.medasr/", "/medasr.db*"} <= set(ignored)
