@@ -179,7 +179,7 @@ class RunSummary:
         renamed = {"files_listed": "listed", "files_not_listed": "not_listed"}
         renamed |= {"files_unreadable": "unreadable", "requeued": "requeued"}
         renamed |= {"files_purged": "purged_unchanged"}
-        renamed |= {"not_audio_ignored": "not_audio_ignored"}
+        renamed |= {"not_audio_ignored": "not_audio_ignored", "review_waiting": "review_waiting"}
         counts |= {renamed[k]: v for k, v in optional.items() if v is not None}
         return counts
 

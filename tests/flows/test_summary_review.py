@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from flows.summary import summarize
+from storage.records import QueueSize
 from tests.helpers.summaries import drained
 
 
@@ -35,3 +38,15 @@ def test_the_run_row_keeps_the_needs_review_count() -> None:
     assert counts["needs_review"] == 2
     assert counts["files"] == 4
     assert counts["done"] == 1
+
+
+def test_a_run_with_a_review_queue_records_its_counts() -> None:
+    # Under MEDASR_REVIEW__REQUIRED=all every run carries the queue's size into its run row.
+    now = datetime(2026, 11, 27, 8, 0, tzinfo=UTC)
+    queue = QueueSize(waiting=3, oldest=now - timedelta(hours=2))
+    summary = summarize(drained("done", "done")).with_review_queue(queue, now=now)
+
+    counts = summary.run_counts()
+
+    assert counts["review_waiting"] == 3
+    assert counts["done"] == 2
