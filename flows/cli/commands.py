@@ -23,6 +23,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.runtime import prepare_prefect_environment
+from flows.cli.metavars import name_values
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,9 @@ def load_command(entry: LazyCommand) -> click.Command:
     else:
         holder.command(entry.name)(target)
     holder.callback()(_no_options)  # a group, whatever it holds: commands keep their names
-    return typer.main.get_group(holder).commands[entry.name]
+    command = typer.main.get_group(holder).commands[entry.name]
+    name_values(command)
+    return command
 
 
 def _no_options() -> None:
@@ -161,6 +164,7 @@ class LazyGroup(TyperGroup):
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         self._listing = True
+        name_values(self)
         try:
             super().format_help(ctx, formatter)
         finally:

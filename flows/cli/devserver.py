@@ -74,7 +74,10 @@ def _default(flag: _Flag) -> Any:
 
 
 def _parameter(flag: _Flag) -> inspect.Parameter:
-    option = typer.Option(help=flag.help, envvar=_ENV + flag.name.upper())
+    # A switch is one flag: a `--no-` twin would only narrow the column the
+    # variable names are printed in until they are cut off.
+    names = ("--" + flag.name.replace("_", "-"),) if flag.kind is bool else ()
+    option = typer.Option(*names, help=flag.help, envvar=_ENV + flag.name.upper())
     return inspect.Parameter(
         flag.name,
         inspect.Parameter.KEYWORD_ONLY,

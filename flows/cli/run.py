@@ -79,13 +79,15 @@ def run_command(
             help="Most requests in flight (a ceiling: medasr adapts below it when throttled).",
         ),
     ] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="Process at most N files.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, metavar="N", help="Process at most N files.")
+    ] = None,
     batch_size: Annotated[int | None, typer.Option(min=1, help="Files per task run.")] = None,
     include: Annotated[
-        list[str] | None, typer.Option(help="Only paths matching this glob.")
+        list[str] | None, typer.Option(metavar="GLOB", help="Only paths matching this glob.")
     ] = None,
     exclude: Annotated[
-        list[str] | None, typer.Option(help="Skip paths matching this glob.")
+        list[str] | None, typer.Option(metavar="GLOB", help="Skip paths matching this glob.")
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan; send nothing.")

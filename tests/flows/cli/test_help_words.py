@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from tests.flows.cli.help_pages import HELP_PAGES
 
 
 def help_of(*command: str) -> str:
@@ -29,3 +32,18 @@ def test_options_and_summaries_are_described(
     shown = help_of(*command)
     for word in words:
         assert word in shown
+
+
+@pytest.mark.parametrize("page", HELP_PAGES, ids=lambda page: " ".join(page) or "medasr")
+def test_help_names_values_in_words_and_cuts_nothing(page: list[str]) -> None:
+    """No Python type (`<bool>`, `<list[str]>`, `<int range>`) and no name cut off at 100
+    columns, the width of the kept help pages."""
+    shown = CliRunner().invoke(app, [*page, "--help"], env={"COLUMNS": "100"}).output
+    assert not re.search(r"<(bool|str|int|float|path|list\[\w+\])[^>]*>", shown), shown
+    assert "…" not in shown, shown
+
+
+def test_devserver_help_names_every_variable_whole() -> None:
+    shown = CliRunner().invoke(app, ["devserver", "--help"], env={"COLUMNS": "100"}).output
+    for name in ("RETRY_AFTER_HTTP_DATE", "LEGACY_RESPONSE_TAG", "P_WRONG_SCRIPT"):
+        assert f"MEDASR_DEVSERVER_{name}" in shown.replace("│", "").replace(" ", "")
