@@ -175,3 +175,12 @@ def print_table(rows: Iterable[tuple[str, Any]], *, title: str) -> None:
         shown = "yes" if value is True else str(value)  # "credentials rejected │ yes"
         table.add_row(key.replace("_", " "), shown)
     Console().print(table)
+
+
+def print_named(what: str, uris: Sequence[str], *, total: int, root: str) -> None:
+    """`what: a.mp3, b/c.wav … and 3 more`: the first files by their path under `root`."""
+    if not uris:
+        return
+    names = ", ".join(recording_name(uri, roots=[root]) for uri in uris)
+    more = f" … and {total - len(uris)} more" if total > len(uris) else ""
+    print(f"{what}: {names}{more}")

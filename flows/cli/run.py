@@ -28,7 +28,7 @@ from config.errors import (
 from config.settings import Settings, StorageSettings
 from flows.bootstrap import PreparedSource, Run, RunRequest, bootstrap, checked_settings
 from flows.bootstrap import prepare_source as prepare_run_source
-from flows.cli.console import print_summary, print_table, show_progress
+from flows.cli.console import print_named, print_summary, print_table, show_progress
 from flows.cli.flow_run import (
     FlowRun,
     credentials_rejected,
@@ -361,6 +361,7 @@ def _print_plan(
             store.dispose()
     rows = [*plan_rows(plan).items(), ("sent", 0)]
     print_table(rows, title=f"medasr dry run ({language}): nothing sent")
+    print_named("not decodable", plan.undecodable_uris, total=plan.undecodable, root=source.uri)
 
 
 def _planned(

@@ -42,6 +42,8 @@ _FINISHED = (
 
 # Listed files whose store records are read in one query.
 LOOKUP_BATCH = 500
+# Files not decodable the plan names (URIs); the rest are only counted.
+NAMED_UNDECODABLE = 10
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -62,6 +64,7 @@ class Plan:
     chunks: int  # their chunks, silent and already finished ones included
     requests: int  # chunks that would be sent: not silent, not finished earlier
     not_listed: int  # skipped by the listing (still being written, unreadable)
+    undecodable_uris: tuple[str, ...] = ()  # the first NAMED_UNDECODABLE of them
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class FilePlan:
     audio_ms: int = 0
     chunks: int = 0
     requests: int = 0
+    uri: str | None = None  # named for a file not decodable only
 
 
 class _PlannedContent:
@@ -120,7 +124,7 @@ class _Reader:
         except SilentAudio:
             return FilePlan("silent")
         except (AudioError, SourceError):
-            return FilePlan("undecodable")
+            return FilePlan("undecodable", uri=file.uri)
         # Copies decoded at the same moment: the first to finish is the one sent.
         if planned.verdict == "transcribe" and not self.planned.claim(sha256):
             return FilePlan("reused")
@@ -221,9 +225,12 @@ class _Totals:
     audio_ms: int = 0
     chunks: int = 0
     requests: int = 0
+    undecodable_uris: list[str] = field(default_factory=list)
 
     def add(self, file_plan: FilePlan) -> None:
         self.counts[file_plan.verdict] += 1
+        if file_plan.uri is not None and len(self.undecodable_uris) < NAMED_UNDECODABLE:
+            self.undecodable_uris.append(file_plan.uri)
         self.audio_ms += file_plan.audio_ms
         self.chunks += file_plan.chunks
         self.requests += file_plan.requests
@@ -240,6 +247,7 @@ class _Totals:
             chunks=self.chunks,
             requests=self.requests,
             not_listed=not_listed,
+            undecodable_uris=tuple(self.undecodable_uris),
         )
 
 

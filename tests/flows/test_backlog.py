@@ -171,6 +171,18 @@ def test_dry_run_plans_what_the_run_sends(
     assert int(plan["chunks"]) == sum(rows[name].chunks for name in corpus.texts)
 
 
+def test_dry_run_names_the_files_not_decodable(
+    pinned: Settings, corpus: Corpus, flow_server: RunningDevServer
+) -> None:
+    result = CliRunner().invoke(app, ["run", str(corpus.root), "--language", "en-IN", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    named = [line for line in result.output.splitlines() if line.startswith("not decodable:")]
+    failing = sorted(name for name, status in corpus.bad.items() if status == "failed")
+    assert len(named) == 1, result.output
+    assert sorted(named[0].removeprefix("not decodable:").strip().split(", ")) == failing
+    assert str(corpus.root) not in result.output  # relative names, as a person reads them
+
+
 def test_dry_run_after_a_run_plans_nothing(
     pinned: Settings, corpus: Corpus, flow_server: RunningDevServer
 ) -> None:

@@ -10,7 +10,7 @@ import pytest
 from prefect.logging.handlers import PrefectConsoleHandler
 from rich.console import Console
 
-from flows.cli.console import logs_through, print_summary, show_progress
+from flows.cli.console import logs_through, print_named, print_summary, show_progress
 from tasks.transcription.progress import FileOutcome, progress_observer
 
 
@@ -79,3 +79,11 @@ def test_per_file_lines_name_the_path_in_the_source(capsys: pytest.CaptureFixtur
     assert lines[1].startswith("[1/2] failed (not_audio): beds/new\\nline.wav (")
     assert lines[2].startswith("[2/2] done: a.wav (")
     assert root not in "".join(lines[1:])
+
+
+def test_named_files_are_bounded_with_the_rest_counted(capsys: pytest.CaptureFixture[str]) -> None:
+    uris = ["file:///data/in/a.mp3", "file:///data/in/sub dir/b.wav"]
+    print_named("not decodable", uris, total=5, root="file:///data/in")
+    assert capsys.readouterr().out == "not decodable: a.mp3, sub dir/b.wav … and 3 more\n"
+    print_named("not decodable", [], total=0, root="file:///data/in")
+    assert capsys.readouterr().out == ""
