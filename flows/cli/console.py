@@ -158,10 +158,27 @@ def print_summary(
         print_table(summary.items(), title=title)
         return
     print_table(summary.rows(), title=title)
+    legend = summary_legend(summary)
+    if legend:
+        print(legend, flush=True)
     for line in to_check_lines(
         summary.to_check, total=summary.to_check_total, skipped_rejudged=skipped_rejudged
     ):  # one line each: never wrapped, no markup
         print(line, flush=True)
+
+
+# The rows whose name alone does not say what happened to the file; the table keeps
+# the names (scripts read them), this line says what they mean when they count.
+_LEGEND = (
+    ("files_needs_review", "needs review: transcribed, held for a person (`medasr review`)"),
+    ("files_released", "released: taken up, then given back unfinished; pending for the next run"),
+)
+
+
+def summary_legend(summary: RunSummary) -> str:
+    """One line explaining the summary's non-zero rows that need it, or ""."""
+    counts = dict(summary.rows())
+    return "; ".join(words for row, words in _LEGEND if counts.get(row))
 
 
 def print_table(rows: Iterable[tuple[str, Any]], *, title: str) -> None:

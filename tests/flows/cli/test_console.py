@@ -11,6 +11,7 @@ from prefect.logging.handlers import PrefectConsoleHandler
 from rich.console import Console
 
 from flows.cli.console import logs_through, print_named, print_summary, show_progress
+from flows.summary import RunSummary
 from tasks.transcription.progress import FileOutcome, progress_observer
 
 
@@ -87,3 +88,20 @@ def test_named_files_are_bounded_with_the_rest_counted(capsys: pytest.CaptureFix
     assert capsys.readouterr().out == "not decodable: a.mp3, sub dir/b.wav … and 3 more\n"
     print_named("not decodable", [], total=0, root="file:///data/in")
     assert capsys.readouterr().out == ""
+
+
+def test_summary_explains_needs_review_and_released(capsys: pytest.CaptureFixture[str]) -> None:
+    print_summary(RunSummary(files_needs_review=2, files_released=1), title="medasr run")
+    out = capsys.readouterr().out
+    assert "needs review: transcribed, held for a person (`medasr review`)" in out
+    assert "released: taken up, then given back unfinished; pending for the next run" in out
+    print_summary(RunSummary(files_done=3), title="medasr run")
+    assert "held for a person" not in capsys.readouterr().out  # nothing to explain
+
+
+def test_summary_keys_stay_as_they_are() -> None:
+    summary = RunSummary(files_needs_review=2, files_released=1)
+    assert ("files_needs_review", 2) in summary.rows()
+    assert ("files_released", 1) in summary.rows()
+    assert summary.run_counts()["needs_review"] == 2
+    assert summary.run_counts()["released"] == 1
