@@ -22,8 +22,8 @@ from rich.table import Table
 
 from flows.attention import to_check_lines
 from flows.summary import RunSummary
-from tasks.discovery.names import one_line, recording_name
-from tasks.transcription.progress import FileOutcome, set_progress_observer
+from tasks.discovery.names import one_line, reason_about, recording_name
+from tasks.transcription.progress import TRANSCRIBE_LOGGER, FileOutcome, set_progress_observer
 
 __all__ = ["logs_through", "one_line", "print_summary", "print_table", "show_progress"]
 
@@ -69,9 +69,12 @@ class _LineObserver:
         self._done += 1
         detail = f" ({outcome.error_kind})" if outcome.error_kind else ""
         elapsed = time.monotonic() - self._started
+        why = ""
+        if outcome.reason:
+            why = ": " + reason_about(outcome.reason, uri=outcome.source_uri, roots=self._roots)
         print(
             f"[{self._done}/{self._planned}] {outcome.outcome}{detail}: "
-            f"{recording_name(outcome.source_uri, roots=self._roots)} ({elapsed:.1f}s)",
+            f"{recording_name(outcome.source_uri, roots=self._roots)} ({elapsed:.1f}s){why}",
             flush=True,
         )
 
@@ -91,11 +94,19 @@ def show_progress(*, quiet: bool = False, source_roots: Sequence[str] = ()) -> I
             finally:
                 set_progress_observer(None)
         return
+    # Each plain line says what its log record would: the file is told once.
+    per_file = logging.getLogger(TRANSCRIBE_LOGGER)
+    per_file.addFilter(_not_per_file)
     set_progress_observer(_LineObserver(source_roots=source_roots))
     try:
         yield
     finally:
         set_progress_observer(None)
+        per_file.removeFilter(_not_per_file)
+
+
+def _not_per_file(record: logging.LogRecord) -> bool:
+    return not getattr(record, "per_file", False)
 
 
 def _progress_bar() -> Progress:

@@ -36,12 +36,15 @@ from tasks.errors import CorruptAudio, DamagedTail, SilentAudio
 from tasks.throttle.gate import RUN_STOP_ERRORS
 from tasks.transcription.batch import CHUNKS_AHEAD_PER_FILE, BatchContext
 from tasks.transcription.coverage import Coverage
-from tasks.transcription.progress import FileOutcome, progress_observer
+from tasks.transcription.progress import TRANSCRIBE_LOGGER, FileOutcome, progress_observer
 from tasks.transcription.quality import review_transcript
 from tasks.transcription.recorder import FileRecorder
 from tasks.transcription.reuse import ReuseDecision
 
-logger = logging.getLogger("medasr.transcribe")
+logger = logging.getLogger(TRANSCRIBE_LOGGER)
+# Marks the one line per failed or skipped file: a face printing its own line per file
+# (flows/cli/console.py without a terminal) leaves these out.
+PER_FILE = {"per_file": True}
 
 __all__ = ["CHUNKS_AHEAD_PER_FILE", "BatchContext", "process_batch", "transcribe_file"]
 
@@ -131,7 +134,7 @@ async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
         kind, reason = exc.kind, exc.message
         await recorder.skip(reason_kind=kind, reason=reason)
         why = reason_about(reason, uri=item.source_uri, roots=ctx.source_roots)
-        logger.warning("%s skipped (%s): %s", _name(item, ctx), kind, why)
+        logger.warning("%s skipped (%s): %s", _name(item, ctx), kind, why, extra=PER_FILE)
         return FileOutcome(
             item.source_uri,
             ItemStatus.SKIPPED,
@@ -338,7 +341,10 @@ async def _fail(run: _FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOu
     await run.recorder.fail(exc, retry_at=retry_at)
     name = _name(run.item, ctx)
     why = reason_about(exc.message, uri=run.item.source_uri, roots=ctx.source_roots)
-    logger.info("%s failed (%s, retryable=%s): %s", name, exc.kind, exc.transient, why)
+    # WARNING, as a silent file: both leave a recording to a person (exit code 1).
+    logger.warning(
+        "%s failed (%s, retryable=%s): %s", name, exc.kind, exc.transient, why, extra=PER_FILE
+    )
     return FileOutcome(
         run.item.source_uri,
         ItemStatus.FAILED,

@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import soundfile
 
@@ -306,3 +307,36 @@ def start_run(source: Path, *, env: dict[str, str], cwd: Path) -> subprocess.Pop
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def test_without_a_terminal_each_failure_is_printed_once_as_a_warning(
+    env: dict[str, str], recordings: Path, service: RunningDevServer, tmp_path: Path
+) -> None:
+    """A night operator reads stdout and stderr of a cron job: one line per failed or
+    silent recording, with its reason, and the log records of both at WARNING."""
+    (recordings / "broken.mp3").write_bytes(b"not audio at all" * 64)
+    soundfile.write(recordings / "quiet.wav", np.zeros(16000 * 2, dtype=np.int16), 16000)
+    result = medasr("run", str(recordings), "--language", "en-IN", env=env, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    both = (result.stdout + result.stderr).splitlines()
+    for name, outcome in (("broken.mp3", "failed"), ("quiet.wav", "skipped")):
+        # The recordings to check after the summary table are indented: not counted.
+        told = [ln for ln in both if name in ln and outcome in ln and not ln.startswith(" ")]
+        assert len(told) == 1, "\n".join(told)
+        assert told[0].startswith("["), told  # the per-file line, with its reason
+        assert told[0].count(": ") >= 2, told  # "[n/N] outcome (kind): name (s): reason"
+
+
+def test_quiet_run_logs_a_failed_and_a_silent_file_at_warning(
+    env: dict[str, str], service: RunningDevServer, tmp_path: Path
+) -> None:
+    """Without per-file lines the log tells them, at one level: both need a person."""
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "broken.mp3").write_bytes(b"not audio at all" * 64)
+    soundfile.write(folder / "quiet.wav", np.zeros(16000 * 2, dtype=np.int16), 16000)
+    result = medasr("run", str(folder), "--language", "en-IN", "-q", env=env, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    both = result.stdout + result.stderr
+    assert re.search(r"WARNING +\| medasr\.transcribe - broken\.mp3 failed \(", both), both
+    assert re.search(r"WARNING +\| medasr\.transcribe - quiet\.wav skipped \(", both), both
