@@ -42,6 +42,7 @@ from storage.records import (
     ItemRecord,
     ItemStatus,
     QueueSize,
+    RunRecord,
     StatusCount,
 )
 from tasks.discovery.names import one_line, reason_about, recording_name
@@ -105,6 +106,7 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
                 for status in _TO_CHECK
             }
             roots = uow.runs.run_sources()
+            listed = next((r for r in uow.runs.latest_runs(limit=20) if _listed(r)), None)
             last_purge = uow.audit.newest_event(action=AuditAction.PURGED)
     finally:
         store.dispose()
@@ -117,8 +119,25 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
         _print_deliveries_plain(deliveries)
     if last_purge is not None:  # a line for a person; stdout stays the tables
         typer.echo(_retention_line(counts, last_purge), err=True)
+    if listed is not None and listed.counts["not_audio_ignored"]:
+        typer.echo(_not_audio_line(listed), err=True)
     if queue.waiting or corrected:
         typer.echo(_review_line(queue, corrected=corrected))
+
+
+def _listed(run: RunRecord) -> bool:
+    """Whether the run listed a source (a rerun lists none: it has no not-audio count)."""
+    return run.counts.get("not_audio_ignored") is not None
+
+
+def _not_audio_line(run: RunRecord) -> str:
+    """The files the latest listing ignored as not audio, with the rule that named them."""
+    return (
+        f"not audio, ignored: {run.counts['not_audio_ignored']} in the latest run over "
+        f"{one_line(run.source)} ({run.started_at.isoformat(timespec='seconds')}); the rule, "
+        "by name: documents, data, images, scripts, checksums, partial copies, system files "
+        "(docs/sources.md); the run's log names the first few"
+    )
 
 
 def _review_line(queue: QueueSize, *, corrected: int) -> str:
