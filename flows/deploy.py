@@ -12,7 +12,6 @@ import asyncio
 from typing import Annotated, cast
 
 import typer
-from prefect import serve
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.deployments.runner import RunnerDeployment
 from prefect.schedules import Cron
@@ -24,6 +23,7 @@ from flows.backlog import transcribe_backlog
 from flows.prefect_api import health_failure
 from flows.purge import purge_recordings_flow
 from flows.rerun import rerun_failures
+from flows.serving import serve_deployments
 from service.contract import LANGUAGES, is_supported_language
 from tasks.retention.durations import parse_retention
 
@@ -165,4 +165,4 @@ def serve_command(
         retention=retention,
     )
     require_prefect_server()
-    serve(*deployments)
+    serve_deployments(*deployments)

@@ -3,11 +3,13 @@ scheduled deployments and runs the nightly one end to end."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from sqlalchemy import create_engine, select
 
 from config.errors import ConfigError
@@ -22,6 +24,7 @@ from service.devserver import RunningDevServer, start_devserver
 from storage.models import Item
 from tests.flows.prefect_server import (
     MEDASR,
+    REPO,
     PrefectServer,
     clean_env,
     flow_run_final_state,
@@ -223,3 +226,41 @@ def _assert_restart_resumes_schedules(
         )
     finally:
         again.stop()
+
+
+def test_prefect_yaml_deployments_are_named_apart_from_serves() -> None:
+    """`prefect deploy --all` must not replace what `medasr serve` registered (its
+    schedule's time zone, its source): same flow, other deployment names."""
+    declared = yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]
+    from_yaml = {(d["entrypoint"].rsplit(":", 1)[1], d["name"]) for d in declared}
+    served = build_deployments(source="/archive", language="en-IN", purge_cron="30 3 * * 0")
+    by_serve = {(d.flow_name.replace("-", "_"), d.name) for d in served}
+    assert {name for _, name in from_yaml} & {name for _, name in by_serve} == set()
+    assert len(from_yaml) == len(by_serve) == 3
+
+
+@pytest.mark.slow
+def test_serve_stops_on_sigterm_without_a_warning(
+    prefect_server: PrefectServer, tmp_path: Path
+) -> None:
+    env = clean_env(
+        tmp_path / "prefect-serve",
+        PREFECT_API_URL=prefect_server.api_url,
+        MEDASR_DATABASE_URL=f"sqlite:///{tmp_path / 'medasr.db'}",
+    )
+    args = [MEDASR, "serve", str(tmp_path), "--language", "en-IN"]
+    serving = start_background(args, env=env, cwd=tmp_path, log_path=tmp_path / "serve.log")
+    try:
+        wait_until(
+            lambda: _deployment_schedules(prefect_server) and "being served" in serving.log(),
+            timeout_s=60,
+            what="both deployments",
+            alive=[serving, prefect_server.background],
+        )
+        serving.process.send_signal(signal.SIGTERM)  # as systemd or `kill` stops it
+        code = serving.process.wait(timeout=60)
+    finally:
+        serving.stop()
+    assert code == 0, serving.log()
+    assert "never awaited" not in serving.log()
+    assert "Traceback" not in serving.log()

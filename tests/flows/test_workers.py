@@ -50,8 +50,8 @@ pytestmark = pytest.mark.postgres
 TOKEN = "workers-test-token"
 FILES = 200
 POOL = "medasr-pool"
-NIGHTLY = "transcribe-backlog/nightly-backlog"
-RERUN = "rerun-failures/rerun-failures"
+NIGHTLY = "transcribe-backlog/nightly-backlog-pool"
+RERUN = "rerun-failures/rerun-failures-pool"
 
 
 def _text(index: int) -> str:
