@@ -295,6 +295,21 @@ class DeliveryTargetSettings(BaseModel):
     def _blank_token_is_missing(cls, token: SecretStr | None) -> SecretStr | None:
         return blank_secret_is_none(token)
 
+    @field_validator(
+        "hl7_sending_application",
+        "hl7_sending_facility",
+        "hl7_receiving_application",
+        "hl7_receiving_facility",
+        "hl7_doc_type",
+        mode="after",
+    )
+    @classmethod
+    def _no_control_characters(cls, value: str) -> str:
+        # A CR or an MLLP framing byte here would split every message sent.
+        if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value):
+            raise ValueError("holds a control character, which would split an HL7 message")
+        return value
+
 
 class DeliverySettings(DeliveryTargetSettings):
     """Uploading finished transcripts to the patient record (POST /mr/api/v2/docs)."""

@@ -62,7 +62,7 @@ _PAGE = 500
 # Stops that are not the row's fault: the row goes back (pending, or in doubt if sent).
 _STOPPING = (CredentialsRejected, ConfigError)
 # Failures an operator fixes in the manifest: worth another try on a later run.
-_FIXABLE_KINDS = frozenset({"metadata_missing", "document_invalid"})
+_FIXABLE_KINDS = frozenset({"metadata_missing", "metadata_invalid", "document_invalid"})
 
 
 def plan_deliveries(
