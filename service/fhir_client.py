@@ -15,6 +15,7 @@ or the document.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from pydantic import SecretStr
 from config.errors import MedasrError
 from config.settings import ServiceSettings
 from service.endpoint import Endpoint, RawBody
-from service.errors import CredentialsRejected, InvalidResponse, RequestRejected
+from service.errors import CredentialsRejected, RequestRejected
 from service.retrying import RetryEvent
 from service.session import AsyncClosing, ServiceSession
 from service.status import error_for_status
@@ -34,6 +35,8 @@ FHIR_JSON = "application/fhir+json"
 RESOURCE_PATH = "/DocumentReference"
 TOKEN_SETTING = "MEDASR_FHIR_TOKEN"  # noqa: S105 (the name of a setting, not a secret)
 _DIAGNOSTICS_CHARS = 300
+_RESOURCE_TYPE = "DocumentReference"
+_FHIR_ID = re.compile(r"[A-Za-z0-9\-.]{1,64}")  # R4 datatypes: id
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class FhirReceipt:
     location: str | None
     attempts: int
     request_bytes: int
+    unconfirmed: str | None = None  # why no id of a DocumentReference could be taken
 
     @property
     def reference(self) -> str | None:
@@ -57,6 +61,7 @@ class _Created:
     status: int
     resource_id: str | None
     location: str | None
+    unconfirmed: str | None
 
 
 class FhirClient(AsyncClosing):
@@ -112,6 +117,7 @@ class FhirClient(AsyncClosing):
             location=created.location,
             attempts=reply.attempts,
             request_bytes=reply.request_bytes,
+            unconfirmed=created.unconfirmed,
         )
 
     async def aclose(self) -> None:
@@ -121,21 +127,66 @@ class FhirClient(AsyncClosing):
 
 
 def _read_created(response: httpx.Response) -> _Created:
-    """201 created or 200 found: the resource's id and Location; InvalidResponse."""
-    try:
-        body = response.json()
-    except ValueError as exc:
-        raise InvalidResponse(
-            f"the FHIR server accepted the DocumentReference (HTTP {response.status_code}) "
-            "but its answer is not JSON; check the server by hand",
-            status=response.status_code,
-        ) from exc
-    resource = body if isinstance(body, dict) else {}
-    resource_id = resource.get("id") if isinstance(resource.get("id"), str) else None
+    """201 created or 200 found: the resource's id as the answer proves it, else why not."""
+    resource_id, problem = created_id(response)
     location = response.headers.get("location")
-    if resource_id is None and location:
-        resource_id = _id_from_location(location)
-    return _Created(response.status_code, resource_id, location)
+    return _Created(response.status_code, resource_id, location, problem)
+
+
+def created_id(response: httpx.Response) -> tuple[str | None, str | None]:
+    """(id, None) when the answer names one DocumentReference under the request's base;
+    (None, why) otherwise."""
+    from_body, body_type = _body_id(response)
+    location = response.headers.get("location")
+    from_location, location_problem = (None, None)
+    if location:
+        from_location, location_problem = _location_id(location, request=response.request)
+    if from_body and from_location and from_body != from_location:
+        return None, "its body and its Location disagree about the DocumentReference's id"
+    if from_body or from_location:
+        return from_body or from_location, None
+    if location_problem:
+        return None, location_problem
+    if body_type:
+        return None, f"its body is an {body_type}, not the DocumentReference, and no Location"
+    return None, "it names no DocumentReference (no resource body, no Location)"
+
+
+def _body_id(response: httpx.Response) -> tuple[str | None, str | None]:
+    """(id of a DocumentReference body, None) or (None, the body's resourceType)."""
+    try:
+        body: Any = response.json() if response.content else None
+    except ValueError:
+        return None, None
+    if not isinstance(body, dict):
+        return None, None
+    kind = body.get("resourceType")
+    if kind != _RESOURCE_TYPE:
+        return None, str(kind)[:40] if isinstance(kind, str) else None
+    resource_id = body.get("id")
+    if isinstance(resource_id, str) and _FHIR_ID.fullmatch(resource_id):
+        return resource_id, None
+    return None, None
+
+
+def _location_id(location: str, *, request: httpx.Request) -> tuple[str | None, str | None]:
+    """The id in `[base]/DocumentReference/<id>[/_history/<vid>]`, the request's own base."""
+    created_at = request.url  # [base]/DocumentReference
+    try:
+        found = created_at.join(location)
+    except httpx.InvalidURL:
+        return None, "its Location is not a URL"
+    if (found.scheme, found.host, found.port) != (
+        created_at.scheme,
+        created_at.host,
+        created_at.port,
+    ):
+        return None, f"its Location points at another server ({found.host[:60]})"
+    prefix = created_at.path.rstrip("/") + "/"
+    parts = found.path[len(prefix) :].split("/") if found.path.startswith(prefix) else []
+    if len(parts) in (1, 3) and _FHIR_ID.fullmatch(parts[0]) and parts[1:2] in ([], ["_history"]):
+        return parts[0], None
+    return None, "its Location is not a DocumentReference under the target's base"
 
 
 def fhir_error_for_status(response: httpx.Response, *, sent_bytes: int, token: str) -> MedasrError:
@@ -160,15 +211,6 @@ def fhir_error_for_status(response: httpx.Response, *, sent_bytes: int, token: s
             status=status,
         )
     return error_for_status(response, sent_bytes=sent_bytes, token=token)
-
-
-def _id_from_location(location: str) -> str | None:
-    # [base]/DocumentReference/<id>[/_history/<vid>]
-    parts = [p for p in httpx.URL(location).path.split("/") if p]
-    if "DocumentReference" in parts:
-        after = parts[parts.index("DocumentReference") + 1 :]
-        return after[0] if after else None
-    return None
 
 
 def _diagnostics(response: httpx.Response) -> str:

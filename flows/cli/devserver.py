@@ -59,6 +59,12 @@ _FLAGS = (
     _Flag("ledger", Path | None, "Append one JSON line per request to this file.", "ledger_path"),
     _Flag("seed", int, "Seed of the fault draws."),
     _Flag("engine", str, "Engine: default, tone or hash."),
+    _Flag(
+        "fhir_answer",
+        str,
+        "How a FHIR create is answered: resource; outcome (201, an OperationOutcome, no "
+        "Location); foreign (Location on another host); patient (Location at a Patient).",
+    ),
     _Flag("legacy_response_tag", bool, "Tag encrypted replies with the 32-byte HMAC."),
     _Flag("capacity", int | None, "Answer 429 when this many requests are already in flight."),
     _Flag("rate", float | None, "Answer 429 beyond this many requests per second (a bucket)."),

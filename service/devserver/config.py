@@ -19,6 +19,9 @@ FAULT_NAMES: Final = (
     "ok", "429", "500", "502", "503", "504", "reset", "slow", "badjson", "notext",
 )  # fmt: skip
 ENGINE_NAMES: Final = ("default", "tone", "hash")
+# How a FHIR create is answered once the resource is filed (service/devserver/fhir.py):
+# "resource" as FHIR R4 says; the others as a misbehaving server might.
+FHIR_ANSWERS: Final = ("resource", "outcome", "foreign", "patient")
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class DevServerConfig:
     ledger_path: Path | None = None
     seed: int = 0
     engine: str = "default"
+    fhir_answer: str = "resource"
     legacy_response_tag: bool = False
     tamper_responses: bool = False
     # Serve https:// with this PEM certificate chain and key (both or neither).
@@ -107,6 +111,8 @@ def _choice_problems(config: DevServerConfig) -> list[str]:
         problems.append(f"--fault-script names unknown faults {unknown} (use {FAULT_NAMES})")
     if config.engine not in ENGINE_NAMES:
         problems.append(f"--engine must be one of {ENGINE_NAMES} (got {config.engine!r})")
+    if config.fhir_answer not in FHIR_ANSWERS:
+        problems.append(f"--fhir-answer must be one of {FHIR_ANSWERS} (got {config.fhir_answer!r})")
     return problems
 
 

@@ -87,9 +87,13 @@ def _created_response(
 ) -> Response:
     if fault == "reset":
         return DroppedResponse()  # filed, but the answer is lost
-    location = f"{str(request.base_url).rstrip('/')}{FHIR_PATH}/{resource['id']}"
+    base = str(request.base_url).rstrip("/")
+    location = f"{base}{FHIR_PATH}/{resource['id']}"
     if status == 201:
         location += "/_history/1"
+    answer = state.config.fhir_answer
+    if answer != "resource":
+        return _misleading_answer(answer, status, base=base, resource_id=resource["id"])
     content = json.dumps(resource, separators=(",", ":")).encode("utf-8")
     headers = {"Location": location}
     if fault == "slow":  # the same answer, its body dribbled
@@ -97,6 +101,21 @@ def _created_response(
         return SlowResponse(
             content, slow_s=slow_s, status_code=status, media_type=FHIR_JSON, headers=headers
         )
+    return Response(content, status_code=status, media_type=FHIR_JSON, headers=headers)
+
+
+def _misleading_answer(answer: str, status: int, *, base: str, resource_id: str) -> Response:
+    """The resource is filed; the answer names it wrongly, or not at all."""
+    said = {"severity": "information", "code": "informational", "diagnostics": "created"}
+    body: dict[str, Any] = {"resourceType": "OperationOutcome", "issue": [said]}
+    headers: dict[str, str] = {}
+    if answer == "outcome":  # an id of its own, no Location: nothing names the document
+        body["id"] = f"outcome-{resource_id[:8]}"
+    elif answer == "foreign":
+        headers["Location"] = f"http://elsewhere.invalid/fhir/DocumentReference/{resource_id}"
+    else:  # "patient"
+        headers["Location"] = f"{base}/fhir/Patient/{resource_id}/_history/1"
+    content = json.dumps(body, separators=(",", ":")).encode("utf-8")
     return Response(content, status_code=status, media_type=FHIR_JSON, headers=headers)
 
 

@@ -286,6 +286,12 @@ class FhirSender:
         resource = build_document_reference(note, note_code=self.settings.delivery.note_loinc_code)
         body = resource_json_bytes(resource)
         receipt = await self.client.create(body, if_none_exist=version_search_token(note.version))
+        if receipt.unconfirmed:
+            # Accepted, so probably filed, but under an id we cannot know: a person looks.
+            raise DeliveryInDoubt(
+                f"the FHIR server answered HTTP {receipt.status} but {receipt.unconfirmed}; "
+                "the document may be filed under an id medasr cannot know"
+            )
         fields = {
             "status": receipt.status,
             "id": receipt.resource_id,
