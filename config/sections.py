@@ -83,6 +83,15 @@ class ServiceSettings(BaseModel):
         le=100_000_000,
         description="Largest request body we send; the service refuses more than 5 MB.",
     )
+    max_answer_bytes: int = Field(
+        10_000_000,
+        ge=100_000,
+        le=1_000_000_000,
+        description=(
+            "Largest answer body read from the service, the docs upload or a FHIR server; "
+            "past it reading stops (answer_too_large; a delivery so answered is in doubt)."
+        ),
+    )
     allow_insecure_http: bool = Field(
         False, description="Allow http:// to a non-loopback host (patient audio in clear text)."
     )

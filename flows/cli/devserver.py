@@ -50,6 +50,7 @@ _FLAGS = (
     _Flag("rate_slow", float, "Share of replies sent slowly."),
     _Flag("rate_badjson", float, "Share of 200 replies whose body is not JSON."),
     _Flag("rate_notext", float, 'Share of 200 JSON replies without "text".'),
+    _Flag("rate_endless", float, "Share of replies whose body never ends."),
     _Flag("slow_s", float, "How long a slow reply takes, seconds."),
     _Flag("p_empty", float, "Share of answers whose text is emptied (quality gate: empty_text)."),
     _Flag("p_repeat", float, "Share of answers ending in a word loop (quality gate: repetition)."),

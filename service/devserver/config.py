@@ -14,9 +14,10 @@ from service.errors import EncryptionError
 
 # Names a fault script may use; "ok" lets a request through untouched. Each other name
 # has a --rate-<name> flag; "badjson" is a 200 whose body is not JSON, "notext" a 200
-# JSON object without "text".
+# JSON object without "text", "endless" a 200 (201 on FHIR, after filing) whose body
+# never ends.
 FAULT_NAMES: Final = (
-    "ok", "429", "500", "502", "503", "504", "reset", "slow", "badjson", "notext",
+    "ok", "429", "500", "502", "503", "504", "reset", "slow", "badjson", "notext", "endless",
 )  # fmt: skip
 ENGINE_NAMES: Final = ("default", "tone", "hash")
 # How a FHIR create is answered once the resource is filed (service/devserver/fhir.py):
@@ -48,6 +49,7 @@ class DevServerConfig:
     rate_slow: float = 0.0
     rate_badjson: float = 0.0
     rate_notext: float = 0.0
+    rate_endless: float = 0.0
     slow_s: float = 2.0
     # Text faults on answers that carry a text (text_faults.py), drawn from their own stream.
     p_empty: float = 0.0

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from service.devserver.responses import DroppedResponse, SlowResponse
+from service.devserver.responses import DroppedResponse, EndlessResponse, SlowResponse
 from service.devserver.routes_common import (
     Trace,
     _authenticate,
@@ -38,7 +38,7 @@ from service.devserver.uploads import Refusal
 
 FHIR_PATH = "/fhir/DocumentReference"
 FHIR_JSON = "application/fhir+json"
-_PASSED_FAULTS = ("ok", "slow", "notext", "reset")  # faults played after the create
+_PASSED_FAULTS = ("ok", "slow", "notext", "reset", "endless")  # played after the create
 
 
 def outcome(status: int, diagnostics: str, *, code: str = "invalid") -> Response:
@@ -87,6 +87,8 @@ def _created_response(
 ) -> Response:
     if fault == "reset":
         return DroppedResponse()  # filed, but the answer is lost
+    if fault == "endless":
+        return EndlessResponse(status_code=status, media_type=FHIR_JSON)
     base = str(request.base_url).rstrip("/")
     location = f"{base}{FHIR_PATH}/{resource['id']}"
     if status == 201:
