@@ -6,7 +6,10 @@ names the replaced document. Every field is set through hl7apy's 2.5.1 model, fr
 text through its textual datatypes, which write `|^&~` as `\\F\\ \\S\\ \\T\\ \\R\\`;
 the escape character itself is written `\\E\\` here first, because hl7apy leaves a
 backslash that already looks like an escape sequence alone. The transcript goes in
-OBX segments of value type TX, one line of text per OBX.
+OBX segments of value type TX, one line of text per OBX, OBX-4 (the sub-ID) numbering
+the lines. A line longer than a TX value may be (65,536 characters as sent, escapes
+counted) is cut across consecutive OBX that share its sub-ID, so a receiver joins
+them back as they came; OBX-1 numbers every OBX.
 
 Control characters would break the message: CR and LF end a segment, VT (0x0B) and FS
 (0x1C) frame an MLLP block. In free text (the transcript, the author) each one is sent
@@ -49,6 +52,9 @@ _QUOTED_ACK_CHARS = 200
 _ESCAPED = re.compile(r"\\([FSTRE])\\")
 _PLAIN = {"F": "|", "S": "^", "T": "&", "R": "~", "E": "\\"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # Unicode's Cc: C0, DEL and C1
+_SEPARATORS = frozenset("|^&~\\")  # each sent as a 3-character escape (\F\ ... \E\)
+_WIDEST_ESCAPE_CHARS = 7  # a C1 control: \XC285\
+OBX_TX_MAX_CHARS = 65_536  # HL7 v2.5.1 TX, the value type of every OBX here
 # Manifest columns that name something in the receiver: refused with a control character.
 _IDENTIFIERS = (("patient_id", "PID-3"), ("encounter", "PV1-19"), ("doc_type", "TXA-2"))
 
@@ -110,9 +116,12 @@ def build_mdm(document: MdmDocument, parties: MdmParties, *, now: datetime) -> b
         _fill_pid(message.add_segment("PID"), document)
         _fill_pv1(message.add_segment("PV1"), document)
         _fill_txa(message.add_segment("TXA"), document, parties)
-        for index, line in enumerate(_lines(document.text), start=1):
-            group = message.add_group(_OBX_GROUP)
-            _fill_obx(group.add_segment("OBX"), index=index, line=line, parties=parties)
+        set_id = 0
+        for line_number, line in enumerate(_lines(document.text), start=1):
+            for piece in obx_pieces(line, max_chars=OBX_TX_MAX_CHARS):
+                set_id += 1
+                obx = message.add_group(_OBX_GROUP).add_segment("OBX")
+                _fill_obx(obx, set_id=set_id, sub_id=line_number, text=piece, parties=parties)
         return str(message.to_er7()).encode("utf-8")
     except HL7apyException as exc:
         raise DocumentInvalid(
@@ -165,13 +174,14 @@ def _fill_txa(txa: Segment, document: MdmDocument, parties: MdmParties) -> None:
     txa.txa_19 = "AV"
 
 
-def _fill_obx(obx: Segment, *, index: int, line: str, parties: MdmParties) -> None:
-    obx.obx_1 = str(index)
+def _fill_obx(obx: Segment, *, set_id: int, sub_id: int, text: str, parties: MdmParties) -> None:
+    obx.obx_1 = str(set_id)
     obx.obx_2 = "TX"
     _put(obx.obx_3.ce_1, parties.note_code)
     obx.obx_3.ce_3 = "LN"
+    obx.obx_4 = str(sub_id)
     value = Field("OBX_5", datatype="TX", version=HL7_VERSION)  # OBX-5 varies: say TX
-    value.value = _FreeText(escape_backslashes(line))
+    value.value = _FreeText(escape_backslashes(text))
     obx.add(value)
     obx.obx_11 = "F"
 
@@ -186,6 +196,31 @@ def _put(element: Any, text: str) -> None:
 def _lines(text: str) -> list[str]:
     # An MDM needs at least one OBX: an empty transcript is one empty line.
     return _LINE_BREAKS.split(text) or [""]
+
+
+def obx_pieces(line: str, *, max_chars: int) -> list[str]:
+    """`line` cut so that each piece, as sent (escapes included), has at most `max_chars`."""
+    if len(line) * _WIDEST_ESCAPE_CHARS <= max_chars:
+        return [line]
+    pieces: list[str] = []
+    start, used = 0, 0
+    for index, char in enumerate(line):
+        cost = _wire_chars(char)
+        if used + cost > max_chars:
+            pieces.append(line[start:index])
+            start, used = index, 0
+        used += cost
+    pieces.append(line[start:])
+    return pieces
+
+
+def _wire_chars(char: str) -> int:
+    """Characters `char` takes in an escaped TX value: \\F\\, \\X0D\\, \\XC285\\ or itself."""
+    if char in _SEPARATORS:
+        return 3
+    if _CONTROL.match(char):
+        return 3 + 2 * len(char.encode("utf-8"))
+    return 1
 
 
 def refuse_control_characters(document: MdmDocument) -> None:

@@ -24,6 +24,8 @@ from hl7.mllp import start_hl7_server
 
 ANSWERS = ("AA", "AE", "AR", "none", "drop", "garble")
 _FILING = ("AA", "none", "drop", "garble")  # the engine has the document, answered or not
+# An engine takes long documents (asyncio's default buffer limit is 64 KiB).
+_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -41,6 +43,18 @@ class Received:
     def obx_lines(self) -> list[str]:
         """OBX-5 of every OBX, unescaped, in order."""
         return [str(self.message.unescape(str(s[5]))) for s in self.message.segments("OBX")]
+
+    def text(self) -> str:
+        """The document's text as a receiver reassembles it: consecutive OBX with the same
+        OBX-4 (sub-ID) are one line cut for length, joined as they came; lines by LF."""
+        lines: list[tuple[str, str]] = []  # (sub-ID, text so far)
+        for segment in self.message.segments("OBX"):
+            sub_id, value = str(segment[4]), str(self.message.unescape(str(segment[5])))
+            if lines and lines[-1][0] == sub_id:
+                lines[-1] = (sub_id, lines[-1][1] + value)
+            else:
+                lines.append((sub_id, value))
+        return "\n".join(value for _, value in lines)
 
 
 @dataclass
@@ -151,6 +165,7 @@ def running_listener(
             port=0,
             ssl=tls,
             encoding="utf-8",
+            limit=_MAX_MESSAGE_BYTES,
         )
         listener.port = server.sockets[0].getsockname()[1]
         server_box.append(server)
