@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from pydantic import (
     BaseModel,
@@ -342,9 +342,13 @@ class DeliverySettings(DeliveryTargetSettings):
 
 
 def is_in_memory_sqlite(database_url: str) -> bool:
-    """True for an SQLite URL without a file: sqlite://, sqlite:///, :memory:, mode=memory."""
+    """True for an SQLite URL without a lasting file: no path, `:memory:`, an SQLite URI
+    filename `file::memory:` or `file:` (empty: a temporary database), `mode=memory`."""
     scheme, _, rest = database_url.partition("://")
     if scheme.split("+")[0].lower() != "sqlite":
         return False
     database, _, query = rest.partition("?")
-    return database in ("", "/", "/:memory:") or "mode=memory" in query
+    path = unquote(database.removeprefix("/"))
+    path = path.removeprefix("file:")  # with uri=true, sqlite reads the path as a URI
+    modes = [value.lower() for name, value in parse_qsl(query) if name.lower() == "mode"]
+    return path in ("", ":memory:") or "memory" in modes
