@@ -298,6 +298,15 @@ class DeliveryTargetSettings(BaseModel):
         le=20,
         description="Resends (same MSH-10) of an unanswered MDM message within one run.",
     )
+    hl7_stop_after_unanswered: int = Field(
+        2,
+        ge=1,
+        le=1000,
+        description=(
+            "Stop a delivery run after this many documents in a row got no ACK at all "
+            "(each costs resends + 1 ACK timeouts); they are in doubt, the rest stay pending."
+        ),
+    )
 
     @field_validator("fhir_token", mode="after")
     @classmethod

@@ -11,9 +11,12 @@
     │   ├── DocumentInvalid           "document_invalid": the FHIR resource does not validate
     │   │                             (e.g. a manifest date that is not a date)
     │   └── Hl7Rejected               "hl7_rejected": AR/CR, the engine refuses the message
-    ├── RunStop └── ConfigError       the run stops
-    │   ├── DocsQueryInvalid          MEDASR_DOCS_QUERY is not a usable template (exit 2)
-    │   └── TargetInvalid             --to / MEDASR_DELIVERY__TARGET is not a target (exit 2)
+    ├── RunStop                       the run stops
+    │   ├── ReceiverSilent            "receiver_silent": the engine answered none of the last
+    │   │                             documents; the rest stay pending (exit 1: in doubt)
+    │   └── ConfigError
+    │       ├── DocsQueryInvalid      MEDASR_DOCS_QUERY is not a usable template (exit 2)
+    │       └── TargetInvalid         --to / MEDASR_DELIVERY__TARGET is not a target (exit 2)
     └── TransientError
         ├── Hl7ApplicationError       "hl7_application_error": AE/CE, retried on a later run
         └── DeliveryInDoubt           "in_doubt": sent, no answer; may have been filed
@@ -24,7 +27,7 @@ the recording and the column, never transcript text, a token or a key.
 
 from __future__ import annotations
 
-from config.errors import ConfigError, TerminalError, TransientError
+from config.errors import ConfigError, RunStop, TerminalError, TransientError
 
 
 class MetadataMissing(TerminalError):
@@ -71,6 +74,12 @@ class DeliveryInDoubt(TransientError):
     """
 
     kind = "in_doubt"
+
+
+class ReceiverSilent(RunStop):
+    """The engine answered none of the last documents sent to it: nothing more is sent."""
+
+    kind = "receiver_silent"
 
 
 class TargetInvalid(ConfigError):

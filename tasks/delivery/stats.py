@@ -7,6 +7,7 @@ from typing import Any
 
 from config.errors import ConfigError, MedasrError, exit_code_of
 from service.errors import CredentialsRejected
+from tasks.delivery.errors import ReceiverSilent
 
 
 @dataclass
@@ -42,6 +43,7 @@ def delivery_summary(stats: DeliveryStats, *, dry_run: bool = False) -> dict[str
         "bytes_sent": stats.bytes_sent,
         "credentials_rejected": isinstance(stats.stopped, CredentialsRejected),
         "stopped_by_configuration": isinstance(stats.stopped, ConfigError),
+        "receiver_silent": isinstance(stats.stopped, ReceiverSilent),
     }
     if dry_run:
         summary["sent"] = 0

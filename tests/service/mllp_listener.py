@@ -3,7 +3,8 @@
 It is a peer implementation (another library than the hl7apy that builds our messages):
 every message is parsed with python-hl7, recorded, and answered as scripted: `AA`, `AE`,
 `AR`, `none` (filed, no answer: the ACK is lost), `drop` (filed, connection closed
-without an answer) or `garble` (filed, a reply that is not an ACK). Like an interface
+without an answer) or `garble` (filed, a reply that is not an ACK); `silent` answers
+nothing at all. Like an interface
 engine, it files a message control ID (MSH-10) once: a resend of one already filed is
 acknowledged again and not filed twice, and counted as a duplicate.
 """
@@ -64,6 +65,7 @@ class MllpListener:
     script: deque[str] = field(default_factory=deque)
     by_patient: dict[str, deque[str]] = field(default_factory=dict)  # PID-3 -> answers
     rates: dict[str, float] = field(default_factory=dict)
+    silent: bool = False  # file every message, answer none (a resend of a filed one too)
     seed: int = 7
     received: list[Received] = field(default_factory=list)
     filed: dict[str, Received] = field(default_factory=dict)  # by MSH-10
@@ -80,6 +82,8 @@ class MllpListener:
         """The answer scripted for the patient, else the next scripted, else one drawn
         from `rates`; a filed ID gets AA again."""
         with self._lock:
+            if self.silent:
+                return "none"
             if self.by_patient.get(patient_id):
                 return self.by_patient[patient_id].popleft()
             if self.script:
