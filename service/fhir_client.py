@@ -190,31 +190,37 @@ def _location_id(location: str, *, request: httpx.Request) -> tuple[str | None, 
 
 
 def fhir_error_for_status(response: httpx.Response, *, sent_bytes: int, token: str) -> MedasrError:
-    """The FHIR server's non-2xx as a typed error: 412 and OperationOutcomes said plainly."""
+    """The FHIR server's non-2xx as a typed error: 412 and OperationOutcomes said plainly.
+
+    The OperationOutcome's own words (they often quote the subject) are the error's
+    `detail`, capped and on one line: stored with the failure, never in a log line.
+    """
     status = response.status_code
     outcome = _diagnostics(response)
+    error: MedasrError
     if status in (401, 403):
         return CredentialsRejected(
             f"the FHIR server rejected the token (HTTP {status}); check {TOKEN_SETTING}",
             status=status,
         )
     if status == 412:
-        return RequestRejected(
+        error = RequestRejected(
             "the FHIR server holds more than one DocumentReference with this transcript's "
-            "identifier (HTTP 412); conditional create refused: remove the duplicates "
-            f"there{outcome}",
+            "identifier (HTTP 412); conditional create refused: remove the duplicates there",
             status=status,
         )
-    if 400 <= status < 500 and status not in (413, 429) and outcome:
-        return RequestRejected(
-            f"the FHIR server refused the DocumentReference (HTTP {status}){outcome}",
-            status=status,
+    elif 400 <= status < 500 and status not in (413, 429) and outcome:
+        error = RequestRejected(
+            f"the FHIR server refused the DocumentReference (HTTP {status})", status=status
         )
-    return error_for_status(response, sent_bytes=sent_bytes, token=token)
+    else:
+        error = error_for_status(response, sent_bytes=sent_bytes, token=token)
+    error.detail = outcome
+    return error
 
 
 def _diagnostics(response: httpx.Response) -> str:
-    """`: <diagnostics>` from an OperationOutcome body, or ''."""
+    """The diagnostics of an OperationOutcome body on one line (capped), or ''."""
     try:
         body: Any = response.json()
     except ValueError:
@@ -226,5 +232,5 @@ def _diagnostics(response: httpx.Response) -> str:
         for issue in body.get("issue", [])
         if isinstance(issue, dict)
     ]
-    text = "; ".join(s for s in said if s)
-    return f": {text[:_DIAGNOSTICS_CHARS]}" if text else ": (an OperationOutcome with no text)"
+    text = " ".join("; ".join(s for s in said if s).split())  # one line
+    return text[:_DIAGNOSTICS_CHARS] if text else "(an OperationOutcome with no text)"

@@ -74,6 +74,10 @@ async def _create(request: Request, state: DevServerState, trace: Trace) -> Resp
     condition, problem = _condition(request.headers.get("if-none-exist"))
     if problem:
         return outcome(400, problem)
+    if state.config.fhir_answer == "refuse":  # as servers do: quote the subject, at length
+        subject = (resource.get("subject") or {}).get("identifier", {}).get("value", "")
+        said = f"business rule failed for subject {subject}:\n" + "the reason is long. " * 500
+        return outcome(422, said, code="business-rule")
     created = state.fhir.create(resource, if_none_exist=condition)
     if created.status == 412:
         why = f"{created.matches} resources match If-None-Exist {condition}"

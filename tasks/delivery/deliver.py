@@ -325,7 +325,7 @@ class _Run:
                 row.id,
                 lease_token=row.lease_token,
                 error_kind=exc.kind,
-                message=str(exc),
+                message=_stored_message(exc),
                 retryable=retryable,
             ),
         )
@@ -337,7 +337,7 @@ class _Run:
             name,
             exc.kind,
         )
-        message = f"sent, no answer recorded: {exc}"
+        message = f"sent, no answer recorded: {_stored_message(exc)}"
         await self._settle(
             row,
             lambda uow: uow.deliveries.record_delivery_in_doubt(
@@ -352,6 +352,11 @@ class _Run:
             logger.warning("delivery %d was taken over by another worker", row.id)
         except MedasrError as store_error:  # the store is down: the lease hands it back
             logger.error("delivery %d: outcome not recorded (%s)", row.id, store_error.kind)
+
+
+def _stored_message(exc: MedasrError) -> str:
+    """The failure as the store keeps it: our sentence, then the receiver's own words."""
+    return f"{exc}: {one_line(exc.detail)}" if exc.detail else str(exc)
 
 
 def _requests_of(exc: MedasrError) -> int:

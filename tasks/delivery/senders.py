@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
+from config.errors import MedasrError
 from config.settings import Settings
 from service.docs_client import DocsClient, DocsReceipt, Document
 from service.fhir_client import FhirClient
@@ -268,13 +269,14 @@ def mdm_document(outgoing: Outgoing, *, target: Target) -> MdmDocument:
 
 
 def _settled(ack: Ack, document: MdmDocument, *, target_name: str, sends: int, size: int) -> Sent:
-    said = f": {ack.text}" if ack.text else ""
+    error: MedasrError | None = None
     if ack.code in ("AE", "CE"):
-        raise Hl7ApplicationError(
-            f"the engine answered {ack.code} to message {ack.control_id}{said}"
-        )
-    if not ack.accepted:
-        raise Hl7Rejected(f"the engine rejected message {ack.control_id} ({ack.code}){said}")
+        error = Hl7ApplicationError(f"the engine answered {ack.code} to message {ack.control_id}")
+    elif not ack.accepted:
+        error = Hl7Rejected(f"the engine rejected message {ack.control_id} ({ack.code})")
+    if error is not None:
+        error.detail = ack.text  # the engine's words may name the patient: never logged
+        raise error
     fields = {
         "ack_code": ack.code,
         "msa_2": ack.control_id,

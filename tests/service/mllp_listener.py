@@ -143,8 +143,8 @@ async def _serve(listener: MllpListener, reader: object, writer: object) -> None
                 writer.writeblock(b"this is not an ACK")  # type: ignore[attr-defined]
             else:
                 ack = message.create_ack(ack_code=answer, application="EHR", facility="HOSP")
-                if answer != "AA":
-                    ack.segment("MSA").append(f"scripted {answer}")
+                if answer != "AA":  # as engines do, the text names the patient
+                    ack.segment("MSA").append(f"scripted {answer} for {patient_id}")
                 writer.writemessage(ack)  # type: ignore[attr-defined]
             await writer.drain()  # type: ignore[attr-defined]
     finally:
