@@ -3,7 +3,7 @@
 Run from the repository root: `.venv/bin/python bench/query_bench.py [--rows 10000,100000]
 [--status-rows 1000000] [--lookups 300]`. For each size an SQLite store is filled by bulk
 insert (96 % done with distinct content, 2 % failed, 1 % needing review, 1 % skipped) at
-the schema before issue 23's indexes (revision 0004), then upgraded to the newest:
+the schema before the query indexes (revision 0004), then upgraded to the newest:
 
 * the duplicate-content lookup (`find_done_with_sha`, once per file in a run), median
   ms of `--lookups` calls, half finding a twin: before, after (never analyzed), after
@@ -40,7 +40,7 @@ from storage.interface import UnitOfWork
 from storage.query_plans import explain_call, refresh_statistics
 
 LANG = "en-IN"
-BEFORE = "0004"  # the newest revision before issue 23's indexes
+BEFORE = "0004"  # the newest revision without the query indexes
 COLUMNS = (
     "source_uri, language, source_version, sha256, size_bytes, duration_ms, status, "
     "retryable, attempts, created_at, updated_at, done_at, text, chunk_count, error_kind"

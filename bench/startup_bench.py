@@ -18,12 +18,12 @@ sys.path, the same way for both.
 * medasr run (PREFECT_API_URL): the same against a long-running `prefect server start`.
 
 `--quick` instead times the commands that must answer at once (`medasr --help`, status,
-export, review, split, db upgrade) against `python -c "import sqlalchemy"` (issue 23:
+export, review, split, db upgrade) against `python -c "import sqlalchemy"` (target:
 each at most 3x), taking turns so that the machine's load falls on all alike; with
 `--code DIR` for the medasr of another checkout (before/after).
 
 `--first-request` instead times, from spawn, when `medasr run`'s first request reaches
-a loopback devserver (200 distinct short WAVs waiting, warm PREFECT_HOME; issue 23: at
+a loopback devserver (200 distinct short WAVs waiting, warm PREFECT_HOME; target: at
 most 3 s), and the whole run; `--before DIR` takes turns with another checkout and
 prints the ratio (bench/first_request.py).
 

@@ -18,8 +18,8 @@ decide "retry later", "give up on this item" or "stop the run" without knowing t
 Wings: service/errors.py (talking to the service), storage/errors.py (sources and the
 store), tasks/errors.py (the audio engine, the shared limit), tasks/delivery/errors.py
 (documents for the patient record).
-`EXIT_CODES` is the one table of the `medasr` command's exit codes; the README's
-"Troubleshooting by exit code" documents each (tests/config/test_errors.py checks it).
+`EXIT_CODES` is the one table of the `medasr` command's exit codes;
+docs/troubleshooting.md documents each (tests/config/test_errors.py checks it).
 Messages never contain a token, a key or transcript text. What a receiver said in its
 own words (an OperationOutcome's diagnostics, an ACK's text) is an error's `detail`: it
 often names the patient, so it is stored with the failure and never logged.

@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-# The JWE key string is doubled into the 32-byte A128CBC-HS256 key (DESIGN.md §3).
+# The JWE key string is doubled into the 32-byte A128CBC-HS256 key (docs/service-contract.md).
 JWE_KEY_STRING_BYTES = 16
 _PASSWORD_QUERY_KEYS = frozenset({"password", "passwd", "pwd"})
 

@@ -84,9 +84,9 @@ def _as_task_run(ctx: BatchContext) -> TranscribeBatch:
     async def transcribe(items: Sequence[ItemRecord], name: str) -> list[FileOutcome]:
         task = transcribe_batch_task.with_options(task_run_name=name)
         outcomes: list[FileOutcome] = []
-        # quote: Prefect would otherwise walk every field of the 50 items and of the whole
-        # context, twice per task run, looking for futures (~1.4 ms of CPU per file at
-        # 10^4 files); the task gets them unwrapped.
+        # quote: Prefect would otherwise walk every field of the batch's items and of the
+        # whole context, twice per task run, looking for futures, a cost paid per file;
+        # the task gets them unwrapped.
         await task(
             cast(Sequence[ItemRecord], quote(items)),
             ctx=cast(BatchContext, quote(ctx)),

@@ -1,12 +1,12 @@
 """Freed heap pages handed back to the system during a long run (glibc's `malloc_trim`).
 
 glibc keeps the pages a process frees inside its heaps for later use; only the top of
-a heap is returned on its own. A first run over 10^5 files grew 13 MB of resident memory
-after start-up (about 140 bytes per file, 10^6 files would add ~130 MB) while the
-memory Python held stayed flat (bench/README.md, issue 23): freed pages glibc kept.
-`malloc_trim(0)` gives every free page back, in the middle of each arena too (madvise),
-in a few milliseconds. No maintained library wraps it: a ctypes call on libc, once in a
-while, and nothing at all where the C library has no `malloc_trim` (musl, macOS).
+a heap is returned on its own. Over a long first run those kept pages make resident
+memory grow with the number of files while the memory Python holds stays flat, so a
+run of a million files would hold far more than it uses. `malloc_trim(0)` gives every
+free page back, in the middle of each arena too (madvise), in a few milliseconds. No
+maintained library wraps it: a ctypes call on libc, once in a while, and nothing at all
+where the C library has no `malloc_trim` (musl, macOS).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ With PREFECT_API_URL set, that server's health endpoint is asked once before any
 else, so an unreachable server is one sentence (exit 2) instead of the flow engine's
 traceback.
 Without it, Prefect would start its temporary server on the flow's first call, after
-importing its whole server package into this process (~2-6 s) and with nothing else
+importing its whole server package into this process (seconds) and with nothing else
 to do while the server boots. `start_prefect_api` launches the same server
 (the command Prefect's own `SubprocessASGIServer` runs) in a subprocess at once, so
 it boots while the command opens the store and lists the source; the flow then runs
@@ -20,7 +20,7 @@ is PrefectDidNotStart (exit 75), not a configuration error.
 A command that has not imported Prefect yet (`medasr run` from a terminal) does not
 import it to start the server: a launcher child (flows/prefect_launch.py) reads
 Prefect's settings and becomes the server, so the command's first requests do not wait
-for Prefect's import (issue 23 §4); the flow imports it later.
+for Prefect's import; the flow imports it later.
 """
 
 from __future__ import annotations

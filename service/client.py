@@ -1,4 +1,4 @@
-"""The transcription client: one POST /voice/get-asr per chunk (DESIGN.md §3).
+"""The transcription client: one POST /voice/get-asr per chunk (docs/service-contract.md).
 
 A thin client on `ServiceSession` (service/session.py), which owns the transport, TLS,
 JWE, the byte cap, retries and the status table. What is this endpoint's own: the

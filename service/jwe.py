@@ -1,4 +1,4 @@
-"""The opt-in JWE envelope: `dir` + A128CBC-HS256 (RFC 7516/7518), as DESIGN.md §3 fixes it.
+"""The opt-in JWE envelope: `dir` + A128CBC-HS256 (RFC 7516/7518), as docs/service-contract.md says.
 
 Requests use the flattened JSON serialization plus a top-level `kid`; responses carry
 `ciphertext`, `iv`, `tag` and are authenticated either by the RFC 7518 16-byte tag or by

@@ -1,6 +1,6 @@
 """When a service call tries again: full-jitter backoff, Retry-After, and three budgets.
 
-The budgets (DESIGN.md §3): a small one for HTTP 500 ("file not passed", which we never
+The budgets (docs/service-contract.md): a small one for HTTP 500 ("file not passed", which we never
 do), `max_attempts` for every other failure except throttling (a 429 costs time, never an
 attempt), and the call's total time, waits and attempts together. tenacity runs the loop;
 this module only says when to stop and how long to wait.

@@ -1,4 +1,4 @@
-"""HTTP statuses and transport rules as typed errors (the DESIGN.md §3 table), in one place."""
+"""HTTP statuses and transport rules as typed errors (docs/service-contract.md), in one place."""
 
 from __future__ import annotations
 

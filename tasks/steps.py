@@ -1,8 +1,8 @@
 """The Prefect tasks: plain functions wrapped with their names, tags and caching.
 
 Each is `task(...)(fn)`, so a task takes exactly its function's arguments. A task run
-handles a batch of files, never one file: each task run costs ~5-10 ms in the client
-and ~30 ms of server work, and backlogs reach 100,000 files.
+handles a batch of files, never one file: a task run costs Prefect client and server
+work far above a file's own, and backlogs reach hundreds of thousands of files.
 """
 
 from __future__ import annotations

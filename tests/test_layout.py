@@ -175,7 +175,6 @@ def _task_wings(use: Use) -> str | None:
 # The concrete store: above storage/ it is `storage.open_store` and storage.interface.
 CONCRETE_STORE = {
     "storage.database.Store",
-    "storage.repository",
     "storage.unit_of_work",
     "storage.work_queue",
     "storage.items",
@@ -252,7 +251,7 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
         ),
         ("storage.database", "import flows.cli", "storage/ may import only"),
         ("tasks.transcription.runs", "from storage.database import Store", "open_store"),
-        ("flows.cli.deliver", "from storage.repository import Repository", "open_store"),
+        ("flows.cli.deliver", "from storage.items import Items", "open_store"),
         ("flows.cli.deliver", "from storage.unit_of_work import SqlUnitOfWork", "open_store"),
         ("flows.cli.store", "from storage.database import database_exists", None),
         ("flows.summary", "from flows.cli.console import print_summary", "sits on top"),

@@ -165,7 +165,7 @@ def rerun_command(
         )
 
 
-# The flows import Prefect (~1.5 s): imported once the head start is under way
+# The flows import Prefect (seconds of start-up): imported once the head start is under way
 # (flows/cli/flow_run.py), not before the first request.
 def _backlog_flow() -> Callable[..., Any]:
     from flows.backlog import backlog_flow

@@ -1,4 +1,4 @@
-"""The devserver's ASGI app: the service contract (DESIGN.md §3, §8) with injected faults.
+"""The devserver's ASGI app: the service contract (docs/service-contract.md) with faults.
 
 Each route lives in its own module, built on routes_common.py; `ROUTE_MODULES` is the
 one place a route module registers (each lists its starlette routes in `ROUTES`).

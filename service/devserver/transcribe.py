@@ -1,4 +1,4 @@
-"""The devserver's transcription route, POST /voice/get-asr (DESIGN.md §3, §8).
+"""The devserver's transcription route, POST /voice/get-asr (docs/service-contract.md).
 
 Capacity and rate limits answer 429 on arrival; then the shared door (routes_common.py),
 the language check, the engine on the uploaded WAV, and text faults on its answer.

@@ -3,12 +3,12 @@
 `ffmpeg -i PATH` (the probe) and the decode print the same description of the input
 on stderr, and the decode prints all of it before its first sample ("Stream mapping:"
 ends it). Reading that description from the decode's own stderr saves a second process
-start (about 20 ms of CPU for the bundled static ffmpeg, much of the cost of a 15 s
+start (the bundled static ffmpeg's start-up is much of the cost of a short
 dictation) while every error found from the description is still raised before the
 first sample, worded as the probe would word it (`parse_probe`).
 
 At `-loglevel level+info` each stderr line carries its level, so the errors kept for
-the summary of a failed decode are exactly what `-loglevel error` used to print.
+the summary of a failed decode are exactly what `-loglevel error` would print.
 """
 
 from __future__ import annotations

@@ -18,13 +18,13 @@ and exact to query, and the same input always gives the same answers):
   of floor and speech, with the speech level of the chunk being cut (`for_chunk`) so
   that a speaker 35 dB quieter late in the file is cut at his own pauses.
 
-An earlier design took the speech level as the 95th percentile of every frame and called
-a chunk silent when it held nothing near that level: after ten minutes of room noise
-the "speech level" was the noise, and the dictation that followed was skipped as silent.
-Deciding per chunk against the floor seen so far keeps the decode one streaming pass
-(memory bounded by a chunk); the floor of a prefix can only be higher than the whole
-file's when the quietest stretch comes later, and then what is judged silent is sound
-that does not rise above the background around it.
+Why not a speech level over every frame, with a chunk silent when it holds nothing near
+it: after ten minutes of room noise that "speech level" is the noise, and the dictation
+that follows would be skipped as silent. Deciding per chunk against the floor seen so
+far keeps the decode one streaming pass (memory bounded by a chunk); the floor of a
+prefix can only be higher than the whole file's when the quietest stretch comes later,
+and then what is judged silent is sound that does not rise above the background around
+it.
 
 Cut rule (DESIGN.md §4): within the window that is the last 40% of the chunk's cap,
 cut in the middle of the longest pause (a run of quiet frames at least min_pause_ms

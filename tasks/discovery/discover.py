@@ -22,9 +22,9 @@ from tasks.discovery.names import one_line, recording_name
 
 logger = logging.getLogger("medasr.discover")
 
-# Listed files registered per transaction: bounded memory (about 2 MB) and write-lock
-# holds (about 40 ms for 5,000 new files). 5,000 rather than 1,000: a fifth of the
-# commits, 7-15 % less wall for 10^5 new files on the scale bench's machine.
+# Listed files registered per transaction: bounded memory and short write-lock holds.
+# 5,000 rather than 1,000: a fifth of the commits, which the scale bench shows in the
+# wall time of a large first listing.
 REGISTER_BATCH_FILES = 5000
 
 

@@ -4,7 +4,7 @@
 context manager held for each HTTP attempt, and adds the Retry-After pause that stops
 new sends for everyone.
 
-Why this rule (TCP's AIMD with a CUBIC-like plateau; see docs/RELIABILITY.md):
+Why this rule (TCP's AIMD with a CUBIC-like plateau; figures in bench/README.md):
 - The window starts at the ceiling (MEDASR_CONCURRENCY), so a service with room for it
   is used fully from the first second; a service that is smaller says so at once.
 - A throttled answer (429, or 503) of a request that was sent with k of ours already in

@@ -1,7 +1,7 @@
 """Group commit: the file writes of a run share transactions, one commit for many calls.
 
 A commit is the dear part of a store write (SQLite in WAL with synchronous FULL: an
-fsync of 1-4 ms under the one write lock; PostgreSQL: a round trip and a WAL flush). A
+fsync under the one write lock; PostgreSQL: a round trip and a WAL flush). A
 run's file writes (chunk answers, content settles, finishes, skips, fails, releases,
 and the lease renewal of those files) queue to one `GroupWriter`; its one drain task
 takes everything queued (at most `max_calls`), runs the calls in one transaction in a

@@ -1,9 +1,11 @@
-"""The README's configuration tables, generated from the Settings model and the CLI.
+"""The configuration tables of docs/configuration.md, generated from the Settings model
+and the CLI.
 
     .venv/bin/python -m tests.flows.readme_tables   # prints both tables (markdown)
 
-tests/flows/test_readme.py checks that README.md names every variable listed here and
-no MEDASR_* variable that does not exist.
+Paste the output between the page's "configuration tables" markers.
+tests/flows/test_readme.py checks that docs/configuration.md names every variable
+listed here, and that no page names a MEDASR_* variable that does not exist.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def all_variables() -> set[str]:
 
 
 def markdown() -> str:
-    """Both tables as README markdown."""
+    """Both tables as markdown, for docs/configuration.md."""
     lines = ["| variable | nested spelling | default | meaning |", "|---|---|---|---|"]
     for flat, nested, default, meaning in settings_rows():
         lines.append(f"| {_code(flat) if flat else ''} | {_code(nested)} | {default} | {meaning} |")

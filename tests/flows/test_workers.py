@@ -1,6 +1,6 @@
 """Past one machine: a Prefect server, two process workers, one PostgreSQL store.
 
-The deployment comes from prefect.yaml (`prefect deploy --all`, as the README says);
+The deployment comes from prefect.yaml (`prefect deploy --all`, as docs/operations.md says);
 two flow runs of it over the same 200 files run at once on two workers, and every
 file is transcribed exactly once: the devserver's ledger shows one successful
 request per chunk.
@@ -130,7 +130,7 @@ def _deployments(server: PrefectServer) -> dict[str, tuple[str | None, list[str]
 
 
 def _set_up_cluster(server: PrefectServer, *, database_url: str, tmp_path: Path) -> None:
-    """The README's commands: schema, work pool, `prefect deploy --all` from prefect.yaml."""
+    """docs/operations.md's commands: schema, work pool, `prefect deploy --all`."""
     cli_env = clean_env(tmp_path / "prefect-cli", PREFECT_API_URL=server.api_url)
     upgrade = subprocess.run(
         [MEDASR, "db", "upgrade"],

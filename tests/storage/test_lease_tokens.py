@@ -1,7 +1,7 @@
 """Each claim has its own token; lapsed leases of a live owner stay with it; the store's clock.
 
 On SQLite and PostgreSQL alike, except the skewed-clock case, which only a server store
-can answer (SQLite is a file on one host: its clock is that host's, see the README).
+can answer (SQLite is a file on one host: its clock is that host's, see docs/operations.md).
 """
 
 from __future__ import annotations
