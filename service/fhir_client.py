@@ -15,9 +15,11 @@ or the document.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import httpx
@@ -106,7 +108,7 @@ class FhirClient(AsyncClosing):
         reply = await self._session.post(
             self._endpoint,
             RawBody(body, FHIR_JSON),
-            read=_read_created,
+            read=partial(_read_created, sent=_resource_of(body)),
             headers=(("Accept", FHIR_JSON), ("If-None-Exist", if_none_exist)),
             on_retry=self._on_retry,
         )
@@ -126,17 +128,33 @@ class FhirClient(AsyncClosing):
             await self._session.aclose()
 
 
-def _read_created(response: httpx.Response) -> _Created:
+def _resource_of(body: bytes) -> dict[str, Any] | None:
+    """The resource we send, to compare the answer's with (None if it is not JSON)."""
+    try:
+        resource = json.loads(body)
+    except ValueError:
+        return None
+    return resource if isinstance(resource, dict) else None
+
+
+def _read_created(response: httpx.Response, *, sent: dict[str, Any] | None) -> _Created:
     """201 created or 200 found: the resource's id as the answer proves it, else why not."""
-    resource_id, problem = created_id(response)
+    resource_id, problem = created_id(response, sent=sent)
     location = response.headers.get("location")
     return _Created(response.status_code, resource_id, location, problem)
 
 
-def created_id(response: httpx.Response) -> tuple[str | None, str | None]:
-    """(id, None) when the answer names one DocumentReference under the request's base;
-    (None, why) otherwise."""
-    from_body, body_type = _body_id(response)
+def created_id(
+    response: httpx.Response, *, sent: dict[str, Any] | None = None
+) -> tuple[str | None, str | None]:
+    """(id, None) when the answer names one DocumentReference under the request's base,
+    and, given the resource `sent`, one with its masterIdentifier and subject; (None, why)
+    otherwise."""
+    body = _json_body(response)
+    other = _another_document(body, sent) if sent else None
+    if other:
+        return None, other
+    from_body, body_type = _body_id(body)
     location = response.headers.get("location")
     from_location, location_problem = (None, None)
     if location:
@@ -152,12 +170,36 @@ def created_id(response: httpx.Response) -> tuple[str | None, str | None]:
     return None, "it names no DocumentReference (no resource body, no Location)"
 
 
-def _body_id(response: httpx.Response) -> tuple[str | None, str | None]:
-    """(id of a DocumentReference body, None) or (None, the body's resourceType)."""
+def _json_body(response: httpx.Response) -> Any:
     try:
-        body: Any = response.json() if response.content else None
+        return response.json() if response.content else None
     except ValueError:
-        return None, None
+        return None
+
+
+def _another_document(body: Any, sent: dict[str, Any]) -> str | None:
+    """Why a DocumentReference body is not the one sent (another identifier or patient)."""
+    if not isinstance(body, dict) or body.get("resourceType") != _RESOURCE_TYPE:
+        return None
+    for key in ("masterIdentifier", "subject"):
+        theirs, ours = _identifier_of(body, key), _identifier_of(sent, key)
+        if theirs and ours and theirs != ours:
+            return f"its DocumentReference is another document (another {key})"
+    return None
+
+
+def _identifier_of(resource: dict[str, Any], key: str) -> tuple[str, str] | None:
+    """(system, value) of `masterIdentifier`, or of `subject`'s logical identifier."""
+    found = resource.get(key)
+    if key == "subject" and isinstance(found, dict):
+        found = found.get("identifier")
+    if not isinstance(found, dict) or not found.get("value"):
+        return None
+    return str(found.get("system") or ""), str(found["value"])
+
+
+def _body_id(body: Any) -> tuple[str | None, str | None]:
+    """(id of a DocumentReference body, None) or (None, the body's resourceType)."""
     if not isinstance(body, dict):
         return None, None
     kind = body.get("resourceType")

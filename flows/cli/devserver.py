@@ -65,7 +65,8 @@ _FLAGS = (
         str,
         "How a FHIR create is answered: resource; outcome (201, an OperationOutcome, no "
         "Location); foreign (Location on another host); patient (Location at a Patient); "
-        "refuse (422, long diagnostics quoting the subject, nothing filed).",
+        "refuse (422, long diagnostics quoting the subject, nothing filed); first (200 with "
+        "the first resource filed, whatever was sent).",
     ),
     _Flag("legacy_response_tag", bool, "Tag encrypted replies with the 32-byte HMAC."),
     _Flag("capacity", int | None, "Answer 429 when this many requests are already in flight."),

@@ -22,7 +22,7 @@ FAULT_NAMES: Final = (
 ENGINE_NAMES: Final = ("default", "tone", "hash")
 # How a FHIR create is answered once the resource is filed (service/devserver/fhir.py):
 # "resource" as FHIR R4 says; the others as a misbehaving server might.
-FHIR_ANSWERS: Final = ("resource", "outcome", "foreign", "patient", "refuse")
+FHIR_ANSWERS: Final = ("resource", "outcome", "foreign", "patient", "refuse", "first")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from config.settings import DeliverySettings
+from config.settings import DeliverySettings, PipelineSettings
 from service.devserver import RunningDevServer
 from service.fhir_client import FhirClient, FhirReceipt, created_id
 from storage.interface import UnitOfWorkFactory
@@ -147,3 +147,48 @@ def test_a_deliver_run_keeps_such_a_document_in_doubt_not_delivered(
     assert (stats.delivered, stats.in_doubt) == (0, 1)
     assert (row.status, row.remote_id) == ("in_doubt", None)
     assert "OperationOutcome" in (row.error_message or "")
+
+
+def test_a_document_reference_of_another_identifier_or_patient_is_not_ours() -> None:
+    sent = {
+        "resourceType": "DocumentReference",
+        "masterIdentifier": {"system": "urn:ietf:rfc:3986", "value": "urn:uuid:1"},
+        "subject": {"identifier": {"value": "PAT-B"}},
+    }
+    same = {
+        **sent,
+        "id": "abc-1",
+        "subject": {"reference": "Patient/9", "identifier": {"value": "PAT-B"}},
+    }
+    assert created_id(_answer(200, body=same), sent=sent) == ("abc-1", None)
+    other_patient = {**same, "subject": {"identifier": {"value": "PAT-A"}}}
+    resource_id, problem = created_id(_answer(200, body=other_patient), sent=sent)
+    assert (resource_id, "another subject" in (problem or "")) == (None, True)
+    other_note = {
+        **same,
+        "masterIdentifier": {"system": "urn:ietf:rfc:3986", "value": "urn:uuid:2"},
+    }
+    resource_id, problem = created_id(_answer(200, body=other_note), sent=sent)
+    assert (resource_id, "another masterIdentifier" in (problem or "")) == (None, True)
+
+
+def test_a_server_answering_with_another_patients_note_leaves_the_second_in_doubt(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    server = devserver_factory(fhir_answer="first")
+    texts = {"/d/bed1.wav": "ward round", "/d/bed2.wav": "ward round, second bed"}
+    metadata = {"/d/bed1.wav": {"patient_id": "PAT-A"}, "/d/bed2.wav": {"patient_id": "PAT-B"}}
+    items = make_done(store, texts, metadata=metadata)
+    settings = delivery_settings(server, sqlite_url)
+    delivery = DeliverySettings(target=f"fhir+{server.url}/fhir", fhir_token=server.token)
+    settings = settings.model_copy(
+        update={"delivery": delivery, "pipeline": PipelineSettings(concurrency=1)}
+    )
+    stats = deliver(settings, store)
+    with store.unit_of_work(read_only=True) as uow:
+        rows = {uri: uow.deliveries.deliveries_of_item(i.id)[-1] for uri, i in items.items()}
+    assert (stats.delivered, stats.in_doubt) == (1, 1)
+    assert rows["/d/bed1.wav"].status == "delivered"
+    second = rows["/d/bed2.wav"]
+    assert (second.status, second.remote_id) == ("in_doubt", None)
+    assert "another document" in (second.error_message or "")
