@@ -24,7 +24,7 @@ from prefect.cache_policies import NONE
 from config.errors import ConfigError, InternalError, MedasrError
 from config.settings import Settings
 from service.docs_client import DocsClient
-from service.errors import CredentialsRejected, ServiceError
+from service.errors import CredentialsRejected
 from service.retrying import may_have_arrived
 from storage.errors import LeaseLost, StoreUnavailable
 from storage.interface import UnitOfWorkFactory
@@ -32,10 +32,10 @@ from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord, WantedDelivery
 from storage.versions import item_version
 from tasks.delivery.documents import note_of, parse_docs_query
-from tasks.delivery.errors import DeliveryInDoubt, ReceiverSilent
+from tasks.delivery.errors import DeliveryInDoubt, ReceiverSilent, stored_message
 from tasks.delivery.senders import configured_target, sender_for
 from tasks.delivery.sending import DocumentSender, remote_id_of
-from tasks.delivery.stats import DeliveryStats, delivery_summary
+from tasks.delivery.stats import DeliveryStats, delivery_summary, requests_of
 from tasks.delivery.targets import Outgoing, Sender, Sent, Target
 from tasks.discovery.names import one_line, reason_about, recording_name
 from tasks.work.journal import (
@@ -61,10 +61,6 @@ logger = logging.getLogger("medasr.deliver")
 _PAGE = 500
 # Stops that are not the row's fault: the row goes back (pending, or in doubt if sent).
 _STOPPING = (CredentialsRejected, ConfigError, ReceiverSilent)
-# Failures found before anything went out: they cost no request.
-_UNSENT_KINDS = frozenset(
-    {"metadata_missing", "metadata_invalid", "document_invalid", "mllp_unreachable"}
-)
 # Failures an operator fixes in the manifest: worth another try on a later run.
 _FIXABLE_KINDS = frozenset({"metadata_missing", "metadata_invalid", "document_invalid"})
 
@@ -246,7 +242,7 @@ class _Run:
             return _Outcome("released", error=exc, requests=0 if unsent else 1)
         except MedasrError as exc:
             await self._settle_failed(row, exc)
-            return _Outcome("failed", requests=_requests_of(exc))
+            return _Outcome("failed", requests=requests_of(exc))
         except Exception as exc:  # a bug must cost this document only, not the run
             logger.error("delivery %d: unexpected %s", row.id, type(exc).__name__, exc_info=exc)
             internal = InternalError(f"unexpected {type(exc).__name__} while delivering")
@@ -325,7 +321,7 @@ class _Run:
                 row.id,
                 lease_token=row.lease_token,
                 error_kind=exc.kind,
-                message=_stored_message(exc),
+                message=stored_message(exc),
                 retryable=retryable,
             ),
         )
@@ -337,7 +333,7 @@ class _Run:
             name,
             exc.kind,
         )
-        message = f"sent, no answer recorded: {_stored_message(exc)}"
+        message = f"sent, no answer recorded: {stored_message(exc)}"
         await self._settle(
             row,
             lambda uow: uow.deliveries.record_delivery_in_doubt(
@@ -352,19 +348,6 @@ class _Run:
             logger.warning("delivery %d was taken over by another worker", row.id)
         except MedasrError as store_error:  # the store is down: the lease hands it back
             logger.error("delivery %d: outcome not recorded (%s)", row.id, store_error.kind)
-
-
-def _stored_message(exc: MedasrError) -> str:
-    """The failure as the store keeps it: our sentence, then the receiver's own words."""
-    return f"{exc}: {one_line(exc.detail)}" if exc.detail else str(exc)
-
-
-def _requests_of(exc: MedasrError) -> int:
-    """The request a failed send made (its retries are counted as they happen)."""
-    refused_unsent = (
-        isinstance(exc, ServiceError) and exc.status is None and exc.kind in ("payload_too_large",)
-    )
-    return 0 if exc.kind in _UNSENT_KINDS or refused_unsent else 1
 
 
 def _marker(row: DeliveryRecord) -> Any:

@@ -27,7 +27,8 @@ the recording and the column, never transcript text, a token or a key.
 
 from __future__ import annotations
 
-from config.errors import ConfigError, RunStop, TerminalError, TransientError
+from config.errors import ConfigError, MedasrError, RunStop, TerminalError, TransientError
+from tasks.discovery.names import one_line
 
 
 class MetadataMissing(TerminalError):
@@ -86,3 +87,9 @@ class TargetInvalid(ConfigError):
     """`--to` / MEDASR_DELIVERY__TARGET names no target medasr can deliver to."""
 
     kind = "target_invalid"
+
+
+def stored_message(exc: MedasrError) -> str:
+    """A failure as the store keeps it: our sentence, then the receiver's own words
+    (`detail`, on one line), which log lines never carry."""
+    return f"{exc}: {one_line(exc.detail)}" if exc.detail else str(exc)

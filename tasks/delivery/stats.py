@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from config.errors import ConfigError, MedasrError, exit_code_of
-from service.errors import CredentialsRejected
+from service.errors import CredentialsRejected, ServiceError
 from tasks.delivery.errors import ReceiverSilent
 
 
@@ -26,6 +26,20 @@ class DeliveryStats:
     retries: int = 0
     bytes_sent: int = 0
     stopped: MedasrError | None = field(default=None, repr=False)
+
+
+# Failures found before anything went out: they cost no request.
+_UNSENT_KINDS = frozenset(
+    {"metadata_missing", "metadata_invalid", "document_invalid", "mllp_unreachable"}
+)
+
+
+def requests_of(exc: MedasrError) -> int:
+    """The request a failed send made (its retries are counted as they happen)."""
+    refused_unsent = isinstance(exc, ServiceError) and exc.status is None
+    if exc.kind in _UNSENT_KINDS or (refused_unsent and exc.kind == "payload_too_large"):
+        return 0
+    return 1
 
 
 def delivery_summary(stats: DeliveryStats, *, dry_run: bool = False) -> dict[str, Any]:
