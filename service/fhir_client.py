@@ -159,12 +159,12 @@ def created_id(
     from_location, location_problem = (None, None)
     if location:
         from_location, location_problem = _location_id(location, request=response.request)
+    if location_problem:  # a Location elsewhere contradicts any body
+        return None, location_problem
     if from_body and from_location and from_body != from_location:
         return None, "its body and its Location disagree about the DocumentReference's id"
     if from_body or from_location:
         return from_body or from_location, None
-    if location_problem:
-        return None, location_problem
     if body_type:
         return None, f"its body is an {body_type}, not the DocumentReference, and no Location"
     return None, "it names no DocumentReference (no resource body, no Location)"

@@ -129,6 +129,8 @@ def test_a_body_and_a_location_that_disagree_are_in_doubt() -> None:
     )
     assert resource_id is None
     assert "disagree" in (problem or "")
+    foreign = "https://other.example/fhir/R4/DocumentReference/abc-2"
+    assert created_id(_answer(201, body=body, location=foreign))[0] is None
     outcome = {"resourceType": "OperationOutcome", "id": "oo-1"}
     assert created_id(_answer(201, body=outcome))[0] is None
 
