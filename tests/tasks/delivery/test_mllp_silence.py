@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from config.settings import DeliverySettings, Settings
+from config.settings import DeliverySettings, PipelineSettings, Settings
 from service.devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.errors import ReceiverSilent
@@ -86,3 +86,25 @@ def test_a_silent_engine_stops_the_run_after_documents_without_any_ack(
     assert (stats.delivered, stats.in_doubt, stats.requests, stats.retries) == (0, 2, 4, 2)
     assert _statuses(store) == {"in_doubt": 2, "pending": 4}
     assert (summary["receiver_silent"], summary["exit_code"]) == (True, 1)
+
+
+def test_a_late_ack_is_never_read_as_the_answer_to_the_next_document(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    texts = {"/d/a.wav": "first note", "/d/b.wav": "second note"}
+    metadata = {"/d/a.wav": {"patient_id": "MRN-A"}, "/d/b.wav": {"patient_id": "MRN-B"}}
+    answers = {"MRN-A": deque(["late"]), "MRN-B": deque(["AA"])}
+    listener = MllpListener(by_patient=answers, late_s=ACK_TIMEOUT_S * 3)
+    with running_listener(listener):
+        items = make_done(store, texts, metadata=metadata)
+        settings = _settings(devserver_factory(), sqlite_url, listener, hl7_resends=0)
+        settings = settings.model_copy(update={"pipeline": PipelineSettings(concurrency=1)})
+        stats = deliver(settings, store)
+    with store.unit_of_work(read_only=True) as uow:
+        rows = {u: uow.deliveries.deliveries_of_item(i.id)[-1] for u, i in items.items()}
+    assert (stats.delivered, stats.in_doubt) == (1, 1)
+    assert rows["/d/a.wav"].status == "in_doubt"  # its AA came after the timeout
+    answered = rows["/d/b.wav"].response
+    assert answered is not None
+    assert answered["msa_2"] == answered["msh_10"]
+    assert listener.connections == 2  # the late ACK's connection was closed, not reused
