@@ -38,7 +38,9 @@ def prefect_settings_beyond_environment() -> bool:
 
 
 def prepare_prefect_environment() -> None:
-    """Fill in Prefect defaults that suit a batch job; call before Prefect is imported."""
+    """Fill in Prefect defaults that suit a batch job; call before Prefect is imported.
+
+    Entry points call it (the command's `main`); importing a module never does."""
     for name, value in _PREFECT_DEFAULTS.items():
         os.environ.setdefault(name, value)
 
@@ -59,7 +61,9 @@ _TEMPORARY_SERVER = {
 
 
 def temporary_server_environment(prefect_settings: Mapping[str, str]) -> dict[str, str]:
-    """The environment of a temporary Prefect server: this one, its trims, then the
-    Prefect settings this process holds (an operator's own values win over the trims)."""
-    trims = {k: v for k, v in _TEMPORARY_SERVER.items() if k not in os.environ}
+    """The environment of a temporary Prefect server: this one, medasr's defaults and its
+    trims, then the Prefect settings this process holds (an operator's own values win over
+    the defaults and the trims), whether or not this process ran an entry point."""
+    defaults = {**_PREFECT_DEFAULTS, **_TEMPORARY_SERVER}
+    trims = {k: v for k, v in defaults.items() if k not in os.environ}
     return {**os.environ, **trims, **prefect_settings}

@@ -1,6 +1,5 @@
-"""Orchestration and the face: Prefect flows and the `medasr` command."""
+"""Orchestration and the face: Prefect flows and the `medasr` command.
 
-from config.runtime import prepare_prefect_environment
-
-# Before any flows module imports prefect, which reads its settings on first use.
-prepare_prefect_environment()
+Importing changes nothing in the process: the command's `main` fills in medasr's Prefect
+defaults (config/runtime.py) before Prefect is imported.
+"""

@@ -1,4 +1,5 @@
-"""`medasr serve`: the nightly backlog and the rerun of failures as scheduled deployments.
+"""`medasr serve`: the nightly backlog and the rerun of failures as scheduled deployments,
+and with `--purge-cron` the purge of recordings older than `--retention`.
 
 Schedules need a Prefect server (`prefect server start`, then PREFECT_API_URL);
 the ephemeral API used by `medasr run` forgets them when the process ends, so
@@ -21,14 +22,18 @@ from pydantic import ValidationError
 from config.errors import ConfigError
 from flows.backlog import transcribe_backlog
 from flows.prefect_api import health_failure
+from flows.purge import purge_recordings_flow
 from flows.rerun import rerun_failures
 from service.contract import LANGUAGES, is_supported_language
+from tasks.retention.durations import parse_retention
 
 NIGHTLY_CRON = "0 1 * * *"
 RERUN_CRON = "0 */6 * * *"
 DEFAULT_TIMEZONE = "UTC"
 NIGHTLY_DEPLOYMENT = "transcribe-backlog/nightly-backlog"
 RERUN_DEPLOYMENT = "rerun-failures/rerun-failures"
+PURGE_DEPLOYMENT = "purge-recordings/purge"
+DEFAULT_RETENTION = "90d"
 
 
 def check_schedule(*, cron: str, timezone: str, option: str) -> None:
@@ -54,8 +59,11 @@ def build_deployments(
     nightly_cron: str = NIGHTLY_CRON,
     rerun_cron: str = RERUN_CRON,
     timezone: str = DEFAULT_TIMEZONE,
+    purge_cron: str | None = None,
+    retention: str = DEFAULT_RETENTION,
 ) -> list[RunnerDeployment]:
-    """The two deployments; parameters hold no secret (settings come from MEDASR_*).
+    """The two deployments, and the purge with `purge_cron`; parameters hold no secret
+    (settings come from MEDASR_*).
 
     Raises ConfigError for an unsupported language, a bad cron string or time zone.
     """
@@ -88,7 +96,27 @@ def build_deployments(
             concurrency_limit=1,
         ),
     )
-    return [nightly, rerun]
+    if purge_cron is None:
+        return [nightly, rerun]
+    return [nightly, rerun, _purge_deployment(purge_cron, retention=retention, timezone=timezone)]
+
+
+def _purge_deployment(cron: str, *, retention: str, timezone: str) -> RunnerDeployment:
+    """The purge deployment; raises ConfigError for a bad cron or period."""
+    check_schedule(cron=cron, timezone=timezone, option="--purge-cron")
+    period = parse_retention(retention, option="--retention")
+    return cast(
+        RunnerDeployment,
+        purge_recordings_flow.to_deployment(
+            name="purge",
+            schedules=[Cron(cron, timezone=timezone)],
+            parameters={"retention": period.text},
+            description="Purge the patient data of recordings finished longer ago than the "
+            "retention period; each page's receipt goes to the audit trail.",
+            tags=["medasr"],
+            concurrency_limit=1,
+        ),
+    )
 
 
 def require_prefect_server() -> str:
@@ -114,10 +142,18 @@ def serve_command(
     nightly_cron: Annotated[str, typer.Option(help="Cron of the backlog run.")] = NIGHTLY_CRON,
     rerun_cron: Annotated[str, typer.Option(help="Cron of the rerun of failures.")] = RERUN_CRON,
     timezone: Annotated[str, typer.Option(help="IANA time zone of the crons.")] = DEFAULT_TIMEZONE,
+    purge_cron: Annotated[
+        str | None, typer.Option(help="Cron of the purge (none: no purge deployment).")
+    ] = None,
+    retention: Annotated[
+        str, typer.Option(help="What the purge removes: recordings older than 90d, 12w, 1y.")
+    ] = DEFAULT_RETENTION,
 ) -> None:
     """Register the nightly and rerun deployments with their schedules and serve them.
 
-    Needs a Prefect server (PREFECT_API_URL); runs until interrupted.
+    Needs a Prefect server (PREFECT_API_URL); runs until interrupted. With --purge-cron,
+    a purge deployment too: recordings finished longer ago than --retention lose their
+    patient data (`medasr purge`).
     """
     deployments = build_deployments(
         source=source,
@@ -125,6 +161,8 @@ def serve_command(
         nightly_cron=nightly_cron,
         rerun_cron=rerun_cron,
         timezone=timezone,
+        purge_cron=purge_cron,
+        retention=retention,
     )
     require_prefect_server()
     serve(*deployments)

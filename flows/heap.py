@@ -40,13 +40,18 @@ def release_free_heap() -> bool:
 
 
 class HeapTrimmer:
-    """Calls `release_free_heap` at most once every `every_s` seconds."""
+    """Calls `release` (`release_free_heap`) at most once every `every_s` seconds."""
 
     def __init__(
-        self, *, every_s: float = TRIM_EVERY_S, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        every_s: float = TRIM_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+        release: Callable[[], bool] = release_free_heap,
     ) -> None:
         self._every_s = every_s
         self._clock = clock
+        self._release = release
         self._last = clock()
         self.trims = 0
 
@@ -55,7 +60,7 @@ class HeapTrimmer:
         now = self._clock()
         if now - self._last >= self._every_s:
             self._last = now
-            if release_free_heap():
+            if self._release():
                 self.trims += 1
 
 

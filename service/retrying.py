@@ -8,10 +8,12 @@ this module only says when to stop and how long to wait.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
@@ -79,20 +81,34 @@ class RetryEvent:
     status: int | None
 
 
+@dataclass(frozen=True)
+class Clock:
+    """The time a call's budget is read on, how it waits between attempts, and how one
+    attempt is bounded: the system's by default; a test gives virtual time instead."""
+
+    monotonic_s: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    timeout: Callable[[float], AbstractAsyncContextManager[object]] = asyncio.timeout
+
+
+SYSTEM_CLOCK = Clock()
+
+
 @dataclass
 class Deadline:
-    """When a call's retry budget runs out (time.monotonic() seconds); moved by pacing."""
+    """When a call's retry budget runs out (seconds on its clock); moved by pacing."""
 
     at_s: float
+    clock: Clock = field(default=SYSTEM_CLOCK)
 
     @classmethod
-    def after(cls, budget_s: float) -> Deadline:
+    def after(cls, budget_s: float, *, clock: Clock = SYSTEM_CLOCK) -> Deadline:
         """The deadline `budget_s` seconds from now."""
-        return cls(time.monotonic() + budget_s)
+        return cls(clock.monotonic_s() + budget_s, clock)
 
     def left_s(self) -> float:
         """Seconds left (negative once past)."""
-        return self.at_s - time.monotonic()
+        return self.at_s - self.clock.monotonic_s()
 
 
 def retrying(
@@ -141,6 +157,7 @@ def retrying(
         wait=wait_s,
         stop=should_stop,
         before_sleep=before_sleep,
+        sleep=deadline.clock.sleep,
         reraise=True,
     )
 

@@ -14,7 +14,6 @@ statuses, attempts, latencies and byte counts: never the token, the key or any c
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -31,7 +30,7 @@ from service import jwe
 from service.contract import UPLOAD_FIELD
 from service.endpoint import Endpoint, FilePart, Payload, service_endpoint
 from service.errors import AnswerTooLarge, PayloadTooLarge, ServiceUnavailable
-from service.retrying import Deadline, RetryEvent, RetryPolicy, retrying
+from service.retrying import SYSTEM_CLOCK, Clock, Deadline, RetryEvent, RetryPolicy, retrying
 from service.status import bearer_token, certificate_failure, tls_verify
 
 logger = logging.getLogger(__name__)
@@ -112,9 +111,11 @@ class ServiceSession(AsyncClosing):
         ca_bundle: Path | None = None,
         http: httpx.AsyncClient | None = None,
         max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.policy = policy
         self.max_answer_bytes = max_answer_bytes
+        self.clock = clock
         self._owns_http = http is None
         self._http = http or httpx.AsyncClient(
             verify=tls_verify(ca_bundle),
@@ -160,7 +161,7 @@ class ServiceSession(AsyncClosing):
         call = _Call(endpoint, token, payload, tuple(params), tuple(headers), read)
         # One clock for the whole call: attempts and backoff waits come out of this budget;
         # waiting in our own limits (pacing) does not.
-        deadline = Deadline.after(self.policy.total_s)
+        deadline = Deadline.after(self.policy.total_s, clock=self.clock)
         reply: Reply[T] | None = None
         loop = retrying(
             self.policy,
@@ -191,11 +192,11 @@ class ServiceSession(AsyncClosing):
     ) -> Reply[T]:
         if pacing is None:
             return await self._attempt(call, attempt=attempt, deadline=deadline)
-        waited_from_s = time.monotonic()
+        waited_from_s = self.clock.monotonic_s()
         async with pacing.around() if pacing.around else nullcontext():
             if pacing.before is not None:
                 await pacing.before()
-            deadline.at_s += time.monotonic() - waited_from_s
+            deadline.at_s += self.clock.monotonic_s() - waited_from_s
             return await self._attempt(call, attempt=attempt, deadline=deadline)
 
     async def _attempt(self, call: _Call[T], *, attempt: int, deadline: Deadline) -> Reply[T]:
@@ -246,7 +247,7 @@ class ServiceSession(AsyncClosing):
         """The answer to one request; raises ServiceUnavailable or TlsNotVerified (terminal)."""
         try:
             # httpx timeouts are per read/write; this bounds the whole exchange.
-            async with asyncio.timeout(timeout_s):
+            async with self.clock.timeout(timeout_s):
                 response = await self._http.send(request, stream=True)
                 try:
                     return await read_capped(response, cap_bytes=self.max_answer_bytes)

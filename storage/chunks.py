@@ -16,8 +16,8 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from storage import clock
 from storage.models import ChunkRow, Item
-from storage.queries import utc_now
 from storage.records import ChunkRecord
 from storage.work_queue import WorkQueue
 
@@ -103,7 +103,7 @@ class Chunks:
         return True
 
     def _upsert_chunk(self, values: dict[str, Any]) -> None:
-        values = {**values, "updated_at": utc_now()}
+        values = {**values, "updated_at": clock.host_now()}
         dialect = self._session.get_bind().dialect.name
         self._session.execute(_chunk_upsert(dialect, tuple(sorted(values))), values)
 

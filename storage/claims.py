@@ -14,8 +14,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, delete, or_, select, update
 from sqlalchemy.orm import Session
 
+from storage import clock
 from storage.models import ChunkRow, Item
-from storage.queries import IN_BATCH, Queries, under_source, utc_now
+from storage.queries import IN_BATCH, Queries, under_source
 from storage.records import ItemRecord
 from storage.work_queue import WorkQueue, cleared_lease
 
@@ -154,7 +155,7 @@ class Claims(Queries):
         `include_skipped`: every skipped item too, its silent chunks forgotten so the
         next run judges its audio afresh (they cost nothing to judge again).
         """
-        now = now or utc_now()
+        now = now or clock.host_now()
         failed: list[ColumnElement[bool]] = [Item.status == "failed"]
         if not include_permanent:
             failed += [

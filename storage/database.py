@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _READ_ONLY = "medasr_read_only"
+_PURGED_TABLES = "items, chunks, deliveries"
 _MIGRATION_LOCK_ID = 0x6D656461  # any constant; PostgreSQL migrations take it in turn
 
 
@@ -91,6 +92,27 @@ class Store:
                     raise
         finally:
             session.close()
+
+    def reclaim_space(self) -> str:
+        """After a purge: SQLite rebuilds the file (VACUUM: no free page keeps old bytes)
+        and truncates its write-ahead log to zero; PostgreSQL VACUUMs the purged tables
+        (their dead rows' space becomes reusable; the bytes stay on disk until overwritten,
+        see docs). Returns what was done. Raises StoreUnavailable or StoreFailed."""
+        with translate_store_errors():
+            if self.engine.dialect.name == "postgresql":
+                autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+                with autocommit.connect() as connection:
+                    connection.exec_driver_sql(f"VACUUM (ANALYZE) {_PURGED_TABLES}")
+                return f"VACUUM (ANALYZE) {_PURGED_TABLES}"
+            raw = self.engine.raw_connection()
+            try:
+                cursor = raw.cursor()
+                cursor.execute("VACUUM")
+                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                cursor.close()
+            finally:
+                raw.close()
+            return "VACUUM and wal_checkpoint(TRUNCATE)"
 
     def dispose(self) -> None:
         """Close every pooled connection."""

@@ -25,8 +25,9 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from storage import clock
 from storage.models import Delivery
-from storage.queries import batches, utc_now
+from storage.queries import batches
 from storage.records import DeliveryCount, DeliveryRecord, WantedDelivery
 from storage.versions import item_version, transcript_version
 from storage.work_queue import WorkQueue
@@ -106,7 +107,7 @@ class Deliveries:
             self._session.execute(
                 update(Delivery)
                 .where(Delivery.id.in_(ids), Delivery.status.in_(_UNSENT))
-                .values(status="superseded", updated_at=utc_now())
+                .values(status="superseded", updated_at=clock.host_now())
                 .execution_options(synchronize_session=False)
             )
 
@@ -119,7 +120,7 @@ class Deliveries:
                 attempts=0,
                 replaces_id=replaces_id,
                 sending_at=None,
-                updated_at=utc_now(),
+                updated_at=clock.host_now(),
             )
             .execution_options(synchronize_session=False)
         )
@@ -129,7 +130,7 @@ class Deliveries:
     def _new_row(
         want: WantedDelivery, rows: Sequence[Row[Any]], *, format_name: str
     ) -> dict[str, Any]:
-        now = utc_now()
+        now = clock.host_now()
         return {
             "item_id": want.item_id,
             "language": want.language,
@@ -165,7 +166,7 @@ class Deliveries:
                 Delivery.retryable.is_(True),
                 Delivery.attempts < max_attempts,
             )
-            .values(status="pending", sending_at=None, updated_at=utc_now())
+            .values(status="pending", sending_at=None, updated_at=clock.host_now())
             .execution_options(synchronize_session=False)
         )
         return int(result.rowcount)  # type: ignore[attr-defined]
@@ -181,7 +182,7 @@ class Deliveries:
         result = self._session.execute(
             update(Delivery)
             .where(chosen)
-            .values(status="pending", sending_at=None, updated_at=utc_now())
+            .values(status="pending", sending_at=None, updated_at=clock.host_now())
             .execution_options(synchronize_session=False)
         )
         return int(result.rowcount)  # type: ignore[attr-defined]
@@ -233,7 +234,7 @@ class Deliveries:
 
         Commit it before sending. Raises LeaseLost if the claim is no longer ours.
         """
-        self._queue.touch(delivery_id, lease_token=lease_token, sending_at=utc_now())
+        self._queue.touch(delivery_id, lease_token=lease_token, sending_at=clock.host_now())
 
     def record_delivered(
         self,
@@ -257,7 +258,7 @@ class Deliveries:
             **formats,
             response=response,
             remote_id=remote_id,
-            delivered_at=utc_now(),
+            delivered_at=clock.host_now(),
             error_kind=None,
             error_message=None,
             retryable=False,
@@ -282,11 +283,11 @@ class Deliveries:
                 status="delivered",
                 response=response,
                 remote_id=remote_id,
-                delivered_at=utc_now(),
+                delivered_at=clock.host_now(),
                 error_kind=None,
                 error_message=None,
                 retryable=False,
-                updated_at=utc_now(),
+                updated_at=clock.host_now(),
                 lease_owner=None,
                 lease_expires_at=None,
                 lease_token=None,

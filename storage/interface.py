@@ -1,9 +1,10 @@
-"""The store as the pipeline sees it: a unit of work of five small repositories, no SQLAlchemy.
+"""The store as the pipeline sees it: a unit of work of six small repositories, no SQLAlchemy.
 
 `open_store(settings.storage)` (storage/__init__.py) returns a `UnitOfWorkFactory`;
 `with store.unit_of_work() as uow:` is one transaction (committed when the block ends
 normally, rolled back on an error) over `uow.items`, `uow.chunks`, `uow.deliveries`,
-`uow.runs` and `uow.reviews`, each behind its Protocol below. The SQL store
+`uow.runs`, `uow.reviews` and `uow.audit`
+(storage/audit_interface.py), each behind its Protocol below. The SQL store
 (storage/database.py, storage/unit_of_work.py) satisfies them structurally; so does the
 in-memory fake of the unit tests (tests/fakes/store.py), which a conformance test keeps
 honest for every Protocol.
@@ -20,6 +21,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
+from storage.audit_interface import AuditRepository
 from storage.delivery_interface import DeliveryRepository
 from storage.records import (
     ChunkRecord,
@@ -31,11 +33,14 @@ from storage.records import (
     SourceFile,
     StatusCount,
 )
+from storage.retention_interface import RetentionRepository
 
 __all__ = [
+    "AuditRepository",
     "ChunkRepository",
     "DeliveryRepository",
     "ItemRepository",
+    "RetentionRepository",
     "ReviewRepository",
     "RunRepository",
     "UnitOfWork",
@@ -300,6 +305,16 @@ class UnitOfWork(Protocol):
         """Items waiting for a person."""
         ...
 
+    @property
+    def audit(self) -> AuditRepository:
+        """The append-only audit trail."""
+        ...
+
+    @property
+    def retention(self) -> RetentionRepository:
+        """Purge candidates and the purge of their patient data."""
+        ...
+
     def commit(self) -> None:
         """Commit now; the next statement starts a new transaction."""
         ...
@@ -314,6 +329,11 @@ class UnitOfWorkFactory(Protocol):
 
     def unit_of_work(self, *, read_only: bool = False) -> AbstractContextManager[UnitOfWork]:
         """A unit of work on a fresh transaction; raises StoreUnavailable or StoreFailed."""
+        ...
+
+    def reclaim_space(self) -> str:
+        """Give back and overwrite the space of deleted rows (after a purge); returns what
+        was done, a sentence."""
         ...
 
     def dispose(self) -> None:

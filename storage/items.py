@@ -15,10 +15,11 @@ from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from storage import clock
 from storage.claims import Claims
 from storage.errors import LeaseLost, SourceUnreadable
 from storage.models import ChunkRow, Item
-from storage.queries import ITEMS, batches, utc_now
+from storage.queries import ITEMS, batches
 from storage.records import ItemRecord, RegisterResult, SkippedFile, SourceFile
 from storage.registration import (
     any_registered,
@@ -132,7 +133,7 @@ class Items(Claims):
         """
         by_uri = {f.uri: f.reason for f in files}
         folders = {f.uri for f in files if f.folder}
-        now, recorded = utc_now(), 0
+        now, recorded = clock.host_now(), 0
         for batch in batches(list(by_uri), self._uri_batch_size()):
             known = {
                 row.source_uri: row
@@ -201,7 +202,7 @@ class Items(Claims):
     ) -> None:
         """Mark our item done with its transcript, or needs_review when the quality gate
         flagged it; raises LeaseLost if it is no longer ours."""
-        now = utc_now()
+        now = clock.host_now()
         self._settle(
             item_id,
             lease_token=lease_token,
@@ -237,7 +238,7 @@ class Items(Claims):
             duration_ms=duration_ms,
             retryable=False,
             next_attempt_at=None,
-            done_at=utc_now(),
+            done_at=clock.host_now(),
         )
 
     def fail_item(

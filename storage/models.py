@@ -35,6 +35,7 @@ __all__ = [
     "CHUNK_STATUSES",
     "ITEM_STATUSES",
     "RUN_COUNT_COLUMNS",
+    "AuditEventRow",
     "Base",
     "ChunkRow",
     "Delivery",
@@ -212,3 +213,25 @@ class Delivery(Base):
 
 
 RUN_COUNT_COLUMNS = ("files", "done", "failed", "skipped", "requests", "retries")
+
+
+class AuditEventRow(Base):
+    """One event of the audit trail (0009): append-only, chained by hash, never purged."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (
+        UniqueConstraint("hash"),
+        Index("ix_audit_events_occurred_at", "occurred_at", "seq"),
+        Index("ix_audit_events_item_id", "item_id", "seq"),
+    )
+
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    actor: Mapped[str] = mapped_column(String(255))
+    action: Mapped[str] = mapped_column(String(32))
+    item_id: Mapped[int | None] = mapped_column(BigInteger)
+    path: Mapped[str | None] = mapped_column(Text)
+    target: Mapped[str | None] = mapped_column(Text)
+    detail: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))

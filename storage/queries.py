@@ -8,7 +8,6 @@ and the helpers shared by the claiming and the writing parts. `items_where` and
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -45,11 +44,6 @@ _DONE_WITH_SHA = (
     .order_by(ITEMS.c.done_at.desc(), ITEMS.c.id.desc())
     .limit(1)
 )
-
-
-def utc_now() -> datetime:
-    """The current time, timezone-aware UTC."""
-    return datetime.now(UTC)
 
 
 def batches(values: Sequence[Any], size: int = IN_BATCH) -> Iterator[Sequence[Any]]:

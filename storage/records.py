@@ -13,7 +13,10 @@ class ItemStatus(StrEnum):
 
     needs_review: transcribed, but the quality gate flagged it
     (tasks/transcription/quality.py); a person accepts it (done) or sends it again
-    (pending) with `medasr review`. A StrEnum: members compare equal to their strings.
+    (pending) with `medasr review`. purged: `medasr purge` removed its patient data
+    after the retention period; the row keeps its key and fingerprints so the unchanged
+    recording is never transcribed or delivered again. A StrEnum: members compare equal
+    to their strings.
     """
 
     PENDING = "pending"
@@ -22,6 +25,7 @@ class ItemStatus(StrEnum):
     NEEDS_REVIEW = "needs_review"
     FAILED = "failed"
     SKIPPED = "skipped"
+    PURGED = "purged"
 
 
 class ChunkStatus(StrEnum):

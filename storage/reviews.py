@@ -11,9 +11,10 @@ from __future__ import annotations
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
+from storage import clock
 from storage.errors import NotUnderReview
 from storage.models import ChunkRow, Item
-from storage.queries import items_where, utc_now
+from storage.queries import items_where
 from storage.records import ItemRecord
 
 
@@ -35,7 +36,7 @@ class Reviews:
     def accept_review(self, item_id: int) -> ItemRecord:
         """needs_review -> done with its transcript; raises NotUnderReview otherwise."""
         item = self._under_review(item_id)
-        now = utc_now()
+        now = clock.host_now()
         extras = {**item.extras, "review": {"accepted_at": now.isoformat(), "flags": item.flags}}
         self._session.execute(
             update(Item)
@@ -60,7 +61,7 @@ class Reviews:
                 chunk_count=None,
                 done_at=None,
                 next_attempt_at=None,
-                updated_at=utc_now(),
+                updated_at=clock.host_now(),
             )
             .execution_options(synchronize_session=False)
         )

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import Row, select, update
 from sqlalchemy.orm import Session
 
+from storage import clock
 from storage.models import RUN_COUNT_COLUMNS, Run
-from storage.queries import utc_now
 from storage.records import RunRecord
 
 
@@ -21,7 +21,7 @@ class Runs:
 
     def start_run(self, *, source: str, language: str) -> int:
         """Record the start of a run; returns its id."""
-        run = Run(source=source, language=language, status="running", started_at=utc_now())
+        run = Run(source=source, language=language, status="running", started_at=clock.host_now())
         self._session.add(run)
         self._session.flush()
         return run.id
@@ -33,7 +33,9 @@ class Runs:
         self._session.execute(
             update(Run)
             .where(Run.id == run_id)
-            .values(status=status, finished_at=utc_now(), other_counts=other or None, **known)
+            .values(
+                status=status, finished_at=clock.host_now(), other_counts=other or None, **known
+            )
             .execution_options(synchronize_session=False)
         )
 

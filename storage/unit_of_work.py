@@ -1,11 +1,11 @@
-"""The unit of work: one session (one transaction) shared by five small repositories.
+"""The unit of work: one session (one transaction) shared by six small repositories.
 
 As in cosmicpython's unit_of_work.py: `with store.unit_of_work() as uow:` opens a
-transaction; `uow.items`, `uow.chunks`, `uow.deliveries`, `uow.runs` and `uow.reviews`
-all work inside it; it commits when the block ends normally (or at `uow.commit()`) and
-rolls back on an error. storage/interface.py gives each part its Protocol. A savepoint
-lets many callers share one transaction (tasks/work/group_commit.py): one caller's error
-rolls back its own writes only.
+transaction; `uow.items`, `uow.chunks`, `uow.deliveries`, `uow.runs`, `uow.reviews`
+and `uow.audit` all work inside it; it commits when the block ends normally (or at
+`uow.commit()`) and rolls back on an error. storage/interface.py gives each part its
+Protocol. A savepoint lets many callers share one transaction
+(tasks/work/group_commit.py): one caller's error rolls back its own writes only.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from contextlib import contextmanager
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from storage.audit_log import AuditLog
 from storage.chunks import Chunks
 from storage.deliveries import Deliveries
 from storage.errors import StoreFailed, StoreUnavailable
 from storage.items import Items
+from storage.retention import Retention
 from storage.reviews import Reviews
 from storage.runs import Runs
 
@@ -34,6 +36,8 @@ class SqlUnitOfWork:
         self.deliveries = Deliveries(session)
         self.runs = Runs(session)
         self.reviews = Reviews(session)
+        self.audit = AuditLog(session)
+        self.retention = Retention(session)
 
     def commit(self) -> None:
         """Commit now (e.g. after each chunk); the next statement starts a new transaction."""

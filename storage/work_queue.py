@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -43,13 +43,14 @@ from sqlalchemy import (
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import Session
 
+from storage import clock
 from storage.errors import LeaseLost
 from storage.models import Delivery, Item
 from storage.owners import is_dead_local_owner, local_owner_prefix
 from storage.queries import batches
 from storage.records import DeliveryStatus
 
-__all__ = ["WorkQueue", "cleared_lease", "host_now", "new_lease_token", "store_now"]
+__all__ = ["WorkQueue", "cleared_lease", "new_lease_token"]
 
 PENDING, PROCESSING, IN_DOUBT = (
     DeliveryStatus.PENDING,
@@ -68,23 +69,6 @@ def cleared_lease() -> dict[str, Any]:
     return {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
 
 
-def store_now(session: Session) -> datetime:
-    """The store's current time, timezone-aware UTC: PostgreSQL's now(), else this host's.
-
-    SQLite is a file on one host: every process reads the same system clock there.
-    """
-    if session.get_bind().dialect.name == "postgresql":
-        now = session.scalar(select(func.now()))
-        if isinstance(now, datetime):
-            return now.astimezone(UTC)
-    return host_now()
-
-
-def host_now() -> datetime:
-    """This host's wall clock, timezone-aware UTC."""
-    return datetime.now(UTC)
-
-
 class WorkQueue:
     """The claim machine over one work table (`Item` or `Delivery`) inside one session."""
 
@@ -100,8 +84,8 @@ class WorkQueue:
         self._doubt_when = doubt_when
 
     def now(self) -> datetime:
-        """The store's clock (see store_now)."""
-        return store_now(self._session)
+        """The store's clock (see storage.clock.store_now)."""
+        return clock.store_now(self._session)
 
     def held_under(self, lease_token: str | None) -> ColumnElement[bool]:
         """The row is processing under the claim that wrote `lease_token` (None: never)."""
@@ -193,7 +177,7 @@ class WorkQueue:
     def _update_held(self, row_id: int, lease_token: str | None, values: dict[str, Any]) -> None:
         if lease_token is None:  # a claim without a token holds nothing
             raise LeaseLost(f"{self._what(row_id)} is no longer held by this worker")
-        values = {"updated_at": host_now(), **values}
+        values = {"updated_at": clock.host_now(), **values}
         statement = _held_update(_table(self._model), tuple(sorted(values)))
         result = self._session.execute(
             statement,
@@ -216,7 +200,7 @@ class WorkQueue:
                 .values(
                     status=self._returned_status(),
                     attempts=case((model.attempts > 0, model.attempts - 1), else_=0),
-                    updated_at=host_now(),
+                    updated_at=clock.host_now(),
                     **cleared_lease(),
                 )
                 .execution_options(synchronize_session=False)
@@ -254,7 +238,7 @@ class WorkQueue:
         result = self._session.execute(
             update(self._model)
             .where(condition)
-            .values(status=self._returned_status(), updated_at=host_now(), **cleared_lease())
+            .values(status=self._returned_status(), updated_at=clock.host_now(), **cleared_lease())
             .execution_options(synchronize_session=False)
         )
         return int(result.rowcount)  # type: ignore[attr-defined]

@@ -17,6 +17,8 @@
         └── SharedLimitUnavailable     "shared_limit_unavailable": MEDASR_GLOBAL_CONCURRENCY is
                                        set but the Prefect server gives no slot; the run stops
                                        (fail closed), items go back to pending
+        └── RetentionInvalid           "retention_invalid": a purge period that is not
+                                       like 90d, 12w or 1y (exit 2)
 
 Every message is one sentence that names the file and says what is wrong, e.g.
 "not an audio file: /x/y.wav (ffmpeg found no audio stream)". ffmpeg's stderr is
@@ -101,3 +103,10 @@ class SharedLimitUnavailable(ConfigError):
     """The Prefect server holding the shared request limit gave no slot: send nothing."""
 
     kind = "shared_limit_unavailable"
+
+
+class RetentionInvalid(ConfigError):
+    """A retention period (`--older-than`, `--retention`) that is not a number of days,
+    weeks or years, or is zero."""
+
+    kind = "retention_invalid"

@@ -1,6 +1,7 @@
 """Shared fixtures: real local servers (devserver, PostgreSQL, S3) live in plugin modules.
 
-Here: `clean_environment` (no MEDASR_* from outside, no stray .env), `sqlite_url` and
+Here: `clean_environment` (autouse: no MEDASR_* from outside, no stray .env; a test's
+own settings come from monkeypatch or its arguments), `sqlite_url` and
 `store` (an SQLite store under tmp_path; tests/storage overrides `store` with both
 backends), and `runner` (Typer's CliRunner pointed at that database).
 """
@@ -14,18 +15,31 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from config.runtime import prepare_prefect_environment
 from config.settings import StorageSettings
 from storage import open_store
 from storage.interface import UnitOfWorkFactory
 
 pytest_plugins = ["tests.servers", "tests.storage_servers"]
 
+TEST_SWITCHES = "MEDASR_TEST_"  # the suite's own settings (tests/storage_servers.py)
 
-@pytest.fixture
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite runs flows in this process as the command would: with medasr's Prefect
+    defaults, set here as the command's `main` sets them (importing sets nothing)."""
+    prepare_prefect_environment()
+
+
+@pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No MEDASR_* from the outside, and a working directory without a .env file."""
+    """No MEDASR_* from the outside, and a working directory without a .env file.
+
+    Every test gets it: a variable in a developer's shell must not change an outcome.
+    The suite's own switches (MEDASR_TEST_*, read by session fixtures) stay.
+    """
     for name in list(os.environ):
-        if name.startswith("MEDASR_"):
+        if name.startswith("MEDASR_") and not name.startswith(TEST_SWITCHES):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
 

@@ -1,6 +1,7 @@
 """The import rules of DESIGN.md §1, read from the source with `ast` (nothing is imported).
 
     flows -> tasks -> {service, storage, config}
+    audit (the trail's writer) -> {storage, config}; tasks/ and flows/ may use it
     flows/cli/ (the command line) sits on top: nothing else imports it
     tasks/audio/ (the audio engine) is plain: no Prefect, no store, no pipeline steps
     only tasks/ and flows/ import prefect; only storage/ imports sqlalchemy and alembic
@@ -19,15 +20,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("config", "service", "storage", "tasks", "flows")
+PACKAGES = ("audit", "config", "service", "storage", "tasks", "flows")
 
 # Which of medasr's packages each package may import (itself included).
 MAY_IMPORT = {
     "config": {"config"},
     "service": {"config", "service"},
     "storage": {"config", "storage"},
-    "tasks": {"config", "service", "storage", "tasks"},
-    "flows": {"config", "service", "storage", "tasks", "flows"},
+    "audit": {"audit", "config", "storage"},
+    "tasks": {"audit", "config", "service", "storage", "tasks"},
+    "flows": {"audit", "config", "service", "storage", "tasks", "flows"},
 }
 # Libraries confined to some modules (prefixes of dotted module names).
 CONFINED = {
@@ -48,6 +50,7 @@ TASK_WINGS = {
     "tasks.work": set(),
     "tasks.throttle": {"tasks.errors"},
     "tasks.discovery": set(),
+    "tasks.retention": {"tasks.errors"},
     "tasks.delivery": {"tasks.work", "tasks.throttle", "tasks.discovery", "tasks.errors"},
     "tasks.transcription": {
         "tasks.audio",
@@ -250,6 +253,10 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
             "service/ may import only",
         ),
         ("storage.database", "import flows.cli", "storage/ may import only"),
+        ("storage.items", "from audit import record_event", "storage/ may import only"),
+        ("audit.writer", "from tasks.errors import X", "audit/ may import only"),
+        ("audit.writer", "from storage.audit_records import NewAuditEvent", None),
+        ("tasks.delivery.deliver", "from audit import record_event", None),
         ("tasks.transcription.runs", "from storage.database import Store", "open_store"),
         ("flows.cli.deliver", "from storage.items import Items", "open_store"),
         ("flows.cli.deliver", "from storage.unit_of_work import SqlUnitOfWork", "open_store"),

@@ -22,6 +22,7 @@ from typer import _click as click  # Typer vendors click; its group API is typed
 from typer.core import TyperCommand, TyperGroup
 
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
+from config.runtime import prepare_prefect_environment
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,18 @@ COMMANDS = (
         "demo",
         "flows.cli.demo:demo_command",
         "Transcribe samples/ against a local devserver, then run again to show zero requests.",
+    ),
+    LazyCommand(
+        "purge",
+        "flows.cli.purge:purge_command",
+        "Remove the transcripts and other patient data of recordings finished longer ago\n"
+        "than a period; their rows stay (status purged), so nothing is bought or filed again.",
+    ),
+    LazyCommand(
+        "audit",
+        "flows.cli.audit:audit_app",
+        "Read the audit trail (who saw, changed, sent or removed which recording);\n"
+        "`medasr audit verify` checks its hash chain.",
     ),
     LazyCommand("db", "flows.cli.store:db_app", "Database schema commands."),
 )
@@ -160,6 +173,8 @@ def _medasr() -> None:
 
 def main() -> None:
     """Console entry point: run the app, turn known errors into one line and an exit code."""
+    # Before any command imports Prefect, which reads its settings on first use.
+    prepare_prefect_environment()
     try:
         app(standalone_mode=True)
     except ConfigError as exc:

@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from audit import AuditAction, command_actor, record_event
 from config.errors import ConfigError
 from config.settings import load_settings
 from flows.cli.store import _command_errors
@@ -73,19 +74,25 @@ def _open_store() -> UnitOfWorkFactory:
 
 
 def _decide(store: UnitOfWorkFactory, *, accepted: list[int], resent: list[int]) -> None:
-    """Accept and re-queue in one transaction (all or nothing); prints one line per item."""
-    lines = []
+    """Accept and re-queue in one transaction (all or nothing), each decision an audit
+    event committed with it; prints one line per item."""
+    lines, actor = [], command_actor()
+    decisions = [(AuditAction.ACCEPTED, i) for i in accepted]
+    decisions += [(AuditAction.RESENT, i) for i in resent]
     with store.unit_of_work() as uow:
         roots = uow.runs.run_sources()
-        for item_id in accepted:
-            item = uow.reviews.accept_review(item_id)
-            lines.append(f"accepted item {item.id} ({_source(item, roots)}): done")
-        for item_id in resent:
-            item = uow.reviews.resend_review(item_id)
-            lines.append(
-                f"re-queued item {item.id} ({_source(item, roots)}): pending; "
-                "the next `medasr run` over its source sends its chunks again"
-            )
+        for action, item_id in decisions:
+            if action is AuditAction.ACCEPTED:
+                item = uow.reviews.accept_review(item_id)
+                lines.append(f"accepted item {item.id} ({_source(item, roots)}): done")
+            else:
+                item = uow.reviews.resend_review(item_id)
+                lines.append(
+                    f"re-queued item {item.id} ({_source(item, roots)}): pending; "
+                    "the next `medasr run` over its source sends its chunks again"
+                )
+            path = _source(item, roots)
+            record_event(uow, action=action, actor=actor, item_id=item.id, path=path)
     for line in lines:
         typer.echo(line)
 

@@ -19,9 +19,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from audit import AuditAction, command_actor, record_event
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
 from storage import open_store
+from storage.audit_records import AuditEvent
 from storage.database import database_exists, upgrade_database
 from storage.errors import ExportRefused
 from storage.export import (
@@ -32,7 +34,7 @@ from storage.export import (
     write_txt_tree,
 )
 from storage.interface import UnitOfWorkFactory
-from storage.records import ITEM_STATUSES, DeliveryCount, ItemRecord, StatusCount
+from storage.records import ITEM_STATUSES, DeliveryCount, ItemRecord, ItemStatus, StatusCount
 from tasks.discovery.names import one_line, reason_about, recording_name
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
@@ -89,6 +91,7 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
                 for status in _TO_CHECK
             }
             roots = uow.runs.run_sources()
+            last_purge = uow.audit.newest_event(action=AuditAction.PURGED)
     finally:
         store.dispose()
     console = Console()
@@ -98,6 +101,19 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
     else:
         _print_plain(counts, latest, roots=roots)
         _print_deliveries_plain(deliveries)
+    if last_purge is not None:  # a line for a person; stdout stays the tables
+        typer.echo(_retention_line(counts, last_purge), err=True)
+
+
+def _retention_line(counts: list[StatusCount], last_purge: AuditEvent) -> str:
+    """How many recordings are purged and the retention the last purge applied."""
+    purged = sum(c.items for c in counts if c.status == ItemStatus.PURGED)
+    detail = last_purge.detail or {}
+    when = last_purge.occurred_at.isoformat(timespec="seconds")
+    return (
+        f"purged recordings: {purged}; retention in force: {detail.get('older_than', '?')} "
+        f"(last purge {when}, by {one_line(last_purge.actor)})"
+    )
 
 
 def status_command(
@@ -254,6 +270,19 @@ def export_command(
         store = open_store(storage)
         try:
             written, refused = _export(store, export_format, out, status, force=force)
+            with store.unit_of_work() as uow:  # PHI left medasr: who, where, how many
+                record_event(
+                    uow,
+                    action=AuditAction.EXPORTED,
+                    actor=command_actor(),
+                    target=str(out.absolute()),
+                    detail={
+                        "format": export_format.value,
+                        "records": written,
+                        "refused": refused,
+                        "status": status or "any",
+                    },
+                )
         except ExportRefused as exc:
             raise ExportRefused(f"not written: {out}: {exc.message}") from exc
         except OSError as exc:

@@ -21,6 +21,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NONE
 
+from audit import AuditAction, command_actor
 from config.errors import ConfigError, InternalError, MedasrError
 from config.settings import Settings
 from service.docs_client import DocsClient
@@ -31,6 +32,7 @@ from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord, WantedDelivery
 from storage.versions import item_version
+from tasks.delivery.audit_trail import record_delivery_event
 from tasks.delivery.documents import note_of, parse_docs_query
 from tasks.delivery.errors import DeliveryInDoubt, ReceiverSilent, stored_message
 from tasks.delivery.senders import configured_target, sender_for
@@ -171,7 +173,7 @@ class _Run:
     ) -> None:
         self.settings, self.store, self.sender = settings, store, sender
         self.format_name, self.journal = sender.format_name, journal
-        self.owner = new_lease_owner()
+        self.owner, self.actor = new_lease_owner(), command_actor()
         self.roots: tuple[str, ...] | None = None
         lease_s = settings.storage.lease_s
         self.keeper = LeaseKeeper(store=store, lease_s=lease_s, renew=renew_deliveries)
@@ -203,6 +205,14 @@ class _Run:
         if item is None:
             return one_line(str(exc))
         return reason_about(str(exc), uri=item.source_uri, roots=self._roots(uow))
+
+    def _audit(
+        self, uow: Any, row: DeliveryRecord, action: AuditAction, *, receiver_id: str | None = None
+    ) -> None:
+        record_delivery_event(
+            uow, row, action=action, actor=self.actor, target=self.sender.target.name,
+            format_name=self.format_name, roots=self._roots(uow), receiver_id=receiver_id,
+        )  # fmt: skip
 
     def _claim(self, uow: Any, language: str | None) -> list[DeliveryRecord]:
         return list(
@@ -305,6 +315,7 @@ class _Run:
                 except LeaseLost:  # the receiver has it all the same: say so if still ours
                     if not record_accepted(uow, accepted):
                         raise
+                self._audit(uow, row, AuditAction.DELIVERED, receiver_id=accepted.remote_id)
 
         retry_s = self.settings.storage.store_retry_s
         # StoreUnavailable: kept in the journal, recorded as delivered at the next start.
@@ -324,6 +335,7 @@ class _Run:
                 message=stored_message(exc),
                 retryable=retryable,
             ),
+            action=None if retryable else AuditAction.DELIVERY_FAILED,
         )
 
     async def _settle_in_doubt(self, row: DeliveryRecord, exc: MedasrError, *, name: str) -> None:
@@ -339,11 +351,21 @@ class _Run:
             lambda uow: uow.deliveries.record_delivery_in_doubt(
                 row.id, lease_token=row.lease_token, error_kind=exc.kind, message=message
             ),
+            action=AuditAction.DELIVERY_IN_DOUBT,
         )
 
-    async def _settle(self, row: DeliveryRecord, call: Any) -> None:
+    async def _settle(
+        self, row: DeliveryRecord, call: Any, *, action: AuditAction | None = None
+    ) -> None:
+        """Record the outcome (and its audit event, in the same transaction)."""
+
+        def settle(uow: Any) -> None:
+            call(uow)
+            if action is not None:
+                self._audit(uow, row, action)
+
         try:
-            await in_store(self.store, call)
+            await in_store(self.store, settle)
         except LeaseLost:
             logger.warning("delivery %d was taken over by another worker", row.id)
         except MedasrError as store_error:  # the store is down: the lease hands it back

@@ -32,7 +32,13 @@ from tasks.transcription.coverage import Coverage
 from tasks.transcription.reuse import ReuseDecision, ReuseFacts, decide_reuse, read_reuse_facts
 
 # Items in these states with the listed version are not claimed again by a run.
-_FINISHED = (ItemStatus.DONE, ItemStatus.NEEDS_REVIEW, ItemStatus.SKIPPED, ItemStatus.FAILED)
+_FINISHED = (
+    ItemStatus.DONE,
+    ItemStatus.NEEDS_REVIEW,
+    ItemStatus.SKIPPED,
+    ItemStatus.FAILED,
+    ItemStatus.PURGED,
+)
 
 # Listed files whose store records are read in one query.
 LOOKUP_BATCH = 500

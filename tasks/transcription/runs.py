@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from audit import AuditAction, command_actor, record_event
 from storage.errors import StoreError
 from storage.interface import UnitOfWorkFactory
 from storage.query_plans import refresh_statistics
@@ -78,12 +79,25 @@ def requeue_failed(
     `include_skipped` adds every skipped (silent) item of the language.
     """
     with store.unit_of_work() as uow:
-        return uow.items.requeue_failures(
+        count = uow.items.requeue_failures(
             language=language,
             max_attempts=max_attempts,
             include_permanent=include_permanent,
             include_skipped=include_skipped,
         )
+        if count:  # audio goes to the service again: one event for the command, not per file
+            record_event(
+                uow,
+                action=AuditAction.REQUEUED,
+                actor=command_actor(),
+                target=language or "all",
+                detail={
+                    "recordings": count,
+                    "include_permanent": int(include_permanent),
+                    "include_skipped": int(include_skipped),
+                },
+            )
+        return count
 
 
 # What stays open in the store until a person or a rerun resolves it.

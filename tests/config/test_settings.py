@@ -15,8 +15,6 @@ from config.settings import (
     redact_url_password,
 )
 
-pytestmark = pytest.mark.usefixtures("clean_environment")
-
 
 @pytest.mark.parametrize(
     ("variable", "raw", "section", "field", "expected"),

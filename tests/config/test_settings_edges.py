@@ -12,8 +12,6 @@ import pytest
 from config.errors import ConfigError
 from config.settings import load_settings
 
-pytestmark = pytest.mark.usefixtures("clean_environment")
-
 
 def toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Path:
     path = tmp_path / "t.toml"

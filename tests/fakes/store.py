@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from storage.audit_records import AuditEvent
 from storage.errors import LeaseLost, StoreUnavailable
 from storage.records import (
     ChunkRecord,
@@ -28,6 +29,7 @@ from storage.records import (
     RunRecord,
     SourceFile,
 )
+from tests.fakes.audit import FakeAudit, FakeRetention
 from tests.fakes.item_listing import FakeItemListing
 from tests.fakes.item_queries import FakeItemQueries
 from tests.fakes.ledgers import FakeDeliveries, FakeReviews, FakeRuns
@@ -47,6 +49,7 @@ class _State:
     next_id: int = 1
     runs: dict[int, RunRecord] = field(default_factory=dict)
     deliveries: dict[int, DeliveryRecord] = field(default_factory=dict)
+    audit_events: dict[int, AuditEvent] = field(default_factory=dict)
 
     def copy(self) -> _State:
         return _State(**{k: dict(v) if isinstance(v, dict) else v for k, v in vars(self).items()})
@@ -76,6 +79,10 @@ class FakeStore:
     def dispose(self) -> None:
         """Nothing to close."""
 
+    def reclaim_space(self) -> str:
+        """Memory has no free pages to give back."""
+        return "nothing to reclaim in memory"
+
     def items(self) -> list[ItemRecord]:
         """Every item as stored now (for assertions)."""
         return list(self._state.items.values())
@@ -90,6 +97,8 @@ class FakeUnitOfWork:
         self.runs = FakeRuns(state)
         self.reviews = FakeReviews(state)
         self.deliveries = FakeDeliveries(state)
+        self.audit = FakeAudit(state.audit_events)
+        self.retention = FakeRetention(state.items)
 
     def commit(self) -> None:
         """The fake publishes at the end of the block only."""

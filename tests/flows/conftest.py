@@ -3,31 +3,22 @@ pinned settings."""
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 import soundfile
 from prefect.testing.utilities import prefect_test_harness
-from pydantic import SecretStr
 
-from config.settings import Settings, load_settings, pinned_settings
-from flows.states import summary_from
-from flows.summary import RunSummary
+from config.settings import Settings, pinned_settings
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from tasks.audio import find_ffmpeg
 from tests.flows.prefect_server import PrefectServer, running_prefect_server
-
-TOKEN = "flow-test-token"
-# Small cap so a 40 s dictation needs several chunks and tests stay fast.
-MAX_UPLOAD_BYTES = 400_000
+from tests.helpers.flows import TOKEN, Corpus, settings_for
 
 TEXTS = {
     "admission.wav": "patient admitted with fever. blood cultures sent.",
@@ -54,13 +45,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "prefect_harness" in getattr(item, "fixturenames", ()):
             for entry in PREFECT_CLIENT_SOCKETS:
                 item.add_marker(pytest.mark.filterwarnings(entry))
-
-
-@dataclass(frozen=True)
-class Corpus:
-    root: Path
-    texts: dict[str, str]  # relative path -> expected transcript
-    bad: dict[str, str]  # relative path -> expected status
 
 
 @pytest.fixture(scope="session")
@@ -124,38 +108,9 @@ def flow_server() -> Iterator[RunningDevServer]:
         yield server
 
 
-def settings_for(server: RunningDevServer, db_path: Path, *, token: str = TOKEN) -> Settings:
-    base = load_settings()
-    return base.model_copy(
-        update={
-            "service": base.service.model_copy(
-                update={
-                    "base_url": server.url,
-                    "token": SecretStr(token),
-                    "max_upload_bytes": MAX_UPLOAD_BYTES,
-                    "retry_initial_backoff_s": 0.01,
-                    "retry_max_backoff_s": 0.05,
-                    "max_attempts": 2,
-                }
-            ),
-            "storage": base.storage.model_copy(update={"database_url": f"sqlite:///{db_path}"}),
-            "pipeline": base.pipeline.model_copy(update={"settle_s": 0.0, "batch_size": 3}),
-        }
-    )
-
-
 @pytest.fixture
 def pinned(
     prefect_harness: None, flow_server: RunningDevServer, tmp_path: Path
 ) -> Iterator[Settings]:
     with pinned_settings(settings_for(flow_server, tmp_path / "medasr.db")) as settings:
         yield settings
-
-
-def run_flow(flow: Any, **parameters: Any) -> RunSummary:
-    """A flow called in this process: the RunSummary its final state carries."""
-
-    async def run() -> RunSummary:
-        return await summary_from(await flow(**parameters, return_state=True))
-
-    return asyncio.run(run())

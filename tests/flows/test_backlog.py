@@ -19,8 +19,8 @@ from flows.summary import RunSummary
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage import open_store
-from tests.flows.cli.test_commands import table_rows
-from tests.flows.conftest import TOKEN, Corpus, run_flow, settings_for
+from tests.helpers.cli import table_rows
+from tests.helpers.flows import TOKEN, Corpus, run_flow, settings_for
 
 
 def rows_by_name(settings: Settings, root: Path) -> dict[str, object]:

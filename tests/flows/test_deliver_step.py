@@ -9,7 +9,7 @@ from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from flows.summary import RunSummary
 from service.devserver import RunningDevServer
-from tests.flows.conftest import Corpus, run_flow
+from tests.helpers.flows import Corpus, run_flow
 
 DOCS = "/mr/api/v2/docs"
 

@@ -26,10 +26,9 @@ from flows.head_start import HeadStart
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from tasks.discovery.discover import discover_and_register
-from tests.flows.conftest import settings_for
 from tests.flows.prefect_server import MEDASR, clean_env, free_port
-from tests.flows.test_prefect_lifetime import servers_left, wait_for
-from tests.flows.test_startup import processes_with
+from tests.helpers.flows import settings_for
+from tests.helpers.processes import processes_with, servers_left, wait_for
 
 TOKEN = "head-start-token"
 HOLD = """\

@@ -25,11 +25,11 @@ import soundfile
 
 from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
-from service.devserver import start_devserver
+from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage import open_store
 from storage.database import upgrade_database
-from tests.flows.conftest import TOKEN, run_flow, settings_for
+from tests.helpers.flows import TOKEN, run_flow, settings_for
 from tests.storage_servers import database_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -95,25 +95,37 @@ def journal_settings(base: Settings, *, data_dir: Path, database: str) -> Settin
     )
 
 
-def stop_while_first_chunk_is_on_the_wire(
-    store_url: str, pg: StoppablePostgres
-) -> threading.Thread:
-    """Stop the server once the file is fingerprinted (its first chunk is then on the wire)."""
+def wait_for_store(store_url: str, query: str, *, limit_s: float = 60.0) -> None:
+    """Return once `query` (one number) gives a true value; raise after `limit_s`."""
     from sqlalchemy import create_engine, text
 
+    engine = create_engine(store_url)
+    try:
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            with engine.connect() as connection:
+                if connection.execute(text(query)).scalar():
+                    return
+            time.sleep(0.02)
+    finally:
+        engine.dispose()
+    raise AssertionError(f"the store never answered true to: {query}")
+
+
+def stop_while_first_chunk_is_on_the_wire(
+    store_url: str, pg: StoppablePostgres, server: RunningDevServer
+) -> threading.Thread:
+    """Stop the server once the file's first chunk has reached the service (whose answer
+    is seconds away)."""
+
     def watch() -> None:
-        engine = create_engine(store_url)
         try:
+            wait_for_store(store_url, "SELECT count(sha256) FROM items")
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                with engine.connect() as connection:
-                    if connection.execute(text("SELECT count(sha256) FROM items")).scalar():
-                        break
+            while server.state.capacity.peak_in_flight == 0 and time.monotonic() < deadline:
                 time.sleep(0.02)
         finally:
-            engine.dispose()
-        time.sleep(0.5)
-        pg.stop()
+            pg.stop()
 
     watcher = threading.Thread(target=watch)
     watcher.start()
@@ -136,7 +148,7 @@ def test_an_answer_the_store_cannot_take_is_journaled_and_recorded_later(
         settings = journal_settings(
             settings_for(server, tmp_path / "unused.db"), data_dir=data_dir, database=url
         )
-        watcher = stop_while_first_chunk_is_on_the_wire(url, stoppable_postgres)
+        watcher = stop_while_first_chunk_is_on_the_wire(url, stoppable_postgres, server)
         with pinned_settings(settings), pytest.raises(Exception):  # noqa: B017
             run_flow(transcribe_backlog, source=str(folder), language="en-IN")
         watcher.join()
@@ -148,7 +160,12 @@ def test_an_answer_the_store_cannot_take_is_journaled_and_recorded_later(
         logged = caplog.text
 
         stoppable_postgres.start()
-        time.sleep(2.5)  # the first run's lease lapses (same process: not a dead owner)
+        # The first run's lease lapses (same process: not a dead owner), on the store's clock.
+        wait_for_store(
+            url,
+            "SELECT count(*) = 0 FROM items"
+            " WHERE status = 'processing' AND lease_expires_at >= now()",
+        )
         with pinned_settings(settings):
             summary = run_flow(transcribe_backlog, source=str(folder), language="en-IN")
 

@@ -15,7 +15,7 @@ from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from service.devserver import RunningDevServer, start_devserver
 from storage import open_store
-from tests.flows.conftest import TOKEN, run_flow, settings_for
+from tests.helpers.flows import TOKEN, run_flow, settings_for
 from tests.recordings import write_tone_recordings
 
 FILES = 12

@@ -23,7 +23,7 @@ import soundfile
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from tests.flows.prefect_server import MEDASR, SLOW_PREFECT_START, clean_env
-from tests.flows.test_startup import processes_with
+from tests.helpers.processes import servers, servers_left, wait_for
 
 TOKEN = "lifetime-token"
 HOLD = """\
@@ -85,38 +85,6 @@ def stderr_of(cwd: Path) -> str:
 
 def stdout_of(cwd: Path) -> str:
     return (cwd / "out.log").read_text(errors="replace")
-
-
-def wait_for(check, *, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if value := check():
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"no {what} within {timeout_s} s")
-
-
-def servers(prefect_home: Path) -> list[int]:
-    """Live temporary Prefect servers of this PREFECT_HOME (not medasr itself)."""
-    found = []
-    for pid in processes_with(prefect_home):
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"prefect.server.api.server:create_app" in command:
-            found.append(pid)
-    return found
-
-
-def servers_left(prefect_home: Path, *, within_s: float = 15.0) -> list[int]:
-    """The server processes still alive after up to `within_s` (they may take a moment)."""
-    deadline = time.monotonic() + within_s
-    while (left := servers(prefect_home)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for pid in left:  # leave no orphan to the next test either
-        os.kill(pid, signal.SIGKILL)
-    return left
 
 
 def item_statuses(database: Path) -> list[str]:

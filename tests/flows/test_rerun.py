@@ -16,8 +16,8 @@ from flows.rerun import rerun_failures
 from flows.summary import RunSummary
 from service.devserver import RunningDevServer, start_devserver
 from storage import open_store
-from tests.flows.cli.test_commands import table_rows
-from tests.flows.conftest import TOKEN, Corpus, run_flow, settings_for
+from tests.helpers.cli import table_rows
+from tests.helpers.flows import TOKEN, Corpus, run_flow, settings_for
 
 PERMANENT = ("corrupt.mp3", "notes.wav")
 

@@ -30,7 +30,7 @@ from storage.records import RunRecord
 from storage.sources import normalize_source
 from tasks.discovery.discover import discover_and_register
 from tasks.transcription.progress import FileOutcome, set_progress_observer
-from tests.flows.conftest import Corpus, run_flow
+from tests.helpers.flows import Corpus, run_flow
 
 
 def latest_runs(settings: Settings, limit: int = 5) -> list[RunRecord]:

@@ -6,7 +6,6 @@ case counts how often a run loads settings and opens the store.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -21,8 +20,9 @@ from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage import manifest, sources
 from storage.database import Store
-from tests.flows.conftest import Corpus
 from tests.flows.prefect_server import MEDASR, clean_env, free_port
+from tests.helpers.flows import Corpus
+from tests.helpers.processes import processes_with
 
 TOKEN = "startup-test-token"
 
@@ -52,22 +52,6 @@ def medasr_env(tmp_path: Path, server: RunningDevServer, **extra: str) -> dict[s
         MEDASR_PIPELINE__SETTLE_S="0",
         **extra,
     )
-
-
-def processes_with(prefect_home: Path) -> list[int]:
-    """Live processes whose environment names this PREFECT_HOME (a leftover server)."""
-    marker = f"PREFECT_HOME={prefect_home}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            environ = Path(f"/proc/{name}/environ").read_bytes()
-        except OSError:
-            continue
-        if marker in environ.split(b"\0"):
-            found.append(int(name))
-    return found
 
 
 def test_an_unreachable_prefect_api_url_is_one_sentence_and_exit_2(

@@ -11,10 +11,14 @@ from prefect.client.orchestration import get_client
 
 from config.settings import pinned_settings
 from flows.backlog import transcribe_backlog
+from flows.drain import DrainResult
 from flows.states import final_state, summary_from
-from flows.summary import RunSummary, StopReason
+from flows.summary import RunSummary, StopReason, summarize
 from service.devserver import RunningDevServer
-from tests.flows.conftest import Corpus, settings_for
+from storage.records import SkippedFile
+from tasks.discovery.discover import Discovery
+from tasks.transcription.progress import FileOutcome, RunStats
+from tests.helpers.flows import Corpus, settings_for
 
 
 @pytest.mark.parametrize(
@@ -50,6 +54,23 @@ def test_each_ending_has_its_state_and_message(
 
     assert (state.type.value, state.message) == (kind, message)
     assert asyncio.run(summary_from(state)) == summary
+
+
+def test_a_run_whose_only_problems_are_unreadable_files_ends_failed() -> None:
+    stats = RunStats()
+    for name in ("a.wav", "b.wav"):
+        stats.add(FileOutcome(f"/archive/{name}", "done"))
+    drained = DrainResult(stats=stats, wall_s=1.0, planned=2)
+    unreadable = SkippedFile("/archive/locked.wav", "permission denied", unreadable=True)
+    discovery = Discovery(
+        source="/archive", listed=3, new=3, changed=0, unchanged=0,
+        skipped=(unreadable,), unreadable=1,
+    )  # fmt: skip
+
+    state = final_state(summarize(drained, discovery=discovery, source_roots=("/archive",)))
+
+    assert (state.type.value, state.message) == ("FAILED", "1 failed; 2 done")
+    assert asyncio.run(summary_from(state)).exit_code == 1
 
 
 def test_rejected_credentials_end_the_flow_run_failed_with_the_reason(

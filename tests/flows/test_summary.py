@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from config.errors import RunInterrupted, RunStop
+from config.errors import RunInterrupted
 from flows.attention import CheckRow
 from flows.cli.console import print_summary
 from flows.drain import DrainResult
@@ -13,13 +13,7 @@ from service.errors import CredentialsRejected, TlsNotVerified
 from storage.records import SkippedFile
 from tasks.discovery.discover import Discovery
 from tasks.transcription.progress import FileOutcome, RunStats
-
-
-def drained(*outcomes: str, stopped: RunStop | None = None) -> DrainResult:
-    stats = RunStats()
-    for outcome in outcomes:
-        stats.add(FileOutcome(f"/a/{outcome}.wav", outcome))
-    return DrainResult(stats=stats, wall_s=1.0, planned=len(outcomes), stopped=stopped)
+from tests.helpers.summaries import drained
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flows.summary import summarize
-from tests.flows.test_summary import drained
+from tests.helpers.summaries import drained
 
 
 @pytest.mark.parametrize(

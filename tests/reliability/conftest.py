@@ -24,9 +24,7 @@ import pytest
 
 from service.devserver import RunningDevServer, start_devserver
 from tests.flows.prefect_server import running_prefect_server
-from tests.reliability.harness import Medasr, migrate_prefect_home
-
-TOKEN = "reliability-token"
+from tests.reliability.harness import TOKEN, Medasr, migrate_prefect_home
 
 
 @pytest.fixture(scope="session")

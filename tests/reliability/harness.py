@@ -22,6 +22,7 @@ from pathlib import Path
 from tests.flows.prefect_server import stripped_env
 
 MEDASR = Path(sys.executable).with_name("medasr")
+TOKEN = "reliability-token"  # the devservers of the reliability parts accept this one
 PREFECT = Path(sys.executable).with_name("prefect")
 RUN_TIMEOUT_S = 600.0
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.damaged_tail import TEXT, assert_readable_prefix, truncated
 from tests.reliability.corpus import age_files
 from tests.reliability.evidence import items
-from tests.tasks.audio.test_damaged_tail import TEXT, assert_readable_prefix, truncated
 
 CAP_BYTES = 20 * 32_000 + 44  # 20 s chunks: the readable part is two or more chunks
 # Several medasr runs with Prefect start-ups (about a minute): CI runs it, `make test` does not.

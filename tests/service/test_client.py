@@ -62,9 +62,9 @@ def test_concurrent_calls_share_one_pool(devserver_factory) -> None:
             calls = [client.transcribe(w, language="ta") for w in wavs]
             return await asyncio.gather(*calls)
 
-    started = time.perf_counter()
     results = asyncio.run(call_all())
-    assert time.perf_counter() - started < 8 * 0.2 / 2  # in parallel, not one after another
+    in_flight = [e.in_flight or 0 for e in server.ledger.entries()]
+    assert max(in_flight) > 1  # in parallel, not one after another
     assert len({r.extras["txn_id"] for r in results}) == 8
     assert sorted(e.sha256 for e in server.ledger.entries()) == sorted(
         hashlib.sha256(w).hexdigest() for w in wavs

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 
 import httpx
 import pytest
 
 from service.client import TranscriptionClient
 from service.errors import CredentialsRejected, ServiceUnavailable, Throttled
+from tests.helpers.virtual_clock import VirtualClock
 from tests.servers import client_settings, make_wav_bytes
 from tests.service.client_call import transcribe
 
@@ -64,54 +64,57 @@ def test_the_overall_budget_still_bounds_the_call_but_429s_use_none(devserver_fa
 
 def test_total_time_stays_within_retry_max_total_s(devserver) -> None:
     """Each attempt gets min(request timeout, what is left), so a late one is cut short."""
-    seen: list[float] = []
+    seen: list[int] = []
 
     async def never_answers(request: httpx.Request) -> httpx.Response:
-        seen.append(time.monotonic())
-        await asyncio.sleep(30)
-        return httpx.Response(200, json={"text": "too late"})
+        seen.append(len(seen) + 1)
+        raise httpx.ReadTimeout("no answer", request=request)  # after its whole timeout
 
     service, encryption = client_settings(
         devserver, request_timeout_s=1.0, retry_max_total_s=1.5, max_attempts=5
     )
+    clock = VirtualClock()  # each attempt takes its whole timeout; nothing really waits
 
     async def call() -> None:
         transport = httpx.MockTransport(never_answers)
         async with httpx.AsyncClient(transport=transport) as http:
-            client = TranscriptionClient(service, encryption, http=http)
+            session = clock.session(service, http=http)
+            client = TranscriptionClient(service, encryption, session=session)
             await client.transcribe(make_wav_bytes(seconds=0.2), language="en-IN")
 
-    started = time.monotonic()
     with pytest.raises(ServiceUnavailable, match="did not answer within") as caught:
         asyncio.run(call())
-    elapsed_s = time.monotonic() - started
     # Before: 1.0 s + a 1.0 s second attempt = 2.0 s. Now the second gets the 0.5 s left.
-    assert 1.45 <= elapsed_s <= 1.5 + 0.2
+    assert clock.now_s <= 1.5  # attempts and waits together stay within the budget
     assert len(seen) == 2
+    first_s, second_s = clock.timeouts_s
+    assert first_s == 1.0
+    assert second_s == pytest.approx(1.5 - 1.0 - sum(clock.waits_s))  # the rest, not 1 s
     last_timeout = re.search(r"within ([0-9.]+) s", str(caught.value))
     assert last_timeout is not None
     assert 0.3 < float(last_timeout.group(1)) < 0.51  # the rest of the budget, not 1 s
 
 
 def test_no_attempt_starts_when_the_wait_would_spend_the_budget(devserver) -> None:
-    calls: list[float] = []
+    calls: list[int] = []
 
     def throttled(request: httpx.Request) -> httpx.Response:
-        calls.append(time.monotonic())
+        calls.append(len(calls) + 1)
         return httpx.Response(429, headers={"Retry-After": "2"}, json={"message": "slow down"})
 
     service, encryption = client_settings(devserver, retry_max_total_s=1.0, max_attempts=5)
+    clock = VirtualClock(attempt_s=0.0)
 
     async def call() -> None:
         transport = httpx.MockTransport(throttled)
         async with httpx.AsyncClient(transport=transport) as http:
-            client = TranscriptionClient(service, encryption, http=http)
+            session = clock.session(service, http=http)
+            client = TranscriptionClient(service, encryption, session=session)
             await client.transcribe(make_wav_bytes(seconds=0.2), language="en-IN")
 
-    started = time.monotonic()
     with pytest.raises(Throttled):
         asyncio.run(call())
-    assert time.monotonic() - started < 0.5  # gave up at once instead of waiting 2 s
+    assert clock.waits_s == []  # gave up at once instead of waiting 2 s
     assert len(calls) == 1
 
 
@@ -157,13 +160,17 @@ def test_an_error_raised_by_before_attempt_stops_the_call_unretried(devserver_fa
 
 def test_waiting_for_the_rate_cap_does_not_use_up_the_retry_budget(devserver_factory) -> None:
     server = devserver_factory(fault_script=("503", "ok"), retry_after_s=0)
+    clock = VirtualClock(attempt_s=0.0)
 
     async def slow_pacing() -> None:
-        await asyncio.sleep(0.6)  # our own rate cap holding the attempt back
+        clock.now_s += 0.6  # our own rate cap holding the attempt back
 
     async def call():
-        settings = client_settings(server, max_attempts=5, retry_max_total_s=1.0)
-        async with TranscriptionClient(*settings) as client:
+        service, encryption = client_settings(server, max_attempts=5, retry_max_total_s=1.0)
+        async with (
+            clock.session(service) as session,
+            TranscriptionClient(service, encryption, session=session) as client,
+        ):
             return await client.transcribe(
                 make_wav_bytes(seconds=0.5), language="en-IN", before_attempt=slow_pacing
             )

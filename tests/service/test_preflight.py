@@ -16,9 +16,6 @@ from service.preflight import check_service_config
 KEY = "0123456789abcdef"
 
 
-pytestmark = pytest.mark.usefixtures("clean_environment")
-
-
 def check_environment(monkeypatch: pytest.MonkeyPatch, **variables: str) -> None:
     """load_settings() then check_service_config(), as a flow does before Prefect starts."""
     for name, value in variables.items():

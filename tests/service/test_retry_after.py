@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import time
 
 import httpx
 import pytest
@@ -12,16 +11,26 @@ import pytest
 from service.client import RetryEvent, TranscriptionClient
 from service.errors import ServiceUnavailable, Throttled
 from service.status import parse_retry_after
+from tests.helpers.virtual_clock import VirtualClock
 from tests.servers import client_settings, make_wav_bytes
 
 WAV = make_wav_bytes(seconds=0.25)
 
 
-def _transcribe(server, events: list[RetryEvent], **overrides) -> int:
+def _transcribe(
+    server, events: list[RetryEvent], *, clock: VirtualClock | None = None, **overrides
+) -> int:
+    """Attempts of one call; on `clock` (virtual time: nothing waits) when one is given."""
     service, encryption = client_settings(server, **overrides)
+    clock = clock or VirtualClock(attempt_s=0.0)
 
     async def call() -> int:
-        async with TranscriptionClient(service, encryption, on_retry=events.append) as client:
+        async with (
+            clock.session(service) as session,
+            TranscriptionClient(
+                service, encryption, on_retry=events.append, session=session
+            ) as client,
+        ):
             return (await client.transcribe(WAV, language="en-US")).attempts
 
     return asyncio.run(call())
@@ -33,10 +42,12 @@ def test_429_waits_at_least_retry_after(devserver_factory, http_date: bool) -> N
         fault_script=("429", "ok"), retry_after_s=1, retry_after_http_date=http_date
     )
     events: list[RetryEvent] = []
-    assert _transcribe(server, events) == 2
+    clock = VirtualClock(attempt_s=0.0)
+    assert _transcribe(server, events, clock=clock) == 2
     first, second = server.ledger.entries()
     assert (first.status, first.retry_after_s, second.status) == (429, 1.0, 200)
-    assert second.time - first.time >= 1.0  # the server saw the retry no earlier than allowed
+    # The retry waited no less than allowed: the wait asked for is the server's.
+    assert clock.waits_s == [event.wait_s for event in events]
     [event] = events
     assert (event.attempt, event.error_kind, event.status) == (1, "throttled", 429)
     # Backoff alone is at most 0.05 s here: the wait is the server's, not ours.
@@ -46,23 +57,22 @@ def test_429_waits_at_least_retry_after(devserver_factory, http_date: bool) -> N
 def test_retry_after_beyond_the_total_budget_gives_up_at_once(devserver_factory) -> None:
     server = devserver_factory(rate_429=1.0, retry_after_s=30)
     events: list[RetryEvent] = []
-    started = time.perf_counter()
+    clock = VirtualClock(attempt_s=0.0)
     with pytest.raises(Throttled, match=r"retry after 30\.0 s") as caught:
-        _transcribe(server, events, retry_max_total_s=5.0, max_attempts=5)
-    assert time.perf_counter() - started < 2.0
+        _transcribe(server, events, clock=clock, retry_max_total_s=5.0, max_attempts=5)
+    assert clock.waits_s == []  # gave up at once
     assert caught.value.retry_after_s == 30.0
     assert events == []
     assert len(server.ledger) == 1
 
 
 def test_total_budget_bounds_many_quick_failures(devserver_factory) -> None:
-    server = devserver_factory(rate_503=1.0, latency_ms=100)
+    server = devserver_factory(rate_503=1.0)
     events: list[RetryEvent] = []
-    started = time.perf_counter()
+    clock = VirtualClock(attempt_s=0.1)  # each request takes 0.1 s of the budget
     with pytest.raises(ServiceUnavailable):
-        _transcribe(server, events, max_attempts=50, retry_max_total_s=0.5)
-    elapsed_s = time.perf_counter() - started
-    assert elapsed_s < 1.5
+        _transcribe(server, events, clock=clock, max_attempts=50, retry_max_total_s=0.5)
+    assert clock.now_s <= 0.5  # attempts and waits together
     assert 2 <= len(server.ledger) <= 6  # ~0.1 s per request inside a 0.5 s budget
 
 
@@ -85,16 +95,17 @@ def test_backoff_grows_and_stays_under_its_cap(devserver_factory) -> None:
 
 def test_503_with_retry_after_is_honoured_too(devserver) -> None:
     calls: list[float] = []
+    clock = VirtualClock(attempt_s=0.0)
 
     def handler(request: httpx.Request) -> httpx.Response:
-        calls.append(time.monotonic())
+        calls.append(clock.monotonic_s())
         if len(calls) == 1:
             return httpx.Response(503, headers={"Retry-After": "1"}, json={"message": "busy"})
         return httpx.Response(200, json={"text": "ok"})
 
     service, encryption = client_settings(devserver)
     http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    client = TranscriptionClient(service, encryption, http=http)
+    client = TranscriptionClient(service, encryption, session=clock.session(service, http=http))
     result = asyncio.run(client.transcribe(WAV, language="en-IN"))
     assert result.attempts == 2
     assert calls[1] - calls[0] >= 1.0

@@ -25,8 +25,8 @@ from service.docs_client import DocsClient, Document
 from service.errors import InsecureTransport
 from service.preflight import check_service_config
 from service.status import check_transport
-from tests.flows.cli.test_commands import medasr
 from tests.flows.prefect_server import clean_env
+from tests.helpers.cli import medasr
 from tests.servers import client_settings
 from tests.service.client_call import transcribe
 
@@ -155,7 +155,6 @@ def test_preflight_refuses_it_in_one_line(token: str) -> None:
     assert token not in message
 
 
-@pytest.mark.usefixtures("clean_environment")
 def test_preflight_refuses_one_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEDASR_TOKEN", "first-line\nsecond-line")
     settings = load_settings()

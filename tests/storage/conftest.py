@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from config.settings import StorageSettings
-from storage import open_store
-from storage.interface import UnitOfWorkFactory
+from storage import clock
+from tests.helpers.stores import store_on_both_backends  # noqa: F401 (the `store` fixture)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -20,15 +19,13 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("fresh_postgres_url"))
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[UnitOfWorkFactory]:
-    """An opened store at the newest schema with no rows: SQLite file or PostgreSQL."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'medasr.db'}"
-    else:
-        url = str(request.getfixturevalue("postgres_store_url"))
-    opened = open_store(StorageSettings(database_url=url), upgrade=True)
-    try:
-        yield opened
-    finally:
-        opened.dispose()
+@pytest.fixture
+def host_clock_an_hour_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's wall clock runs an hour fast (as a misconfigured host's would).
+
+    storage.clock is the one place every storage module reads this host's clock."""
+
+    def ahead() -> datetime:
+        return datetime.now(UTC) + timedelta(hours=1)
+
+    monkeypatch.setattr(clock, "host_now", ahead)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-import time
 from pathlib import Path
 
 import pytest
@@ -177,7 +176,6 @@ def test_opening_and_reading_do_not_wait_behind_a_sqlite_writer(tmp_path: Path) 
     try:
         writer.execute("BEGIN IMMEDIATE")  # another process holds the write lock
         writer.execute("UPDATE items SET attempts = attempts + 1")
-        started = time.monotonic()
         reader = open_store(url, busy_timeout_ms=3000)  # a wait would end in StoreUnavailable
         try:
             with reader.unit_of_work(read_only=True) as uow:
@@ -185,7 +183,6 @@ def test_opening_and_reading_do_not_wait_behind_a_sqlite_writer(tmp_path: Path) 
                 uow.items.list_failures(limit=5)
         finally:
             reader.dispose()
-        assert time.monotonic() - started < 2
         assert [(c.status, c.items) for c in counts] == [("pending", 1)]
     finally:
         writer.rollback()

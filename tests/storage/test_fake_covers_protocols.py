@@ -10,14 +10,21 @@ import inspect
 
 import pytest
 
+import storage.audit_interface
 import storage.delivery_interface
 import storage.interface
+import storage.retention_interface
 from tests.fakes.store import FakeStore, FakeUnitOfWork, _State
 
 PROTOCOLS = sorted(
     {
         value
-        for module in (storage.interface, storage.delivery_interface)
+        for module in (
+            storage.interface,
+            storage.delivery_interface,
+            storage.audit_interface,
+            storage.retention_interface,
+        )
         for value in vars(module).values()
         if inspect.isclass(value)
         and getattr(value, "_is_protocol", False)
@@ -37,6 +44,8 @@ def _fake_of(protocol: type) -> object:
     uow = FakeUnitOfWork(_State())
     fakes: dict[str, object] = {
         "UnitOfWorkFactory": FakeStore(),
+        "AuditRepository": uow.audit,
+        "RetentionRepository": uow.retention,
         "UnitOfWork": uow,
         "ItemRepository": uow.items,
         "ChunkRepository": uow.chunks,
@@ -49,8 +58,9 @@ def _fake_of(protocol: type) -> object:
 
 def test_every_protocol_of_the_store_is_found() -> None:
     assert [p.__name__ for p in PROTOCOLS] == [
-        "ChunkRepository", "DeliveryRepository", "ItemRepository", "ReviewRepository",
-        "RunRepository", "UnitOfWork", "UnitOfWorkFactory",
+        "AuditRepository", "ChunkRepository", "DeliveryRepository", "ItemRepository",
+        "RetentionRepository", "ReviewRepository", "RunRepository", "UnitOfWork",
+        "UnitOfWorkFactory",
     ]  # fmt: skip
 
 

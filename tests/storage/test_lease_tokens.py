@@ -13,7 +13,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 
 from config.settings import StorageSettings
-from storage import claims, items, open_store, queries, work_queue
+from storage import open_store
 from storage.database import (
     _alembic_config,
     create_store_engine,
@@ -67,19 +67,6 @@ def test_release_and_settle_clear_the_token(store: UnitOfWorkFactory) -> None:
         uow.items.release_items([item.lease_token or ""])
     released = get(store, item.id)
     assert (released.status, released.lease_token, released.lease_owner) == ("pending", None, None)
-
-
-@pytest.fixture
-def host_clock_an_hour_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This process's wall clock runs an hour fast (as a misconfigured host's would)."""
-
-    def ahead() -> datetime:
-        return datetime.now(UTC) + timedelta(hours=1)
-
-    for module in (work_queue, queries, claims, items):
-        for name in ("host_now", "utc_now"):
-            if hasattr(module, name):
-                monkeypatch.setattr(module, name, ahead)
 
 
 @pytest.mark.postgres

@@ -19,7 +19,7 @@ from storage.errors import SchemaUnknown
 from storage.models import Base
 from storage.schema_revision import newest_known_revision
 
-TABLES = {"items", "chunks", "runs", "deliveries"}
+TABLES = {"items", "chunks", "runs", "deliveries", "audit_events"}
 
 
 def tables_of(url: str) -> set[str]:

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from config.settings import StorageSettings
+from storage import open_store
 from storage.errors import LeaseLost
 from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.owners import local_host_id
@@ -129,6 +131,23 @@ def test_an_expired_lease_goes_to_another_worker_and_the_late_one_loses(
         kind.settle(uow, late)
     with store.unit_of_work() as uow:
         kind.settle(uow, taken)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("skewed_kind", [ITEMS, DELIVERIES], ids=lambda kind: kind.name)
+def test_a_claimer_with_a_clock_an_hour_ahead_leaves_a_live_lease_alone(
+    postgres_store_url: str, host_clock_an_hour_ahead: None, skewed_kind: Kind
+) -> None:
+    store = open_store(StorageSettings(database_url=postgres_store_url))
+    try:
+        MAKERS[skewed_kind.name](store)
+        with store.unit_of_work() as uow:  # a healthy worker's claim: live for 10 minutes
+            (live,) = skewed_kind.claim(uow, owner="healthy", lease_s=600, now=datetime.now(UTC))
+        with store.unit_of_work() as uow:  # expiry is judged on the store's clock
+            assert list(skewed_kind.claim(uow, owner="skewed", lease_s=600)) == []
+        assert status_of(store, skewed_kind, live.id) == "processing"
+    finally:
+        store.dispose()
 
 
 def test_renewal_keeps_a_held_lease_and_reports_a_lost_one(

@@ -27,6 +27,9 @@ HELP_PAGES: list[list[str]] = [
     ["demo"],
     ["db"],
     ["db", "upgrade"],
+    ["audit"],
+    ["audit", "verify"],
+    ["purge"],
 ]
 
 

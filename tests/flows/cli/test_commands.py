@@ -21,6 +21,7 @@ import soundfile
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from tests.flows.prefect_server import MEDASR, clean_env
+from tests.helpers.cli import medasr, table_rows
 from tests.recordings import write_tone_recordings
 
 TOKEN = "cli-test-token"
@@ -74,25 +75,6 @@ def env(service: RunningDevServer, tmp_path: Path) -> dict[str, str]:
 def prefect_started(env: dict[str, str]) -> bool:
     """Whether a command started Prefect (its ephemeral API creates this database)."""
     return (Path(env["PREFECT_HOME"]) / "prefect.db").exists()
-
-
-def medasr(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run the console script with no TTY (pipes), as cron or CI would."""
-    return subprocess.run(
-        [MEDASR, *args],
-        env=env,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def table_rows(out: str) -> dict[str, str]:
-    """Rows of the Rich summary table: label -> value."""
-    rows = (line.split("\u2502") for line in out.splitlines())
-    return {cells[1].strip(): cells[2].strip() for cells in rows if len(cells) == 4}
 
 
 def test_help_lists_every_command(env: dict[str, str], tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from config.settings import StorageSettings
 from flows.cli import app
 from storage import open_store
 from tasks.delivery.fhir import parse_bundle
-from tests.flows.cli.test_commands import table_rows
+from tests.helpers.cli import table_rows
 from tests.tasks.delivery.delivery_helpers import docs_entries, make_done, sha_of_text
 
 TEXTS = {"a.wav": "alpha words", "sub/b.wav": "bravo words", "c.wav": "charlie words"}

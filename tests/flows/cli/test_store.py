@@ -7,7 +7,6 @@ import json
 import re
 import sqlite3
 import stat
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -247,14 +246,12 @@ def test_status_does_not_wait_behind_a_writer(
     try:
         writer.execute("BEGIN IMMEDIATE")  # a flow run in the middle of a claim
         writer.execute("UPDATE items SET attempts = attempts + 1")
-        started = time.monotonic()
         result = runner.invoke(app, ["status"])
-        elapsed = time.monotonic() - started
     finally:
         writer.close()
+    # A read that waited for the write lock could only fail: the writer never let go.
     assert result.exit_code == 0, result.output
     assert "en-IN\tdone\t3\t1.50" in result.stdout.splitlines()
-    assert elapsed < 2
 
 
 def test_status_lists_skipped_recordings_in_their_own_section(

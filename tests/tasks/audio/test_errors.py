@@ -23,7 +23,7 @@ from tasks.errors import (
     NotAudio,
     UnsupportedAudio,
 )
-from tests.tasks.conftest import Dictation, ffmpeg
+from tests.helpers.audio import Dictation, ffmpeg
 
 
 def _wav_header(*, format_tag: int, data_bytes: int, declared_bytes: int | None = None) -> bytes:

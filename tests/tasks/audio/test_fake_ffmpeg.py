@@ -16,7 +16,7 @@ from service.devserver.tone import encode_tone_dictation
 from tasks.audio import WAV_HEADER_BYTES, iter_chunks
 from tasks.audio.decoder import FfmpegLog
 from tasks.errors import DecodeFailed
-from tests.tasks.conftest import (
+from tests.helpers.audio import (
     Dictation,
     assert_no_child_left,
     children_pids,

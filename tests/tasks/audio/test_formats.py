@@ -12,7 +12,7 @@ import soundfile
 
 from service.devserver.tone import decode_wav_bytes, encode_tone_dictation
 from tasks.audio import WAV_HEADER_BYTES, find_ffmpeg, iter_chunks, probe_audio
-from tests.tasks.conftest import Dictation, add_noise_and_hum, ffmpeg, reference_pcm
+from tests.helpers.audio import Dictation, add_noise_and_hum, ffmpeg, reference_pcm
 
 TEXT = "wav variants decode to the same 16 khz mono text, 100% of it."
 

@@ -9,33 +9,17 @@ import numpy as np
 import pytest
 import soundfile
 
-from service.devserver.tone import decode_wav_bytes, encode_tone_dictation
-from tasks.audio import WAV_HEADER_BYTES, iter_chunks
+from service.devserver.tone import encode_tone_dictation
+from tasks.audio import iter_chunks
 from tasks.audio.decoder import PcmDecoder
 from tasks.audio.native_wav import NativeWavReader, native_data_chunk, open_pcm_source
 from tasks.errors import CorruptAudio, EmptyAudio
-from tests.tasks.conftest import reference_pcm
-
-TEXT = "native wav needs no decoder. every sample kept, 100% of them."
+from tests.helpers.audio import reference_pcm
+from tests.helpers.native_wav import TEXT, pcm_of, raw_wav
 
 
 def _samples() -> np.ndarray:
     return encode_tone_dictation(TEXT, sample_rate_hz=16_000)
-
-
-def _raw_wav(
-    samples: np.ndarray,
-    *,
-    extra_chunk: bytes = b"",
-    declared: int | None = None,
-    trailer: bytes = b"",
-) -> bytes:
-    """A hand-made PCM WAV: optional chunks before and after `data`, optional data size."""
-    data = samples.astype("<i2").tobytes()
-    fmt = struct.pack("<HHIIHH", 1, 1, 16_000, 32_000, 2, 16)
-    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + extra_chunk
-    body += b"data" + struct.pack("<I", len(data) if declared is None else declared) + data
-    return b"RIFF" + struct.pack("<I", len(body + trailer)) + body + trailer
 
 
 def _chunk(chunk_id: bytes, payload: bytes) -> bytes:
@@ -49,12 +33,6 @@ TRAILER = _chunk(b"LIST", b"INFO" + _chunk(b"INAM", b"ward round 7")) + _chunk(
 )
 
 
-def _pcm_of(path: Path, *, max_bytes: int = 200_000) -> tuple[np.ndarray, str]:
-    chunks = list(iter_chunks(path, max_bytes=max_bytes))
-    pcm = np.concatenate([np.frombuffer(c.wav[WAV_HEADER_BYTES:], dtype=np.int16) for c in chunks])
-    return pcm, " ".join(decode_wav_bytes(c.wav) for c in chunks)
-
-
 @pytest.mark.parametrize(
     "writer",
     [
@@ -65,12 +43,12 @@ def _pcm_of(path: Path, *, max_bytes: int = 200_000) -> tuple[np.ndarray, str]:
         ),
         pytest.param(
             lambda p, s: p.write_bytes(
-                _raw_wav(s, extra_chunk=b"LIST" + struct.pack("<I", 5) + b"abcde\x00")
+                raw_wav(s, extra_chunk=b"LIST" + struct.pack("<I", 5) + b"abcde\x00")
             ),
             id="list-chunk-odd-size",
         ),
         pytest.param(
-            lambda p, s: p.write_bytes(_raw_wav(s, declared=0xFFFFFFFF)), id="placeholder-size"
+            lambda p, s: p.write_bytes(raw_wav(s, declared=0xFFFFFFFF)), id="placeholder-size"
         ),
     ],
 )
@@ -82,7 +60,7 @@ def test_native_wav_is_read_directly_and_equals_ffmpeg(tmp_path: Path, writer) -
     assert isinstance(source, NativeWavReader)
     assert exact
     assert info.duration_ms == len(_samples()) * 1000 // 16_000
-    pcm, text = _pcm_of(path)
+    pcm, text = pcm_of(path)
     assert np.array_equal(pcm, reference_pcm(path))
     assert np.array_equal(pcm, _samples())
     assert text == TEXT
@@ -102,24 +80,24 @@ def test_other_wavs_go_through_ffmpeg(
     _, _, source = open_pcm_source(path, timeout_s=60, probe_timeout_s=60)
     source.close()
     assert isinstance(source, PcmDecoder)
-    assert np.array_equal(_pcm_of(path)[0], reference_pcm(path))
+    assert np.array_equal(pcm_of(path)[0], reference_pcm(path))
 
 
 def test_a_trailing_odd_byte_is_not_half_a_sample(tmp_path: Path) -> None:
     path = tmp_path / "odd.wav"
-    raw = _raw_wav(_samples(), declared=0xFFFFFFFF) + b"\x01"
+    raw = raw_wav(_samples(), declared=0xFFFFFFFF) + b"\x01"
     path.write_bytes(raw)
     data = native_data_chunk(raw[:65536], size_bytes=len(raw))
     assert data is not None
     assert data.size_bytes == 2 * len(_samples())
-    assert np.array_equal(_pcm_of(path)[0], _samples())
+    assert np.array_equal(pcm_of(path)[0], _samples())
 
 
 @pytest.mark.parametrize(
     ("make", "error", "words"),
     [
-        (lambda s: _raw_wav(s)[: 44 + len(s)], CorruptAudio, "truncated"),
-        (lambda s: _raw_wav(s[:0]), EmptyAudio, "no samples"),
+        (lambda s: raw_wav(s)[: 44 + len(s)], CorruptAudio, "truncated"),
+        (lambda s: raw_wav(s[:0]), EmptyAudio, "no samples"),
     ],
     ids=["cut-short", "no-samples"],
 )
@@ -136,14 +114,14 @@ def test_chunks_after_the_samples_are_not_read_as_samples(tmp_path: Path, declar
     equals ffmpeg's decode of the same samples with an honest header (ffmpeg itself would
     turn the trailer into a burst of noise)."""
     path = tmp_path / "streamed.wav"
-    path.write_bytes(_raw_wav(_samples(), declared=declared, trailer=TRAILER))
+    path.write_bytes(raw_wav(_samples(), declared=declared, trailer=TRAILER))
     honest = tmp_path / "honest.wav"
-    honest.write_bytes(_raw_wav(_samples()))
+    honest.write_bytes(raw_wav(_samples()))
     info, _, source = open_pcm_source(path, timeout_s=60, probe_timeout_s=60)
     source.close()
     assert isinstance(source, NativeWavReader)
     assert info.duration_ms == len(_samples()) * 1000 // 16_000
-    pcm, text = _pcm_of(path)
+    pcm, text = pcm_of(path)
     assert np.array_equal(pcm, reference_pcm(honest))
     assert np.array_equal(pcm, _samples())
     assert text == TEXT
@@ -154,8 +132,8 @@ def test_placeholder_size_without_a_trailer_reads_to_the_end_like_ffmpeg(
     tmp_path: Path, declared: int
 ) -> None:
     path = tmp_path / "streamed.wav"
-    path.write_bytes(_raw_wav(_samples(), declared=declared))
-    pcm, _ = _pcm_of(path)
+    path.write_bytes(raw_wav(_samples(), declared=declared))
+    pcm, _ = pcm_of(path)
     assert np.array_equal(pcm, reference_pcm(path))
     assert np.array_equal(pcm, _samples())
 
@@ -165,7 +143,7 @@ def test_samples_that_look_like_a_chunk_id_are_kept(tmp_path: Path) -> None:
     samples = np.concatenate([_samples(), np.frombuffer(b"LIST\x08\x00\x00\x00", "<i2")])
     samples = np.concatenate([samples, np.full(100, 7, dtype=np.int16)])
     path = tmp_path / "lookalike.wav"
-    path.write_bytes(_raw_wav(samples, declared=0xFFFFFFFF))
-    pcm, _ = _pcm_of(path)
+    path.write_bytes(raw_wav(samples, declared=0xFFFFFFFF))
+    pcm, _ = pcm_of(path)
     assert np.array_equal(pcm, samples)
     assert np.array_equal(pcm, reference_pcm(path))

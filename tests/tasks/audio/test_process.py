@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from flows.cli.audio import split_command
 from tasks.audio import iter_chunks, split_to_dir
 from tasks.errors import DecodeFailed, NotAudio
-from tests.tasks.conftest import Dictation, assert_no_child_left, children_pids, process_state
+from tests.helpers.audio import Dictation, assert_no_child_left, children_pids, process_state
 
 ROOT = Path(__file__).resolve().parents[3]
 

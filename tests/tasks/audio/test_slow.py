@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tasks.audio import find_ffmpeg
-from tests.tasks.conftest import Dictation
+from tests.helpers.audio import Dictation
 
 ROOT = Path(__file__).resolve().parents[3]
 COPIES = 21  # about 5.9 minutes each: a little over two hours

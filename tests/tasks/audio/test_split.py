@@ -15,7 +15,7 @@ from service.devserver.tone import decode_wav_bytes
 from tasks.audio import WAV_HEADER_BYTES, Chunk, is_all_silent, iter_chunks
 from tasks.audio.pauses import FRAME_SAMPLES, WINDOW_SHARE
 from tasks.errors import SilentAudio
-from tests.tasks.conftest import SR, Bursts, Dictation, reference_pcm, speechlike
+from tests.helpers.audio import SR, Bursts, Dictation, reference_pcm, speechlike
 
 
 def _pcm(chunk: Chunk) -> np.ndarray:

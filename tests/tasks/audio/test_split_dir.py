@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from flows.cli.audio import split_command
 from tasks.audio import split_to_dir
-from tests.tasks.conftest import Dictation
+from tests.helpers.audio import Dictation
 
 
 def _mode(path: Path) -> int:

@@ -13,8 +13,8 @@ from service.devserver.tone import encode_tone_dictation
 from tasks.audio import iter_chunks
 from tasks.audio.native_wav import NativeWavReader, open_pcm_source
 from tasks.errors import CorruptAudio
-from tests.tasks.audio.test_native_wav import TEXT, _pcm_of, _raw_wav
-from tests.tasks.conftest import reference_pcm
+from tests.helpers.audio import reference_pcm
+from tests.helpers.native_wav import TEXT, pcm_of, raw_wav
 
 # The file (4,294,967,280 bytes), and 0xFFFFFFFF less a 44-byte header.
 UNCLOSED = [0xFFFFFFF0, 0xFFFFFFFF - 36, 0xFFFF0000]
@@ -24,12 +24,12 @@ UNCLOSED = [0xFFFFFFF0, 0xFFFFFFFF - 36, 0xFFFF0000]
 def test_a_native_wav_never_closed_is_read_to_its_end(tmp_path: Path, declared: int) -> None:
     samples = encode_tone_dictation(TEXT, sample_rate_hz=16_000)
     path = tmp_path / "unclosed.wav"
-    path.write_bytes(_raw_wav(samples, declared=declared))
+    path.write_bytes(raw_wav(samples, declared=declared))
     info, exact, source = open_pcm_source(path, timeout_s=60, probe_timeout_s=60)
     source.close()
     assert isinstance(source, NativeWavReader)
     assert (exact, info.duration_ms) == (True, len(samples) * 1000 // 16_000)
-    pcm, text = _pcm_of(path)
+    pcm, text = pcm_of(path)
     assert np.array_equal(pcm, samples)
     assert np.array_equal(pcm, reference_pcm(path))
     assert text == TEXT
@@ -49,7 +49,7 @@ def test_an_unclosed_wav_for_ffmpeg_is_decoded_whole(tmp_path: Path, declared: i
     samples = encode_tone_dictation(TEXT, sample_rate_hz=16_000)
     path = tmp_path / "unclosed-stereo.wav"
     path.write_bytes(_stereo_wav_declaring(samples, declared=declared))
-    pcm, text = _pcm_of(path)
+    pcm, text = pcm_of(path)
     assert text == TEXT
     assert len(pcm) == len(samples)
 
@@ -57,6 +57,6 @@ def test_an_unclosed_wav_for_ffmpeg_is_decoded_whole(tmp_path: Path, declared: i
 def test_a_wav_cut_short_is_still_truncated(tmp_path: Path) -> None:
     samples = encode_tone_dictation(TEXT, sample_rate_hz=16_000)
     path = tmp_path / "cut.wav"
-    path.write_bytes(_raw_wav(samples, declared=2 * len(samples) + 1_000_000))
+    path.write_bytes(raw_wav(samples, declared=2 * len(samples) + 1_000_000))
     with pytest.raises(CorruptAudio, match="truncated"):
         list(iter_chunks(path, max_bytes=200_000))

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -27,6 +28,8 @@ TEXTS = {
     "/archive/sub/b.mp3": "bravo: paracetamol 500 mg",
     "/archive/c.m4a": "नमस्ते charlie",
 }
+
+AN_HOUR_AGO = datetime.now(UTC) - timedelta(hours=1)
 
 
 def test_each_done_transcript_is_delivered_once_and_a_second_run_sends_nothing(
@@ -212,10 +215,9 @@ def test_a_lease_held_by_a_live_worker_is_left_alone_and_an_expired_one_is_taken
             owner="other", language=None, limit=1, lease_s=600
         )
     with store.unit_of_work() as uow:
-        (stale,) = uow.deliveries.claim_deliveries(
-            owner="dead", language=None, limit=1, lease_s=0.01
+        (stale,) = uow.deliveries.claim_deliveries(  # a lease that lapsed an hour ago
+            owner="dead", language=None, limit=1, lease_s=60, now=AN_HOUR_AGO
         )
-    time.sleep(0.05)
     stats = deliver(settings, store)
     assert stats.delivered == 1
     assert [e.sha256 for e in docs_entries(server)] == [sha_of_text("bravo")]
@@ -373,18 +375,32 @@ def test_a_connection_lost_after_sending_leaves_the_delivery_in_doubt_not_failed
 
 
 def test_the_lease_keeper_renews_a_delivery_whose_answer_takes_longer_than_its_lease(
-    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, monkeypatch
 ) -> None:
     import threading
+
+    from storage.deliveries import Deliveries
+    from storage.records import DeliveryRecord
 
     server = devserver_factory(latency_ms=7000)  # longer than the 5 s lease
     items = make_done(store, {"/archive/a.wav": "alpha"})
     settings = delivery_settings(server, sqlite_url, request_timeout_s=30)
     storage = settings.storage.model_copy(update={"lease_s": 5})
     settings = settings.model_copy(update={"storage": storage})
-    taken, doubted, done = [], [], threading.Event()
+    taken, doubted, done, held = [], [], threading.Event(), threading.Event()
+    claim_deliveries = Deliveries.claim_deliveries
 
-    def rival() -> None:  # another deliverer, looking for lapsed leases all along
+    def claim_and_tell(self: Deliveries, **kwargs: Any) -> list[DeliveryRecord]:
+        claimed = claim_deliveries(self, **kwargs)
+        if claimed and kwargs["owner"] != "rival":
+            held.set()  # the deliverer's claim commits before the rival's write can begin
+        return claimed
+
+    monkeypatch.setattr(Deliveries, "claim_deliveries", claim_and_tell)
+
+    def rival() -> None:  # another deliverer, looking for lapsed leases once we hold it
+        if not held.wait(timeout=60):
+            return
         while not done.is_set():
             with store.unit_of_work() as uow:
                 counts = {c.status: c.rows for c in uow.deliveries.delivery_counts()}
@@ -394,7 +410,7 @@ def test_the_lease_keeper_renews_a_delivery_whose_answer_takes_longer_than_its_l
                         owner="rival", language=None, limit=1, lease_s=60
                     )
                 )
-            time.sleep(0.3)
+            done.wait(0.3)
 
     watcher = threading.Thread(target=rival)
     watcher.start()
@@ -403,6 +419,7 @@ def test_the_lease_keeper_renews_a_delivery_whose_answer_takes_longer_than_its_l
     finally:
         done.set()
         watcher.join()
+    assert held.is_set()
     assert taken == []
     assert max(doubted) == 0  # never lapsed: the rival could not even doubt it
     assert stats.delivered == 1

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from config.settings import StorageSettings
+from service.devserver import docs
 from storage import open_store
 from tests.tasks.delivery.delivery_helpers import docs_entries, make_done
 
@@ -60,9 +61,33 @@ def _wait_for(condition, *, limit_s: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def _count_arrivals(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per document upload that reached the (in-process) receiver, on arrival."""
+    arrivals: list[int] = []
+    check_in = docs.check_in
+
+    async def counted(request, state, trace):  # type: ignore[no-untyped-def]
+        arrivals.append(1)
+        return await check_in(request, state, trace)
+
+    monkeypatch.setattr(docs, "check_in", counted)
+    return arrivals
+
+
+def _delivered(url: str) -> int:
+    store = open_store(StorageSettings(database_url=url))
+    try:
+        with store.unit_of_work(read_only=True) as uow:
+            counts = {c.status: c.rows for c in uow.deliveries.delivery_counts()}
+    finally:
+        store.dispose()
+    return counts.get("delivered", 0)
+
+
 def test_uploads_in_flight_at_a_kill_are_in_doubt_not_sent_twice(
-    tmp_path: Path, devserver_factory
+    tmp_path: Path, devserver_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    arrivals = _count_arrivals(monkeypatch)
     server = devserver_factory(latency_ms=LATENCY_MS)
     url = f"sqlite:///{tmp_path / 'medasr.db'}"
     store = open_store(StorageSettings(database_url=url))
@@ -80,13 +105,14 @@ def test_uploads_in_flight_at_a_kill_are_in_doubt_not_sent_twice(
         stderr=subprocess.DEVNULL,
     )
     try:
-        # The first batch answered, the second one sent: kill with uploads in flight.
-        _wait_for(lambda: len(docs_entries(server)) >= CONCURRENCY)
-        time.sleep(LATENCY_MS / 1000 / 3)
+        # The first batch answered and recorded, the second one received: kill with
+        # uploads in flight (their answers are LATENCY_MS away).
+        _wait_for(lambda: _delivered(url) >= CONCURRENCY)
+        _wait_for(lambda: len(arrivals) >= 2 * CONCURRENCY)
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait()
-    time.sleep(LATENCY_MS / 1000 * 1.5)  # the receiver finishes what reached it
+    _wait_for(lambda: len(docs_entries(server)) >= len(arrivals))  # it files what reached it
     filed_at_kill = len(docs_entries(server))
     assert filed_at_kill > CONCURRENCY  # uploads were in flight at the kill
 

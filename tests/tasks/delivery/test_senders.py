@@ -54,8 +54,9 @@ def test_unanswered_then_unreachable_is_in_doubt() -> None:
     async def run(stack: ExitStack, listener: MllpListener) -> None:
         sender = _sender(listener.port)
         sending = asyncio.create_task(sender.send(_outgoing({"patient_id": "P1"})))
-        while not listener.received:
-            await asyncio.sleep(0.01)
+        async with asyncio.timeout(30):  # the listener's first message, or a send that failed
+            while not listener.received and not sending.done():
+                await asyncio.sleep(0.01)
         stack.close()  # the engine goes away while we wait for the ACK
         try:
             await sending

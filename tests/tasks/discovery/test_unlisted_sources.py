@@ -7,10 +7,14 @@ has no way to fail one page of a listing."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import aiobotocore.session
+import pytest
 from botocore.exceptions import ClientError
 
 from storage.interface import UnitOfWorkFactory
@@ -102,3 +106,56 @@ def test_one_unreadable_count_on_every_run_and_apart_from_the_not_listed(
         found = discover_and_register(source=str(source), language=LANG, store=store, settle_s=3600)
         assert (found.unreadable, found.not_listed) == (3, 1)
         assert sum(s.unreadable for s in found.skipped) == found.unreadable
+
+
+# As root a folder's mode stops nothing: the listing runs in a child without the
+# capabilities that read past file modes (as the slow end-to-end test does).
+SETPRIV = shutil.which("setpriv")
+AS_ROOT = os.geteuid() == 0
+WITHOUT_ROOT_POWERS = [str(SETPRIV), "--bounding-set=-dac_override,-dac_read_search"]
+DISCOVER = """
+import sys
+from config.settings import StorageSettings
+from storage import open_store
+from tasks.discovery.discover import discover_and_register
+store = open_store(StorageSettings(database_url=sys.argv[1]))
+found = discover_and_register(source=sys.argv[2], language="en-IN", store=store, settle_s=0)
+store.dispose()
+print(found.unreadable, found.listed)
+"""
+
+
+def discover_in_a_child(database_url: str, source: Path) -> str:
+    command = [sys.executable, "-c", DISCOVER, database_url, str(source)]
+    done = subprocess.run(
+        [*WITHOUT_ROOT_POWERS, *command] if AS_ROOT else command,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.skipif(
+    AS_ROOT and SETPRIV is None, reason="as root, setpriv is needed to lock a folder"
+)
+def test_a_local_folder_that_cannot_be_listed_is_a_failed_row_of_its_own(
+    store: UnitOfWorkFactory, sqlite_url: str, tmp_path: Path
+) -> None:
+    source = tmp_path / "s"
+    (source / "locked").mkdir(parents=True)
+    (source / "a.wav").write_bytes(b"RIFF")
+    (source / "locked" / "b.wav").write_bytes(b"RIFF")
+    (source / "locked").chmod(0o000)
+    try:
+        counts = discover_in_a_child(sqlite_url, source)
+    finally:
+        (source / "locked").chmod(0o755)
+
+    assert counts == "1 1"  # one unreadable (the folder), one listed (a.wav)
+    assert rows(store) == {
+        str(source / "a.wav"): ("pending", None),
+        str(source / "locked"): ("failed", "source_unreadable"),
+    }

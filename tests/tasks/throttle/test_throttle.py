@@ -14,7 +14,7 @@ import soundfile
 
 from service.devserver.tone import encode_tone_dictation
 from tasks.throttle.gate import RequestGate
-from tests.tasks.transcription.test_transcribe import run_once
+from tests.helpers.transcription import run_once
 
 FILES = 10  # run_once claims one batch of 10
 CAPACITY = 2

@@ -18,8 +18,8 @@ from tasks.throttle.gate import RequestGate
 from tasks.transcription import plan as planning
 from tasks.transcription.plan import plan_backlog
 from tasks.transcription.transcribe import BatchContext, transcribe_file
+from tests.helpers.transcription import CAP_BYTES, TEXT, item_of, run_once
 from tests.servers import client_settings
-from tests.tasks.transcription.test_transcribe import CAP_BYTES, TEXT, item_of, run_once
 
 COPIES = 10
 

@@ -11,7 +11,7 @@ import pytest
 from storage.records import ChunkRecord
 from tasks.audio import iter_chunks
 from tasks.transcription.coverage import Coverage
-from tests.tasks.conftest import Bursts
+from tests.helpers.audio import Bursts
 
 SR = 16_000
 

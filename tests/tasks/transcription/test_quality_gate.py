@@ -12,8 +12,8 @@ from service.devserver.tone import encode_tone_dictation
 from storage.interface import UnitOfWorkFactory
 from tasks.audio import iter_chunks
 from tasks.throttle.gate import RequestGate
-from tests.tasks.conftest import SR, speechlike
-from tests.tasks.transcription.test_transcribe import TEXT, item_of, run_once
+from tests.helpers.audio import SR, speechlike
+from tests.helpers.transcription import TEXT, item_of, run_once
 
 
 @pytest.fixture

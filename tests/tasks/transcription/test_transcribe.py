@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 import soundfile
@@ -24,12 +22,9 @@ from storage.items import Items
 from storage.sources import list_audio
 from tasks.throttle.gate import RequestGate
 from tasks.transcription.transcribe import CHUNKS_AHEAD_PER_FILE, BatchContext, process_batch
+from tests.helpers.transcription import CAP_BYTES, TEXT, item_of, run_once
 from tests.servers import client_settings
 from tests.service.tls_certs import make_tls_files
-
-# ~7 s of 16 kHz audio per chunk: several chunks for a short dictation.
-CAP_BYTES = 224_000
-TEXT = " ".join(f"item {i}. pulse regular, chest clear." for i in range(1, 7))
 
 
 @pytest.fixture
@@ -38,53 +33,6 @@ def recording(tmp_path: Path) -> Path:
     folder.mkdir()
     soundfile.write(folder / "note.wav", encode_tone_dictation(TEXT), 16000, subtype="PCM_16")
     return folder
-
-
-def run_once(
-    store: UnitOfWorkFactory,
-    server: RunningDevServer,
-    folder: Path,
-    *,
-    gate: RequestGate | None = None,
-    service: dict[str, Any] | None = None,
-    on_retry: Callable[[RetryEvent], None] | None = None,
-    lease_s: float = 60,
-    cap_bytes: int | None = CAP_BYTES,
-    **pipeline: object,
-) -> list:
-    """Register `folder`, claim up to 10 files and process them; `cap_bytes=None`: the
-    service's own upload cap."""
-    cap = {} if cap_bytes is None else {"max_upload_bytes": cap_bytes}
-
-    async def go() -> list:
-        settings = client_settings(server, **cap, **(service or {}))
-        async with TranscriptionClient(*settings, on_retry=on_retry) as client:
-            ctx = BatchContext(
-                pipeline=PipelineSettings(settle_s=0, **pipeline),
-                store=store,
-                client=client,
-                gate=gate or RequestGate(concurrency=4),
-                owner="test-owner",
-                lease_s=lease_s,
-            )
-            try:
-                with store.unit_of_work() as uow:
-                    uow.items.register_items(
-                        list_audio(str(folder), settle_s=0).files, language="en-IN"
-                    )
-                    items = uow.items.claim_batch(
-                        owner="test-owner", language="en-IN", limit=10, lease_s=lease_s
-                    )
-                return await process_batch(items, ctx=ctx)
-            finally:
-                ctx.close()
-
-    return asyncio.run(go())
-
-
-def item_of(store: UnitOfWorkFactory):
-    with store.unit_of_work() as uow:
-        return next(iter(uow.items.export_rows()))
 
 
 def test_chunks_joined_in_order_give_the_whole_text(
@@ -212,7 +160,8 @@ def test_a_lost_lease_stops_the_file_and_sends_nothing_more(
                 if any(row.sha256 for row in uow.items.export_rows()):
                     break  # fingerprinted: the first chunk goes out now, for 1.5 s
             time.sleep(0.01)
-        time.sleep(0.3)
+        while server.state.capacity.peak_in_flight == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)  # until it reached the service
         later = datetime.now(UTC) + timedelta(hours=1)
         while not stolen.is_set() and time.monotonic() < deadline:
             with store.unit_of_work() as uow:
@@ -321,8 +270,11 @@ def test_a_queued_file_renews_its_expired_lease_before_sending(
     server = devserver_factory(latency_ms=200)
     with store.unit_of_work() as uow:
         uow.items.register_items(list_audio(str(recording), settle_s=0).files, language="en-IN")
-        items = uow.items.claim_batch(owner="test-owner", language="en-IN", limit=1, lease_s=0.01)
-    time.sleep(0.05)  # the claim expired while the file waited for its turn
+        # The claim expired while the file waited for its turn.
+        an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+        items = uow.items.claim_batch(
+            owner="test-owner", language="en-IN", limit=1, lease_s=60, now=an_hour_ago
+        )
     taken: list[object] = []
     done = threading.Event()
 

@@ -21,8 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import StorageSettings
-from storage import open_store
 from storage.errors import LeaseLost, StoreUnavailable
 from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.records import ItemRecord
@@ -30,23 +28,10 @@ from tasks.work.group_commit import GroupWriter
 from tasks.work.journal import Journal, replay_journal
 from tasks.work.lease_keeper import LeaseKeeper
 from tasks.work.paid_answers import store_chunk_answer
-from tests.tasks.work.test_journal import claimed, done_texts, paid_for
+from tests.helpers.claims import claimed, done_texts, paid_for
+from tests.helpers.stores import store_on_both_backends  # noqa: F401 (the `store` fixture)
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[UnitOfWorkFactory]:
-    """An opened store at the newest schema with no rows: SQLite file or PostgreSQL."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'medasr.db'}"
-    else:
-        url = str(request.getfixturevalue("postgres_store_url"))
-    opened = open_store(StorageSettings(database_url=url), upgrade=True)
-    try:
-        yield opened
-    finally:
-        opened.dispose()
 
 
 class CommitCut:

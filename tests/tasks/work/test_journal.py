@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import stat
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -16,46 +17,11 @@ import pytest
 
 from storage.chunks import Chunks
 from storage.errors import LeaseLost, StoreUnavailable
-from storage.interface import UnitOfWorkFactory
-from storage.records import ItemRecord, SourceFile
-from tasks.work.journal import Journal, PaidChunk, record_paid_chunk, replay_journal
-from tasks.work.lease_keeper import LeaseKeeper
-
-LANG = "en-IN"
-SHA = "a" * 64
-
-
-def claimed(store: UnitOfWorkFactory, *, count: int = 1, lease_s: float = 60) -> list[ItemRecord]:
-    files = [SourceFile(f"/archive/{i}.wav", 10, "v1") for i in range(count)]
-    with store.unit_of_work() as uow:
-        uow.items.register_items(files, language=LANG)
-        items = uow.items.claim_batch(owner="w", language=LANG, limit=count, lease_s=lease_s)
-        for item in items:
-            uow.items.set_fingerprint(
-                item.id, sha256=SHA, size_bytes=10, lease_token=item.lease_token
-            )
-    return items
-
-
-def paid_for(item: ItemRecord, *, index: int = 0, sha256: str = SHA) -> PaidChunk:
-    return PaidChunk(
-        item_id=item.id,
-        source_uri=item.source_uri,
-        sha256=sha256,
-        index=index,
-        start_ms=0,
-        end_ms=1000,
-        size_bytes=32_044,
-        text="patient stable",
-        attempts=1,
-        txn_id="t-1",
-        latency_ms=5.0,
-    )
-
-
-def done_texts(store: UnitOfWorkFactory, item: ItemRecord) -> dict[int, str | None]:
-    with store.unit_of_work(read_only=True) as uow:
-        return {i: c.text for i, c in uow.chunks.done_chunks(item.id).items()}
+from storage.interface import UnitOfWork, UnitOfWorkFactory
+from storage.records import ItemRecord
+from tasks.work.journal import Journal, record_paid_chunk, replay_journal
+from tasks.work.lease_keeper import LeaseKeeper, renew_items
+from tests.helpers.claims import LANG, SHA, claimed, done_texts, paid_for
 
 
 def test_an_entry_is_private_and_whole(tmp_path: Path) -> None:
@@ -163,21 +129,32 @@ def test_a_lost_lease_is_not_journaled(store: UnitOfWorkFactory, tmp_path: Path)
 
 def test_the_keeper_renews_held_leases_and_stops_a_taken_file(store: UnitOfWorkFactory) -> None:
     mine, taken = claimed(store, count=2, lease_s=1.5)
+    only_mine = threading.Event()
+
+    def renew(uow: UnitOfWork, tokens: list[str], lease_s: float) -> frozenset[str]:
+        if tokens == [mine.lease_token]:
+            only_mine.set()  # a renewal after the one that found `taken` gone
+        return renew_items(uow, tokens, lease_s)
 
     async def go() -> None:
-        keeper = LeaseKeeper(store=store, lease_s=1.5)
+        keeper = LeaseKeeper(store=store, lease_s=1.5, renew=renew)
         async with keeper.holding([mine, taken]):
             with store.unit_of_work() as uow:  # the claim on `taken` ends (given back)
                 uow.items.release_items([taken.lease_token or ""])
-            await asyncio.sleep(2.5)  # longer than the lease: only the timer keeps `mine`
+            # Only the timer renews from here on: wait for it, not for a duration.
+            assert await asyncio.to_thread(only_mine.wait, 30)
             await keeper.require(mine)
             with pytest.raises(LeaseLost):
                 await keeper.require(taken)
+            with store.unit_of_work() as uow:  # `mine` is still held: a rival gets only `taken`
+                rival = uow.items.claim_batch(owner="rival", language=LANG, limit=2, lease_s=60)
+                renewed = uow.items.get_item(mine.id)
+        assert [i.id for i in rival] == [taken.id]
+        assert renewed.lease_expires_at is not None
+        assert mine.lease_expires_at is not None
+        assert renewed.lease_expires_at > mine.lease_expires_at  # the timer kept it
 
     asyncio.run(go())
-    with store.unit_of_work() as uow:  # `mine` is still held: a rival gets only `taken`
-        rival = uow.items.claim_batch(owner="rival", language=LANG, limit=2, lease_s=60)
-    assert [i.id for i in rival] == [taken.id]
 
 
 def _writer(store: UnitOfWorkFactory, item: ItemRecord) -> Callable[[], None]:

@@ -1,0 +1,226 @@
+"""Retention in the store: find the recordings a purge may take, and remove their text.
+
+A purged item keeps its row: key (source URI, language, source version), size, the
+recording's SHA-256, duration and chunk count, status `purged`, and under
+extras["purged"] when and by whom, its status before, and the SHA-256 of every text
+removed (transcript, each chunk, the manifest's metadata, the extras, the error
+message, each delivery's response). So a run over the unchanged source finds it
+settled and sends nothing, and `deliver` (which plans done items only) files nothing.
+Its chunks are deleted; its deliveries lose their response bodies and messages, and
+those still unsettled become superseded. The SQLite connection deletes with
+`secure_delete` on (freed pages are zeroed); `reclaim_space` then VACUUMs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, case, delete, exists, func, not_, or_, select, update
+from sqlalchemy.orm import Session
+
+from storage import clock
+from storage.models import ChunkRow, Delivery, Item
+from storage.records import DeliveryStatus, ItemStatus
+from storage.retention_records import KeptCount, PurgedItem, PurgeSelection
+
+_FINISHED = (ItemStatus.DONE, ItemStatus.NEEDS_REVIEW, ItemStatus.FAILED, ItemStatus.SKIPPED)
+_UNSETTLED = (
+    DeliveryStatus.PENDING,
+    DeliveryStatus.PROCESSING,
+    DeliveryStatus.FAILED,
+    DeliveryStatus.IN_DOUBT,
+)
+_FINISHED_AT = func.coalesce(Item.done_at, Item.updated_at)
+
+
+class Retention:
+    """Purge candidates and the purge itself, inside one session (`uow.retention`)."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def purgeable_ids(self, selection: PurgeSelection, *, after_id: int, limit: int) -> list[int]:
+        """Up to `limit` ids of items the selection takes, above `after_id`, in id order."""
+        query = (
+            select(Item.id)
+            .where(_old_enough(selection), _taken(selection), Item.id > after_id)
+            .order_by(Item.id)
+            .limit(limit)
+        )
+        return list(self._session.scalars(query))
+
+    def kept_counts(self, selection: PurgeSelection) -> list[KeptCount]:
+        """Items old enough that the selection keeps, by reason and language."""
+        if selection.include_undelivered:
+            return []
+        reason = _kept_reason()
+        query = (
+            select(reason, Item.language, func.count())
+            .where(_old_enough(selection), not_(_taken(selection)))
+            .group_by(reason, Item.language)
+            .order_by(reason, Item.language)
+        )
+        return [KeptCount(r, language, n) for r, language, n in self._session.execute(query)]
+
+    def purge_items(self, item_ids: Sequence[int], *, purged_by: str) -> list[PurgedItem]:
+        """Remove the patient data of these items (those not purged already); returns what
+        was purged, in id order."""
+        if self._session.get_bind().dialect.name == "sqlite":
+            self._session.connection().exec_driver_sql("PRAGMA secure_delete = ON")
+        rows = self._session.execute(
+            select(Item.__table__)
+            .where(Item.id.in_(item_ids), Item.status != ItemStatus.PURGED)
+            .order_by(Item.id)
+        ).all()
+        ids = [row.id for row in rows]
+        chunks = _hashes_by_item(
+            self._session.execute(
+                select(ChunkRow.item_id, ChunkRow.index, ChunkRow.text).where(
+                    ChunkRow.item_id.in_(ids)
+                )
+            ).all()
+        )
+        responses = _hashes_by_item(
+            self._session.execute(
+                select(
+                    Delivery.item_id, Delivery.id, Delivery.response, Delivery.error_message
+                ).where(Delivery.item_id.in_(ids))
+            ).all()
+        )
+        now, purged, changes = clock.host_now(), [], []
+        for row in rows:
+            hashes = _item_hashes(
+                row, chunks=chunks.get(row.id, {}), responses=responses.get(row.id, {})
+            )
+            digest = _sha(json.dumps(hashes, sort_keys=True))
+            finished_at = row.done_at or row.updated_at
+            purged.append(PurgedItem(row.id, row.language, row.status, finished_at, digest))
+            receipt = {
+                "at": now.isoformat(),
+                "by": purged_by,
+                "status": row.status,
+                "finished_at": finished_at.isoformat(),
+                "sha256": hashes,
+                "digest": digest,
+            }
+            changes.append({"id": row.id, "extras": {"purged": receipt}})
+        if not ids:
+            return []
+        self._session.execute(delete(ChunkRow).where(ChunkRow.item_id.in_(ids)))
+        self._session.execute(
+            update(Delivery)
+            .where(Delivery.item_id.in_(ids))
+            .values(
+                response=None,
+                error_message=None,
+                lease_owner=None,
+                lease_expires_at=None,
+                lease_token=None,
+                updated_at=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        self._session.execute(
+            update(Delivery)
+            .where(Delivery.item_id.in_(ids), Delivery.status.in_(_UNSETTLED))
+            .values(status=DeliveryStatus.SUPERSEDED)
+            .execution_options(synchronize_session=False)
+        )
+        self._session.execute(
+            update(Item)
+            .where(Item.id.in_(ids))
+            .values(
+                status=ItemStatus.PURGED,
+                text=None,
+                item_metadata=None,
+                error_kind=None,
+                error_message=None,
+                flags=None,
+                retryable=False,
+                next_attempt_at=None,
+                lease_owner=None,
+                lease_expires_at=None,
+                lease_token=None,
+                updated_at=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        self._session.execute(update(Item), changes)  # each row's own receipt (bulk, by id)
+        return purged
+
+    def delivery_ids_of(self, item_ids: Sequence[int]) -> list[int]:
+        """The ids of these items' deliveries (to drop their journal entries)."""
+        return list(
+            self._session.scalars(select(Delivery.id).where(Delivery.item_id.in_(item_ids)))
+        )
+
+
+def _old_enough(selection: PurgeSelection) -> ColumnElement[bool]:
+    condition = and_(Item.status.in_(_FINISHED), selection.finished_before > _FINISHED_AT)
+    if selection.language is not None:
+        condition = and_(condition, Item.language == selection.language)
+    return condition
+
+
+def _taken(selection: PurgeSelection) -> ColumnElement[bool]:
+    if selection.include_undelivered:
+        return Item.id.is_not(None)
+    unsettled = exists().where(Delivery.item_id == Item.id, Delivery.status.in_(_UNSETTLED))
+    done = and_(Item.status == ItemStatus.DONE, not_(unsettled))
+    if selection.delivery_configured:  # a done recording not yet planned is undelivered
+        done = and_(done, exists().where(Delivery.item_id == Item.id))
+    return or_(Item.status == ItemStatus.SKIPPED, done)
+
+
+def _kept_reason() -> ColumnElement[str]:
+    in_doubt = exists().where(
+        Delivery.item_id == Item.id, Delivery.status == DeliveryStatus.IN_DOUBT
+    )
+    return case(
+        (Item.status == ItemStatus.NEEDS_REVIEW, "held"),
+        (Item.status == ItemStatus.FAILED, "failed"),
+        (in_doubt, "in_doubt"),
+        else_="undelivered",
+    )
+
+
+def _hashes_by_item(rows: Sequence[Any]) -> dict[int, dict[str, str]]:
+    """{item id: {label: sha256}} for rows (item_id, key, text...) with any text."""
+    found: dict[int, dict[str, str]] = {}
+    for item_id, key, *texts in rows:
+        for number, text in enumerate(texts):
+            if text is not None:
+                label = f"{key}" if number == 0 else f"{key}.{number}"
+                found.setdefault(item_id, {})[label] = _sha(_as_text(text))
+    return found
+
+
+def _item_hashes(row: Any, *, chunks: dict[str, str], responses: dict[str, str]) -> dict[str, Any]:
+    hashes: dict[str, Any] = {
+        name: _sha(_as_text(value))
+        for name, value in (
+            ("text", row.text),
+            ("metadata", row.metadata),
+            ("extras", row.extras),
+            ("error_message", row.error_message),
+        )
+        if value is not None
+    }
+    if chunks:
+        hashes["chunks"] = chunks
+    if responses:
+        hashes["deliveries"] = responses
+    return hashes
+
+
+def _as_text(value: Any) -> str:
+    return (
+        value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+    )
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

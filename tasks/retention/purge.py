@@ -1,0 +1,156 @@
+"""`medasr purge`: page through the recordings a retention period takes and remove their
+patient data, each page one transaction with its receipt in the audit trail.
+
+Per page: the store removes the text (storage/retention.py says what goes and what
+stays), a `purged` audit event is appended in the same transaction (counts by language
+and status, the oldest and newest finish, the digest of the removed texts' hashes,
+never a name), then the journal entries of those recordings are removed from disk.
+At the end the store gives the freed space back (VACUUM). A dry run counts only.
+Memory stays flat: one page of ids and hashes at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from audit import AuditAction, record_event
+from storage.interface import UnitOfWork, UnitOfWorkFactory
+from storage.retention_records import KeptCount, PurgedItem, PurgeSelection
+from tasks.retention.durations import Retention
+from tasks.retention.journal_entries import remove_journal_entries
+
+PAGE = 2_000
+
+
+@dataclass(frozen=True)
+class PurgeRequest:
+    """What to purge: the period, a language, how strict, a dry run, and who asks."""
+
+    retention: Retention
+    actor: str
+    language: str | None = None
+    include_undelivered: bool = False
+    delivery_configured: bool = False
+    dry_run: bool = False
+
+
+@dataclass
+class PurgeResult:
+    """What a purge did (or, dry, would do): counts, the span of finish times, a digest."""
+
+    cutoff: datetime
+    purged: Counter[tuple[str, str]] = field(default_factory=Counter)  # (language, status)
+    kept: list[KeptCount] = field(default_factory=list)
+    oldest: datetime | None = None
+    newest: datetime | None = None
+    journal_entries: int = 0
+    receipts: int = 0
+    reclaimed: str = ""
+    digest: str = ""
+
+    @property
+    def total(self) -> int:
+        """Recordings purged (or that a dry run would purge)."""
+        return sum(self.purged.values())
+
+
+def purge_recordings(
+    store: UnitOfWorkFactory,
+    request: PurgeRequest,
+    *,
+    journal_folder: Path,
+    now: datetime | None = None,
+    page: int = PAGE,
+) -> PurgeResult:
+    """Purge (or with `dry_run` count) what `request` takes; returns the result.
+    Raises StoreUnavailable or StoreFailed (pages already committed stay purged)."""
+    cutoff = request.retention.cutoff(now or datetime.now(UTC))
+    selection = PurgeSelection(
+        finished_before=cutoff,
+        language=request.language,
+        include_undelivered=request.include_undelivered,
+        delivery_configured=request.delivery_configured,
+    )
+    result = PurgeResult(cutoff=cutoff)
+    with store.unit_of_work(read_only=True) as uow:
+        result.kept = uow.retention.kept_counts(selection)
+    if request.dry_run:
+        _count_dry(store, selection, result, page=page)
+        return result
+    running, run_id, after_id, number = hashlib.sha256(), uuid.uuid4().hex[:12], 0, 0
+    while True:
+        with store.unit_of_work() as uow:
+            ids = uow.retention.purgeable_ids(selection, after_id=after_id, limit=page)
+            if not ids:
+                break
+            purged = uow.retention.purge_items(ids, purged_by=request.actor)
+            deliveries = uow.retention.delivery_ids_of(ids)
+            number += 1
+            _record_receipt(uow, request, purged, cutoff=cutoff, run_id=run_id, page=number)
+        after_id = ids[-1]
+        _account(result, purged, running)
+        result.receipts += 1
+        result.journal_entries += remove_journal_entries(
+            journal_folder, item_ids=ids, delivery_ids=deliveries
+        )
+    result.digest = running.hexdigest()
+    if result.total:
+        result.reclaimed = store.reclaim_space()
+    return result
+
+
+def _count_dry(
+    store: UnitOfWorkFactory, selection: PurgeSelection, result: PurgeResult, *, page: int
+) -> None:
+    after_id = 0
+    while True:
+        with store.unit_of_work(read_only=True) as uow:
+            ids = uow.retention.purgeable_ids(selection, after_id=after_id, limit=page)
+        if not ids:
+            return
+        result.purged[("*", "*")] += len(ids)
+        after_id = ids[-1]
+
+
+def _account(result: PurgeResult, purged: list[PurgedItem], running: Any) -> None:
+    for item in purged:
+        result.purged[(item.language, item.status)] += 1
+        result.oldest = min(filter(None, (result.oldest, item.finished_at)))
+        result.newest = max(filter(None, (result.newest, item.finished_at)))
+        running.update(item.digest.encode("ascii"))
+
+
+def _record_receipt(
+    uow: UnitOfWork,
+    request: PurgeRequest,
+    purged: list[PurgedItem],
+    *,
+    cutoff: datetime,
+    run_id: str,
+    page: int,
+) -> None:
+    """The page's receipt, committed with the page: counts, span, digest; no names."""
+    counts = Counter((item.language, item.status) for item in purged)
+    finished = [item.finished_at for item in purged]
+    digest = hashlib.sha256("".join(item.digest for item in purged).encode("ascii")).hexdigest()
+    detail: dict[str, str | int] = {
+        "purge": run_id,
+        "page": page,
+        "older_than": request.retention.text,
+        "cutoff": cutoff.isoformat(timespec="seconds"),
+        "language": request.language or "all",
+        "include_undelivered": int(request.include_undelivered),
+        "recordings": len(purged),
+        "digest": digest,
+    }
+    if finished:
+        detail["oldest_finished"] = min(finished).isoformat(timespec="seconds")
+        detail["newest_finished"] = max(finished).isoformat(timespec="seconds")
+    detail.update({f"n.{language}.{status}": n for (language, status), n in sorted(counts.items())})
+    record_event(uow, action=AuditAction.PURGED, actor=request.actor, target="store", detail=detail)

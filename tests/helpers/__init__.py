@@ -1,0 +1,1 @@
+"""Helpers and fixtures shared by test modules of more than one folder."""

@@ -1,0 +1,27 @@
+"""Running the `medasr` command in tests and reading what it prints."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.flows.prefect_server import MEDASR
+
+
+def medasr(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the console script with no TTY (pipes), as cron or CI would."""
+    return subprocess.run(
+        [MEDASR, *args],
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def table_rows(out: str) -> dict[str, str]:
+    """Rows of the Rich summary table: label -> value."""
+    rows = (line.split("\u2502") for line in out.splitlines())
+    return {cells[1].strip(): cells[2].strip() for cells in rows if len(cells) == 4}
