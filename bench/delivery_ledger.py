@@ -36,7 +36,7 @@ def accepted(ledger: Path) -> Counter[str]:
 
 
 def deliver(env: dict[str, str], processes: int = 1) -> list[int]:
-    command = [sys.executable, "-m", "flows.cli", "deliver"]
+    command = [sys.executable, "-m", "flows.cli", "deliver", "--allow-unlinked"]
     running = [
         subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL) for _ in range(processes)
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import tomllib
 from collections.abc import Mapping
@@ -67,3 +68,41 @@ def temporary_server_environment(prefect_settings: Mapping[str, str]) -> dict[st
     defaults = {**_PREFECT_DEFAULTS, **_TEMPORARY_SERVER}
     trims = {k: v for k, v in defaults.items() if k not in os.environ}
     return {**os.environ, **trims, **prefect_settings}
+
+
+# Prefect's names for "a temporary server may be started" (aliases of one setting).
+_EPHEMERAL_NAMES = ("PREFECT_SERVER_EPHEMERAL_ENABLED", "PREFECT_SERVER_ALLOW_EPHEMERAL_MODE")
+_TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
+_FALSE = frozenset({"0", "false", "f", "no", "n", "off"})
+
+
+def bundled_profile_settings() -> dict[str, str] | None:
+    """The settings of Prefect's active profile when only its bundled profiles.toml and
+    the environment apply, read without importing Prefect (an import costs a second of
+    CPU); None when Prefect alone can tell (a profiles file, a prefect.toml, a profile
+    chosen by name, a value this reading does not know)."""
+    if prefect_settings_beyond_environment() or os.environ.get("PREFECT_PROFILE"):
+        return None
+    spec = importlib.util.find_spec("prefect")  # found, not imported
+    if spec is None or spec.origin is None:
+        return None
+    try:
+        bundled = Path(spec.origin).parent / "settings" / "profiles.toml"
+        profiles = tomllib.loads(bundled.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    profile = profiles.get("profiles", {}).get(profiles.get("active"))
+    if not isinstance(profile, dict) or "PREFECT_API_URL" in profile:
+        return None
+    return {str(key): str(value) for key, value in profile.items() if key not in os.environ}
+
+
+def temporary_server_allowed(profile: Mapping[str, str]) -> bool | None:
+    """Whether Prefect may start a temporary server, per the environment, then `profile`;
+    None when the value is not one this reading knows."""
+    for source in (os.environ, profile):
+        for name in _EPHEMERAL_NAMES:
+            if name in source:
+                value = source[name].strip().lower()
+                return True if value in _TRUE else False if value in _FALSE else None
+    return False

@@ -32,6 +32,7 @@ from pydantic_settings import (
 from config.errors import ConfigError
 from config.names import ENV_PREFIX, check_toml_keys, known_variables, warn_unknown_variables
 from config.quality import QualitySettings
+from config.review import ReviewSettings, WebSettings
 from config.sections import (
     JWE_KEY_STRING_BYTES,
     DeliverySettings,
@@ -53,9 +54,11 @@ __all__ = [
     "DeliveryTargetSettings",
     "EncryptionSettings",
     "PipelineSettings",
+    "ReviewSettings",
     "ServiceSettings",
     "Settings",
     "StorageSettings",
+    "WebSettings",
     "load_settings",
     "pinned_settings",
     "redact_url_password",
@@ -107,6 +110,8 @@ class Settings(BaseSettings):
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)  # type: ignore[arg-type]
     quality: QualitySettings = Field(default_factory=QualitySettings)  # type: ignore[arg-type]
     delivery: DeliverySettings = Field(default_factory=DeliverySettings)  # type: ignore[arg-type]
+    review: ReviewSettings = Field(default_factory=ReviewSettings)  # type: ignore[arg-type]
+    web: WebSettings = Field(default_factory=WebSettings)  # type: ignore[arg-type]
 
     @model_validator(mode="after")
     def _durable_database(self) -> Settings:

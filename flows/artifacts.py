@@ -143,6 +143,14 @@ def _verdict(summary: RunSummary) -> str:
     return f"Recordings to check: {counts_message(summary)}"
 
 
+def _review_queue(summary: RunSummary) -> list[tuple[str, str]]:
+    """The queue a person works through, when every transcript waits for one."""
+    if summary.review_waiting is None:
+        return []
+    oldest = "" if summary.review_oldest_h is None else f" (oldest {summary.review_oldest_h} h)"
+    return [("Waiting for a reviewer", f"{summary.review_waiting}{oldest}")]
+
+
 def _headline(summary: RunSummary, night: Night) -> list[tuple[str, str]]:
     return [
         ("Language", night.language),
@@ -152,6 +160,7 @@ def _headline(summary: RunSummary, night: Night) -> list[tuple[str, str]]:
         ("Recordings to check", str(summary.to_check_total)),
         ("Failed", str(summary.failed_total)),
         ("Held for review", str(summary.files_needs_review)),
+        *_review_queue(summary),
         ("Skipped as silent", str(summary.files_skipped)),
         ("Requests sent", str(summary.requests)),
         ("Retries", str(summary.retries)),

@@ -118,6 +118,7 @@ class Run:
             lease_s=self.settings.storage.lease_s,
             stats=self.stats,
             quality=self.settings.quality,
+            hold_all=self.settings.review.required == "all",
             journal=self.journal,
             store_retry_s=self.settings.storage.store_retry_s,
             source_roots=self.source_roots,

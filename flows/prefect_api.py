@@ -18,9 +18,11 @@ second Ctrl-C): on Linux the kernel sends it SIGKILL when its parent goes
 for (MEDASR_PREFECT_START_TIMEOUT_S, said after a few seconds); one that never comes
 is PrefectDidNotStart (exit 75), not a configuration error.
 A command that has not imported Prefect yet (`medasr run` from a terminal) does not
-import it to start the server: a launcher child (flows/prefect_launch.py) reads
-Prefect's settings and becomes the server, so the command's first requests do not wait
-for Prefect's import; the flow imports it later.
+import it to start the server, so the command's first requests do not wait for
+Prefect's import; the flow imports it later. When only the environment and Prefect's
+bundled profile apply (config/runtime.py reads them), the server is started at once;
+otherwise a launcher child (flows/prefect_launch.py) reads Prefect's settings and
+becomes the server (an import of Prefect in that child: about a second of CPU).
 """
 
 from __future__ import annotations
@@ -42,7 +44,12 @@ from pathlib import Path
 import httpx
 
 from config.errors import ConfigError, RunStop
-from config.runtime import prefect_settings_beyond_environment, temporary_server_environment
+from config.runtime import (
+    bundled_profile_settings,
+    prefect_settings_beyond_environment,
+    temporary_server_allowed,
+    temporary_server_environment,
+)
 
 NO_API = (
     "no Prefect API: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api) or "
@@ -113,9 +120,16 @@ def start_prefect_api(*, start_timeout_s: float) -> PrefectApi:
     """The configured API, or a temporary server starting in the background now, given
     `start_timeout_s` to answer. Raises PrefectUnavailable."""
     if "prefect" not in sys.modules and not prefect_settings_beyond_environment():
-        # Only Prefect's defaults apply: the launcher child reads them (and would still
-        # say so if they named an API), so this process need not import Prefect.
-        launched = _TemporaryServer(start_timeout_s=start_timeout_s, launcher=True)
+        # Only Prefect's defaults apply. Its bundled profile, read here, usually says
+        # enough to start the server at once; else a launcher child reads them (and
+        # would still say so if they named an API). This process need not import Prefect.
+        profile = bundled_profile_settings()
+        allowed = None if profile is None else temporary_server_allowed(profile)
+        if allowed is False:
+            raise PrefectUnavailable(NO_API)
+        launched = _TemporaryServer(
+            start_timeout_s=start_timeout_s, launcher=allowed is None, settings=profile
+        )
         launched.start()
         return PrefectApi(url=None, server=launched)
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
@@ -156,10 +170,17 @@ async def health_failure() -> Exception | None:
 class _TemporaryServer:
     """Prefect's API server in a subprocess on a free loopback port, as Prefect runs it."""
 
-    def __init__(self, *, start_timeout_s: float, launcher: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        start_timeout_s: float,
+        launcher: bool = False,
+        settings: dict[str, str] | None = None,
+    ) -> None:
         self.port = 0
         self._start_timeout_s = start_timeout_s
         self._launcher = launcher  # started through flows/prefect_launch.py
+        self._settings = settings  # Prefect's settings beyond the environment, if known
         self._process: subprocess.Popen[bytes] | None = None
         self._started_at = 0.0
 
@@ -183,15 +204,20 @@ class _TemporaryServer:
                 preexec_fn=_die_with_this_process(),
             )
         else:
-            from prefect.settings import get_current_settings
-
-            environment = temporary_server_environment(
-                get_current_settings().to_environment_variables(exclude_unset=True)
-            )
+            environment = temporary_server_environment(self._prefect_settings())
             self._process = subprocess.Popen(
                 server_command(self.port), env=environment, preexec_fn=_die_with_this_process()
             )
         atexit.register(self.stop)  # after Prefect's own exit hooks have sent its logs
+
+    def _prefect_settings(self) -> dict[str, str]:
+        """Prefect's settings this process holds, as environment variables."""
+        if self._settings is not None:
+            return self._settings
+        from prefect.settings import get_current_settings
+
+        found: dict[str, str] = get_current_settings().to_environment_variables(exclude_unset=True)
+        return found
 
     async def wait_healthy(self) -> None:
         """Return once the server answers; raises PrefectDidNotStart if it exits or is late."""

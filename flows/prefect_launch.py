@@ -1,8 +1,9 @@
 """`main(PORT)` in a child process: become Prefect's temporary server, unless
 Prefect's settings say otherwise.
 
-Started by flows/prefect_api.py in a command that has not imported Prefect: this child
-pays for reading Prefect's settings instead. If they name an API (PREFECT_API_URL in
+Started by flows/prefect_api.py in a command that has not imported Prefect and cannot
+read Prefect's settings alone (a profiles file, a prefect.toml, a profile chosen by
+name): this child pays for reading them instead. If they name an API (PREFECT_API_URL in
 a profile) it prints `configured <url>` and exits 0; if they allow no temporary server
 it prints `disabled` and exits 0; else it replaces itself with the server, started as
 Prefect starts it, with the environment the parent would have given it. The kernel's

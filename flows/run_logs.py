@@ -11,6 +11,7 @@ terminal already prints its own per-file line or bar.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,11 +31,22 @@ FILES_LOGGER = "medasr.files"  # per-recording lines for Prefect only (not propa
 
 
 class _FlowRunLogHandler(APILogHandler):
-    """Prefect's API handler, bound to one flow run (records from any thread)."""
+    """Prefect's API handler, bound to one flow run and its API (records from any thread).
+
+    Prefect picks the log worker by the API URL of the context a record is emitted in. A
+    thread started without the flow run's context (a decode thread) has none: Prefect
+    would start a temporary server of its own mid-run to send that thread's lines to (a
+    second server's start-up and upkeep). Every record is sent from the flow run's
+    context, captured when the handler is made.
+    """
 
     def __init__(self, flow_run_id: UUID) -> None:
         super().__init__()
         self._flow_run_id = flow_run_id
+        self._context = contextvars.copy_context()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._context.copy().run(super().emit, record)  # a copy: any thread may enter it
 
     def prepare(self, record: logging.LogRecord) -> dict[str, Any]:
         if not getattr(record, "flow_run_id", None):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from flows.artifacts import publish_summary
 from flows.bootstrap import Run
@@ -59,6 +60,8 @@ async def _recorded_steps(run: Run, steps: FlowSteps) -> RunSummary:
             requeued=prepared.requeued,
             source_roots=run.source_roots,
         )
+        if run.settings.review.required == "all":
+            record.summary = _with_review_queue(run, record.summary)
         if result.stopped is None and steps.after is not None:
             delivery = await steps.after(run)
             if delivery is not None:
@@ -66,3 +69,10 @@ async def _recorded_steps(run: Run, steps: FlowSteps) -> RunSummary:
         summary = record.summary
     await publish_summary(run, summary, title=steps.title)
     return summary
+
+
+def _with_review_queue(run: Run, summary: RunSummary) -> RunSummary:
+    """Every transcript waits for a person: the summary says how many and since when."""
+    with run.store.unit_of_work(read_only=True) as uow:
+        queue = uow.reviews.queue_size()
+    return summary.with_review_queue(queue, now=datetime.now(UTC))

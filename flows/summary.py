@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,7 @@ from config.errors import (
 )
 from flows.attention import CheckRow, recordings_to_check
 from service.errors import CredentialsRejected
-from storage.records import ItemStatus
+from storage.records import ItemStatus, QueueSize
 from tasks.discovery.discover import Discovery
 
 if TYPE_CHECKING:  # the drain imports Prefect; a summary is read by commands that do not
@@ -84,6 +85,9 @@ class RunSummary:
     to_check: tuple[CheckRow, ...] = ()
     to_check_total: int = 0
     delivery: DeliveryCounts | None = None
+    # MEDASR_REVIEW__REQUIRED=all: the queue a person works through (not a failure).
+    review_waiting: int | None = None
+    review_oldest_h: float | None = None  # how long its oldest recording has waited, hours
 
     @property
     def exit_code(self) -> int:
@@ -124,6 +128,8 @@ class RunSummary:
         ]
         rows += [(reason.value, self.stopped is reason) for reason in StopReason]
         rows += [(name, value) for name, value in self._optional_counts() if value is not None]
+        if self.review_oldest_h is not None:
+            rows.append(("review_oldest_waiting_h", self.review_oldest_h))
         rows += [("recordings_to_check_total", self.to_check_total), ("exit_code", self.exit_code)]
         if self.delivery is not None:
             d = self.delivery
@@ -144,6 +150,7 @@ class RunSummary:
             ("files_not_listed", self.files_not_listed),
             ("files_unreadable", self.files_unreadable),
             ("requeued", self.requeued),
+            ("review_waiting", self.review_waiting),
         ]
 
     def run_counts(self) -> dict[str, int]:
@@ -176,6 +183,13 @@ class RunSummary:
         if status == "some_failed" and not self.failed_total:
             return "some_skipped" if self.files_skipped else "some_to_review"
         return status
+
+    def with_review_queue(self, queue: QueueSize, *, now: datetime) -> RunSummary:
+        """This summary with the review queue's size and the wait of its oldest recording."""
+        oldest_h = None
+        if queue.oldest is not None:
+            oldest_h = round((now - queue.oldest).total_seconds() / 3600, 2)
+        return replace(self, review_waiting=queue.waiting, review_oldest_h=oldest_h)
 
     def with_delivery(self, delivery: DeliveryCounts) -> RunSummary:
         """This summary with the delivery step's counts."""

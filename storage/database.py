@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import (
     ArgumentError,
@@ -30,6 +30,7 @@ from storage.errors import (
     DatabaseUrlInvalid,
     SchemaOutdated,
     SchemaUnknown,
+    StoreFailed,
 )
 from storage.schema_revision import newest_known_revision, stored_revision
 from storage.unit_of_work import SqlUnitOfWork, translate_store_errors
@@ -257,12 +258,45 @@ def _upgrade_engine(engine: Engine, revision: str = "head") -> None:
 
 def _run_alembic(engine: Engine, action: Any) -> None:
     config = _alembic_config()
-    # One transaction around the whole migration: atomic, and serialized across processes.
-    with engine.begin() as connection:
-        if connection.dialect.name == "postgresql":
-            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_ID})")
-        config.attributes["connection"] = connection
-        action(config)
+    with engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            # Batch mode copies a table and drops the old one; with foreign keys on, SQLite's
+            # implicit DELETE of that DROP cascades into every row that refers to it (chunks,
+            # deliveries). The pragma is a no-op inside a transaction: set it before BEGIN.
+            _set_sqlite_foreign_keys(connection, enabled=False)
+        try:
+            # One transaction around the whole migration: atomic, and serialized across processes.
+            with connection.begin():
+                if connection.dialect.name == "postgresql":
+                    connection.exec_driver_sql(
+                        f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_ID})"
+                    )
+                config.attributes["connection"] = connection
+                action(config)
+                if sqlite:
+                    _refuse_dangling_references(connection)
+        finally:
+            if sqlite:
+                _set_sqlite_foreign_keys(connection, enabled=True)
+
+
+def _set_sqlite_foreign_keys(connection: Connection, *, enabled: bool) -> None:
+    # On the driver's connection: SQLAlchemy's own execute would BEGIN first.
+    dbapi = connection.connection.driver_connection
+    assert dbapi is not None
+    dbapi.execute(f"PRAGMA foreign_keys = {'ON' if enabled else 'OFF'}")
+
+
+def _refuse_dangling_references(connection: Connection) -> None:
+    """With foreign keys off, check them before COMMIT: a migration must not orphan a row."""
+    dangling = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+    if dangling:
+        table, _rowid, parent, _fk = dangling[0]
+        raise StoreFailed(
+            f"the schema upgrade would leave {len(dangling)} row(s) of {table} without their "
+            f"{parent} row; nothing was changed"
+        )
 
 
 def _refuse_unknown_revision(current: str | None) -> None:

@@ -20,21 +20,24 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Row, Table, func, select, update
+from sqlalchemy import ColumnElement, Row, Table, exists, func, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from storage import clock
-from storage.models import Delivery
+from storage.errors import SchemaOutdated
+from storage.models import Delivery, StoreIdentity
 from storage.queries import batches
-from storage.records import DeliveryCount, DeliveryRecord, WantedDelivery
+from storage.records import DeliveryCount, DeliveryRecord, SentIdentity, WantedDelivery
 from storage.versions import item_version, transcript_version
 from storage.work_queue import WorkQueue
 
 DELIVERIES = cast(Table, Delivery.__table__)
 _MESSAGE_MAX_CHARS = 4000
 _UNSENT = ("pending", "failed")
+# A row that may still be filed, or is about to go: a newer version of its note waits.
+_UNSETTLED = ("pending", "processing", "in_doubt")
 
 __all__ = [
     "Deliveries",
@@ -75,7 +78,7 @@ class Deliveries:
                 others = [r for r in rows if r.version != want.version]
                 if same and same[0].status != "superseded":
                     continue
-                self._supersede([r.id for r in others if r.status in _UNSENT])
+                self._supersede([r.id for r in others if _never_sent(r)])
                 if same:  # back to a version set aside before it was sent
                     added += self._revive(same[0].id, replaces_id=_latest_delivered(others))
                 else:
@@ -93,6 +96,7 @@ class Deliveries:
                 Delivery.status,
                 Delivery.delivered_at,
                 Delivery.target,
+                Delivery.control_id,
             )
             .where(Delivery.item_id.in_(item_ids))
             .order_by(Delivery.id)
@@ -106,7 +110,11 @@ class Deliveries:
         if ids:
             self._session.execute(
                 update(Delivery)
-                .where(Delivery.id.in_(ids), Delivery.status.in_(_UNSENT))
+                .where(
+                    Delivery.id.in_(ids),
+                    Delivery.status.in_(_UNSENT),
+                    Delivery.control_id.is_(None),
+                )
                 .values(status="superseded", updated_at=clock.host_now())
                 .execution_options(synchronize_session=False)
             )
@@ -210,6 +218,7 @@ class Deliveries:
                 claimable = claimable & (Delivery.language == language)
             if target is not None:  # a run sends to one target: the others' rows wait
                 claimable = claimable & (Delivery.target == target)
+            claimable = claimable & ~_older_version_unsettled()
             query = select(Delivery.id).where(claimable).order_by(Delivery.id)
             ids += self._queue.lock_ids(query.limit(limit - len(ids)))
             if len(ids) >= limit:
@@ -229,12 +238,27 @@ class Deliveries:
         """Extend these claims' leases on the store's clock; returns the tokens lost."""
         return self._queue.renew(lease_tokens, lease_s=lease_s)
 
-    def mark_sending(self, delivery_id: int, *, lease_token: str | None) -> None:
+    def store_identity(self) -> str:
+        """This store's own name (made once per database by a migration)."""
+        found = self._session.scalar(select(StoreIdentity.store_id).where(StoreIdentity.id == 1))
+        if not found:
+            raise SchemaOutdated("the database has no store identity; run `medasr db upgrade`")
+        return found
+
+    def mark_sending(
+        self,
+        delivery_id: int,
+        *,
+        lease_token: str | None,
+        sent: SentIdentity | None = None,
+    ) -> None:
         """Our request is about to go out: from now on an unrecorded answer means in doubt.
 
-        Commit it before sending. Raises LeaseLost if the claim is no longer ours.
+        `sent`: the identifiers and words it goes out with, kept until an answer settles
+        it. Commit it before sending. Raises LeaseLost if the claim is no longer ours.
         """
-        self._queue.touch(delivery_id, lease_token=lease_token, sending_at=clock.host_now())
+        kept = {} if sent is None else vars(sent)
+        self._queue.touch(delivery_id, lease_token=lease_token, sending_at=clock.host_now(), **kept)
 
     def record_delivered(
         self,
@@ -262,6 +286,7 @@ class Deliveries:
             error_kind=None,
             error_message=None,
             retryable=False,
+            sent_text=None,
         )
 
     def record_recovered_delivery(
@@ -287,6 +312,7 @@ class Deliveries:
                 error_kind=None,
                 error_message=None,
                 retryable=False,
+                sent_text=None,
                 updated_at=clock.host_now(),
                 lease_owner=None,
                 lease_expires_at=None,
@@ -305,7 +331,10 @@ class Deliveries:
         message: str,
         retryable: bool,
     ) -> None:
-        """Mark our delivery failed (the receiver answered, or nothing was sent); LeaseLost."""
+        """Mark our delivery failed (the receiver answered, or nothing was sent); LeaseLost.
+
+        The answer was definitive: a later try is a new attempt series (a new MSH-10).
+        """
         self._queue.settle(
             delivery_id,
             lease_token=lease_token,
@@ -314,6 +343,14 @@ class Deliveries:
             error_message=message[:_MESSAGE_MAX_CHARS],
             retryable=retryable,
             sending_at=None,
+            control_id=None,
+            sent_text=None,
+        )
+        self._session.execute(
+            update(Delivery)
+            .where(Delivery.id == delivery_id)
+            .values(series=Delivery.series + 1)
+            .execution_options(synchronize_session=False)
         )
 
     def record_delivery_in_doubt(
@@ -336,14 +373,15 @@ class Deliveries:
     def release_deliveries(self, lease_tokens: Sequence[str], *, refused: bool = False) -> None:
         """Give our claims back (attempts - 1): pending, or in_doubt once sending began.
 
-        `refused`: the receiver refused them (401/403) or nothing went out: pending.
+        `refused`: the receiver refused them (401/403) or nothing went out: pending, with
+        nothing of theirs outstanding.
         """
         if refused:
             for batch in batches(list(lease_tokens)):
                 self._session.execute(
                     update(Delivery)
                     .where(Delivery.status == "processing", Delivery.lease_token.in_(batch))
-                    .values(sending_at=None)
+                    .values(sending_at=None, control_id=None, sent_text=None)
                     .execution_options(synchronize_session=False)
                 )
         self._queue.release(lease_tokens)
@@ -365,13 +403,18 @@ class Deliveries:
         """Every delivery row of one item, oldest first."""
         return self._deliveries_where(Delivery.item_id == item_id)
 
-    def delivered_versions(self, item_ids: Sequence[int]) -> dict[int, list[str]]:
-        """Versions delivered per item, oldest first (items with none left out)."""
+    def delivered_versions(
+        self, item_ids: Sequence[int], *, target: str | None = None
+    ) -> dict[int, list[str]]:
+        """Versions delivered per item (to `target`), oldest first (items with none left out)."""
         found: dict[int, list[str]] = {}
         for batch in batches(list(item_ids)):
+            chosen = Delivery.item_id.in_(batch) & (Delivery.status == "delivered")
+            if target is not None:
+                chosen = chosen & (Delivery.target == target)
             rows = self._session.execute(
                 select(Delivery.item_id, Delivery.version)
-                .where(Delivery.item_id.in_(batch), Delivery.status == "delivered")
+                .where(chosen)
                 .order_by(Delivery.delivered_at, Delivery.id)
             )
             for item_id, version in rows:
@@ -396,6 +439,36 @@ class Deliveries:
         )
         return [DeliveryCount(status, int(n), target) for target, status, n in rows]
 
+    def latest_delivered_before(self, delivery_id: int) -> DeliveryRecord | None:
+        """The newest delivered row of the same item and target, older than `delivery_id`:
+        the version the receiver holds, which the row's version replaces."""
+        row = self.get_delivery(delivery_id)
+        if row is None:
+            return None
+        found = self._deliveries_where(
+            (Delivery.item_id == row.item_id)
+            & (Delivery.target == row.target)
+            & (Delivery.id < delivery_id)
+            & (Delivery.status == "delivered")
+        )
+        return found[-1] if found else None
+
     def _deliveries_where(self, condition: ColumnElement[bool]) -> list[DeliveryRecord]:
         query = select(DELIVERIES).where(condition).order_by(Delivery.id)
         return [DeliveryRecord(**row._asdict()) for row in self._session.execute(query)]
+
+
+def _never_sent(row: Any) -> bool:
+    """Pending or failed with no send of its series outstanding: safe to set aside."""
+    return bool(row.status in _UNSENT and row.control_id is None)
+
+
+def _older_version_unsettled() -> ColumnElement[bool]:
+    """An older row of the same item and target is still unsettled (may be filed)."""
+    older = aliased(Delivery)
+    return exists().where(
+        older.item_id == Delivery.item_id,
+        older.target == Delivery.target,
+        older.id < Delivery.id,
+        older.status.in_(_UNSETTLED),
+    )

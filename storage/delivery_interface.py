@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from storage.records import DeliveryCount, DeliveryRecord, WantedDelivery
+from storage.records import DeliveryCount, DeliveryRecord, SentIdentity, WantedDelivery
 
 __all__ = ["DeliveryRepository"]
 
@@ -48,7 +48,13 @@ class DeliveryRepository(Protocol):
         """Extend these claims' leases on the store's clock; returns the tokens lost."""
         ...
 
-    def mark_sending(self, delivery_id: int, *, lease_token: str | None) -> None:
+    def store_identity(self) -> str:
+        """This store's own name (made once per database by a migration)."""
+        ...
+
+    def mark_sending(
+        self, delivery_id: int, *, lease_token: str | None, sent: SentIdentity | None = None
+    ) -> None:
         """Our request is about to go out: from now on an unrecorded answer means in doubt."""
         ...
 
@@ -104,12 +110,18 @@ class DeliveryRepository(Protocol):
         """One delivery row by id."""
         ...
 
+    def latest_delivered_before(self, delivery_id: int) -> DeliveryRecord | None:
+        """The newest delivered row of the same item and target, older than this one."""
+        ...
+
     def deliveries_of_item(self, item_id: int) -> list[DeliveryRecord]:
         """Every delivery row of one item, oldest first."""
         ...
 
-    def delivered_versions(self, item_ids: Sequence[int]) -> dict[int, list[str]]:
-        """Versions delivered per item, oldest first (items with none left out)."""
+    def delivered_versions(
+        self, item_ids: Sequence[int], *, target: str | None = None
+    ) -> dict[int, list[str]]:
+        """Versions delivered per item (to `target`), oldest first (items with none left out)."""
         ...
 
     def delivery_counts(self) -> list[DeliveryCount]:

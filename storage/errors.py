@@ -16,7 +16,10 @@
             ├── SchemaOutdated         the database is not at the newest revision
             ├── SchemaUnknown          the database is at a revision this medasr does not know
             ├── ManifestInvalid        the metadata manifest (CSV) cannot be read or used
-            └── NotUnderReview         `medasr review` given an item that is not needs_review
+            ├── NotUnderReview         `medasr review` given an item that is not needs_review
+            ├── StaleRevision          a save based on a version someone has saved over since
+            ├── NotEditable            an edit of a recording with no transcript to correct
+            └── ReviewerInvalid        a reviewer name unknown, taken or malformed
 
 `SourceError` and `StoreError` are mixins, so `except SourceError` catches every
 source failure whatever its `transient`. Messages name paths and URIs but never a
@@ -110,6 +113,24 @@ class NotUnderReview(ConfigError):
     """`medasr review --accept/--resend` named an item that does not wait for review."""
 
     kind = "not_under_review"
+
+
+class StaleRevision(ConfigError):
+    """A reviewer saved over a version another reviewer had already replaced; nothing saved."""
+
+    kind = "stale_revision"
+
+
+class NotEditable(ConfigError):
+    """An edit of a recording that holds no transcript to correct (pending, failed...)."""
+
+    kind = "not_editable"
+
+
+class ReviewerInvalid(ConfigError):
+    """`medasr reviewers` given a name that is unknown, already taken, or not a plain name."""
+
+    kind = "reviewer_invalid"
 
 
 class ExportRefused(TerminalError):

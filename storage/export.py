@@ -65,6 +65,10 @@ EXPORT_COLUMNS = (
     "updated_at",
     "flags",
     "metadata",  # the manifest's columns (an object; a JSON string in csv)
+    "machine_text",  # what the service answered; `text` is the current version
+    "reviewed_by",
+    "reviewed_at",
+    "revision",
 )
 
 

@@ -27,6 +27,7 @@ from storage.records import (
     ChunkRecord,
     ExportRow,
     ItemRecord,
+    QueueSize,
     RegisterResult,
     RunRecord,
     SkippedFile,
@@ -117,6 +118,7 @@ class ItemRepository(Protocol):
         chunk_count: int,
         extras: Mapping[str, Any],
         flags: Sequence[str] = (),
+        hold_for_review: bool = False,
     ) -> None:
         """Mark our item done with its transcript, or needs_review when the quality gate"""
         ...
@@ -268,12 +270,16 @@ class ReviewRepository(Protocol):
         """Items waiting for review (of `language`), oldest first; `limit` 0 means all."""
         ...
 
-    def accept_review(self, item_id: int) -> ItemRecord:
+    def accept_review(self, item_id: int, *, by: str | None = None) -> ItemRecord:
         """needs_review -> done with its transcript; raises NotUnderReview otherwise."""
         ...
 
     def resend_review(self, item_id: int) -> ItemRecord:
         """needs_review -> pending, transcript and chunks forgotten; raises NotUnderReview."""
+        ...
+
+    def queue_size(self) -> QueueSize:
+        """How many recordings wait for review and since when the oldest has waited."""
         ...
 
 

@@ -199,16 +199,19 @@ class Items(Claims):
         chunk_count: int,
         extras: Mapping[str, Any],
         flags: Sequence[str] = (),
+        hold_for_review: bool = False,
     ) -> None:
         """Mark our item done with its transcript, or needs_review when the quality gate
-        flagged it; raises LeaseLost if it is no longer ours."""
+        flagged it or every transcript waits for a person (`hold_for_review`); raises
+        LeaseLost if it is no longer ours."""
         now = clock.host_now()
         self._settle(
             item_id,
             lease_token=lease_token,
-            status="needs_review" if flags else "done",
+            status="needs_review" if flags or hold_for_review else "done",
             flags=list(flags) or None,
             text=text,
+            machine_text=None,
             duration_ms=duration_ms,
             chunk_count=chunk_count,
             extras=dict(extras),

@@ -40,7 +40,11 @@ __all__ = [
     "ChunkRow",
     "Delivery",
     "Item",
+    "Reviewer",
+    "Revision",
     "Run",
+    "StoreIdentity",
+    "WebSession",
 ]
 
 # Stable constraint names, so migrations can drop and alter them on every dialect.
@@ -134,6 +138,8 @@ class Item(Base):
     item_metadata: Mapped[dict[str, str] | None] = mapped_column(
         "metadata", JSON(none_as_null=True)
     )
+    # The machine's own text once a reviewer's version has replaced it in `text` (0010).
+    machine_text: Mapped[str | None] = mapped_column(Text)
 
 
 class ChunkRow(Base):
@@ -210,6 +216,21 @@ class Delivery(Base):
     target: Mapped[str] = mapped_column(String(255), default="docs", server_default="docs")
     remote_id: Mapped[str | None] = mapped_column(String(255))
     sending_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    control_id: Mapped[str | None] = mapped_column(String(64))  # MSH-10 of this series
+    series: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    document_id: Mapped[str | None] = mapped_column(String(128))  # TXA-12 / masterIdentifier
+    sent_text: Mapped[str | None] = mapped_column(Text)  # kept while the answer may be missing
+
+
+class StoreIdentity(Base):
+    """The store's own name, made once per database by a migration (one row)."""
+
+    __tablename__ = "store_identity"
+    __table_args__ = (CheckConstraint("id = 1", name="one_row"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    store_id: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
 RUN_COUNT_COLUMNS = ("files", "done", "failed", "skipped", "requests", "retries")
@@ -235,3 +256,56 @@ class AuditEventRow(Base):
     detail: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     prev_hash: Mapped[str] = mapped_column(String(64))
     hash: Mapped[str] = mapped_column(String(64))
+
+
+class Reviewer(Base):
+    """A person who may sign in to the review workstation (0010)."""
+
+    __tablename__ = "reviewers"
+    __table_args__ = (
+        UniqueConstraint("name"),
+        CheckConstraint("role IN ('reviewer', 'admin')", name="role"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    role: Mapped[str] = mapped_column(String(16))
+    password_hash: Mapped[str] = mapped_column(String(255))
+    failed_count: Mapped[int] = mapped_column(Integer, default=0)
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class Revision(Base):
+    """One reviewer's edit of an item's transcript; the machine's text is never one (0010)."""
+
+    __tablename__ = "revisions"
+    __table_args__ = (
+        UniqueConstraint("item_id", "number"),
+        CheckConstraint("kind IN ('draft', 'final')", name="kind"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    author: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    base_revision: Mapped[int] = mapped_column(Integer)  # 0: the machine's text
+    kind: Mapped[str] = mapped_column(String(8))
+    # sha256 of the machine text edited: a new transcription starts a new history.
+    machine_sha256: Mapped[str] = mapped_column(String(64))
+
+
+class WebSession(Base):
+    """A signed-in browser: the cookie's id is kept only as its sha256 (0010)."""
+
+    __tablename__ = "web_sessions"
+
+    id_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    reviewer_id: Mapped[int] = mapped_column(ForeignKey("reviewers.id", ondelete="CASCADE"))
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_seen: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)

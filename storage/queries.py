@@ -200,4 +200,16 @@ def _export_row(row: Row[Any]) -> ExportRow:
         updated_at=row.updated_at,
         flags=list(row.flags or []),
         metadata=row.metadata or {},
+        machine_text=row.machine_text if row.machine_text is not None else row.text,
+        **_review_of(row.extras),
     )
+
+
+def _review_of(extras: dict[str, Any] | None) -> dict[str, Any]:
+    """reviewed_by, reviewed_at and revision from the sign-off kept in the item's extras."""
+    review = (extras or {}).get("review") or {}
+    return {
+        "reviewed_by": review.get("by"),
+        "reviewed_at": review.get("at") or review.get("accepted_at"),
+        "revision": review.get("revision"),
+    }

@@ -92,6 +92,13 @@ class ItemRecord:
     )  # the quality gate's, in tasks.transcription.quality.FLAGS order
     metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
     lease_token: str | None = None  # this claim's own token; every lease check compares it
+    # The machine's own text once a reviewer's version replaced it in `text`; else None.
+    machine_text: str | None = None
+
+    @property
+    def machine_transcript(self) -> str:
+        """What the service answered, whatever a reviewer made of it since."""
+        return self.machine_text if self.machine_text is not None else (self.text or "")
 
 
 @dataclass(frozen=True)
@@ -152,6 +159,55 @@ class ExportRow:
     updated_at: datetime
     flags: list[str] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
+    machine_text: str | None = None  # what the service answered; `text` is the current version
+    reviewed_by: str | None = None  # who finalized or accepted it
+    reviewed_at: str | None = None  # when (ISO 8601, the store's clock)
+    revision: int | None = None  # the finalized revision `text` is (None: the machine's)
+
+
+@dataclass(frozen=True)
+class QueueSize:
+    """What waits for a person: how many recordings, and since when the oldest."""
+
+    waiting: int
+    oldest: datetime | None
+
+
+@dataclass(frozen=True)
+class ReviewerRecord:
+    """A person who may sign in to the review workstation (never the password hash out)."""
+
+    id: int
+    name: str
+    role: str
+    failed_count: int
+    locked_until: datetime | None
+    disabled: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class RevisionRecord:
+    """One saved edit of a transcript: draft (kept) or final (the current version)."""
+
+    item_id: int
+    number: int
+    author: str
+    created_at: datetime
+    base_revision: int  # 0: the machine's text
+    kind: str  # draft | final
+    text: str
+
+
+@dataclass(frozen=True)
+class WebSessionRecord:
+    """A signed-in browser's session, by the sha256 of its cookie id."""
+
+    id_sha256: str
+    reviewer: ReviewerRecord
+    csrf_token: str
+    last_seen: datetime
+    expires_at: datetime
 
 
 @dataclass(frozen=True)
@@ -179,6 +235,10 @@ class DeliveryRecord:
     target: str = "docs"  # where it goes; part of the exactly-once key
     remote_id: str | None = None  # what the receiver named it (document id, Location, MSA-2)
     sending_at: datetime | None = None  # set (committed) just before the request goes out
+    control_id: str | None = None  # MSH-10 of the current attempt series, once it went out
+    series: int = 0  # attempt series: a new one after each definitive answer
+    document_id: str | None = None  # what the target knows the note by (TXA-12, masterIdentifier)
+    sent_text: str | None = field(default=None, repr=False)  # kept while in doubt
 
 
 @dataclass(frozen=True)
@@ -189,6 +249,16 @@ class WantedDelivery:
     language: str
     version: str
     target: str = DEFAULT_TARGET
+
+
+@dataclass(frozen=True)
+class SentIdentity:
+    """What a delivery goes out as: kept on its row before the request leaves."""
+
+    control_id: str | None  # MSH-10 of this attempt series (None: the target has none)
+    document_id: str  # TXA-12, or the FHIR masterIdentifier
+    replaces_id: int | None  # the delivered row whose version this one replaces
+    sent_text: str = field(repr=False, default="")
 
 
 @dataclass(frozen=True)

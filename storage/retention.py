@@ -22,7 +22,7 @@ from sqlalchemy import ColumnElement, and_, case, delete, exists, func, not_, or
 from sqlalchemy.orm import Session
 
 from storage import clock
-from storage.models import ChunkRow, Delivery, Item
+from storage.models import ChunkRow, Delivery, Item, Revision
 from storage.records import DeliveryStatus, ItemStatus
 from storage.retention_records import KeptCount, PurgedItem, PurgeSelection
 
@@ -110,12 +110,15 @@ class Retention:
         if not ids:
             return []
         self._session.execute(delete(ChunkRow).where(ChunkRow.item_id.in_(ids)))
+        # Reviewers' drafts and versions are transcript text too.
+        self._session.execute(delete(Revision).where(Revision.item_id.in_(ids)))
         self._session.execute(
             update(Delivery)
             .where(Delivery.item_id.in_(ids))
             .values(
                 response=None,
                 error_message=None,
+                sent_text=None,  # the words a delivery went out with: transcript text too
                 lease_owner=None,
                 lease_expires_at=None,
                 lease_token=None,
@@ -135,6 +138,7 @@ class Retention:
             .values(
                 status=ItemStatus.PURGED,
                 text=None,
+                machine_text=None,
                 item_metadata=None,
                 error_kind=None,
                 error_message=None,
@@ -203,6 +207,7 @@ def _item_hashes(row: Any, *, chunks: dict[str, str], responses: dict[str, str])
         name: _sha(_as_text(value))
         for name, value in (
             ("text", row.text),
+            ("machine_text", row.machine_text),
             ("metadata", row.metadata),
             ("extras", row.extras),
             ("error_message", row.error_message),

@@ -8,14 +8,18 @@ transcribes the recording from scratch.
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select, update
+from datetime import datetime
+
+from sqlalchemy import String, cast, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from storage import clock
 from storage.errors import NotUnderReview
 from storage.models import ChunkRow, Item
 from storage.queries import items_where
-from storage.records import ItemRecord
+from storage.records import ItemRecord, QueueSize
+
+_WITH_TEXT = ("done", "needs_review")
 
 
 class Reviews:
@@ -33,11 +37,60 @@ class Reviews:
             self._session, condition, order_by=(Item.updated_at, Item.id), limit=limit
         )
 
-    def accept_review(self, item_id: int) -> ItemRecord:
+    def queue_page(
+        self,
+        *,
+        language: str | None = None,
+        flag: str | None = None,
+        after: tuple[datetime, int] | None = None,
+        limit: int = 50,
+    ) -> list[ItemRecord]:
+        """A page of the review queue, oldest first, after the (updated_at, id) `after`."""
+        condition = Item.status == "needs_review"
+        if language is not None:
+            condition = condition & (Item.language == language)
+        if flag is not None:
+            condition = condition & cast(Item.flags, String).contains(f'"{flag}"', autoescape=True)
+        if after is not None:
+            at, item_id = after
+            condition = condition & (
+                (Item.updated_at > at) | ((Item.updated_at == at) & (Item.id > item_id))
+            )
+        return items_where(
+            self._session, condition, order_by=(Item.updated_at, Item.id), limit=limit
+        )
+
+    def queue_size(self) -> QueueSize:
+        """How many recordings wait for review and since when the oldest has waited."""
+        waiting = Item.status == "needs_review"
+        count = self._session.scalar(select(func.count()).select_from(Item).where(waiting))
+        oldest = self._session.scalar(
+            select(Item.updated_at).where(waiting).order_by(Item.updated_at).limit(1)
+        )
+        return QueueSize(waiting=int(count or 0), oldest=oldest)
+
+    def corrected_count(self) -> int:
+        """How many recordings carry a reviewer's version instead of the machine's."""
+        found = self._session.scalar(
+            select(func.count()).select_from(Item).where(Item.machine_text.is_not(None))
+        )
+        return int(found or 0)
+
+    def search_items(self, term: str, *, limit: int = 50) -> list[ItemRecord]:
+        """Recordings with a transcript whose source URI holds `term` (case as given)."""
+        condition = Item.status.in_(_WITH_TEXT) & (func.instr(Item.source_uri, term) > 0)
+        if self._session.get_bind().dialect.name == "postgresql":
+            condition = Item.status.in_(_WITH_TEXT) & (func.strpos(Item.source_uri, term) > 0)
+        return items_where(self._session, condition, order_by=(Item.source_uri,), limit=limit)
+
+    def accept_review(self, item_id: int, *, by: str | None = None) -> ItemRecord:
         """needs_review -> done with its transcript; raises NotUnderReview otherwise."""
         item = self._under_review(item_id)
         now = clock.host_now()
-        extras = {**item.extras, "review": {"accepted_at": now.isoformat(), "flags": item.flags}}
+        review = {"accepted_at": now.isoformat(), "flags": item.flags}
+        if by is not None:
+            review |= {"by": by, "at": now.isoformat()}
+        extras = {**item.extras, "review": review}
         self._session.execute(
             update(Item)
             .where(Item.id == item_id, Item.status == "needs_review")
@@ -56,6 +109,7 @@ class Reviews:
             .values(
                 status="pending",
                 text=None,
+                machine_text=None,
                 flags=None,
                 extras=None,
                 chunk_count=None,

@@ -22,7 +22,9 @@ from storage.deliveries import Deliveries
 from storage.errors import StoreFailed, StoreUnavailable
 from storage.items import Items
 from storage.retention import Retention
+from storage.reviewers import Reviewers, WebSessions
 from storage.reviews import Reviews
+from storage.revisions import Revisions
 from storage.runs import Runs
 
 
@@ -36,6 +38,9 @@ class SqlUnitOfWork:
         self.deliveries = Deliveries(session)
         self.runs = Runs(session)
         self.reviews = Reviews(session)
+        self.reviewers = Reviewers(session)
+        self.revisions = Revisions(session)
+        self.web_sessions = WebSessions(session)
         self.audit = AuditLog(session)
         self.retention = Retention(session)
 

@@ -62,6 +62,16 @@ COMMANDS = (
         "List transcripts flagged by the quality gate; accept or re-queue them by ID.",
     ),
     LazyCommand(
+        "reviewers",
+        "flows.cli.reviewers:reviewers_app",
+        "Accounts of the review workstation (`medasr web`).",
+    ),
+    LazyCommand(
+        "web",
+        "web.command:web_command",
+        "Serve the review workstation: read, hear and correct transcripts in a browser.",
+    ),
+    LazyCommand(
         "deliver",
         "flows.cli.deliver:deliver_command",
         "Send every done transcript not yet delivered in its current version.",

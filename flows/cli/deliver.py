@@ -18,23 +18,30 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from config.errors import EXIT_INTERRUPTED, EXIT_USAGE, ConfigError, MedasrError, exit_code_of
+from config.errors import (
+    EXIT_CREDENTIALS,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    ConfigError,
+    MedasrError,
+    exit_code_of,
+)
 from config.settings import Settings, load_settings
 from flows.cli.console import print_summary
 from flows.cli.log_level import medasr_log_level
 from service.contract import LANGUAGES, is_supported_language
+from service.errors import CredentialsRejected
 from service.preflight import check_service_config
 from storage import open_store
 from storage.database import database_exists
 from storage.interface import UnitOfWorkFactory
 from storage.manifest import metadata_by_uri, read_manifest
-from storage.versions import item_version
 from tasks.delivery.deliver import deliver_pending, delivery_summary
-from tasks.delivery.documents import DocsQuery, parse_docs_query
-from tasks.delivery.senders import configured_target
+from tasks.delivery.documents import DocsQuery, parse_docs_query, require_patient_link
+from tasks.delivery.plan import PlanRules, plan_rules, preview_deliveries
+from tasks.delivery.senders import check_target_token, configured_target, target_dedupes
+from tasks.delivery.target_aliases import check_target_alias, seen_targets
 from tasks.delivery.targets import Target, TargetKind, parse_target
-
-_PAGE = 500
 
 
 class DeliverFormat(StrEnum):
@@ -76,13 +83,31 @@ def deliver_command(
             "you checked the patient record does not hold them.",
         ),
     ] = False,
+    allow_unlinked: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unlinked",
+            help="File notes with no patient link on purpose (docs with no MEDASR_DOCS_QUERY "
+            "column, FHIR with no patient_id); the dry run counts them.",
+        ),
+    ] = False,
+    new_target: Annotated[
+        bool,
+        typer.Option(
+            "--new-target",
+            help="The target is another receiver, though its address is one delivered to "
+            "under another spelling.",
+        ),
+    ] = False,
 ) -> None:
     """Send every done transcript not yet delivered in its current version."""
     settings, query = _checked_settings(language)
     target = _checked_target(settings, to)
+    _check_before_sending(settings, target, query, allow_unlinked=allow_unlinked)
     format_name = (deliver_format or DeliverFormat(settings.delivery.format)).value
     store = _open_store(settings)
     try:
+        target = _known_target(store, target, new_target=new_target)
         listed = {}
         if manifest is not None:
             listed = _apply_manifest(store, manifest, language=language, dry_run=dry_run)
@@ -90,11 +115,13 @@ def deliver_command(
         if dry_run:
             _print_plan(
                 store,
+                settings,
                 language=language,
-                query=query,
                 format_name=format_name,
                 manifest=listed,
                 target=target,
+                rules=plan_rules(target, query, allow_unlinked=allow_unlinked),
+                resend_in_doubt=resend_in_doubt,
             )
             return
         summary = _deliver(
@@ -104,6 +131,8 @@ def deliver_command(
             format_name=format_name,
             resend_in_doubt=resend_in_doubt,
             target=target,
+            allow_unlinked=allow_unlinked,
+            new_target=new_target,
         )
     finally:
         store.dispose()
@@ -148,6 +177,32 @@ def _checked_target(settings: Settings, to: str | None) -> Target:
         if to is None:
             return configured_target(settings)
         return parse_target(to, allow_insecure=settings.service.allow_insecure_http)
+    except ConfigError as exc:
+        _usage_error("configuration error", exc)
+
+
+def _known_target(store: UnitOfWorkFactory, target: Target, *, new_target: bool) -> Target:
+    """The target as the ledger knows it; a new spelling of a known address is exit 2."""
+    with store.unit_of_work(read_only=True) as uow:
+        known = seen_targets(uow)
+    try:
+        return check_target_alias(target, known=known, new_target=new_target)
+    except ConfigError as exc:
+        store.dispose()
+        _usage_error("configuration error", exc)
+
+
+def _check_before_sending(
+    settings: Settings, target: Target, query: DocsQuery, *, allow_unlinked: bool
+) -> None:
+    """What stops the real run before it sends anything stops the dry run the same way."""
+    try:
+        if target.kind is TargetKind.DOCS:
+            require_patient_link(query, allow_unlinked=allow_unlinked)
+        check_target_token(target, settings)
+    except CredentialsRejected as exc:
+        typer.echo(f"medasr: credentials rejected: {exc}", err=True)
+        raise typer.Exit(EXIT_CREDENTIALS) from None
     except ConfigError as exc:
         _usage_error("configuration error", exc)
 
@@ -217,6 +272,8 @@ def _deliver(
     format_name: str,
     resend_in_doubt: bool,
     target: Target,
+    allow_unlinked: bool,
+    new_target: bool,
 ) -> dict[str, Any]:
     with medasr_log_level(settings.pipeline.log_level):
         try:
@@ -228,6 +285,8 @@ def _deliver(
                     format_name=format_name,
                     resend_in_doubt=resend_in_doubt,
                     target=target,
+                    allow_unlinked=allow_unlinked,
+                    new_target=new_target,
                 )
             )
         except KeyboardInterrupt:
@@ -245,51 +304,39 @@ def _deliver(
 
 def _print_plan(
     store: UnitOfWorkFactory,
+    settings: Settings,
     *,
     language: str | None,
-    query: DocsQuery,
     format_name: str,
     manifest: dict[str, dict[str, str]],
     target: Target,
+    rules: PlanRules,
+    resend_in_doubt: bool,
 ) -> None:
-    """Counts of what a real run would send, and to which target (with `manifest` over the
-    stored columns)."""
-    plan = {"documents_to_send": 0, "already_delivered": 0, "missing_metadata": 0}
-    after = 0
-    while True:
-        with store.unit_of_work(read_only=True) as uow:
-            page = uow.items.done_items_page(language=language, after_id=after, limit=_PAGE)
-            delivered = uow.deliveries.delivered_versions([item.id for item in page])
-        if not page:
-            break
-        for item in page:
-            version = item_version(item)
-            columns = manifest.get(item.source_uri, item.metadata)
-            if version in delivered.get(item.id, ()):
-                plan["already_delivered"] += 1
-            elif any(not columns.get(name) for name in _needed(query, target)):
-                plan["missing_metadata"] += 1
-            else:
-                plan["documents_to_send"] += 1
-        after = page[-1].id
-    with store.unit_of_work(read_only=True) as uow:
-        counts = {c.status: c.rows for c in uow.deliveries.delivery_counts()}
-    in_doubt = counts.get("in_doubt", 0)
-    summary: dict[str, Any] = {"target": target.name, **plan, "in_doubt": in_doubt, "sent": 0}
+    """What a real run to `target` would send: its own plan and claims, rolled back (with
+    `manifest` stored first, as the real run stores it)."""
+    try:
+        preview = preview_deliveries(
+            store,
+            language=language,
+            format_name=format_name,
+            max_attempts=settings.service.max_attempts,
+            resend_in_doubt=resend_in_doubt or target_dedupes(target),
+            target=target.name,
+            rules=rules,
+            manifest=manifest,
+        )
+    except MedasrError as exc:
+        store.dispose()
+        _usage_error("database error", exc)
+    summary: dict[str, Any] = {"target": target.name, **vars(preview), "sent": 0}
     # As the real run would end: a document it cannot send, or one in doubt, needs a person.
     summary["exit_code"] = exit_code_of(
-        needs_a_person=plan["missing_metadata"] + summary["in_doubt"] > 0
+        needs_a_person=preview.missing_metadata + preview.in_doubt > 0
     )
     title = f"medasr deliver dry run ({_what(target, format_name)}): nothing sent"
     print_summary(summary, title=title)
     raise typer.Exit(summary["exit_code"])
-
-
-def _needed(query: DocsQuery, target: Target) -> tuple[str, ...]:
-    """Manifest columns a document needs: the query's for docs, patient_id for MDM."""
-    if target.kind is TargetKind.MLLP:
-        return ("patient_id",)
-    return query.fields if target.kind is TargetKind.DOCS else ()
 
 
 def _usage_error(what: str, exc: Exception) -> NoReturn:

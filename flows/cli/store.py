@@ -22,7 +22,7 @@ from rich.text import Text
 from audit import AuditAction, command_actor, record_event
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
-from storage import open_store
+from storage import open_review_store, open_store
 from storage.audit_records import AuditEvent
 from storage.database import database_exists, upgrade_database
 from storage.errors import ExportRefused
@@ -34,7 +34,14 @@ from storage.export import (
     write_txt_tree,
 )
 from storage.interface import UnitOfWorkFactory
-from storage.records import ITEM_STATUSES, DeliveryCount, ItemRecord, ItemStatus, StatusCount
+from storage.records import (
+    ITEM_STATUSES,
+    DeliveryCount,
+    ItemRecord,
+    ItemStatus,
+    QueueSize,
+    StatusCount,
+)
 from tasks.discovery.names import one_line, reason_about, recording_name
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
@@ -81,9 +88,11 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
         where = storage.database_url_redacted
         typer.echo(f"nothing recorded yet (no database at {where})")
         return
-    store = open_store(storage)
+    store = open_review_store(storage)
     try:
         with store.unit_of_work(read_only=True) as uow:
+            queue = uow.reviews.queue_size()
+            corrected = uow.reviews.corrected_count()
             counts = uow.items.status_counts()
             deliveries = uow.deliveries.delivery_counts_by_target()
             latest = {
@@ -103,6 +112,16 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
         _print_deliveries_plain(deliveries)
     if last_purge is not None:  # a line for a person; stdout stays the tables
         typer.echo(_retention_line(counts, last_purge), err=True)
+    if queue.waiting or corrected:
+        typer.echo(_review_line(queue, corrected=corrected))
+
+
+def _review_line(queue: QueueSize, *, corrected: int) -> str:
+    """What waits for a person and what people corrected, one line."""
+    oldest = ""
+    if queue.oldest is not None:
+        oldest = f" (oldest since {queue.oldest.isoformat(timespec='seconds')})"
+    return f"review: {queue.waiting} waiting{oldest}, {corrected} corrected"
 
 
 def _retention_line(counts: list[StatusCount], last_purge: AuditEvent) -> str:

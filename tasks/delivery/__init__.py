@@ -6,6 +6,10 @@ What it holds:
                     rows from the work queue, mark sending, send, settle under the
                     claim's token; unanswered sends become in_doubt (DocumentSender's
                     `dedupes` lets a deduplicating target resend them itself)
+    plan.py         one plan for the real run and the dry run (which rolls it back)
+    identity.py     whose note: MSH-10, TXA-12, masterIdentifier from the store identity
+    targets.py      what --to names (canonical per spelling); target_aliases.py refuses
+                    a new name for an address delivered to; senders.py sends to each
     stats.py        a delivery run's counts and summary (exit code: config.errors)
     sending.py      DocumentSender (the hook for targets, `dedupes`), the receiver's id
     documents.py    one transcript as the document to send (txt or FHIR) and its query

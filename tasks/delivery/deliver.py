@@ -30,15 +30,17 @@ from service.retrying import may_have_arrived
 from storage.errors import LeaseLost, StoreUnavailable
 from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
-from storage.records import DeliveryRecord, WantedDelivery
-from storage.versions import item_version
+from storage.records import DeliveryRecord, SentIdentity
 from tasks.delivery.audit_trail import record_delivery_event
-from tasks.delivery.documents import note_of, parse_docs_query
+from tasks.delivery.documents import parse_docs_query, require_patient_link
 from tasks.delivery.errors import DeliveryInDoubt, ReceiverSilent, stored_message
+from tasks.delivery.outgoing import Prepared, Sending, prepare_outgoing
+from tasks.delivery.plan import plan_deliveries
 from tasks.delivery.senders import configured_target, sender_for
 from tasks.delivery.sending import DocumentSender, remote_id_of
 from tasks.delivery.stats import DeliveryStats, delivery_summary, requests_of
-from tasks.delivery.targets import Outgoing, Sender, Sent, Target
+from tasks.delivery.target_aliases import check_target_alias, seen_targets
+from tasks.delivery.targets import Sender, Sent, Target, TargetKind
 from tasks.discovery.names import one_line, reason_about, recording_name
 from tasks.work.journal import (
     AcceptedDelivery,
@@ -56,50 +58,15 @@ __all__ = [
     "deliver_pending",
     "deliver_task",
     "delivery_summary",
+    "plan_deliveries",
 ]
 
 logger = logging.getLogger("medasr.deliver")
 
-_PAGE = 500
 # Stops that are not the row's fault: the row goes back (pending, or in doubt if sent).
 _STOPPING = (CredentialsRejected, ConfigError, ReceiverSilent)
 # Failures an operator fixes in the manifest: worth another try on a later run.
 _FIXABLE_KINDS = frozenset({"metadata_missing", "metadata_invalid", "document_invalid"})
-
-
-def plan_deliveries(
-    store: UnitOfWorkFactory,
-    *,
-    language: str | None,
-    format_name: str,
-    max_attempts: int,
-    resend_in_doubt: bool = False,
-    target: str = "docs",
-) -> tuple[int, int]:
-    """Queue every done transcript version not yet seen by `target` (its canonical name);
-    returns (added, requeued).
-
-    `resend_in_doubt`: the target's in-doubt rows go back to pending too (in requeued).
-    """
-    with store.unit_of_work() as uow:
-        uow.deliveries.release_dead_local_deliveries()  # sent ones become in_doubt
-        requeued = uow.deliveries.requeue_delivery_failures(max_attempts=max_attempts)
-        if resend_in_doubt:
-            requeued += uow.deliveries.resend_in_doubt(language=language, target=target)
-    added, after = 0, 0
-    while True:
-        with store.unit_of_work() as uow:
-            page = uow.items.done_items_page(language=language, after_id=after, limit=_PAGE)
-            if not page:
-                return added, requeued
-            wanted = [
-                WantedDelivery(
-                    item_id=i.id, language=i.language, version=item_version(i), target=target
-                )
-                for i in page
-            ]
-            added += uow.deliveries.plan_deliveries(wanted, format_name=format_name)
-        after = page[-1].id
 
 
 async def deliver_pending(
@@ -111,14 +78,25 @@ async def deliver_pending(
     client: DocumentSender | DocsClient | None = None,
     resend_in_doubt: bool = False,
     target: Target | None = None,
+    allow_unlinked: bool = False,
+    new_target: bool = False,
 ) -> DeliveryStats:
     """Replay the journal, plan and send to `target` (MEDASR_DELIVERY__TARGET when None);
     returns the counts (`stopped`: what ended it). `client` stands in for the docs upload.
+    `allow_unlinked`: file notes with no patient link on purpose; `new_target`: the
+    target is another receiver than a known one at the same address.
 
-    Raises ConfigError for an unusable MEDASR_DOCS_QUERY or target before anything is sent.
+    Raises ConfigError for an unusable MEDASR_DOCS_QUERY or target before anything is sent,
+    PatientLinkMissing for a docs upload that names no patient, TargetAlias for a new
+    spelling of a known target's address.
     """
     query = parse_docs_query(settings.delivery.docs_query)
-    target = target or configured_target(settings)
+    known = await in_store(store, seen_targets, read_only=True)
+    target = check_target_alias(
+        target or configured_target(settings), known=known, new_target=new_target
+    )
+    if target.kind is TargetKind.DOCS:
+        require_patient_link(query, allow_unlinked=allow_unlinked)
     stats = DeliveryStats()
     journal = Journal.in_data_dir(settings.storage.data_dir)
     await asyncio.to_thread(replay_delivery_journal, store, journal)
@@ -129,6 +107,7 @@ async def deliver_pending(
         query=query,
         client=client,
         on_retry=lambda _: _retry(stats),
+        allow_unlinked=allow_unlinked,
     )
     stats.planned, stats.requeued = await asyncio.to_thread(
         lambda: plan_deliveries(
@@ -141,6 +120,7 @@ async def deliver_pending(
         )
     )
     run = _Run(settings, store, sender, journal)
+    run.person_resends = resend_in_doubt
     try:
         await run.drain(language=language, stats=stats)
     finally:
@@ -175,6 +155,8 @@ class _Run:
         self.format_name, self.journal = sender.format_name, journal
         self.owner, self.actor = new_lease_owner(), command_actor()
         self.roots: tuple[str, ...] | None = None
+        self.store_id: str | None = None
+        self.person_resends = False  # `--resend-in-doubt`: a person checked the record
         lease_s = settings.storage.lease_s
         self.keeper = LeaseKeeper(store=store, lease_s=lease_s, renew=renew_deliveries)
 
@@ -199,12 +181,25 @@ class _Run:
             self.roots = tuple(uow.runs.run_sources())
         return self.roots
 
-    def _reason(self, uow: Any, row: DeliveryRecord, exc: MedasrError) -> str:
-        """`exc`'s message on one line, its recording named inside its source."""
+    def _reason(self, uow: Any, row: DeliveryRecord, exc: MedasrError) -> tuple[str, str]:
+        """The row's recording named inside its source, and `exc`'s message on one line
+        with the recording named the same way."""
         item = uow.items.get_item(row.item_id)
         if item is None:
-            return one_line(str(exc))
-        return reason_about(str(exc), uri=item.source_uri, roots=self._roots(uow))
+            return f"delivery {row.id}", one_line(str(exc))
+        roots = self._roots(uow)
+        name = recording_name(item.source_uri, roots=roots)
+        return name, reason_about(str(exc), uri=item.source_uri, roots=roots)
+
+    async def _name(self, row: DeliveryRecord) -> str:
+        """The row's recording by its path inside its source (for a log line)."""
+        try:
+            name, _ = await in_store(
+                self.store, lambda uow: self._reason(uow, row, InternalError("")), read_only=True
+            )
+        except MedasrError:  # the store is down: the row id is all there is
+            return f"delivery {row.id}"
+        return name
 
     def _audit(
         self, uow: Any, row: DeliveryRecord, action: AuditAction, *, receiver_id: str | None = None
@@ -245,7 +240,7 @@ class _Run:
         try:
             return await self._send(row)
         except LeaseLost:
-            logger.warning("delivery %d was taken over by another worker", row.id)
+            logger.warning("delivery of %s was taken over by another worker", await self._name(row))
             return _Outcome("released")
         except _STOPPING as exc:
             unsent = isinstance(exc, ReceiverSilent)  # refused before sending
@@ -254,17 +249,19 @@ class _Run:
             await self._settle_failed(row, exc)
             return _Outcome("failed", requests=requests_of(exc))
         except Exception as exc:  # a bug must cost this document only, not the run
-            logger.error("delivery %d: unexpected %s", row.id, type(exc).__name__, exc_info=exc)
+            name = await self._name(row)
+            logger.error("delivery of %s: unexpected %s", name, type(exc).__name__, exc_info=exc)
             internal = InternalError(f"unexpected {type(exc).__name__} while delivering")
             await self._settle_failed(row, internal)
             return _Outcome("failed")
 
     async def _send(self, row: DeliveryRecord) -> _Outcome:
-        outgoing, name = await in_store(self.store, lambda uow: self._outgoing(uow, row))
-        if outgoing is None:
-            return _Outcome("superseded")
+        prepared = await in_store(self.store, lambda uow: self._outgoing(uow, row))
+        outgoing, name = prepared.outgoing, prepared.name
+        if outgoing is None or prepared.sent is None:
+            return _Outcome(prepared.outcome)  # a failed one is counted: a person decided
         await self.keeper.require(row)
-        await in_store(self.store, _marker(row))
+        await in_store(self.store, _marker(row, prepared.sent))
         try:
             sent = await self.sender.send(outgoing)
         except _STOPPING:
@@ -278,20 +275,16 @@ class _Run:
         logger.info("delivered %s (%s) in %d attempt(s)", name, self.format_name, sent.attempts)
         return _Outcome("delivered", requests=1, bytes_sent=sent.request_bytes)
 
-    def _outgoing(self, uow: Any, row: DeliveryRecord) -> tuple[Outgoing | None, str]:
-        """What `row` sends, or None when its transcript is no longer the item's."""
-        item = uow.items.get_item(row.item_id)
-        if item is None or item.status != "done" or item_version(item) != row.version:
-            uow.deliveries.record_delivery_superseded(row.id, lease_token=row.lease_token)
-            return None, ""
-        replaced = uow.deliveries.get_delivery(row.replaces_id) if row.replaces_id else None
-        note = note_of(
-            item, version=row.version, replaces_version=replaced.version if replaced else None
+    def _outgoing(self, uow: Any, row: DeliveryRecord) -> Prepared:
+        if self.store_id is None:
+            self.store_id = str(uow.deliveries.store_identity())
+        sending = Sending(
+            kind=self.sender.target.kind,
+            store_id=self.store_id,
+            roots=self._roots(uow),
+            person_resends=self.person_resends,
         )
-        name = recording_name(item.source_uri, roots=self._roots(uow))
-        remote = replaced.remote_id if replaced else None
-        outgoing = Outgoing(delivery_id=row.id, item=item, note=note, replaced_remote_id=remote)
-        return outgoing, name
+        return prepare_outgoing(uow, row, sending=sending)
 
     async def _record_delivered(self, row: DeliveryRecord, sent: Sent) -> None:
         """The receiver has the document: a store that is down must not lose that."""
@@ -323,8 +316,10 @@ class _Run:
             await record_paid_chunk(write, paid=accepted, journal=self.journal, retry_s=retry_s)
 
     async def _settle_failed(self, row: DeliveryRecord, exc: MedasrError) -> None:
-        said = await in_store(self.store, lambda uow: self._reason(uow, row, exc), read_only=True)
-        logger.warning("delivery %d failed: %s (%s)", row.id, exc.kind, said)
+        name, said = await in_store(
+            self.store, lambda uow: self._reason(uow, row, exc), read_only=True
+        )
+        logger.warning("delivery of %s failed: %s (%s)", name, exc.kind, said)
         retryable = exc.transient or exc.kind in _FIXABLE_KINDS
         await self._settle(
             row,
@@ -367,13 +362,14 @@ class _Run:
         try:
             await in_store(self.store, settle)
         except LeaseLost:
-            logger.warning("delivery %d was taken over by another worker", row.id)
+            logger.warning("delivery of %s was taken over by another worker", await self._name(row))
         except MedasrError as store_error:  # the store is down: the lease hands it back
-            logger.error("delivery %d: outcome not recorded (%s)", row.id, store_error.kind)
+            name = await self._name(row)
+            logger.error("delivery of %s: outcome not recorded (%s)", name, store_error.kind)
 
 
-def _marker(row: DeliveryRecord) -> Any:
-    return lambda uow: uow.deliveries.mark_sending(row.id, lease_token=row.lease_token)
+def _marker(row: DeliveryRecord, sent: SentIdentity) -> Any:
+    return lambda uow: uow.deliveries.mark_sending(row.id, lease_token=row.lease_token, sent=sent)
 
 
 def _releaser(tokens: list[str], *, refused: bool = False) -> Any:
@@ -397,7 +393,11 @@ async def deliver_task(
     Pass `settings` and `store` wrapped in prefect's `quote`, so that Prefect does not
     walk them (the settings hold secrets) and they never become recorded task inputs.
     """
-    stats = await deliver_pending(
-        settings=settings, store=store, language=language, format_name=format_name
-    )
+    try:
+        stats = await deliver_pending(
+            settings=settings, store=store, language=language, format_name=format_name
+        )
+    except ConfigError as exc:  # before anything was sent: the night's transcripts stay
+        logger.error("delivery not started: %s", one_line(str(exc)))
+        stats = DeliveryStats(stopped=exc)
     return delivery_summary(stats)

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl
 
 from service.docs_client import Document
 from storage.records import ItemRecord
-from tasks.delivery.errors import DocsQueryInvalid, MetadataMissing
+from tasks.delivery.errors import DocsQueryInvalid, MetadataMissing, PatientLinkMissing
 from tasks.delivery.fhir import (
     FHIR_MEDIA_TYPE,
     TEXT_CONTENT_TYPE,
@@ -25,6 +25,7 @@ from tasks.delivery.fhir import (
     build_document_reference,
     resource_json_bytes,
 )
+from tasks.delivery.identity import NoteKey, note_urn, recording_urn
 
 FORMATS = ("txt", "fhir")
 
@@ -49,6 +50,16 @@ class DocsQuery:
                 "and MEDASR_DOCS_QUERY needs it; add it to the manifest and run again"
             )
         return tuple((name, value.format_map(metadata)) for name, value, _ in self.pairs)
+
+
+def require_patient_link(query: DocsQuery, *, allow_unlinked: bool) -> None:
+    """The docs upload links a note to its patient only through MEDASR_DOCS_QUERY: without
+    a template naming a manifest column it is refused (PatientLinkMissing, exit 2)."""
+    if not query.fields and not allow_unlinked:
+        raise PatientLinkMissing(
+            "MEDASR_DOCS_QUERY names no manifest column, so the docs upload would file notes "
+            "with no patient; set it (e.g. patient_id={patient_id}) or pass --allow-unlinked"
+        )
 
 
 def parse_docs_query(template: str) -> DocsQuery:
@@ -110,16 +121,29 @@ def build_document(
     )
 
 
-def note_of(item: ItemRecord, *, version: str, replaces_version: str | None) -> Note:
-    """What the FHIR document says about a finished item."""
+def note_of(
+    item: ItemRecord,
+    *,
+    key: NoteKey,
+    document_id: str | None = None,
+    replaces_document_id: str | None = None,
+    text: str | None = None,
+) -> Note:
+    """What the document says about a finished item: `key` names the note (its store,
+    recording, language and version), `document_id` what the target knows it by (the
+    URN when None), `text` the words of that version when they are no longer the item's."""
     return Note(
         source=item.source_uri,
         language=item.language,
         status=item.status,
-        text=item.text or "",
+        text=item.text or "" if text is None else text,
         content_sha256=item.sha256 or "",
-        version=version,
+        version=key.version,
         created_at=item.done_at or item.updated_at,
+        document_id=document_id or note_urn(key),
+        recording_id=recording_urn(
+            store_id=key.store_id, item_id=key.item_id, language=key.language
+        ),
         metadata=item.metadata,
-        replaces_version=replaces_version,
+        replaces_document_id=replaces_document_id,
     )

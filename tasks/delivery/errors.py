@@ -16,7 +16,11 @@
     │   │                             documents; the rest stay pending (exit 1: in doubt)
     │   └── ConfigError
     │       ├── DocsQueryInvalid      MEDASR_DOCS_QUERY is not a usable template (exit 2)
-    │       └── TargetInvalid         --to / MEDASR_DELIVERY__TARGET is not a target (exit 2)
+    │       ├── PatientLinkMissing    the docs upload has no MEDASR_DOCS_QUERY naming a
+    │       │                         manifest column: no note goes without its patient
+    │       ├── TargetInvalid         --to / MEDASR_DELIVERY__TARGET is not a target (exit 2)
+    │       └── TargetAlias           a new spelling of an address delivered to (exit 2;
+    │                                 --new-target if it is another receiver)
     └── TransientError
         ├── Hl7ApplicationError       "hl7_application_error": AE/CE, retried on a later run
         └── DeliveryInDoubt           "in_doubt": sent, no answer; may have been filed
@@ -55,6 +59,12 @@ class DocsQueryInvalid(ConfigError):
     kind = "docs_query_invalid"
 
 
+class PatientLinkMissing(ConfigError):
+    """The docs upload would file notes with no patient identifier (no query template)."""
+
+    kind = "patient_link_missing"
+
+
 class Hl7ApplicationError(TransientError):
     """AE/CE: the receiving engine could not file the document now; a later run retries."""
 
@@ -87,6 +97,12 @@ class TargetInvalid(ConfigError):
     """`--to` / MEDASR_DELIVERY__TARGET names no target medasr can deliver to."""
 
     kind = "target_invalid"
+
+
+class TargetAlias(ConfigError):
+    """A target never delivered to whose address is one medasr has delivered to."""
+
+    kind = "target_alias"
 
 
 def stored_message(exc: MedasrError) -> str:

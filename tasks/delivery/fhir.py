@@ -2,9 +2,10 @@
 
 The resources are built with fhir.resources' models, so each one is validated as it is
 made; a manifest value FHIR refuses (a `date` that is not a date) becomes
-DocumentInvalid for that recording. Identifiers are name-based UUIDs: the same
-(recording content, language) always gives the same `identifier`, and the same
-transcript version the same `masterIdentifier`, so a receiver can deduplicate.
+DocumentInvalid for that recording. The identifiers come from tasks/delivery/identity.py:
+`identifier` names the recording in this store, `masterIdentifier` one version of its
+note, so a receiver deduplicates a resend and never mistakes one patient's copy of a
+dictation for another's.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -44,8 +44,6 @@ _NOTE_DISPLAYS = {
     "11488-4": "Consult note",
     "18842-5": "Discharge summary",
 }
-# Fixed forever: changing it would change every identifier a receiver has seen.
-_NAMESPACE = uuid.UUID("6f1c2d0a-8e3b-5b7e-9a43-2d6c0f3e9b11")
 
 
 @dataclass(frozen=True)
@@ -59,26 +57,18 @@ class Note:
     content_sha256: str
     version: str  # storage.deliveries.transcript_version
     created_at: datetime  # when the transcript was finished (timezone-aware)
+    document_id: str  # what the target knows this version by (identity.py)
+    recording_id: str  # urn:uuid of the recording in this store (identity.py)
     metadata: Mapping[str, str] = field(default_factory=dict)
-    replaces_version: str | None = None
+    replaces_document_id: str | None = None  # the replaced version's document_id
     # `DocumentReference/<id>` a FHIR server gave the replaced version, when there is one.
     replaces_reference: str | None = None
 
 
-def recording_identifier(*, content_sha256: str, language: str) -> str:
-    """urn:uuid stable per (recording content, language)."""
-    return f"urn:uuid:{uuid.uuid5(_NAMESPACE, f'recording:{content_sha256}:{language}')}"
-
-
-def version_identifier(version: str) -> str:
-    """urn:uuid of one transcript version."""
-    return f"urn:uuid:{uuid.uuid5(_NAMESPACE, f'version:{version}')}"
-
-
-def version_search_token(version: str) -> str:
+def version_search_token(document_id: str) -> str:
     """`identifier=<system>|<value>` of one version's masterIdentifier (FHIR R4's
     DocumentReference `identifier` search parameter covers masterIdentifier too)."""
-    return f"identifier={URI_SYSTEM}|{version_identifier(version)}"
+    return f"identifier={URI_SYSTEM}|{document_id}"
 
 
 def build_document_reference(
@@ -99,16 +89,9 @@ def _document_fields(note: Note, *, note_code: str) -> dict[str, Any]:
     data = note.text.encode("utf-8")
     meta = note.metadata
     fields: dict[str, Any] = {
-        "id": version_identifier(note.version).removeprefix("urn:uuid:"),
-        "masterIdentifier": Identifier(system=URI_SYSTEM, value=version_identifier(note.version)),
-        "identifier": [
-            Identifier(
-                system=URI_SYSTEM,
-                value=recording_identifier(
-                    content_sha256=note.content_sha256, language=note.language
-                ),
-            )
-        ],
+        "id": note.document_id.removeprefix("urn:uuid:"),
+        "masterIdentifier": Identifier(system=URI_SYSTEM, value=note.document_id),
+        "identifier": [Identifier(system=URI_SYSTEM, value=note.recording_id)],
         "status": "current",
         "docStatus": "preliminary" if note.status == "needs_review" else "final",
         "type": _note_type(note_code),
@@ -122,12 +105,10 @@ def _document_fields(note: Note, *, note_code: str) -> dict[str, Any]:
     if meta.get("encounter"):
         encounter = Reference(identifier=Identifier(value=meta["encounter"]))
         fields["context"] = DocumentReferenceContext(encounter=[encounter])
-    if note.replaces_version is not None and note.replaces_version != note.version:
+    if note.replaces_document_id and note.replaces_document_id != note.document_id:
         target = Reference(
             reference=note.replaces_reference,
-            identifier=Identifier(
-                system=URI_SYSTEM, value=version_identifier(note.replaces_version)
-            ),
+            identifier=Identifier(system=URI_SYSTEM, value=note.replaces_document_id),
         )
         fields["relatesTo"] = [DocumentReferenceRelatesTo(code="replaces", target=target)]
     return fields

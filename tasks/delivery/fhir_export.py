@@ -9,6 +9,7 @@ file is written the way every export is: mode 0600, beside its target, then rena
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 from fhir.resources.R4B.documentreference import DocumentReference
@@ -24,6 +25,7 @@ from tasks.delivery.fhir import (
     parse_bundle,
     resource_json_bytes,
 )
+from tasks.delivery.identity import NoteKey, note_urn
 from tasks.discovery.names import reason_about
 
 logger = logging.getLogger("medasr.export")
@@ -68,6 +70,7 @@ def _documents(
     after = 0
     with store.unit_of_work(read_only=True) as uow:
         roots = uow.runs.run_sources()  # a recording is named relative to its source
+        store_id = uow.deliveries.store_identity()
     while True:
         with store.unit_of_work(read_only=True) as uow:
             page = uow.items.done_items_page(
@@ -77,9 +80,12 @@ def _documents(
         if not page:
             return found
         for item in page:
-            version = item_version(item)
-            earlier = [v for v in delivered.get(item.id, []) if v != version]
-            note = note_of(item, version=version, replaces_version=earlier[-1] if earlier else None)
+            key = NoteKey(store_id, item.id, item.language, item_version(item))
+            earlier = [v for v in delivered.get(item.id, []) if v != key.version]
+            replaced = replace(key, version=earlier[-1]) if earlier else None
+            note = note_of(
+                item, key=key, replaces_document_id=note_urn(replaced) if replaced else None
+            )
             try:
                 found.append(build_document_reference(note, note_code=note_code))
             except MedasrError as exc:

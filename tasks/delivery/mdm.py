@@ -19,14 +19,12 @@ type) holding one is refused instead (MetadataInvalid): no real identifier has a
 break, so it is a damaged manifest, and filing under a guessed identifier could put the
 note in the wrong record.
 
-Identifiers are stable: MSH-10 per (delivery row, attempt series), so a resend after
-an unanswered send carries the same control ID and an engine can drop the copy; TXA-12
-per (recording content, language, transcript version).
+The identifiers (MSH-10, TXA-12, TXA-13) come from tasks/delivery/identity.py: a resend
+after an unanswered send carries the same control ID, so an engine can drop the copy.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -89,19 +87,6 @@ class MdmDocument:
     def trigger(self) -> str:
         """T10 for a replacement, T02 for a new document."""
         return "T10" if self.parent_number else "T02"
-
-
-def message_control_id(*, delivery_id: int, target: str, series: int = 0) -> str:
-    """MSH-10: 20 characters (the 2.5.1 length) stable per (delivery row, target, series)."""
-    named = f"msh10\n{delivery_id}\n{target}\n{series}"
-    return hashlib.sha256(named.encode("utf-8")).hexdigest()[:20].upper()
-
-
-def document_number(version: str) -> str:
-    """TXA-12 of a transcript version: stable per (recording content, language, text),
-    which the version (storage.deliveries.transcript_version) already names."""
-    named = f"txa12\n{version}"
-    return "MEDASR-" + hashlib.sha256(named.encode("utf-8")).hexdigest()[:32].upper()
 
 
 def build_mdm(document: MdmDocument, parties: MdmParties, *, now: datetime) -> bytes:

@@ -20,9 +20,11 @@ from typing import Protocol
 from config.errors import MedasrError
 from config.settings import Settings
 from service.docs_client import DocsClient, DocsReceipt, Document
+from service.fhir_client import TOKEN_SETTING as FHIR_TOKEN_SETTING
 from service.fhir_client import FhirClient
 from service.mllp import MllpClient, MllpEndpoint, MllpNoAnswer, MllpTimings, MllpUnreachable
 from service.retrying import RetryEvent
+from service.status import bearer_token
 from tasks.delivery.documents import DocsQuery, build_document
 from tasks.delivery.errors import (
     DeliveryInDoubt,
@@ -32,15 +34,7 @@ from tasks.delivery.errors import (
     ReceiverSilent,
 )
 from tasks.delivery.fhir import build_document_reference, resource_json_bytes, version_search_token
-from tasks.delivery.mdm import (
-    Ack,
-    MdmDocument,
-    MdmParties,
-    build_mdm,
-    document_number,
-    message_control_id,
-    parse_ack,
-)
+from tasks.delivery.mdm import Ack, MdmDocument, MdmParties, build_mdm, parse_ack
 from tasks.delivery.targets import Outgoing, Sender, Sent, Target, TargetKind, parse_target
 
 logger = logging.getLogger("medasr.deliver")
@@ -61,11 +55,17 @@ def sender_for(
     query: DocsQuery,
     client: Uploads | None,
     on_retry: Callable[[RetryEvent], None] | None = None,
+    allow_unlinked: bool = False,
 ) -> Sender:
     """The target's sender; the docs upload may be a caller's `client` (left open)."""
     if target.kind is not TargetKind.DOCS or client is None:
         return open_sender(
-            target, settings, format_name=format_name, query=query, on_retry=on_retry
+            target,
+            settings,
+            format_name=format_name,
+            query=query,
+            on_retry=on_retry,
+            allow_unlinked=allow_unlinked,
         )
     return DocsSender(
         target=target,
@@ -84,16 +84,32 @@ def open_sender(
     format_name: str,
     query: DocsQuery,
     on_retry: Callable[[RetryEvent], None] | None = None,
+    allow_unlinked: bool = False,
 ) -> Sender:
     """The sender of `target`; raises ConfigError for unusable settings."""
     if target.kind is TargetKind.MLLP:
         return MllpSender(target=target, settings=settings, on_retry=on_retry)
     if target.kind is TargetKind.FHIR:
-        return FhirSender(target=target, settings=settings, on_retry=on_retry)
+        return FhirSender(
+            target=target, settings=settings, on_retry=on_retry, allow_unlinked=allow_unlinked
+        )
     client = DocsClient(settings.service, settings.encryption, on_retry=on_retry)
     return DocsSender(
         target=target, settings=settings, client=client, format_name=format_name, query=query
     )
+
+
+def target_dedupes(target: Target) -> bool:
+    """Whether `target` files a resend of an unanswered document once (MLLP with the same
+    MSH-10, FHIR conditional create): the docs upload does not."""
+    return target.kind is not TargetKind.DOCS
+
+
+def check_target_token(target: Target, settings: Settings) -> None:
+    """The FHIR token as the first request would use it: CredentialsRejected when none is
+    set, ConfigError (naming MEDASR_FHIR_TOKEN) when it cannot go in a header."""
+    if target.kind is TargetKind.FHIR:
+        bearer_token(settings.delivery.fhir_token, setting=FHIR_TOKEN_SETTING)
 
 
 class Uploads(Protocol):
@@ -179,7 +195,7 @@ class MllpSender:
         """Send one MDM and read its ACK; raises Hl7ApplicationError, Hl7Rejected,
         DeliveryInDoubt, MllpUnreachable (nothing sent), MetadataMissing, MetadataInvalid,
         DocumentInvalid, and ReceiverSilent (nothing sent) once the engine stays silent."""
-        document = mdm_document(outgoing, target=self.target)
+        document = mdm_document(outgoing)
         message = build_mdm(document, self.parties, now=datetime.now(UTC))
         # One document at a time, resends included: "in a row" is the order on the wire.
         async with self._one_document:
@@ -241,7 +257,7 @@ class MllpSender:
         await self.client.aclose()
 
 
-def mdm_document(outgoing: Outgoing, *, target: Target) -> MdmDocument:
+def mdm_document(outgoing: Outgoing) -> MdmDocument:
     """The MDM of one outgoing transcript; raises MetadataMissing without a patient_id."""
     note = outgoing.note
     metadata = note.metadata
@@ -251,13 +267,11 @@ def mdm_document(outgoing: Outgoing, *, target: Target) -> MdmDocument:
             "MDM message needs one (PID-3); add it to the manifest and run again"
         )
     parent = None
-    if note.replaces_version and note.replaces_version != note.version:
-        parent = document_number(note.replaces_version)
+    if note.replaces_document_id and note.replaces_document_id != note.document_id:
+        parent = note.replaces_document_id
     return MdmDocument(
-        control_id=message_control_id(
-            delivery_id=outgoing.delivery_id, target=target.name, series=outgoing.series
-        ),
-        document_number=document_number(note.version),
+        control_id=outgoing.control_id,
+        document_number=note.document_id,
         parent_number=parent,
         patient_id=metadata["patient_id"],
         encounter=metadata.get("encounter") or None,
@@ -297,6 +311,7 @@ class FhirSender:
     target: Target
     settings: Settings
     on_retry: Callable[[RetryEvent], None] | None = None
+    allow_unlinked: bool = False  # file a note without a subject on purpose
     dedupes: bool = True
     format_name: str = "fhir"
     client: FhirClient = field(init=False)
@@ -313,11 +328,18 @@ class FhirSender:
         """Create (or find) the version's DocumentReference; raises the service/errors.py
         tree (RequestRejected for 412 and refused bodies) and DocumentInvalid."""
         note = outgoing.note
+        if not note.metadata.get("patient_id") and not self.allow_unlinked:
+            raise MetadataMissing(
+                f"{note.source}: the manifest gives no patient_id for this recording, and a "
+                "FHIR DocumentReference needs one (subject); add it to the manifest and run "
+                "again, or file it unlinked on purpose with --allow-unlinked"
+            )
         if outgoing.replaced_remote_id:
             note = replace(note, replaces_reference=outgoing.replaced_remote_id)
         resource = build_document_reference(note, note_code=self.settings.delivery.note_loinc_code)
         body = resource_json_bytes(resource)
-        receipt = await self.client.create(body, if_none_exist=version_search_token(note.version))
+        condition = version_search_token(note.document_id)
+        receipt = await self.client.create(body, if_none_exist=condition)
         if receipt.unconfirmed:
             # Accepted, so probably filed, but under an id we cannot know: a person looks.
             raise DeliveryInDoubt(

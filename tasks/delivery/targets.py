@@ -6,11 +6,16 @@
 
 Clear text (`mllp://`, `fhir+http://`) goes only to a loopback host unless
 MEDASR_ALLOW_INSECURE_HTTP=true, as for the service. A target's `name` is its canonical
-spelling: the same for every spelling of one target, and the ledger's key for it.
+spelling: the same for every spelling of one target (scheme and host in lower case, an
+IP address in its one standard form, 127.1 as 127.0.0.1, no default port), and the
+ledger's key for it. A DNS name for an address already delivered to is another matter:
+tasks/delivery/target_aliases.py refuses it unless the operator says it is new.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -21,6 +26,7 @@ from storage.records import ItemRecord
 from tasks.delivery.errors import TargetInvalid
 from tasks.delivery.fhir import Note
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 _EXAMPLES = "docs, mllp://HOST:PORT, mllps://HOST:PORT or fhir+https://HOST/PATH"
 
 
@@ -56,7 +62,7 @@ def parse_target(text: str, *, allow_insecure: bool = False) -> Target:
         raise TargetInvalid(
             f"delivery target {spelled[:80]!r} is not a URL; use {_EXAMPLES}"
         ) from exc
-    scheme, host = parts.scheme.lower(), (parts.hostname or "")
+    scheme, host = parts.scheme.lower(), canonical_host(parts.hostname or "")
     if not host:
         raise TargetInvalid(f"delivery target {spelled[:80]!r} has no host; use {_EXAMPLES}")
     if scheme in ("mllp", "mllps"):
@@ -80,6 +86,21 @@ def _is_loopback(host: str) -> bool:
     return bool(addresses) and all(is_loopback_address(a) for a in addresses)
 
 
+def canonical_host(host: str) -> str:
+    """`host` in lower case; an IP address in its standard form (127.1 -> 127.0.0.1)."""
+    bare = host.strip("[]").lower()
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        pass
+    if bare and all(c in "0123456789abcdefx." for c in bare) and bare[0].isdigit():
+        try:  # the shorthand forms every resolver reads: 127.1, 0x7f.1, 2130706433
+            return socket.inet_ntoa(socket.inet_aton(bare))
+        except OSError:
+            pass
+    return bare
+
+
 def _shown_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
@@ -97,6 +118,8 @@ def _mllp_target(scheme: str, host: str, port: int | None, *, path: str) -> Targ
 
 def _fhir_target(scheme: str, host: str, port: int | None, *, path: str) -> Target:
     http = scheme.removeprefix("fhir+")
+    if port == _DEFAULT_PORTS[http]:
+        port = None
     where = _shown_host(host) + (f":{port}" if port else "")
     base = f"{http}://{where}{path.rstrip('/')}"
     return Target(
@@ -117,7 +140,7 @@ class Outgoing:
     item: ItemRecord = field(repr=False)
     note: Note = field(repr=False)
     replaced_remote_id: str | None = None  # what the target returned for the replaced version
-    series: int = 0  # attempt series of the row: a new one only after a definitive answer
+    control_id: str = ""  # MSH-10 of the row's attempt series (identity.py)
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,12 @@ class BatchContext:
         journal: Journal | None = None,
         store_retry_s: float | None = None,
         source_roots: tuple[str, ...] = (),
+        hold_all: bool = False,
     ) -> None:
         self.pipeline = pipeline
+        # MEDASR_REVIEW__REQUIRED=all: every transcript waits for a person (needs_review);
+        # the run still counts an unflagged one as done (its routine review is no failure).
+        self.hold_all = hold_all
         self.source_roots = source_roots  # log lines name files relative to these
         self.store = store
         self.client = client

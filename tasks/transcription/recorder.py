@@ -154,8 +154,10 @@ class FileRecorder:
         chunk_count: int,
         extras: Mapping[str, Any],
         flags: Sequence[str],
+        hold_for_review: bool = False,
     ) -> None:
-        """Mark the item done (needs_review when flagged) with its transcript."""
+        """Mark the item done (needs_review when flagged or all wait for a person) with its
+        transcript."""
         await self._end_claim(
             lambda uow: uow.items.finish_item(
                 self.item.id,
@@ -165,6 +167,7 @@ class FileRecorder:
                 chunk_count=chunk_count,
                 extras=extras,
                 flags=flags,
+                hold_for_review=hold_for_review,
             )
         )
 

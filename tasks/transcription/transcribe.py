@@ -307,6 +307,7 @@ async def _finish(
         chunk_count=last.index,
         extras=review.annotated(extras),
         flags=review.flags,
+        hold_for_review=ctx.hold_all,
     )
     return FileOutcome(
         run.item.source_uri,

@@ -14,13 +14,22 @@ from typing import TYPE_CHECKING, Any
 
 from storage.errors import LeaseLost, NotUnderReview
 from storage.owners import is_dead_local_owner
-from storage.records import DeliveryCount, DeliveryRecord, ItemRecord, RunRecord, WantedDelivery
+from storage.records import (
+    DeliveryCount,
+    DeliveryRecord,
+    ItemRecord,
+    QueueSize,
+    RunRecord,
+    SentIdentity,
+    WantedDelivery,
+)
 
 if TYPE_CHECKING:
     from tests.fakes.store import _State
 
 _NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
 _UNSENT = ("pending", "failed")
+_UNSETTLED = ("pending", "processing", "in_doubt")
 
 
 def _now() -> datetime:
@@ -65,6 +74,10 @@ class FakeReviews:
     def __init__(self, state: _State) -> None:
         self._s = state
 
+    def queue_size(self) -> QueueSize:
+        waiting = [i.updated_at for i in self._s.items.values() if i.status == "needs_review"]
+        return QueueSize(waiting=len(waiting), oldest=min(waiting, default=None))
+
     def list_needs_review(self, *, language: str | None = None, limit: int = 0) -> list[ItemRecord]:
         found = [
             i
@@ -74,10 +87,13 @@ class FakeReviews:
         found.sort(key=lambda i: (i.updated_at, i.id))
         return found[:limit] if limit else found
 
-    def accept_review(self, item_id: int) -> ItemRecord:
+    def accept_review(self, item_id: int, *, by: str | None = None) -> ItemRecord:
         item = self._under_review(item_id)
         now = _now()
-        extras = {**item.extras, "review": {"accepted_at": now.isoformat(), "flags": item.flags}}
+        review = {"accepted_at": now.isoformat(), "flags": item.flags}
+        if by is not None:
+            review |= {"by": by, "at": now.isoformat()}
+        extras = {**item.extras, "review": review}
         done = replace(item, status="done", flags=[], extras=extras, updated_at=now)
         self._s.items[item_id] = done
         return done
@@ -126,7 +142,7 @@ class FakeDeliveries:
             if same and same[0].status != "superseded":
                 continue
             for row in others:
-                if row.status in _UNSENT:
+                if row.status in _UNSENT and row.control_id is None:
                     self._put(replace(row, status="superseded"))
             latest = [r.id for r in others if r.status == "delivered"]
             replaces = latest[-1] if latest else None
@@ -180,7 +196,7 @@ class FakeDeliveries:
             r for r in ordered if language in (None, r.language) and target in (None, r.target)
         ]
         lapsed = [r for r in self._lapsed(now, owner=owner) if r in wanted]
-        pending = [r for r in wanted if r.status == "pending"]
+        pending = [r for r in wanted if r.status == "pending" and not self._waits(r)]
         taken = []
         for row in (lapsed + pending)[:limit]:
             held = replace(
@@ -204,8 +220,31 @@ class FakeDeliveries:
                 renewed.add(row.lease_token)
         return frozenset(lease_tokens) - renewed
 
-    def mark_sending(self, delivery_id: int, *, lease_token: str | None) -> None:
-        self._put(replace(self._held(delivery_id, lease_token), sending_at=_now()))
+    def _waits(self, row: DeliveryRecord) -> bool:
+        return any(
+            r.id < row.id and r.target == row.target and r.status in _UNSETTLED
+            for r in self._rows(row.item_id)
+        )
+
+    def store_identity(self) -> str:
+        return self._s.store_id
+
+    def mark_sending(
+        self, delivery_id: int, *, lease_token: str | None, sent: SentIdentity | None = None
+    ) -> None:
+        kept = {} if sent is None else vars(sent)
+        self._put(replace(self._held(delivery_id, lease_token), sending_at=_now(), **kept))
+
+    def latest_delivered_before(self, delivery_id: int) -> DeliveryRecord | None:
+        row = self._s.deliveries.get(delivery_id)
+        if row is None:
+            return None
+        found = [
+            r
+            for r in self._rows(row.item_id)
+            if r.target == row.target and r.id < delivery_id and r.status == "delivered"
+        ]
+        return found[-1] if found else None
 
     def record_delivered(
         self,
@@ -227,6 +266,7 @@ class FakeDeliveries:
             error_kind=None,
             error_message=None,
             retryable=False,
+            sent_text=None,
         )
 
     def record_recovered_delivery(
@@ -264,6 +304,9 @@ class FakeDeliveries:
             error_message=message,
             retryable=retryable,
             sending_at=None,
+            control_id=None,
+            sent_text=None,
+            series=row.series + 1,
         )
 
     def record_delivery_in_doubt(
@@ -280,7 +323,8 @@ class FakeDeliveries:
     def release_deliveries(self, lease_tokens: Sequence[str], *, refused: bool = False) -> None:
         for row in list(self._s.deliveries.values()):
             if row.status == "processing" and row.lease_token in lease_tokens:
-                row = replace(row, sending_at=None) if refused else row
+                if refused:
+                    row = replace(row, sending_at=None, control_id=None, sent_text=None)
                 self._take_back(row, attempts=max(row.attempts - 1, 0))
 
     def release_dead_local_deliveries(self) -> int:
@@ -299,10 +343,16 @@ class FakeDeliveries:
     def deliveries_of_item(self, item_id: int) -> list[DeliveryRecord]:
         return self._rows(item_id)
 
-    def delivered_versions(self, item_ids: Sequence[int]) -> dict[int, list[str]]:
+    def delivered_versions(
+        self, item_ids: Sequence[int], *, target: str | None = None
+    ) -> dict[int, list[str]]:
         found: dict[int, list[str]] = {}
         for row in sorted(self._s.deliveries.values(), key=lambda r: (r.delivered_at, r.id)):
-            if row.item_id in item_ids and row.status == "delivered":
+            if (
+                row.item_id in item_ids
+                and row.status == "delivered"
+                and target in (None, row.target)
+            ):
                 found.setdefault(row.item_id, []).append(row.version)
         return found
 

@@ -49,6 +49,7 @@ class _State:
     next_id: int = 1
     runs: dict[int, RunRecord] = field(default_factory=dict)
     deliveries: dict[int, DeliveryRecord] = field(default_factory=dict)
+    store_id: str = "FAKE0001"
     audit_events: dict[int, AuditEvent] = field(default_factory=dict)
 
     def copy(self) -> _State:
@@ -272,11 +273,12 @@ class FakeRepository(FakeItemQueries, FakeItemListing):
         chunk_count: int,
         extras: Mapping[str, Any],
         flags: Sequence[str] = (),
+        hold_for_review: bool = False,
     ) -> None:
         self._settle(
             item_id,
             lease_token,
-            status="needs_review" if flags else "done",
+            status="needs_review" if flags or hold_for_review else "done",
             flags=list(flags),
             text=text,
             duration_ms=duration_ms,

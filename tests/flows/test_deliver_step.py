@@ -55,3 +55,15 @@ def test_with_deliver_on_each_done_transcript_is_delivered_once_with_its_manifes
     assert sorted(line.query for line in lines) == [
         f"patient_id=P-{i}" for i in range(len(corpus.texts))
     ]
+
+
+def test_with_deliver_on_and_no_patient_link_the_step_stops_saying_why_and_sends_nothing(
+    pinned: Settings, corpus: Corpus, flow_server: RunningDevServer
+) -> None:
+    delivery = pinned.delivery.model_copy(update={"enabled": True, "docs_query": ""})
+    with pinned_settings(pinned.model_copy(update={"delivery": delivery})):
+        summary = run_backlog(corpus.root)
+    assert summary.files_done == len(corpus.texts)  # the night's transcripts are kept
+    assert summary.delivery is not None
+    assert (summary.delivery.delivered, summary.delivery.exit_code) == (0, 2)
+    assert docs_lines(flow_server) == []

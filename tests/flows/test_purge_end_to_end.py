@@ -19,7 +19,7 @@ from storage import open_store
 from tasks.delivery.deliver import deliver_pending
 from tasks.retention.durations import parse_retention
 from tasks.retention.purge import PurgeRequest, purge_recordings
-from tests.flows.conftest import Corpus, run_flow
+from tests.helpers.flows import Corpus, run_flow
 
 LATER = datetime.now(UTC) + timedelta(days=100)
 

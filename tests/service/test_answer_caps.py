@@ -23,6 +23,7 @@ from service.errors import AnswerTooLarge
 from service.fhir_client import FhirClient
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.fhir import Note, build_document_reference, resource_json_bytes
+from tasks.delivery.identity import NoteKey, note_urn, recording_urn
 from tests.servers import client_settings
 from tests.tasks.delivery.delivery_helpers import deliver, delivery_settings, make_done
 
@@ -46,6 +47,8 @@ def _resource_bytes() -> bytes:
         version="v1",
         created_at=datetime(2026, 5, 1, tzinfo=UTC),
         metadata={"patient_id": "P1"},
+        document_id=note_urn(NoteKey("STORE001", 1, "en-IN", "v1")),
+        recording_id=recording_urn(store_id="STORE001", item_id=1, language="en-IN"),
     )
     return resource_json_bytes(build_document_reference(note))
 

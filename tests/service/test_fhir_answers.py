@@ -28,6 +28,7 @@ from tasks.delivery.fhir import (
     resource_json_bytes,
     version_search_token,
 )
+from tasks.delivery.identity import NoteKey, note_urn, recording_urn
 from tests.servers import client_settings
 from tests.tasks.delivery.delivery_helpers import deliver, delivery_settings, make_done
 
@@ -44,6 +45,8 @@ def _note() -> Note:
         version="v1",
         created_at=datetime(2026, 5, 1, tzinfo=UTC),
         metadata={"patient_id": "P1"},
+        document_id=note_urn(NoteKey("STORE001", 1, "en-IN", "v1")),
+        recording_id=recording_urn(store_id="STORE001", item_id=1, language="en-IN"),
     )
 
 
@@ -55,7 +58,7 @@ def _create(server: RunningDevServer) -> FhirReceipt:
 
     async def run() -> FhirReceipt:
         async with client:
-            return await client.create(body, if_none_exist=version_search_token(note.version))
+            return await client.create(body, if_none_exist=version_search_token(note.document_id))
 
     return asyncio.run(run())
 

@@ -20,6 +20,7 @@ from tasks.delivery.fhir import (
     resource_json_bytes,
     version_search_token,
 )
+from tasks.delivery.identity import NoteKey, note_urn, recording_urn
 from tests.servers import client_settings
 
 
@@ -33,6 +34,8 @@ def _note(version: str = "v1", **overrides: Any) -> Note:
         "version": version,
         "created_at": datetime(2026, 5, 1, tzinfo=UTC),
         "metadata": {"patient_id": "P1"},
+        "document_id": note_urn(NoteKey("STORE001", 1, "en-IN", version)),
+        "recording_id": recording_urn(store_id="STORE001", item_id=1, language="en-IN"),
     }
     fields.update(overrides)
     return Note(**fields)
@@ -54,7 +57,7 @@ def _post(server: RunningDevServer, body: bytes, **headers: str) -> httpx.Respon
 def test_conditional_create_is_201_then_200_with_the_same_resource(devserver_factory) -> None:
     server = devserver_factory()
     note = _note()
-    condition = version_search_token(note.version)
+    condition = version_search_token(note.document_id)
     first = _post(server, _body(note), **{"If-None-Exist": condition})
     second = _post(server, _body(note), **{"If-None-Exist": condition})
     assert first.status_code == 201
@@ -69,7 +72,7 @@ def test_conditional_create_is_201_then_200_with_the_same_resource(devserver_fac
 def test_a_slow_answer_keeps_its_status_location_and_fhir_type(devserver_factory) -> None:
     server = devserver_factory(fault_script=("slow",), slow_s=0.05)
     note = _note()
-    answer = _post(server, _body(note), **{"If-None-Exist": version_search_token(note.version)})
+    answer = _post(server, _body(note), **{"If-None-Exist": version_search_token(note.document_id)})
     assert answer.status_code == 201
     assert answer.headers["content-type"].startswith("application/fhir+json")
     resource_id = answer.json()["id"]
@@ -81,7 +84,7 @@ def test_several_matches_are_412_with_an_operation_outcome(devserver_factory) ->
     note = _note()
     for _ in range(2):  # plain creates (no If-None-Exist) may make duplicates
         assert _post(server, _body(note)).status_code == 201
-    answer = _post(server, _body(note), **{"If-None-Exist": version_search_token(note.version)})
+    answer = _post(server, _body(note), **{"If-None-Exist": version_search_token(note.document_id)})
     assert answer.status_code == 412
     assert answer.json()["resourceType"] == "OperationOutcome"
     assert len(server.state.fhir.resources) == 2
@@ -110,7 +113,7 @@ def _client(server: RunningDevServer, **overrides: Any) -> FhirClient:
 def _create(client: FhirClient, note: Note, *, body: bytes | None = None) -> FhirReceipt:
     async def run() -> FhirReceipt:
         try:
-            condition = version_search_token(note.version)
+            condition = version_search_token(note.document_id)
             return await client.create(body or _body(note), if_none_exist=condition)
         finally:
             await client.aclose()

@@ -19,7 +19,17 @@ from storage.errors import SchemaUnknown
 from storage.models import Base
 from storage.schema_revision import newest_known_revision
 
-TABLES = {"items", "chunks", "runs", "deliveries", "audit_events"}
+TABLES = {
+    "items",
+    "chunks",
+    "runs",
+    "deliveries",
+    "audit_events",
+    "reviewers",
+    "revisions",
+    "web_sessions",
+    "store_identity",
+}
 
 
 def tables_of(url: str) -> set[str]:

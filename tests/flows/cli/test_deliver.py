@@ -18,6 +18,7 @@ from tests.helpers.cli import table_rows
 from tests.tasks.delivery.delivery_helpers import docs_entries, make_done, sha_of_text
 
 TEXTS = {"a.wav": "alpha words", "sub/b.wav": "bravo words", "c.wav": "charlie words"}
+PATIENTS = {"a.wav": "P-a", "sub/b.wav": "P-b", "c.wav": "P-c"}
 
 
 @pytest.fixture
@@ -38,11 +39,13 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, devserver_factory):
         "MEDASR_TOKEN": server.token,
         "MEDASR_REQUEST_TIMEOUT_S": "10",
         "MEDASR_MAX_ATTEMPTS": "2",
+        "MEDASR_DOCS_QUERY": "patient_id={patient_id}",
     }.items():
         monkeypatch.setenv(name, value)
     store = open_store(StorageSettings(database_url=url))
     archive = tmp_path / "archive"
-    make_done(store, {str(archive / name): text for name, text in TEXTS.items()})
+    metadata = {str(archive / name): {"patient_id": p} for name, p in PATIENTS.items()}
+    make_done(store, {str(archive / name): t for name, t in TEXTS.items()}, metadata=metadata)
     store.dispose()
     return server
 
@@ -67,16 +70,16 @@ def test_dry_run_counts_and_sends_nothing(
     result = invoke("deliver", "--dry-run")
     assert result.exit_code == 0, result.output
     assert table_rows(result.output)["documents to send"] == "3"
-    monkeypatch.setenv("MEDASR_DOCS_QUERY", "patient_id={patient_id}")
+    monkeypatch.setenv("MEDASR_DOCS_QUERY", "patient_id={mrn}")
     manifest = archive / "medasr.csv"
     manifest.parent.mkdir(parents=True, exist_ok=True)
-    manifest.write_text("path,patient_id\na.wav,P-1\n", encoding="utf-8")
+    manifest.write_text("path,mrn\na.wav,P-1\n", encoding="utf-8")
     counted = invoke("deliver", "--dry-run", "--manifest", str(manifest))
     assert counted.exit_code == 1, counted.output  # missing metadata: as the real run (1)
     plan = table_rows(counted.output)
     assert (plan["documents to send"], plan["missing metadata"]) == ("1", "2")
     assert docs_entries(env) == []
-    plain = invoke("deliver")  # the dry run stored nothing: a, b and c all lack patient_id
+    plain = invoke("deliver")  # the dry run stored nothing: a, b and c all lack mrn
     assert plain.exit_code == 1
     assert docs_entries(env) == []
 
@@ -115,12 +118,12 @@ def test_manifest_fills_the_query_and_a_missing_field_exits_1(
 ) -> None:
     manifest = archive / "medasr.csv"
     manifest.parent.mkdir(parents=True, exist_ok=True)
-    manifest.write_text("path,patient_id\na.wav,P-1\nsub/b.wav,P-2\n", encoding="utf-8")
-    monkeypatch.setenv("MEDASR_DOCS_QUERY", "patient_id={patient_id}")
+    manifest.write_text("path,mrn\na.wav,P-1\nsub/b.wav,P-2\n", encoding="utf-8")
+    monkeypatch.setenv("MEDASR_DOCS_QUERY", "patient_id={mrn}")
     result = invoke("deliver", "--manifest", str(manifest))
     assert result.exit_code == 1, result.output
     assert sorted(e.query for e in docs_entries(env)) == ["patient_id=P-1", "patient_id=P-2"]
-    manifest.write_text("path,patient_id\nc.wav,P-3\n", encoding="utf-8")
+    manifest.write_text("path,mrn\nc.wav,P-3\n", encoding="utf-8")
     fixed = invoke("deliver", "--manifest", str(manifest))  # c.wav's row is retried
     assert fixed.exit_code == 0, fixed.output
     assert sorted(e.query for e in docs_entries(env))[-1] == "patient_id=P-3"
@@ -138,6 +141,7 @@ def test_a_bad_manifest_exits_2_with_a_sentence(env, tmp_path: Path) -> None:
 def test_no_database_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MEDASR_DATABASE_URL", f"sqlite:///{tmp_path / 'none.db'}")
+    monkeypatch.setenv("MEDASR_DOCS_QUERY", "patient_id={patient_id}")
     result = invoke("deliver")
     assert result.exit_code == 2
     assert "nothing to deliver" in result.output
@@ -183,13 +187,14 @@ def test_exports_show_each_recordings_manifest_columns(env, archive: Path, tmp_p
     assert invoke("export", "--format", "jsonl", "--out", str(out)).exit_code == 0
     records = {Path(r["source"]).name: r for r in map(json.loads, out.read_text().splitlines())}
     assert records["a.wav"]["metadata"] == {"patient_id": "P-1", "author": "Dr. Rao"}
-    assert records["c.wav"]["metadata"] == {}
+    assert records["c.wav"]["metadata"] == {"patient_id": "P-c"}
     fhir = tmp_path / "b.json"
     assert invoke("export", "--format", "fhir", "--out", str(fhir)).exit_code == 0
     (document,) = [
-        e.resource for e in parse_bundle(fhir.read_bytes()).entry if e.resource.subject is not None
+        e.resource
+        for e in parse_bundle(fhir.read_bytes()).entry
+        if e.resource.subject.identifier.value == "P-1"
     ]
-    assert document.subject.identifier.value == "P-1"
     assert document.author[0].display == "Dr. Rao"
 
 
@@ -208,11 +213,11 @@ def test_the_target_comes_from_the_setting_and_the_dry_run_names_it(
 ) -> None:
     monkeypatch.setenv("MEDASR_DELIVERY__TARGET", "mllp://127.0.0.1:2575")
     planned = invoke("deliver", "--dry-run")
-    assert planned.exit_code == 1, planned.output  # as the real run: metadata missing
+    assert planned.exit_code == 0, planned.output
     rows = table_rows(planned.output)
     assert rows["target"] == "mllp://127.0.0.1:2575"
-    # MDM needs a patient_id (PID-3): none of the three has one.
-    assert (rows["documents to send"], rows["missing metadata"]) == ("0", "3")
+    assert (rows["documents to send"], rows["missing metadata"]) == ("3", "0")
+    monkeypatch.setenv("MEDASR_FHIR_TOKEN", env.token)  # as the real run, the dry run needs it
     fhir = invoke("deliver", "--dry-run", "--to", f"fhir+{env.url}/fhir")
     assert table_rows(fhir.output)["target"] == f"fhir+{env.url}/fhir"
     assert table_rows(fhir.output)["documents to send"] == "3"
@@ -247,12 +252,12 @@ def test_a_fhir_target_without_its_token_stops_with_exit_3(env) -> None:
 def test_a_manifest_column_that_differs_only_in_case_is_named_in_one_line(
     env, archive: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("MEDASR_DOCS_QUERY", "patient_id={patient_id}")
+    monkeypatch.setenv("MEDASR_DOCS_QUERY", "patient_id={mrn}")
     manifest = archive / "medasr.csv"
     manifest.parent.mkdir(parents=True, exist_ok=True)
-    manifest.write_text("path,Patient_ID\na.wav,P-1\n", encoding="utf-8")
+    manifest.write_text("path,MRN\na.wav,P-1\n", encoding="utf-8")
     result = invoke("deliver", "--dry-run", "--manifest", str(manifest))
-    said = [line for line in result.output.splitlines() if "Patient_ID" in line]
+    said = [line for line in result.output.splitlines() if "MRN" in line]
     assert len(said) == 1, result.output
-    assert "patient_id" in said[0]
-    assert result.exit_code == 1  # three documents miss patient_id, as the real run would say
+    assert "mrn" in said[0]
+    assert result.exit_code == 1  # three documents miss mrn, as the real run would say

@@ -153,3 +153,18 @@ def test_review_without_a_database_exits_2(runner: CliRunner) -> None:
     result = runner.invoke(app, ["review"])
     assert result.exit_code == 2
     assert "no database" in result.stderr
+
+
+def test_status_counts_what_waits_for_review_and_what_was_corrected(
+    runner: CliRunner, ids, store: UnitOfWorkFactory
+) -> None:
+    with store.unit_of_work() as uow:
+        revision = uow.revisions.add_revision(  # type: ignore[attr-defined]
+            ids["loop"], text="corrected words", author="ann", base_revision=0, kind="final"
+        )
+        uow.revisions.sign_off(revision)  # type: ignore[attr-defined]
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 0, result.output
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("review: ")]
+    assert line.startswith("review: 1 waiting (oldest since ")
+    assert line.endswith("), 1 corrected")

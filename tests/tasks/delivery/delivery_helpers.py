@@ -6,6 +6,8 @@ import asyncio
 import hashlib
 from typing import Any
 
+from pydantic import SecretStr
+
 from config.settings import DeliverySettings, PipelineSettings, Settings, StorageSettings
 from service.devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
@@ -28,8 +30,10 @@ def make_done(
     version: str = "v1",
     language: str = LANG,
     metadata: dict[str, dict[str, str]] | None = None,
+    same_audio: bool = False,
 ) -> dict[str, ItemRecord]:
-    """Register `texts`' sources (at `version`) and finish each with its text."""
+    """Register `texts`' sources (at `version`) and finish each with its text;
+    `same_audio`: every source is a copy of one recording (one content sha256)."""
     with store.unit_of_work() as uow:
         uow.items.register_items([SourceFile(u, 10, version) for u in texts], language=language)
     with store.unit_of_work() as uow:
@@ -41,7 +45,7 @@ def make_done(
             uri = item.source_uri
             uow.items.set_fingerprint(
                 item.id,
-                sha256=content_sha(uri, version),
+                sha256=content_sha("copy" if same_audio else uri, version),
                 size_bytes=10,
                 lease_token=item.lease_token,
             )
@@ -78,9 +82,17 @@ def deliver(
     *,
     format_name: str = "txt",
     language: str | None = None,
+    allow_unlinked: bool = True,
 ) -> DeliveryStats:
+    """These suites test the queue; the patient link has its own (test_deliver_patient_link)."""
     return asyncio.run(
-        deliver_pending(settings=settings, store=store, language=language, format_name=format_name)
+        deliver_pending(
+            settings=settings,
+            store=store,
+            language=language,
+            format_name=format_name,
+            allow_unlinked=allow_unlinked,
+        )
     )
 
 
@@ -95,3 +107,16 @@ def docs_entries(server: RunningDevServer) -> list[Any]:
 
 def sha_of_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def target_settings(
+    server: RunningDevServer, store_url: str, *, target: str, **delivery: Any
+) -> Settings:
+    settings = delivery_settings(server, store_url)
+    fields = {
+        "target": target,
+        "hl7_ack_timeout_s": 1.0,  # generous: a loaded machine must not turn an AA into a resend
+        "fhir_token": SecretStr(server.token),
+        **delivery,
+    }
+    return settings.model_copy(update={"delivery": DeliverySettings(**fields)})

@@ -12,7 +12,7 @@ import pytest
 from service.devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.deliver import delivery_summary
-from tasks.delivery.fhir import version_identifier
+from tasks.delivery.identity import NoteKey
 from tests.servers import DEVSERVER_JWE_KEY, DEVSERVER_JWE_KID
 from tests.tasks.delivery.delivery_helpers import (
     deliver,
@@ -95,7 +95,7 @@ def test_a_changed_recording_is_delivered_again_once_and_names_what_it_replaces(
     document = json.loads(_last_fhir_upload(server, store, settings))
     (relation,) = document["relatesTo"]
     assert relation["code"] == "replaces"
-    assert relation["target"]["identifier"]["value"] == version_identifier(first.version)
+    assert relation["target"]["identifier"]["value"] == first.document_id
 
 
 def _last_fhir_upload(server, store, settings) -> bytes:
@@ -105,7 +105,10 @@ def _last_fhir_upload(server, store, settings) -> bytes:
     with store.unit_of_work(read_only=True) as uow:
         (item,) = uow.items.done_items_page(language=None, after_id=0, limit=5)
         rows = uow.deliveries.deliveries_of_item(item.id)
-    note = note_of(item, version=rows[-1].version, replaces_version=rows[0].version)
+        key = NoteKey(uow.deliveries.store_identity(), item.id, item.language, rows[-1].version)
+    note = note_of(
+        item, key=key, document_id=rows[-1].document_id, replaces_document_id=rows[0].document_id
+    )
     document = build_document(
         item, note, format_name="fhir", query=parse_docs_query(""), note_code="11506-3"
     )

@@ -195,8 +195,11 @@ def _duplicate_on_server(server: RunningDevServer, store: UnitOfWorkFactory, ite
     from storage.deliveries import item_version
     from tasks.delivery.documents import note_of
     from tasks.delivery.fhir import build_document_reference
+    from tasks.delivery.identity import NoteKey
 
-    note = note_of(item, version=item_version(item), replaces_version=None)
+    with store.unit_of_work(read_only=True) as uow:
+        key = NoteKey(uow.deliveries.store_identity(), item.id, item.language, item_version(item))
+    note = note_of(item, key=key)
     for _ in range(2):
         resource = build_document_reference(note).model_dump(mode="json", exclude_none=True)
         server.state.fhir.create(resource, if_none_exist=None)

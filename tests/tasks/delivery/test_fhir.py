@@ -16,10 +16,9 @@ from tasks.delivery.fhir import (
     build_bundle,
     build_document_reference,
     parse_bundle,
-    recording_identifier,
     resource_json_bytes,
-    version_identifier,
 )
+from tasks.delivery.identity import NoteKey, note_urn, recording_urn
 
 DONE_AT = datetime(2026, 11, 23, 9, 30, tzinfo=UTC)
 
@@ -35,7 +34,11 @@ def note(**changes) -> Note:
         "created_at": DONE_AT,
         "metadata": {},
     }
-    return Note(**(values | changes))
+    values |= changes
+    key = NoteKey("STORE001", 1, str(values["language"]), str(values["version"]))
+    values.setdefault("document_id", note_urn(key))
+    values.setdefault("recording_id", recording_urn(store_id="STORE001", item_id=1, language="hi"))
+    return Note(**values)  # type: ignore[arg-type]
 
 
 def test_a_document_reference_carries_the_transcript_as_fhir_defines_it() -> None:
@@ -73,22 +76,22 @@ def test_needs_review_is_preliminary() -> None:
     assert build_document_reference(note(status="needs_review")).docStatus == "preliminary"
 
 
-def test_identifiers_are_stable_per_content_and_language_and_versions_differ() -> None:
-    one, same = build_document_reference(note()), build_document_reference(note())
+def test_the_identifiers_are_the_notes_and_the_recordings_as_given() -> None:
+    one = build_document_reference(note())
     other_text = build_document_reference(note(text="changed", version="ef" * 32))
-    other_language = build_document_reference(note(language="en-IN"))
-    assert one.identifier[0].value == same.identifier[0].value == other_text.identifier[0].value
-    assert one.identifier[0].value == recording_identifier(content_sha256="ab" * 32, language="hi")
-    assert other_language.identifier[0].value != one.identifier[0].value
-    assert one.masterIdentifier.value == version_identifier("cd" * 32)
+    assert one.identifier[0].value == other_text.identifier[0].value
+    assert one.identifier[0].value == recording_urn(store_id="STORE001", item_id=1, language="hi")
+    assert one.masterIdentifier.value == note_urn(NoteKey("STORE001", 1, "hi", "cd" * 32))
     assert other_text.masterIdentifier.value != one.masterIdentifier.value
+    assert f"urn:uuid:{one.id}" == one.masterIdentifier.value
 
 
 def test_a_new_version_replaces_the_old_one() -> None:
-    document = build_document_reference(note(replaces_version="00" * 32))
+    replaced = note_urn(NoteKey("STORE001", 1, "hi", "00" * 32))
+    document = build_document_reference(note(replaces_document_id=replaced))
     (relation,) = document.relatesTo
     assert relation.code == "replaces"
-    assert relation.target.identifier.value == version_identifier("00" * 32)
+    assert relation.target.identifier.value == replaced
 
 
 def test_a_manifest_value_fhir_refuses_is_a_typed_error_naming_the_recording() -> None:

@@ -47,7 +47,7 @@ def _environment(tmp_path: Path, server, url: str) -> dict[str, str]:
 
 
 def _deliver(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "flows.cli", "deliver", *args]
+    command = [sys.executable, "-m", "flows.cli", "deliver", "--allow-unlinked", *args]
     return subprocess.run(
         command, env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False
     )
@@ -98,7 +98,7 @@ def test_uploads_in_flight_at_a_kill_are_in_doubt_not_sent_twice(
     env["PYTHONPATH"] = str(repo_root)
 
     first = subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "deliver"],
+        [sys.executable, "-m", "flows.cli", "deliver", "--allow-unlinked"],
         env=env,
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,

@@ -8,14 +8,8 @@ import hl7
 import pytest
 
 from tasks.delivery.errors import DeliveryInDoubt, DocumentInvalid
-from tasks.delivery.mdm import (
-    MdmDocument,
-    MdmParties,
-    build_mdm,
-    document_number,
-    message_control_id,
-    parse_ack,
-)
+from tasks.delivery.identity import NoteKey, message_control_id, txa_12
+from tasks.delivery.mdm import MdmDocument, MdmParties, build_mdm, parse_ack
 
 PARTIES = MdmParties(
     sending_application="MEDASR",
@@ -31,8 +25,8 @@ TRICKY = "pipe | hat ^ amp & tilde ~ back \\ literal \\F\\ end"
 
 def _document(**overrides: object) -> MdmDocument:
     fields: dict[str, object] = {
-        "control_id": message_control_id(delivery_id=7, target="mllp://127.0.0.1:2575"),
-        "document_number": document_number("v2"),
+        "control_id": message_control_id(store_id="STORE001", delivery_id=7, series=0),
+        "document_number": txa_12(NoteKey("STORE001", 1, "en-IN", "v2")),
         "parent_number": None,
         "patient_id": "MRN|0042",
         "encounter": "ENC-9",
@@ -91,24 +85,13 @@ def test_each_line_is_one_obx_of_type_tx_and_every_separator_is_escaped() -> Non
 
 
 def test_a_new_version_is_an_mdm_t10_naming_its_parent_in_txa_13() -> None:
-    parent = document_number("v1")
+    parent = txa_12(NoteKey("STORE001", 1, "en-IN", "v1"))
     message = _parsed(_document(parent_number=parent, doc_type="DS", encounter=None))
     assert str(message.segment("MSH")[9]) == "MDM^T10^MDM_T02"
     assert str(message.segment("EVN")[1]) == "T10"
     assert str(message.segment("TXA")[13]) == parent
     assert str(message.segment("TXA")[2]) == "DS"  # the manifest's doc_type wins
     assert _field(message, "PV1", 19) == ""
-
-
-def test_identifiers_are_stable_and_distinct_where_the_contract_says() -> None:
-    control = message_control_id(delivery_id=7, target="mllp://h:1")
-    assert control == message_control_id(delivery_id=7, target="mllp://h:1")
-    assert len(control) == 20
-    assert control != message_control_id(delivery_id=8, target="mllp://h:1")
-    assert control != message_control_id(delivery_id=7, target="mllp://h:1", series=1)
-    number = document_number("v")
-    assert number == document_number("v")
-    assert number != document_number("w")
 
 
 def test_a_recording_without_a_patient_id_is_not_sent() -> None:

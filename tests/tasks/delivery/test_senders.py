@@ -30,10 +30,12 @@ def _outgoing(metadata: dict[str, str]) -> Outgoing:
         content_sha256="ab" * 32,
         version="v1",
         created_at=datetime(2026, 5, 1, tzinfo=UTC),
+        document_id="MEDASR-0001",
+        recording_id="urn:uuid:00000000-0000-5000-8000-000000000001",
         metadata=metadata,
     )
     item = ItemRecord.__new__(ItemRecord)  # the MLLP sender reads the note only
-    return Outgoing(delivery_id=1, item=item, note=note)
+    return Outgoing(delivery_id=1, item=item, note=note, control_id="STORE0011-0")
 
 
 def _sender(port: int, *, resends: int = 2) -> MllpSender:

@@ -1,0 +1,306 @@
+"""The night benchmark: medasr against the script a hospital would otherwise write.
+
+Run from the repository root: `.venv/bin/python bench/night_bench.py [--files 600]`.
+The workload of a real night in miniature (bench/night_workload.py): ~15 s dictations
+in wav, mp3 and m4a, mono and stereo, 8 to 44.1 kHz. The service is `medasr devserver
+--latency-ms 250 --engine default` on loopback in its own process: every upload is read
+as a WAV and its tones decoded, as a real service decodes what it gets. In one process,
+taking turns round by round:
+
+* the naive script: `find | xargs -P8 sh -c 'ffmpeg ... -ac 1 -ar 16000 t.wav && curl
+  -F file=@t.wav ...'` with the bundled ffmpeg and the system curl;
+* `medasr run` with MEDASR_CONCURRENCY=8, start-up included, in a PREFECT_HOME used
+  before (warmed by a run over an empty folder), each time on a copy of the SQLite
+  store that run migrated (a store used before, no items in it);
+* the same `medasr run` over one recording (start-and-stop CPU);
+* once, medasr against `--capacity 3 --retry-after-s 1` (429 beyond 3 in flight).
+
+CPU seconds come from /proc (bench/pipeline_procs.py): medasr's own process, Prefect's
+temporary server (its Python child), ffmpeg (the rest of its children), the devserver.
+The machine may be shared: the ratios within a round are the figures that hold.
+`--before DIR` runs another checkout's medasr (`git archive REV | tar -x -C DIR`) in
+each round too, against the same naive run. `--profile DIR` also runs medasr once with
+py-spy attached to its process and to Prefect's server (`--gil`: CPU in Python).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from night_workload import recordings
+from pipeline_procs import (
+    MEDASR,
+    DevServer,
+    RunResult,
+    _descendants,
+    machine,
+    machine_cpu_s,
+    medasr_env,
+    run_measured,
+    scratch_dir,
+)
+
+from tasks.audio import find_ffmpeg
+
+LATENCY_MS = 250
+CONCURRENCY = 8
+CAPACITY = 3
+TEMPLATE_DB = "medasr-migrated.db"  # a store used before: migrated, no items
+ENGINE = ["--engine", "default"]
+ROOT = MEDASR.parents[2]
+CODE = ["config", "flows", "service", "storage", "tasks"]
+NAIVE_SCRIPT = r"""
+find "$SRC" -type f -print0 |
+xargs -0 -P8 -I{} sh -c '
+  out=$(mktemp -p "$OUT" --suffix=.wav)
+  "$FFMPEG" -nostdin -loglevel error -y -i "$1" -ac 1 -ar 16000 "$out" &&
+  curl -sS -f -H "Authorization: Bearer $TOKEN" -F "file=@$out;type=audio/wav" \
+    "$URL/voice/get-asr?language=en-IN" > "$out.json"
+  rm -f "$out"
+' _ {}
+"""
+
+
+@dataclass
+class Measured:
+    """One measured command: its wall, CPU by process, and the devserver's ledger."""
+
+    wall_s: float
+    medasr_s: float  # the command's own process (bash for the naive script)
+    ffmpeg_s: float  # its children but Prefect's server (ffmpeg, and curl for the naive)
+    server_s: float  # Prefect's temporary server
+    service_s: float  # the devserver
+    first_request_s: float  # spawn to the first request's arrival
+    answers: int
+    window_ratio: float = 0.0  # answers per second over the ledger's window / the bound
+    prefects_own_servers: int = 0  # servers Prefect started by itself inside medasr
+
+    @property
+    def ours_s(self) -> float:
+        return self.medasr_s + self.server_s
+
+
+def measure(
+    command: list[str], *, env: dict[str, str], work: Path, server: DevServer, naive: bool = False
+) -> Measured:
+    """Run `command` against `server`, reading CPU and the ledger afterwards."""
+    service_before = server.cpu_s()
+    spawned_at = time.time()
+    result: RunResult = run_measured(command, env=env, cwd=work)
+    if result.returncode != 0:
+        sys.exit(f"{command[:2]} exited {result.returncode}:\n{result.output[-3000:]}")
+    entries = [json.loads(line) for line in server.ledger.read_text().splitlines()]
+    answered = [e for e in entries if e["status"] == 200]
+    first = min((e["time"] for e in entries), default=spawned_at)
+    ratio = 0.0
+    if answered:
+        end = max(e["time"] for e in answered) + LATENCY_MS / 1000
+        ratio = len(answered) / (end - first) / (CAPACITY / (LATENCY_MS / 1000))
+    return Measured(
+        wall_s=result.wall_s,
+        medasr_s=result.own_cpu_s,
+        # The naive script's tree is all ffmpeg, curl and sh: every child is its work.
+        ffmpeg_s=result.children_cpu_s if naive else result.ffmpeg_cpu_s,
+        server_s=0.0 if naive else result.prefect_server_cpu_s,
+        service_s=server.cpu_s() - service_before,
+        first_request_s=first - spawned_at,
+        answers=len(answered),
+        window_ratio=ratio,
+        prefects_own_servers=result.output.count("Starting temporary server on"),
+    )
+
+
+def run_naive(source: Path, *, work: Path) -> Measured:
+    """The naive script over `source` against a fresh devserver."""
+    out = work / "naive-out"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=ENGINE) as server:
+        env = dict(os.environ) | {
+            "SRC": str(source),
+            "OUT": str(out),
+            "FFMPEG": find_ffmpeg(),
+            "TOKEN": server.token,
+            "URL": server.url,
+        }
+        return measure(["bash", "-c", NAIVE_SCRIPT], env=env, work=work, server=server, naive=True)
+
+
+def medasr(code: Path | None, *args: str) -> list[str]:
+    """`medasr ARGS`: the installed one, or the checkout at `code` with this environment."""
+    if code is None:
+        return [str(MEDASR), *args]
+    launcher = (
+        f"import sys; sys.path.insert(0, {str(code)!r}); sys.argv[0] = 'medasr'; "
+        "from flows.cli import main; main()"
+    )
+    return [str(MEDASR.parent / "python"), "-c", launcher, *args]
+
+
+def run_medasr(
+    source: Path, *, work: Path, home: Path, capacity: bool = False, code: Path | None = None
+) -> Measured:
+    """`medasr run SOURCE` against a fresh devserver and store, in the used `home`."""
+    extra = ["--capacity", str(CAPACITY), "--retry-after-s", "1"] if capacity else []
+    fresh_store(work)
+    with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=[*ENGINE, *extra]) as server:
+        env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
+        command = medasr(code, "run", str(source), "--language", "en-IN")
+        return measure(command, env=env, work=work, server=server)
+
+
+def fresh_store(work: Path) -> None:
+    """work/medasr.db: a copy of the migrated store, no write-ahead log of an earlier run."""
+    for leftover in ("medasr.db-wal", "medasr.db-shm"):
+        (work / leftover).unlink(missing_ok=True)
+    shutil.copyfile(work / TEMPLATE_DB, work / "medasr.db")
+
+
+def warm_home(home: Path, *, work: Path) -> None:
+    """A run over an empty folder: Prefect's database and medasr's store migrated, as on
+    a nightly host; each measured run starts from a copy of that store."""
+    empty = work / "empty"
+    empty.mkdir(exist_ok=True)
+    with DevServer(latency_ms=LATENCY_MS, work=work) as server:
+        env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
+        command = [str(MEDASR), "run", str(empty), "--language", "en-IN"]
+        subprocess.run(command, env=env, cwd=work, capture_output=True, check=True)
+    shutil.copyfile(work / "medasr.db", work / TEMPLATE_DB)
+
+
+def profile(source: Path, *, work: Path, home: Path, out_dir: Path) -> None:
+    """medasr once, its process and Prefect's server each under py-spy (CPU mode)."""
+    py_spy = str(MEDASR.parent / "py-spy")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fresh_store(work)
+    with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=ENGINE) as server:
+        env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
+        command = [str(MEDASR), "run", str(source), "--language", "en-IN"]
+        medasr = subprocess.Popen(command, env=env, cwd=work, stdout=subprocess.DEVNULL)
+        spies = [_spy(py_spy, medasr.pid, out_dir / "medasr.collapsed")]
+        try:
+            while medasr.poll() is None and len(spies) == 1:
+                for pid, _comm in _descendants(medasr.pid):
+                    if "uvicorn" in _cmdline(pid):
+                        spies.append(_spy(py_spy, pid, out_dir / "server.collapsed"))
+                        break
+                time.sleep(0.05)
+            medasr.wait()
+        finally:
+            if medasr.poll() is None:
+                medasr.kill()
+                medasr.wait()
+            for spy in spies:
+                spy.wait()
+    print(f"profiles: {out_dir}/medasr.collapsed, server.collapsed (collapsed stacks)")
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _spy(py_spy: str, pid: int, out: Path) -> subprocess.Popen[bytes]:
+    command = [py_spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--gil",
+               "--nonblocking", "-o", str(out)]  # fmt: skip
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def per_recording_ms(run: Measured, one: Measured, *, files: int, field: str) -> float:
+    """CPU ms per recording of `field` beyond the start-and-stop run's."""
+    return 1000 * (getattr(run, field) - getattr(one, field)) / max(files - 1, 1)
+
+
+def report(files: int, rounds: list[dict[str, Measured]], capacity: Measured | None) -> None:
+    """The figures of every round, then the median of each ratio."""
+    bound_s = files * LATENCY_MS / 1000 / CONCURRENCY
+    print(f"\n{files} recordings; request bound {files} x {LATENCY_MS} ms / {CONCURRENCY}"
+          f" = {bound_s:.1f} s; {machine()}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    header = ("round | naive wall | medasr wall | ratio | first req | CPU s: medasr / server"
+              " / ffmpeg / service | naive CPU s: sh+ffmpeg+curl / service")  # fmt: skip
+    print(header)
+    ratios = []
+    for number, r in enumerate(rounds, 1):
+        naive, med = r["naive"], r["medasr"]
+        ratios.append(naive.wall_s / med.wall_s)
+        print(
+            f"{number} | {naive.wall_s:.1f} s | {med.wall_s:.1f} s | {ratios[-1]:.2f}x |"
+            f" {med.first_request_s:.2f} s | {med.medasr_s:.1f} / {med.server_s:.1f} /"
+            f" {med.ffmpeg_s:.1f} / {med.service_s:.1f} |"
+            f" {naive.medasr_s + naive.ffmpeg_s:.1f} / {naive.service_s:.1f}"
+        )
+        if med.prefects_own_servers:
+            print(f"  ! Prefect started {med.prefects_own_servers} server(s) of its own mid-run")
+    print("per recording beyond start-and-stop (ms CPU): round | medasr | server | ffmpeg"
+          " | start-and-stop CPU s (medasr + server)")  # fmt: skip
+    for number, r in enumerate(rounds, 1):
+        med, one = r["medasr"], r["one"]
+        cells = [per_recording_ms(med, one, files=files, field=f)
+                 for f in ("medasr_s", "server_s", "ffmpeg_s")]  # fmt: skip
+        print(f"{number} | {cells[0]:.1f} | {cells[1]:.1f} | {cells[2]:.1f} |"
+              f" {one.ours_s:.1f} ({one.medasr_s:.1f} + {one.server_s:.1f})")  # fmt: skip
+    print(f"ratio to the naive script: median {statistics.median(ratios):.2f}x "
+          f"(spread {min(ratios):.2f}-{max(ratios):.2f})")  # fmt: skip
+    if capacity is not None:
+        print(f"capacity {CAPACITY} window: {capacity.window_ratio:.2f} of its bound"
+              f" ({capacity.answers} answers, wall {capacity.wall_s:.1f} s)")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--files", type=int, default=600, help="recordings (600 for the record)")
+    parser.add_argument("--rounds", type=int, default=2, help="naive/medasr turns (0: none)")
+    parser.add_argument("--skip-capacity", action="store_true")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout's medasr, taking turns with this one"
+    )
+    parser.add_argument("--profile", type=Path, help="also a py-spy profile into this folder")
+    args = parser.parse_args()
+    source, one = recordings(args.files), recordings(1)
+    # As installed: byte-compiled (PYTHONDONTWRITEBYTECODE would recompile every start).
+    for code in [ROOT, *([args.before] if args.before else [])]:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", *CODE], cwd=code, check=False)
+    rounds: list[dict[str, Measured]] = []
+    befores: list[dict[str, Measured]] = []  # the --before checkout, same naive runs
+    capacity = None
+    with scratch_dir("medasr-night-") as work:
+        home = work / "prefect-home"
+        warm_home(home, work=work)
+        for number in range(args.rounds):
+            print(f"round {number + 1}: naive, medasr, one recording ...", flush=True)
+            before = machine_cpu_s()
+            naive = run_naive(source, work=work)
+            med = run_medasr(source, work=work, home=home)
+            single = run_medasr(one, work=work, home=home)
+            rounds.append({"naive": naive, "medasr": med, "one": single})
+            if args.before:
+                before_med = run_medasr(source, work=work, home=home, code=args.before)
+                before_one = run_medasr(one, work=work, home=home, code=args.before)
+                befores.append({"naive": naive, "medasr": before_med, "one": before_one})
+            print(f"   machine CPU during the round: {machine_cpu_s() - before:.0f} s", flush=True)
+        if not args.skip_capacity:
+            print("capacity 3 ...", flush=True)
+            capacity = run_medasr(source, work=work, home=home, capacity=True)
+        if args.profile:
+            profile(source, work=work, home=home, out_dir=args.profile)
+    if befores:
+        print(f"\n=== before: {args.before}")
+        report(args.files, befores, None)
+        print("\n=== this checkout")
+    if rounds:
+        report(args.files, rounds, capacity)
+
+
+if __name__ == "__main__":
+    main()

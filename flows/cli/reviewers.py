@@ -1,0 +1,111 @@
+"""`medasr reviewers add|list|disable|unlock`: accounts of the review workstation.
+
+`add NAME [--role reviewer|admin] --password-stdin` reads the password from standard
+input (never from an argument: arguments are visible to every user of the host, and
+kept in shell histories). Each change is an event of the audit trail.
+Exit codes: 0 done, 2 usage (bad name, name taken, unknown name, no password), 1 store.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from audit import AuditAction, command_actor, record_event
+from config.errors import ConfigError
+from config.settings import load_settings
+from flows.cli.store import _command_errors
+from storage import open_review_store
+from storage.review_interface import ReviewStore
+from tasks.review.accounts import ROLES, add_reviewer, check_name
+
+reviewers_app = typer.Typer(
+    help="Accounts of the review workstation (`medasr web`).", no_args_is_help=True
+)
+
+
+@reviewers_app.command("add")
+def add_command(
+    name: Annotated[str, typer.Argument(help="The account's name.")],
+    role: Annotated[str, typer.Option("--role", help=f"One of {', '.join(ROLES)}.")] = "reviewer",
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Read the password from standard input.")
+    ] = False,
+) -> None:
+    """Create an account; the password is read from standard input."""
+    with _command_errors():
+        if not password_stdin:
+            raise ConfigError("give the password on standard input with --password-stdin")
+        password = sys.stdin.readline().rstrip("\r\n")
+        store = _open()
+        try:
+            with store.unit_of_work() as uow:
+                reviewer = add_reviewer(uow, name=name, role=role, password=password)
+                record_event(
+                    uow,
+                    action=AuditAction.REVIEWER_ADDED,
+                    actor=command_actor(),
+                    target=reviewer.name,
+                    detail={"role": reviewer.role},
+                )
+        finally:
+            store.dispose()
+        typer.echo(f"added {reviewer.role} {reviewer.name}")
+
+
+@reviewers_app.command("list")
+def list_command() -> None:
+    """List accounts: name, role, state."""
+    with _command_errors():
+        store = _open()
+        try:
+            with store.unit_of_work(read_only=True) as uow:
+                reviewers = uow.reviewers.list_reviewers()
+                now = uow.reviewers.now()
+        finally:
+            store.dispose()
+        typer.echo("name\trole\tstate")
+        for reviewer in reviewers:
+            state = "active"
+            if reviewer.disabled:
+                state = "disabled"
+            elif reviewer.locked_until is not None and reviewer.locked_until > now:
+                state = f"locked until {reviewer.locked_until.isoformat(timespec='seconds')}"
+            typer.echo(f"{reviewer.name}\t{reviewer.role}\t{state}")
+
+
+@reviewers_app.command("disable")
+def disable_command(name: Annotated[str, typer.Argument(help="The account's name.")]) -> None:
+    """Disable an account and end its sessions."""
+    with _command_errors():
+        _change(name, disable=True)
+        typer.echo(f"disabled {name}")
+
+
+@reviewers_app.command("unlock")
+def unlock_command(name: Annotated[str, typer.Argument(help="The account's name.")]) -> None:
+    """Unlock an account locked by wrong passwords."""
+    with _command_errors():
+        _change(name, disable=False)
+        typer.echo(f"unlocked {name}")
+
+
+def _change(name: str, *, disable: bool) -> None:
+    check_name(name)
+    store = _open()
+    try:
+        with store.unit_of_work() as uow:
+            if disable:
+                uow.reviewers.set_disabled(name, disabled=True)
+            else:
+                uow.reviewers.unlock(name)
+            action = AuditAction.REVIEWER_DISABLED if disable else AuditAction.REVIEWER_UNLOCKED
+            record_event(uow, action=action, actor=command_actor(), target=name)
+    finally:
+        store.dispose()
+
+
+def _open() -> ReviewStore:
+    return open_review_store(load_settings().storage)

@@ -1,0 +1,204 @@
+"""One plan for the real run and the dry run: which rows a delivery to a target sends.
+
+The real run plans (requeue, resend what a deduplicating target may resend, a pending
+row per new version) in short transactions, then claims rows on the work queue. The dry
+run runs the very same steps and the same claims inside ONE transaction that it rolls
+back, taking every claimed row as answered: what it counts is what the real run would
+send to that target, in-doubt rows and failures that are not retried left out. On
+SQLite the dry run holds the write lock for that transaction (seconds per 10^4 rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from storage.interface import UnitOfWorkFactory
+from storage.owners import new_lease_owner
+from storage.records import WantedDelivery
+from storage.versions import item_version
+from tasks.delivery.documents import DocsQuery
+from tasks.delivery.targets import Target, TargetKind
+
+_PAGE = 500
+_DRY_RUN_LEASE_S = 3600.0  # never seen by anyone: the transaction is rolled back
+
+
+def plan_deliveries(
+    store: UnitOfWorkFactory,
+    *,
+    language: str | None,
+    format_name: str,
+    max_attempts: int,
+    resend_in_doubt: bool = False,
+    target: str = "docs",
+) -> tuple[int, int]:
+    """Queue every done transcript version not yet seen by `target` (its canonical name);
+    returns (added, requeued).
+
+    `resend_in_doubt`: the target's in-doubt rows go back to pending too (in requeued).
+    """
+    with store.unit_of_work() as uow:
+        requeued = requeue_deliveries(
+            uow,
+            language=language,
+            max_attempts=max_attempts,
+            resend_in_doubt=resend_in_doubt,
+            target=target,
+        )
+    added = 0
+    after: int | None = 0
+    while after is not None:
+        with store.unit_of_work() as uow:
+            more, after = plan_page(
+                uow, language=language, after_id=after, format_name=format_name, target=target
+            )
+        added += more
+    return added, requeued
+
+
+def requeue_deliveries(
+    uow: Any, *, language: str | None, max_attempts: int, resend_in_doubt: bool, target: str
+) -> int:
+    """Take back dead claims, requeue retryable failures (and the target's in-doubt rows
+    when it may resend them); how many went back to pending."""
+    uow.deliveries.release_dead_local_deliveries()  # sent ones become in_doubt
+    requeued = int(uow.deliveries.requeue_delivery_failures(max_attempts=max_attempts))
+    if resend_in_doubt:
+        requeued += int(uow.deliveries.resend_in_doubt(language=language, target=target))
+    return requeued
+
+
+def plan_page(
+    uow: Any, *, language: str | None, after_id: int, format_name: str, target: str
+) -> tuple[int, int | None]:
+    """Plan one page of done items after `after_id`; (rows added, the next page's
+    after_id, None once every page is planned)."""
+    page = uow.items.done_items_page(language=language, after_id=after_id, limit=_PAGE)
+    if not page:
+        return 0, None
+    wanted = [
+        WantedDelivery(item_id=i.id, language=i.language, version=item_version(i), target=target)
+        for i in page
+    ]
+    return int(uow.deliveries.plan_deliveries(wanted, format_name=format_name)), page[-1].id
+
+
+@dataclass
+class PlanPreview:
+    """What a real run to one target would do (counts of documents)."""
+
+    documents_to_send: int = 0
+    already_delivered: int = 0
+    missing_metadata: int = 0
+    unlinked: int = 0  # of those to send: no patient link, filed on purpose
+    in_doubt: int = 0  # every target's, as the real run's summary counts them
+    waiting: int = 0  # newer versions behind one in doubt
+    not_retried: int = 0  # this target's failures no run retries (AR, attempts spent)
+
+
+@dataclass(frozen=True)
+class PlanRules:
+    """What a document needs, as the real run's senders check it."""
+
+    needed: tuple[str, ...]  # manifest columns without which it fails (metadata_missing)
+    linked: Callable[[Mapping[str, str]], bool]  # whether it names its patient
+
+
+class _RolledBack(Exception):
+    def __init__(self, preview: PlanPreview) -> None:
+        super().__init__("dry run")
+        self.preview = preview
+
+
+def preview_deliveries(
+    store: UnitOfWorkFactory,
+    *,
+    language: str | None,
+    format_name: str,
+    max_attempts: int,
+    resend_in_doubt: bool,
+    target: str,
+    rules: PlanRules,
+    manifest: Mapping[str, Mapping[str, str]] | None = None,
+) -> PlanPreview:
+    """The real run's plan and claims, rolled back; `manifest` stored first as it would be."""
+    try:
+        with store.unit_of_work() as uow:
+            if manifest:
+                uow.items.set_item_metadata(manifest, language=language)
+            preview = PlanPreview()
+            requeue_deliveries(
+                uow,
+                language=language,
+                max_attempts=max_attempts,
+                resend_in_doubt=resend_in_doubt,
+                target=target,
+            )
+            after: int | None = 0
+            while after is not None:
+                preview.already_delivered += _current_delivered(uow, language, after, target)
+                _, after = plan_page(
+                    uow, language=language, after_id=after, format_name=format_name, target=target
+                )
+            _claim_all(uow, preview, language=language, target=target, rules=rules)
+            _count_left(uow, preview, target=target)
+            raise _RolledBack(preview)
+    except _RolledBack as done:
+        return done.preview
+
+
+def _current_delivered(uow: Any, language: str | None, after_id: int, target: str) -> int:
+    page = uow.items.done_items_page(language=language, after_id=after_id, limit=_PAGE)
+    delivered = uow.deliveries.delivered_versions([i.id for i in page], target=target)
+    return sum(1 for i in page if item_version(i) in delivered.get(i.id, ()))
+
+
+def _claim_all(
+    uow: Any, preview: PlanPreview, *, language: str | None, target: str, rules: PlanRules
+) -> None:
+    """Claim as the real run does, each claimed row taken as answered, until none is left."""
+    owner = new_lease_owner()
+    while True:
+        claimed = uow.deliveries.claim_deliveries(
+            owner=owner, language=language, limit=_PAGE, lease_s=_DRY_RUN_LEASE_S, target=target
+        )
+        if not claimed:
+            return
+        for row in claimed:
+            item = uow.items.get_item(row.item_id)
+            columns = item.metadata if item is not None else {}
+            if item is None or any(not columns.get(name) for name in rules.needed):
+                preview.missing_metadata += 1
+                uow.deliveries.record_delivery_failed(
+                    row.id,
+                    lease_token=row.lease_token,
+                    error_kind="metadata_missing",
+                    message="",
+                    retryable=False,
+                )
+                continue
+            preview.documents_to_send += 1
+            preview.unlinked += not rules.linked(columns)
+            uow.deliveries.record_delivered(row.id, lease_token=row.lease_token, response={})
+
+
+def _count_left(uow: Any, preview: PlanPreview, *, target: str) -> None:
+    for count in uow.deliveries.delivery_counts_by_target():
+        mine = count.target == target
+        if count.status == "in_doubt":
+            preview.in_doubt += count.rows
+        elif mine and count.status == "pending":
+            preview.waiting += count.rows
+        elif mine and count.status == "failed":
+            preview.not_retried += count.rows - preview.missing_metadata
+
+
+def plan_rules(target: Target, query: DocsQuery, *, allow_unlinked: bool) -> PlanRules:
+    """Manifest columns a document needs: the query's for docs, patient_id for MDM (PID-3)
+    and for FHIR (subject) unless filed unlinked on purpose."""
+    if target.kind is TargetKind.DOCS:
+        return PlanRules(needed=query.fields, linked=lambda _: bool(query.fields))
+    needed = () if target.kind is TargetKind.FHIR and allow_unlinked else ("patient_id",)
+    return PlanRules(needed=needed, linked=lambda columns: bool(columns.get("patient_id")))

@@ -1,0 +1,7 @@
+"""The review workstation's decisions as plain functions over a unit of work.
+
+accounts.py: reviewers' passwords (argon2id) and sign-in with lockout; decisions.py:
+save a draft, finalize, accept as is, send back. The faces (web/, the command line)
+call these and write each decision's audit event (audit.record_event) in the same unit
+of work; nothing here is Prefect.
+"""

@@ -1,0 +1,75 @@
+"""Recordings held for review in a real store, and reviewers, for the review tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from storage.audit_records import AuditEvent, AuditFilter
+from storage.records import ItemRecord
+from storage.review_interface import ReviewStore
+from storage.sources import SourceFile
+from tasks.review.accounts import add_reviewer
+
+LANG = "en-IN"
+PASSWORD = "correct horse battery"
+
+
+@dataclass(frozen=True)
+class Segment:
+    start_ms: int
+    end_ms: int
+    text: str
+
+
+def add_transcribed(
+    store: ReviewStore,
+    uri: str,
+    *,
+    segments: Sequence[Segment],
+    flags: Sequence[str] = ("repetition",),
+    language: str = LANG,
+    sha256: str = "ab" * 32,
+) -> int:
+    """Register, claim and finish one recording with these chunks; returns its id."""
+    with store.unit_of_work() as uow:
+        uow.items.register_items([SourceFile(uri, 10, "v1")], language=language)
+        [claimed] = uow.items.claim_batch(
+            owner="w", language=language, limit=1, lease_s=60, uris=[uri]
+        )
+        token = claimed.lease_token
+        uow.items.set_fingerprint(claimed.id, sha256=sha256, size_bytes=10, lease_token=token)
+        for index, segment in enumerate(segments, start=1):
+            uow.chunks.record_chunk_result(
+                claimed.id, lease_token=token, index=index, start_ms=segment.start_ms,
+                end_ms=segment.end_ms, size_bytes=9, text=segment.text,
+            )  # fmt: skip
+        uow.items.finish_item(
+            claimed.id, lease_token=token, text=" ".join(s.text for s in segments),
+            duration_ms=segments[-1].end_ms if segments else 0, chunk_count=len(segments),
+            extras={}, flags=list(flags),
+        )  # fmt: skip
+    return claimed.id
+
+
+def get_item(store: ReviewStore, item_id: int) -> ItemRecord:
+    with store.unit_of_work(read_only=True) as uow:
+        found = uow.items.get_item(item_id)
+    assert found is not None
+    return found
+
+
+def add_account(store: ReviewStore, name: str, *, role: str = "reviewer") -> None:
+    with store.unit_of_work() as uow:
+        add_reviewer(uow, name=name, role=role, password=PASSWORD)
+
+
+def audit_events(store: ReviewStore) -> list[AuditEvent]:
+    """Every event of the audit trail, oldest first."""
+    with store.unit_of_work(read_only=True) as uow:
+        return list(uow.audit.events(AuditFilter()))
+
+
+def audit_actions(store: ReviewStore) -> list[str]:
+    """The actions of the audit trail, oldest first."""
+    return [event.action for event in audit_events(store)]

@@ -1,0 +1,205 @@
+"""GET /items/ID/audio?start_ms=S&end_ms=E: a stretch of a recording as WAV, on demand.
+
+The original file is decoded by ffmpeg from the stretch's offset (`-ss` before `-i`:
+ffmpeg seeks in the file first, then decodes, so the first byte of minute 50 does not
+wait for 50 minutes of decoding) to 16 kHz mono PCM, streamed straight to the browser:
+no decoded audio is written anywhere. The length is known before decoding (44-byte
+header + 2 bytes a sample), so HTTP Range requests are answered (206) by starting the
+decode at the sample the range begins with; that is how the browser's player seeks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import struct
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
+
+from audit import AuditAction, record_event
+from storage.records import ItemRecord, WebSessionRecord
+from storage.review_interface import ReviewUnitOfWork
+from tasks.audio.ffmpeg import find_ffmpeg, input_arg
+from tasks.discovery.names import recording_name
+from web.context import in_unit_of_work
+
+RATE_HZ = 16_000
+SAMPLES_PER_MS = RATE_HZ // 1000
+HEADER_BYTES = 44
+_READ_BYTES = 64 * 1024
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """Which part of which file, and how many samples it holds."""
+
+    path: Path
+    start_ms: int
+    samples: int
+
+    @property
+    def total_bytes(self) -> int:
+        """The whole WAV's size: header and samples."""
+        return HEADER_BYTES + 2 * self.samples
+
+
+async def audio(request: Request, session: WebSessionRecord) -> Response:
+    """A stretch of the recording as audio/wav, whole or the byte range asked for."""
+    item_id = int(request.path_params["item_id"])
+    item = await in_unit_of_work(request, lambda uow: uow.items.get_item(item_id), read_only=True)
+    if item is None:
+        return PlainTextResponse(f"there is no recording {item_id}", status_code=404)
+    stretch = _stretch(item, request)
+    if isinstance(stretch, Response):
+        return stretch
+    wanted = byte_range(request.headers.get("range"), total=stretch.total_bytes)
+    if wanted is None:
+        return PlainTextResponse(
+            "range not satisfiable",
+            status_code=416,
+            headers={"content-range": f"bytes */{stretch.total_bytes}"},
+        )
+    first, last = wanted
+
+    def served(uow: ReviewUnitOfWork) -> None:
+        name = recording_name(item.source_uri, roots=uow.runs.run_sources())
+        end_ms = stretch.start_ms + stretch.samples // SAMPLES_PER_MS
+        detail: dict[str, str | int] = {
+            "start_ms": stretch.start_ms, "end_ms": end_ms, "bytes": f"{first}-{last}"
+        }  # fmt: skip
+        record_event(uow, action=AuditAction.AUDIO_SERVED, actor=session.reviewer.name,
+                     item_id=item.id, path=name, detail=detail)  # fmt: skip
+
+    await in_unit_of_work(request, served)
+    headers = {"accept-ranges": "bytes", "content-length": str(last - first + 1)}
+    partial = request.headers.get("range") is not None
+    if partial:
+        headers["content-range"] = f"bytes {first}-{last}/{stretch.total_bytes}"
+    return StreamingResponse(
+        wav_bytes(stretch, first=first, last=last),
+        status_code=206 if partial else 200,
+        media_type="audio/wav",
+        headers=headers,
+    )
+
+
+def _stretch(item: ItemRecord, request: Request) -> Stretch | Response:
+    path = local_path(item.source_uri)
+    if path is None:
+        return PlainTextResponse(
+            "this recording's source is not a local file; its audio is not served here",
+            status_code=501,
+        )
+    duration_ms = item.duration_ms or 0
+    try:
+        start_ms = int(request.query_params.get("start_ms") or 0)
+        end_ms = int(request.query_params.get("end_ms") or duration_ms)
+    except ValueError:
+        return PlainTextResponse("start_ms and end_ms are whole milliseconds", status_code=400)
+    if not 0 <= start_ms < end_ms <= max(duration_ms, 1):
+        return PlainTextResponse(
+            f"start_ms and end_ms must satisfy 0 <= start_ms < end_ms <= {duration_ms}",
+            status_code=400,
+        )
+    if not path.is_file():
+        return PlainTextResponse("the recording's file is not there any more", status_code=404)
+    return Stretch(path=path, start_ms=start_ms, samples=(end_ms - start_ms) * SAMPLES_PER_MS)
+
+
+def local_path(uri: str) -> Path | None:
+    """The local file a source URI names, or None for a remote one."""
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path))
+    if "://" in uri:
+        return None
+    return Path(uri)
+
+
+def byte_range(header: str | None, *, total: int) -> tuple[int, int] | None:
+    """(first, last) bytes asked for (the whole without a header); None if unsatisfiable.
+    One range only: a multi-range request gets its first range."""
+    if header is None:
+        return 0, total - 1
+    found = _RANGE.match(header.split(",")[0].strip())
+    if found is None:
+        return 0, total - 1
+    start, end = found.groups()
+    if start == "":  # the last N bytes
+        if end == "" or int(end) == 0:
+            return None
+        return max(total - int(end), 0), total - 1
+    first = int(start)
+    last = min(int(end), total - 1) if end else total - 1
+    if first >= total or last < first:
+        return None
+    return first, last
+
+
+def wav_header(samples: int) -> bytes:
+    """The 44-byte header of 16 kHz mono 16-bit PCM holding `samples` samples."""
+    data = 2 * samples
+    return (
+        b"RIFF"
+        + struct.pack("<I", 36 + data)
+        + b"WAVEfmt "
+        + struct.pack("<IHHIIHH", 16, 1, 1, RATE_HZ, RATE_HZ * 2, 2, 16)
+        + b"data"
+        + struct.pack("<I", data)
+    )
+
+
+async def wav_bytes(stretch: Stretch, *, first: int, last: int) -> AsyncIterator[bytes]:
+    """Bytes `first`..`last` of the stretch's WAV: header, then ffmpeg's PCM from the
+    sample the range starts in (silence pads a file shorter than its stored duration)."""
+    header = wav_header(stretch.samples)
+    if first < HEADER_BYTES:
+        yield header[first : min(last + 1, HEADER_BYTES)]
+    if last < HEADER_BYTES:
+        return
+    pcm_first = max(first - HEADER_BYTES, 0)
+    sample = pcm_first // 2
+    skip = pcm_first - 2 * sample
+    wanted = last - HEADER_BYTES - pcm_first + 1
+    async for piece in _decoded(stretch, sample=sample, skip=skip, wanted=wanted):
+        yield piece
+
+
+async def _decoded(
+    stretch: Stretch, *, sample: int, skip: int, wanted: int
+) -> AsyncIterator[bytes]:
+    offset_s = stretch.start_ms / 1000 + sample / RATE_HZ
+    length_s = (stretch.samples - sample) / RATE_HZ
+    process = await asyncio.create_subprocess_exec(
+        find_ffmpeg(), "-nostdin", "-hide_banner", "-loglevel", "error",
+        "-ss", f"{offset_s:.6f}", "-i", input_arg(stretch.path), "-t", f"{length_s:.6f}",
+        "-vn", "-ac", "1", "-ar", str(RATE_HZ), "-f", "s16le", "-acodec", "pcm_s16le", "pipe:1",
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+        while wanted > 0:
+            piece = await process.stdout.read(_READ_BYTES)
+            if not piece:
+                break
+            if skip:
+                piece, skip = piece[skip:], max(skip - len(piece), 0)
+            piece = piece[:wanted]
+            wanted -= len(piece)
+            if piece:
+                yield piece
+        while wanted > 0:  # the file ended early: silence, so the length stays as announced
+            pad = min(wanted, _READ_BYTES)
+            wanted -= pad
+            yield bytes(pad)
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()

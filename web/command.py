@@ -1,0 +1,91 @@
+"""`medasr web [--host 127.0.0.1] [--port 8770]`: serve the review workstation until stopped.
+
+Any host other than loopback needs TLS (MEDASR_WEB__TLS_CERT and MEDASR_WEB__TLS_KEY):
+patient data does not cross a network in clear text unless MEDASR_ALLOW_INSECURE_HTTP=true
+says so on purpose. A refusal is one line and exit code 2, before anything listens.
+Uvicorn's access log stays off: a URL can hold a recording's path.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
+from config.settings import Settings, load_settings
+from storage import open_review_store
+from tasks.discovery.names import one_line
+from web.app import build_app
+
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
+
+
+def web_command(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port.")] = 8770,
+) -> None:
+    """Serve the review workstation: read, hear and correct transcripts in a browser.
+
+    Accounts: `medasr reviewers add NAME --password-stdin`. Settings: MEDASR_WEB__IDLE_TIMEOUT_S
+    (900: a session ends after that many idle seconds), MEDASR_WEB__LOCKOUT_S (900: the lock
+    after 5 wrong passwords), MEDASR_WEB__TLS_CERT and MEDASR_WEB__TLS_KEY (needed for a
+    --host other than loopback, unless MEDASR_ALLOW_INSECURE_HTTP=true), and
+    MEDASR_REVIEW__REQUIRED=flagged|all (which new transcripts wait for a person).
+    """
+    try:
+        settings = load_settings()
+        tls = check_transport(settings, host=host)
+        store = open_review_store(settings.storage)
+    except ConfigError as exc:
+        typer.echo(f"medasr: configuration error: {one_line(str(exc))}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    except MedasrError as exc:
+        typer.echo(f"medasr: {one_line(str(exc))}", err=True)
+        raise typer.Exit(EXIT_SOME_FAILED) from None
+    web = settings.web
+    app = build_app(store, web=web, tls=tls)
+    scheme = "https" if tls else "http"
+    typer.echo(f"medasr web: serving the review workstation on {scheme}://{host}:{port}/")
+    try:
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            ssl_certfile=str(web.tls_cert) if tls and web.tls_cert else None,
+            ssl_keyfile=str(web.tls_key) if tls and web.tls_key else None,
+            access_log=False,
+            server_header=False,
+            log_level="warning",
+        )
+    finally:
+        store.dispose()
+
+
+def check_transport(settings: Settings, *, host: str) -> bool:
+    """True when TLS is configured; raises ConfigError for plain HTTP off loopback."""
+    web = settings.web
+    if (web.tls_cert is None) != (web.tls_key is None):
+        raise ConfigError("MEDASR_WEB__TLS_CERT and MEDASR_WEB__TLS_KEY go together; set both")
+    for path in (web.tls_cert, web.tls_key):
+        if path is not None and not path.is_file():
+            raise ConfigError(f"TLS file not found: {path}")
+    tls = web.tls_cert is not None
+    if not tls and not is_loopback(host) and not settings.service.allow_insecure_http:
+        raise ConfigError(
+            f"--host {host} is not loopback: set MEDASR_WEB__TLS_CERT and MEDASR_WEB__TLS_KEY "
+            "(or MEDASR_ALLOW_INSECURE_HTTP=true to serve patient data unencrypted on purpose)"
+        )
+    return tls
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 or localhost."""
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,62 @@
+"""The workstation's shared parts (store, settings, templates) and the unit of work helper."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.templating import Jinja2Templates
+
+from config.review import WebSettings
+from storage.review_interface import ReviewStore, ReviewUnitOfWork
+
+HERE = Path(__file__).resolve().parent
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Workstation:
+    """What every request of one `medasr web` shares."""
+
+    store: ReviewStore
+    web: WebSettings
+    tls: bool
+    templates: Jinja2Templates
+
+
+def new_templates() -> Jinja2Templates:
+    """Jinja2 templates with autoescaping on (every .html template)."""
+    return Jinja2Templates(directory=str(HERE / "templates"))
+
+
+def workstation(request: Request) -> Workstation:
+    """The workstation serving this request."""
+    found: Workstation = request.app.state.workstation
+    return found
+
+
+async def in_unit_of_work(
+    request: Request, work: Callable[[ReviewUnitOfWork], T], *, read_only: bool = False
+) -> T:
+    """Run `work` in one unit of work (one transaction) off the event loop."""
+    store = workstation(request).store
+
+    def run() -> T:
+        with store.unit_of_work(read_only=read_only) as uow:
+            return work(uow)
+
+    return await run_in_threadpool(run)
+
+
+def render(
+    request: Request, name: str, context: dict[str, Any], *, status_code: int = 200
+) -> Response:
+    """A template's page (autoescaped)."""
+    templates = workstation(request).templates
+    page: Response = templates.TemplateResponse(request, name, context, status_code=status_code)
+    return page

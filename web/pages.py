@@ -1,0 +1,151 @@
+"""The pages a reviewer reads: the queue, the search, one recording.
+
+Each view of a recording is an audit event; no page shows a transcript without a
+session, and none is cached (web/security.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from audit import AuditAction, record_event
+from storage.records import ItemRecord, RevisionRecord, WebSessionRecord
+from storage.review_interface import ReviewUnitOfWork
+from tasks.discovery.names import recording_name
+from web.context import in_unit_of_work, render
+from web.views import (
+    PAGE_SIZE,
+    SegmentRow,
+    cursor_of,
+    parse_cursor,
+    queue_rows,
+    segment_rows,
+    word_diff,
+)
+
+_CODE = re.compile(r"[A-Za-z_-]{1,32}")
+_SEARCH_MAX_CHARS = 200
+
+
+async def queue_page(request: Request, session: WebSessionRecord) -> Response:
+    """GET /: what waits for a person, oldest first, PAGE_SIZE a page."""
+    language = _code(request.query_params.get("language"))
+    flag = _code(request.query_params.get("flag"))
+    after = parse_cursor(request.query_params.get("after"))
+
+    def read(uow: ReviewUnitOfWork) -> dict[str, Any]:
+        page = uow.reviews.queue_page(
+            language=language, flag=flag, after=after, limit=PAGE_SIZE + 1
+        )
+        roots = uow.runs.run_sources()
+        return {
+            "rows": queue_rows(page[:PAGE_SIZE], roots=roots, now=uow.reviewers.now()),
+            "next": cursor_of(page[PAGE_SIZE - 1]) if len(page) > PAGE_SIZE else None,
+            "queue": uow.reviews.queue_size(),
+        }
+
+    found = await in_unit_of_work(request, read, read_only=True)
+    filters = {"language": language or "", "flag": flag or ""}
+    return render(request, "queue.html", {**found, **filters, "session": session})
+
+
+async def search_page(request: Request, session: WebSessionRecord) -> Response:
+    """GET /items?search=: recordings with a transcript whose path holds the words."""
+    term = (request.query_params.get("search") or "").strip()[:_SEARCH_MAX_CHARS]
+
+    def read(uow: ReviewUnitOfWork) -> dict[str, Any]:
+        items = uow.reviews.search_items(term, limit=PAGE_SIZE) if term else []
+        roots = uow.runs.run_sources()
+        return {"rows": queue_rows(items, roots=roots, now=uow.reviewers.now())}
+
+    found = await in_unit_of_work(request, read, read_only=True)
+    return render(request, "search.html", {**found, "search": term, "session": session})
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """One recording as its page shows it."""
+
+    item: ItemRecord
+    name: str
+    segments: list[SegmentRow]
+    latest: RevisionRecord | None
+    machine_text: str
+    editor_text: str
+    base_revision: int
+    editors: list[str]
+
+
+async def item_page(request: Request, session: WebSessionRecord) -> Response:
+    """GET /items/ID: segments, players, the editor beside the machine's text, a diff."""
+    item_id = int(request.path_params["item_id"])
+    view = await in_unit_of_work(
+        request, lambda uow: read_item(uow, item_id=item_id, viewer=session.reviewer.name)
+    )
+    if view is None:
+        return PlainTextResponse(f"there is no recording {item_id}", status_code=404)
+    return render_item(request, session, view)
+
+
+def read_item(uow: ReviewUnitOfWork, *, item_id: int, viewer: str | None) -> ItemView | None:
+    """The recording's view (and, for a `viewer`, the transcript_viewed event)."""
+    item = uow.items.get_item(item_id)
+    if item is None:
+        return None
+    name = recording_name(item.source_uri, roots=uow.runs.run_sources())
+    latest = uow.revisions.latest_revision(item)
+    editors = sorted({r.author for r in uow.revisions.list_revisions(item)})
+    if viewer is not None:
+        record_event(uow, action=AuditAction.TRANSCRIPT_VIEWED, actor=viewer, item_id=item.id,
+                     path=name)  # fmt: skip
+    return ItemView(
+        item=item,
+        name=name,
+        segments=segment_rows(list(uow.chunks.done_chunks(item.id).values())),
+        latest=latest,
+        machine_text=item.machine_transcript,
+        editor_text=latest.text if latest is not None else (item.text or ""),
+        base_revision=latest.number if latest is not None else 0,
+        editors=editors,
+    )
+
+
+def render_item(
+    request: Request,
+    session: WebSessionRecord,
+    view: ItemView,
+    *,
+    notice: str = "",
+    unsaved: str | None = None,
+    status_code: int = 200,
+) -> Response:
+    """The recording's page, with a notice (and the reviewer's unsaved text) if any."""
+    context = {
+        "view": view,
+        "session": session,
+        "diff": word_diff(view.machine_text, view.editor_text),
+        "notice": notice or _notice(request.query_params.get("notice")),
+        "unsaved": unsaved,
+    }
+    return render(request, "item.html", context, status_code=status_code)
+
+
+_NOTICES = {
+    "draft": "Draft saved; the recording stays in the queue.",
+    "finalized": "Finalized: your text is the transcript now, signed off by you.",
+    "accepted": "Accepted as it is.",
+    "sent-back": "Sent back: the next run transcribes it again.",
+}
+
+
+def _notice(key: str | None) -> str:
+    return _NOTICES.get(key or "", "")
+
+
+def _code(value: str | None) -> str | None:
+    return value if value and _CODE.fullmatch(value) else None

@@ -1,0 +1,158 @@
+"""Signing in and out, and the guard every other page stands behind.
+
+`signed_in(handler)` wraps a page: no live session answers a redirect to /login (a
+page) or 401 (audio, actions); a state-changing request without the session's CSRF
+token answers 403 and changes nothing. Sign-in has its own token (a cookie and a form
+field that must match), so a page of another site cannot sign a browser in either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+from audit import AuditAction, record_event
+from config.review import WebSettings
+from storage.records import WebSessionRecord
+from storage.review_interface import ReviewUnitOfWork
+from tasks.review.accounts import Login, LoginResult, sign_in
+from web.context import in_unit_of_work, render, workstation
+from web.security import (
+    CSRF_FIELD,
+    CSRF_HEADER,
+    LOGIN_COOKIE,
+    SESSION_COOKIE,
+    cookie_options,
+    new_token,
+    same_token,
+    token_digest,
+)
+
+Handler = Callable[[Request, WebSessionRecord], Awaitable[Response]]
+CSRF_REFUSED = "refused: this request carried no valid CSRF token; nothing was changed"
+_NAME_MAX_CHARS = 64
+_LOGIN_NOTICES = {
+    LoginResult.WRONG: "Wrong name or password.",
+    LoginResult.LOCKED: "This account is locked after too many wrong passwords; "
+    "try again later or ask an admin to unlock it.",
+    LoginResult.LOCKED_NOW: "Too many wrong passwords: this account is locked; "
+    "try again later or ask an admin to unlock it.",
+    LoginResult.DISABLED: "This account is disabled.",
+}
+_LOGIN_STATUS = {LoginResult.WRONG: 401}
+
+
+async def current_session(request: Request) -> WebSessionRecord | None:
+    """The live session of this browser (its idle time restarted), or None."""
+    token = request.cookies.get(SESSION_COOKIE)
+    if not token:
+        return None
+    idle_s = workstation(request).web.idle_timeout_s
+    return await in_unit_of_work(
+        request, lambda uow: uow.web_sessions.touch_session(token_digest(token), idle_s=idle_s)
+    )
+
+
+def signed_in(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """A page that needs a live session, and a CSRF token when it changes anything."""
+
+    async def endpoint(request: Request) -> Response:
+        session = await current_session(request)
+        if session is None:
+            if request.method == "GET" and not request.url.path.endswith("/audio"):
+                expired = "?expired=1" if request.cookies.get(SESSION_COOKIE) else ""
+                return RedirectResponse(f"/login{expired}", status_code=303)
+            return PlainTextResponse("sign in first", status_code=401)
+        if request.method != "GET":
+            form = await request.form()
+            given = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
+            if not same_token(given if isinstance(given, str) else None, session.csrf_token):
+                return PlainTextResponse(CSRF_REFUSED, status_code=403)
+        return await handler(request, session)
+
+    return endpoint
+
+
+async def login_page(request: Request) -> Response:
+    """GET /login: the sign-in form (a signed-in browser goes to the queue)."""
+    if await current_session(request) is not None:
+        return RedirectResponse("/", status_code=303)
+    notice = ""
+    if request.query_params.get("expired"):
+        minutes = workstation(request).web.idle_timeout_s / 60
+        notice = f"Your session ended after {minutes:g} minutes without activity."
+    return _login_form(request, notice=notice)
+
+
+async def login(request: Request) -> Response:
+    """POST /login: name and password; a new session on success."""
+    form = await request.form()
+    given = form.get(CSRF_FIELD)
+    expected = request.cookies.get(LOGIN_COOKIE) or ""
+    if not expected or not same_token(given if isinstance(given, str) else None, expected):
+        return PlainTextResponse(CSRF_REFUSED, status_code=403)
+    name = str(form.get("name") or "")[:_NAME_MAX_CHARS]
+    password = str(form.get("password") or "")
+    settings = workstation(request).web
+    session_token = new_token()
+    outcome = await in_unit_of_work(
+        request,
+        lambda uow: _judge(uow, name=name, password=password, token=session_token, web=settings),
+    )
+    if outcome.result is not LoginResult.OK:
+        status = _LOGIN_STATUS.get(outcome.result, 403)
+        return _login_form(request, notice=_LOGIN_NOTICES[outcome.result], status_code=status)
+    response = RedirectResponse("/", status_code=303)
+    tls = workstation(request).tls
+    response.set_cookie(SESSION_COOKIE, session_token, **cookie_options(tls=tls))
+    response.delete_cookie(LOGIN_COOKIE, **cookie_options(tls=tls, path="/login"))
+    return response
+
+
+async def logout(request: Request, session: WebSessionRecord) -> Response:
+    """POST /logout: the session ends."""
+
+    def end(uow: ReviewUnitOfWork) -> None:
+        uow.web_sessions.end_session(session.id_sha256)
+        record_event(uow, action=AuditAction.LOGOUT, actor=session.reviewer.name)
+
+    await in_unit_of_work(request, end)
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, **cookie_options(tls=workstation(request).tls))
+    return response
+
+
+def _judge(
+    uow: ReviewUnitOfWork, *, name: str, password: str, token: str, web: WebSettings
+) -> Login:
+    """Sign in, start the session on success, and record what happened."""
+    outcome = sign_in(uow, name=name, password=password, lockout_s=web.lockout_s)
+    if outcome.result is LoginResult.OK and outcome.reviewer is not None:
+        uow.web_sessions.start_session(
+            id_sha256=token_digest(token),
+            reviewer_id=outcome.reviewer.id,
+            csrf_token=new_token(),
+            idle_s=web.idle_timeout_s,
+        )
+        record_event(uow, action=AuditAction.LOGIN, actor=name)
+        return outcome
+    detail: dict[str, str | int] = {"reason": outcome.result.value}
+    record_event(uow, action=AuditAction.LOGIN_FAILED, actor=name or "-", detail=detail)
+    if outcome.result is LoginResult.LOCKED_NOW:
+        record_event(uow, action=AuditAction.LOCKED_OUT, actor=name, target=name)
+    return outcome
+
+
+def _login_form(request: Request, *, notice: str = "", status_code: int = 200) -> Response:
+    token = new_token()
+    response: Response = render(
+        request,
+        "login.html",
+        {"login_token": token, "notice": notice, "csrf_field": CSRF_FIELD},
+        status_code=status_code,
+    )
+    tls = workstation(request).tls
+    response.set_cookie(LOGIN_COOKIE, token, **cookie_options(tls=tls, path="/login"))
+    return response
