@@ -145,6 +145,13 @@ def deliver_command(
             f"(set a valid {_token_variable(target)})",
             err=True,
         )
+    if summary["receiver_silent"]:
+        typer.echo(
+            "medasr: stopped: the engine answered none of the last "
+            f"{settings.delivery.hl7_stop_after_unanswered} documents; undelivered documents "
+            "stay pending",
+            err=True,
+        )
     if summary["documents_in_doubt"]:
         typer.echo(
             f"medasr: {summary['documents_in_doubt']} document(s) in doubt: sent, no answer "
