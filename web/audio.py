@@ -91,10 +91,17 @@ async def audio(request: Request, session: WebSessionRecord) -> Response:
     except BaseException:
         await copies.aclose()
         raise
+    return _wav_answer(stretch, first=first, last=last, request=request, copies=copies)
+
+
+def _wav_answer(
+    stretch: Stretch, *, first: int, last: int, request: Request, copies: AsyncExitStack
+) -> Response:
+    """Bytes `first`..`last` streamed (206 for a Range request); `copies` closed at the end."""
     headers = {"accept-ranges": "bytes", "content-length": str(last - first + 1)}
     partial = request.headers.get("range") is not None
     if partial:
-        headers["content-range"] = f"bytes {first}-{last}/{total_bytes}"
+        headers["content-range"] = f"bytes {first}-{last}/{stretch.total_bytes}"
     pieces = _released_before_end(wav_bytes(stretch, first=first, last=last), copies.aclose)
     return ReleasingResponse(
         pieces,
