@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import fsspec
 import httpx
 import pytest
 from imageio_ffmpeg import get_ffmpeg_exe
@@ -140,4 +141,24 @@ def test_a_recording_missing_from_its_bucket_is_404(
     answer = ann.get(f"/items/{in_bucket['gone']}/audio")
     assert answer.status_code == 404
     assert "not there" in answer.text
+    assert list(temp_dir.iterdir()) == []
+
+
+def test_a_bucket_that_does_not_answer_is_502_and_leaves_nothing(
+    ann: httpx.Client,
+    in_bucket: dict[str, int],
+    temp_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    s3 = fsspec.get_filesystem_class("s3")
+    s3.clear_instance_cache()  # fsspec keeps one client per set of options: not the moto one
+    try:
+        answer = ann.get(f"/items/{in_bucket['wav']}/audio?start_ms=0&end_ms=1000")
+    finally:
+        s3.clear_instance_cache()
+    assert answer.status_code == 502
+    assert answer.text.startswith("the recording could not be fetched from its source: ")
+    assert "testing" not in answer.text  # the credentials
     assert list(temp_dir.iterdir()) == []
