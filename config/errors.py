@@ -20,7 +20,9 @@ store), tasks/errors.py (the audio engine, the shared limit), tasks/delivery/err
 (documents for the patient record).
 `EXIT_CODES` is the one table of the `medasr` command's exit codes;
 docs/troubleshooting.md documents each (tests/config/test_errors.py checks it).
-Messages never contain a token, a key or transcript text.
+Messages never contain a token, a key or transcript text. What a receiver said in its
+own words (an OperationOutcome's diagnostics, an ACK's text) is an error's `detail`: it
+often names the patient, so it is stored with the failure and never logged.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class MedasrError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+        self.detail = ""  # a receiver's own words: stored with the failure, never logged
 
     def __str__(self) -> str:
         return self.message

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from pydantic import (
     BaseModel,
@@ -82,6 +82,15 @@ class ServiceSettings(BaseModel):
         ge=64_000,
         le=100_000_000,
         description="Largest request body we send; the service refuses more than 5 MB.",
+    )
+    max_answer_bytes: int = Field(
+        10_000_000,
+        ge=100_000,
+        le=1_000_000_000,
+        description=(
+            "Largest answer body read from the service, the docs upload or a FHIR server; "
+            "past it reading stops (answer_too_large; a delivery so answered is in doubt)."
+        ),
     )
     allow_insecure_http: bool = Field(
         False, description="Allow http:// to a non-loopback host (patient audio in clear text)."
@@ -289,11 +298,35 @@ class DeliveryTargetSettings(BaseModel):
         le=20,
         description="Resends (same MSH-10) of an unanswered MDM message within one run.",
     )
+    hl7_stop_after_unanswered: int = Field(
+        2,
+        ge=1,
+        le=1000,
+        description=(
+            "Stop a delivery run after this many documents in a row got no ACK at all "
+            "(each costs resends + 1 ACK timeouts); they are in doubt, the rest stay pending."
+        ),
+    )
 
     @field_validator("fhir_token", mode="after")
     @classmethod
     def _blank_token_is_missing(cls, token: SecretStr | None) -> SecretStr | None:
         return blank_secret_is_none(token)
+
+    @field_validator(
+        "hl7_sending_application",
+        "hl7_sending_facility",
+        "hl7_receiving_application",
+        "hl7_receiving_facility",
+        "hl7_doc_type",
+        mode="after",
+    )
+    @classmethod
+    def _no_control_characters(cls, value: str) -> str:
+        # A CR or an MLLP framing byte here would split every message sent.
+        if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value):
+            raise ValueError("holds a control character, which would split an HL7 message")
+        return value
 
 
 class DeliverySettings(DeliveryTargetSettings):
@@ -318,9 +351,13 @@ class DeliverySettings(DeliveryTargetSettings):
 
 
 def is_in_memory_sqlite(database_url: str) -> bool:
-    """True for an SQLite URL without a file: sqlite://, sqlite:///, :memory:, mode=memory."""
+    """True for an SQLite URL without a lasting file: no path, `:memory:`, an SQLite URI
+    filename `file::memory:` or `file:` (empty: a temporary database), `mode=memory`."""
     scheme, _, rest = database_url.partition("://")
     if scheme.split("+")[0].lower() != "sqlite":
         return False
     database, _, query = rest.partition("?")
-    return database in ("", "/", "/:memory:") or "mode=memory" in query
+    path = unquote(database.removeprefix("/"))
+    path = path.removeprefix("file:")  # with uri=true, sqlite reads the path as a URI
+    modes = [value.lower() for name, value in parse_qsl(query) if name.lower() == "mode"]
+    return path in ("", ":memory:") or "memory" in modes

@@ -32,7 +32,11 @@ async def deliver_after_backlog(
         summary["documents_delivered"],
         summary["documents_failed"],
     )
-    if summary["credentials_rejected"] or summary["stopped_by_configuration"]:
+    if (
+        summary["credentials_rejected"]
+        or summary["stopped_by_configuration"]
+        or summary["receiver_silent"]
+    ):
         logger.warning("delivery stopped early (exit code %d)", summary["exit_code"])
     return DeliveryCounts(
         planned=int(summary["documents_planned"]),

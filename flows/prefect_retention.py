@@ -42,9 +42,10 @@ class PrefectCleanup:
 def forget_old_flow_runs(*, before: datetime, api_url: str | None = None) -> PrefectCleanup:
     """Delete medasr's flow runs started before `before` (and their artifacts and logs)
     from the configured Prefect server; nothing when none is configured."""
-    from prefect.settings import PREFECT_API_URL
+    from prefect.settings import Settings as PrefectSettings
 
-    url = api_url if api_url is not None else PREFECT_API_URL.value()
+    # Read afresh: PREFECT_API_URL.value() keeps the first value the process saw.
+    url = api_url if api_url is not None else PrefectSettings().api.url
     if not url:
         return PrefectCleanup(skipped_reason="no Prefect server configured (PREFECT_API_URL)")
     return asyncio.run(forget_flow_runs(before=before, api_url=url))

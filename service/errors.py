@@ -8,6 +8,7 @@
         ├── PayloadTooLarge            413, or refused by us before sending
         ├── RequestRejected            any other 4xx (and an unsupported language)
         ├── InvalidResponse            200 without JSON or without a `text` string
+        │   └── AnswerTooLarge         a 2xx whose body runs past MEDASR_SERVICE__MAX_ANSWER_BYTES
         ├── EncryptionError            bad key, bad envelope, tag mismatch
         └── RunStop (config/errors.py) the whole run stops, items are left pending
             ├── CredentialsRejected    401/403
@@ -88,6 +89,15 @@ class InvalidResponse(TerminalError, ServiceError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class AnswerTooLarge(InvalidResponse):
+    """A 2xx whose body runs past the answer cap: reading stopped there.
+
+    The receiver accepted the request, so a document so answered may be filed (in doubt).
+    """
+
+    kind = "answer_too_large"
 
 
 class InsecureTransport(ConfigError):

@@ -4,7 +4,9 @@ httpx's model: one `ServiceSession` over one connection pool (TLS verification, 
 custom CA), and thin endpoint clients (service/client.py, service/docs_client.py) that
 say what to send and how to read the answer. For every request the session checks the
 byte cap, adds the bearer token, seals the body as JWE when the endpoint has a key,
-bounds each attempt by what is left of the call's time budget, translates httpx
+bounds each attempt by what is left of the call's time budget, reads each answer up to
+a cap (MEDASR_SERVICE__MAX_ANSWER_BYTES: a server that streams without end costs that
+much memory, no more), translates httpx
 failures and non-2xx statuses into the service/errors.py tree once (the endpoint's
 `translate`), and retries the transient ones (service/retrying.py). Logs carry
 statuses, attempts, latencies and byte counts: never the token, the key or any content.
@@ -27,7 +29,7 @@ from config.settings import EncryptionSettings, ServiceSettings
 from service import jwe
 from service.contract import UPLOAD_FIELD
 from service.endpoint import Endpoint, FilePart, Payload, service_endpoint
-from service.errors import PayloadTooLarge, ServiceUnavailable
+from service.errors import AnswerTooLarge, PayloadTooLarge, ServiceUnavailable
 from service.retrying import SYSTEM_CLOCK, Clock, Deadline, RetryEvent, RetryPolicy, retrying
 from service.status import bearer_token, certificate_failure, tls_verify
 
@@ -42,6 +44,10 @@ ReadAnswer = Callable[[httpx.Response], T]  # a 2xx answer -> the endpoint's val
 # a request can go out on a connection the server is closing at that moment: it never
 # reaches the service, fails, and is sent again (a retry the service never saw).
 KEEPALIVE_EXPIRY_S = 2.0
+ANSWER_CAP_SETTING = "MEDASR_SERVICE__MAX_ANSWER_BYTES"
+DEFAULT_MAX_ANSWER_BYTES = 10_000_000
+# Rebuilt answers carry their body decoded and whole: these headers would describe another.
+_BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 @dataclass(frozen=True)
@@ -104,9 +110,11 @@ class ServiceSession(AsyncClosing):
         *,
         ca_bundle: Path | None = None,
         http: httpx.AsyncClient | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.policy = policy
+        self.max_answer_bytes = max_answer_bytes
         self.clock = clock
         self._owns_http = http is None
         self._http = http or httpx.AsyncClient(
@@ -121,7 +129,12 @@ class ServiceSession(AsyncClosing):
         cls, service: ServiceSettings, *, http: httpx.AsyncClient | None = None
     ) -> ServiceSession:
         """The session the MEDASR_* service settings describe; raises ConfigError."""
-        return cls(RetryPolicy.of(service), ca_bundle=service.ca_bundle, http=http)
+        return cls(
+            RetryPolicy.of(service),
+            ca_bundle=service.ca_bundle,
+            http=http,
+            max_answer_bytes=service.max_answer_bytes,
+        )
 
     async def post(
         self,
@@ -235,7 +248,11 @@ class ServiceSession(AsyncClosing):
         try:
             # httpx timeouts are per read/write; this bounds the whole exchange.
             async with self.clock.timeout(timeout_s):
-                return await self._http.send(request)
+                response = await self._http.send(request, stream=True)
+                try:
+                    return await read_capped(response, cap_bytes=self.max_answer_bytes)
+                finally:
+                    await response.aclose()
         except (TimeoutError, httpx.TimeoutException) as exc:
             shown_s = round(timeout_s, 2)
             raise ServiceUnavailable(f"the service did not answer within {shown_s:g} s") from exc
@@ -244,6 +261,36 @@ class ServiceSession(AsyncClosing):
             if tls_failure is not None:  # the same certificate fails the same way: no retry
                 raise tls_failure from exc
             raise ServiceUnavailable(f"could not reach the service ({type(exc).__name__})") from exc
+
+
+async def read_capped(response: httpx.Response, *, cap_bytes: int) -> httpx.Response:
+    """`response` with its body read (decoded) up to `cap_bytes`; raises AnswerTooLarge for
+    a 2xx past it. A longer error answer keeps its first `cap_bytes`: its status says enough."""
+    status = response.status_code
+    declared = response.headers.get("content-length", "")
+    if response.is_success and declared.isdigit() and int(declared) > cap_bytes:
+        raise AnswerTooLarge(_too_large_message(status, cap_bytes), status=status)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        if size + len(chunk) > cap_bytes:
+            if response.is_success:
+                raise AnswerTooLarge(_too_large_message(status, cap_bytes), status=status)
+            chunks.append(chunk[: cap_bytes - size])
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _BODY_HEADERS]
+    return httpx.Response(
+        status, headers=headers, content=b"".join(chunks), request=response.request
+    )
+
+
+def _too_large_message(status: int, cap_bytes: int) -> str:
+    return (
+        f"the answer (HTTP {status}) runs past {cap_bytes} bytes ({ANSWER_CAP_SETTING}); "
+        "medasr stopped reading it"
+    )
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from storage.clock import store_now
+from storage import clock
 from storage.errors import ReviewerInvalid
 from storage.models import Reviewer, WebSession
 from storage.records import ReviewerRecord, WebSessionRecord
@@ -37,7 +37,7 @@ class Reviewers:
             failed_count=0,
             locked_until=None,
             disabled=False,
-            created_at=store_now(self._session),
+            created_at=clock.store_now(self._session),
         )
         self._session.add(row)
         try:
@@ -83,7 +83,7 @@ class Reviewers:
         if failed >= max_failures:
             values = {
                 "failed_count": 0,
-                "locked_until": store_now(self._session) + timedelta(seconds=lockout_s),
+                "locked_until": clock.store_now(self._session) + timedelta(seconds=lockout_s),
             }
         return self._change(name, **values)
 
@@ -93,7 +93,7 @@ class Reviewers:
 
     def now(self) -> datetime:
         """The store's clock (lockouts and sessions are judged on it)."""
-        return store_now(self._session)
+        return clock.store_now(self._session)
 
     def _row(self, name: str) -> Reviewer | None:
         return self._session.scalar(select(Reviewer).where(Reviewer.name == name))
@@ -129,7 +129,7 @@ class WebSessions:
         self, *, id_sha256: str, reviewer_id: int, csrf_token: str, idle_s: float
     ) -> None:
         """Record a new session that ends after `idle_s` without a request."""
-        now = store_now(self._session)
+        now = clock.store_now(self._session)
         self._session.add(
             WebSession(
                 id_sha256=id_sha256,
@@ -145,7 +145,7 @@ class WebSessions:
     def touch_session(self, id_sha256: str, *, idle_s: float) -> WebSessionRecord | None:
         """The live session (its idle time restarted), or None: unknown, idle too long, or
         its reviewer disabled (an expired one is removed)."""
-        now = store_now(self._session)
+        now = clock.store_now(self._session)
         found = self._session.execute(
             select(WebSession, Reviewer)
             .join(Reviewer, Reviewer.id == WebSession.reviewer_id)

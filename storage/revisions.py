@@ -17,7 +17,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from storage.clock import store_now
+from storage import clock
 from storage.errors import NotEditable, StaleRevision
 from storage.models import Item, Revision
 from storage.queries import items_where
@@ -79,7 +79,7 @@ class Revisions:
             number=(highest or 0) + 1,
             text=text,
             author=author,
-            created_at=store_now(self._session),
+            created_at=clock.store_now(self._session),
             base_revision=base_revision,
             kind=kind,
             machine_sha256=machine_sha256(item),

@@ -6,6 +6,13 @@ wait for 50 minutes of decoding) to 16 kHz mono PCM, streamed straight to the br
 no decoded audio is written anywhere. The length is known before decoding (44-byte
 header + 2 bytes a sample), so HTTP Range requests are answered (206) by starting the
 decode at the sample the range begins with; that is how the browser's player seeks.
+
+A recording in a bucket (s3:// or another fsspec source) is fetched by the pipeline's own
+machinery (tasks/discovery/fetch.py) into a 0700 folder of this process, because ffmpeg
+must read a path: an m4a whose index sits at its end decodes to nothing through a pipe.
+The copy is removed before the answer's last byte leaves (a client holding the whole
+answer finds nothing on disk), and when the answer ends any other way (client gone,
+error). Nothing is cached: patient audio stays on disk only while it is being played.
 """
 
 from __future__ import annotations
@@ -13,19 +20,23 @@ from __future__ import annotations
 import asyncio
 import re
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from audit import AuditAction, record_event
+from storage.errors import SourceError, SourceNotFound
 from storage.records import ItemRecord, WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.audio.ffmpeg import find_ffmpeg, input_arg
-from tasks.discovery.names import recording_name
+from tasks.discovery.fetch import fetched_file
+from tasks.discovery.names import one_line, recording_name
 from web.context import in_unit_of_work
 
 RATE_HZ = 16_000
@@ -55,47 +66,140 @@ async def audio(request: Request, session: WebSessionRecord) -> Response:
     item = await in_unit_of_work(request, lambda uow: uow.items.get_item(item_id), read_only=True)
     if item is None:
         return PlainTextResponse(f"there is no recording {item_id}", status_code=404)
-    stretch = _stretch(item, request)
-    if isinstance(stretch, Response):
-        return stretch
-    wanted = byte_range(request.headers.get("range"), total=stretch.total_bytes)
+    asked = _asked_stretch(item, request)
+    if isinstance(asked, Response):
+        return asked
+    start_ms, samples = asked
+    total_bytes = HEADER_BYTES + 2 * samples
+    wanted = byte_range(request.headers.get("range"), total=total_bytes)
     if wanted is None:
         return PlainTextResponse(
             "range not satisfiable",
             status_code=416,
-            headers={"content-range": f"bytes */{stretch.total_bytes}"},
+            headers={"content-range": f"bytes */{total_bytes}"},
         )
     first, last = wanted
+    copies = AsyncExitStack()
+    try:
+        path = await _readable_path(item.source_uri, copies=copies)
+        if isinstance(path, Response):
+            return path
+        stretch = Stretch(path=path, start_ms=start_ms, samples=samples)
+        await in_unit_of_work(request, lambda uow: _record_served(
+            uow, item=item, session=session, stretch=stretch, first=first, last=last
+        ))  # fmt: skip
+    except BaseException:
+        await copies.aclose()
+        raise
+    return _wav_answer(stretch, first=first, last=last, request=request, copies=copies)
 
-    def served(uow: ReviewUnitOfWork) -> None:
-        name = recording_name(item.source_uri, roots=uow.runs.run_sources())
-        end_ms = stretch.start_ms + stretch.samples // SAMPLES_PER_MS
-        detail: dict[str, str | int] = {
-            "start_ms": stretch.start_ms, "end_ms": end_ms, "bytes": f"{first}-{last}"
-        }  # fmt: skip
-        record_event(uow, action=AuditAction.AUDIO_SERVED, actor=session.reviewer.name,
-                     item_id=item.id, path=name, detail=detail)  # fmt: skip
 
-    await in_unit_of_work(request, served)
+def _wav_answer(
+    stretch: Stretch, *, first: int, last: int, request: Request, copies: AsyncExitStack
+) -> Response:
+    """Bytes `first`..`last` streamed (206 for a Range request); `copies` closed at the end."""
     headers = {"accept-ranges": "bytes", "content-length": str(last - first + 1)}
     partial = request.headers.get("range") is not None
     if partial:
         headers["content-range"] = f"bytes {first}-{last}/{stretch.total_bytes}"
-    return StreamingResponse(
-        wav_bytes(stretch, first=first, last=last),
+    pieces = _released_before_end(wav_bytes(stretch, first=first, last=last), copies.aclose)
+    return ReleasingResponse(
+        pieces,
+        release=copies.aclose,
         status_code=206 if partial else 200,
         media_type="audio/wav",
         headers=headers,
     )
 
 
-def _stretch(item: ItemRecord, request: Request) -> Stretch | Response:
-    path = local_path(item.source_uri)
-    if path is None:
+def _record_served(
+    uow: ReviewUnitOfWork,
+    *,
+    item: ItemRecord,
+    session: WebSessionRecord,
+    stretch: Stretch,
+    first: int,
+    last: int,
+) -> None:
+    name = recording_name(item.source_uri, roots=uow.runs.run_sources())
+    end_ms = stretch.start_ms + stretch.samples // SAMPLES_PER_MS
+    detail: dict[str, str | int] = {
+        "start_ms": stretch.start_ms, "end_ms": end_ms, "bytes": f"{first}-{last}"
+    }  # fmt: skip
+    record_event(uow, action=AuditAction.AUDIO_SERVED, actor=session.reviewer.name,
+                 item_id=item.id, path=name, detail=detail)  # fmt: skip
+
+
+class ReleasingResponse(StreamingResponse):
+    """A streamed answer that closes its body and releases what it holds when it ends,
+    however it ends (finished, client gone mid-stream, cancelled, failed)."""
+
+    def __init__(
+        self,
+        content: AsyncIterator[bytes],
+        *,
+        release: Callable[[], Awaitable[None]],
+        status_code: int,
+        media_type: str,
+        headers: dict[str, str],
+    ) -> None:
+        super().__init__(content, status_code=status_code, media_type=media_type, headers=headers)
+        self._pieces = content
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            try:
+                aclose = getattr(self._pieces, "aclose", None)
+                if aclose is not None:
+                    await aclose()  # stops ffmpeg before its input goes
+            finally:
+                await self._release()
+
+
+async def _released_before_end(
+    pieces: AsyncIterator[bytes], release: Callable[[], Awaitable[None]]
+) -> AsyncIterator[bytes]:
+    """The same bytes, the last piece held back until `release` has run."""
+    held: bytes | None = None
+    try:
+        async for piece in pieces:
+            if held is not None:
+                yield held
+            held = piece
+    finally:
+        aclose = getattr(pieces, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    await release()
+    if held is not None:
+        yield held
+
+
+async def _readable_path(uri: str, *, copies: AsyncExitStack) -> Path | Response:
+    """A path ffmpeg can read: the local file, or a private copy of a remote one (entered
+    into `copies`, removed when it closes)."""
+    path = local_path(uri)
+    if path is not None:
+        if not path.is_file():
+            return PlainTextResponse("the recording's file is not there any more", status_code=404)
+        return path
+    try:
+        fetched = await copies.enter_async_context(fetched_file(uri, storage_options=None))
+    except SourceNotFound:
+        return PlainTextResponse("the recording's file is not there any more", status_code=404)
+    except SourceError as exc:
         return PlainTextResponse(
-            "this recording's source is not a local file; its audio is not served here",
-            status_code=501,
+            f"the recording could not be fetched from its source: {one_line(str(exc))}",
+            status_code=502,
         )
+    return fetched.path
+
+
+def _asked_stretch(item: ItemRecord, request: Request) -> tuple[int, int] | Response:
+    """(start_ms, samples) the query asks for, or the 400 saying what is wrong."""
     duration_ms = item.duration_ms or 0
     try:
         start_ms = int(request.query_params.get("start_ms") or 0)
@@ -107,9 +211,7 @@ def _stretch(item: ItemRecord, request: Request) -> Stretch | Response:
             f"start_ms and end_ms must satisfy 0 <= start_ms < end_ms <= {duration_ms}",
             status_code=400,
         )
-    if not path.is_file():
-        return PlainTextResponse("the recording's file is not there any more", status_code=404)
-    return Stretch(path=path, start_ms=start_ms, samples=(end_ms - start_ms) * SAMPLES_PER_MS)
+    return start_ms, (end_ms - start_ms) * SAMPLES_PER_MS
 
 
 def local_path(uri: str) -> Path | None:

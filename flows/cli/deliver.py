@@ -104,6 +104,7 @@ def deliver_command(
     """Send every done transcript not yet delivered in its current version."""
     settings, query = _checked_settings(language)
     target = _checked_target(settings, to)
+    _require_database(settings)  # with no store there is nothing to deliver: say that first
     _check_before_sending(settings, target, query, allow_unlinked=allow_unlinked)
     format_name = (deliver_format or DeliverFormat(settings.delivery.format)).value
     store = _open_store(settings)
@@ -142,6 +143,13 @@ def deliver_command(
         typer.echo(
             "medasr: stopped: credentials rejected; undelivered documents stay pending "
             f"(set a valid {_token_variable(target)})",
+            err=True,
+        )
+    if summary["receiver_silent"]:
+        typer.echo(
+            "medasr: stopped: the engine answered none of the last "
+            f"{settings.delivery.hl7_stop_after_unanswered} documents; undelivered documents "
+            "stay pending",
             err=True,
         )
     if summary["documents_in_doubt"]:
@@ -191,13 +199,13 @@ def _check_before_sending(
 ) -> None:
     """What stops the real run before it sends anything stops the dry run the same way."""
     try:
-        if target.kind is TargetKind.DOCS:
-            require_patient_link(query, allow_unlinked=allow_unlinked)
         if target.kind is not TargetKind.MLLP:  # a missing token: configuration, exit 2
             fhir = target.kind is TargetKind.FHIR
             token = settings.delivery.fhir_token if fhir else settings.service.token
             require_token(token, setting=_token_variable(target))
         check_target_token(target, settings)
+        if target.kind is TargetKind.DOCS:
+            require_patient_link(query, allow_unlinked=allow_unlinked)
     except CredentialsRejected as exc:
         typer.echo(f"medasr: credentials rejected: {exc}", err=True)
         raise typer.Exit(EXIT_CREDENTIALS) from None
@@ -214,13 +222,21 @@ def _what(target: Target, format_name: str) -> str:
     return format_name if target.kind is TargetKind.DOCS else target.name
 
 
-def _open_store(settings: Settings) -> UnitOfWorkFactory:
+def _require_database(settings: Settings) -> None:
     storage = settings.storage
     try:
         if not database_exists(storage.database_url):
             where = storage.database_url_redacted
             raise ConfigError(f"no database at {where}: nothing to deliver")
-        return open_store(storage)
+    except ConfigError as exc:
+        _usage_error("configuration error", exc)
+    except MedasrError as exc:
+        _usage_error("database error", exc)
+
+
+def _open_store(settings: Settings) -> UnitOfWorkFactory:
+    try:
+        return open_store(settings.storage)
     except ConfigError as exc:
         _usage_error("configuration error", exc)
     except MedasrError as exc:

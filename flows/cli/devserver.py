@@ -50,6 +50,7 @@ _FLAGS = (
     _Flag("rate_slow", float, "Share of replies sent slowly."),
     _Flag("rate_badjson", float, "Share of 200 replies whose body is not JSON."),
     _Flag("rate_notext", float, 'Share of 200 JSON replies without "text".'),
+    _Flag("rate_endless", float, "Share of replies whose body never ends."),
     _Flag("slow_s", float, "How long a slow reply takes, seconds."),
     _Flag("p_empty", float, "Share of answers whose text is emptied (quality gate: empty_text)."),
     _Flag("p_repeat", float, "Share of answers ending in a word loop (quality gate: repetition)."),
@@ -59,6 +60,14 @@ _FLAGS = (
     _Flag("ledger", Path | None, "Append one JSON line per request to this file.", "ledger_path"),
     _Flag("seed", int, "Seed of the fault draws."),
     _Flag("engine", str, "Engine: default, tone or hash."),
+    _Flag(
+        "fhir_answer",
+        str,
+        "How a FHIR create is answered: resource; outcome (201, an OperationOutcome, no "
+        "Location); foreign (Location on another host); patient (Location at a Patient); "
+        "refuse (422, long diagnostics quoting the subject, nothing filed); first (200 with "
+        "the first resource filed, whatever was sent).",
+    ),
     _Flag("legacy_response_tag", bool, "Tag encrypted replies with the 32-byte HMAC."),
     _Flag("capacity", int | None, "Answer 429 when this many requests are already in flight."),
     _Flag("rate", float | None, "Answer 429 beyond this many requests per second (a bucket)."),

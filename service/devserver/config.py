@@ -14,11 +14,15 @@ from service.errors import EncryptionError
 
 # Names a fault script may use; "ok" lets a request through untouched. Each other name
 # has a --rate-<name> flag; "badjson" is a 200 whose body is not JSON, "notext" a 200
-# JSON object without "text".
+# JSON object without "text", "endless" a 200 (201 on FHIR, after filing) whose body
+# never ends.
 FAULT_NAMES: Final = (
-    "ok", "429", "500", "502", "503", "504", "reset", "slow", "badjson", "notext",
+    "ok", "429", "500", "502", "503", "504", "reset", "slow", "badjson", "notext", "endless",
 )  # fmt: skip
 ENGINE_NAMES: Final = ("default", "tone", "hash")
+# How a FHIR create is answered once the resource is filed (service/devserver/fhir.py):
+# "resource" as FHIR R4 says; the others as a misbehaving server might.
+FHIR_ANSWERS: Final = ("resource", "outcome", "foreign", "patient", "refuse", "first")
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class DevServerConfig:
     rate_slow: float = 0.0
     rate_badjson: float = 0.0
     rate_notext: float = 0.0
+    rate_endless: float = 0.0
     slow_s: float = 2.0
     # Text faults on answers that carry a text (text_faults.py), drawn from their own stream.
     p_empty: float = 0.0
@@ -55,6 +60,7 @@ class DevServerConfig:
     ledger_path: Path | None = None
     seed: int = 0
     engine: str = "default"
+    fhir_answer: str = "resource"
     legacy_response_tag: bool = False
     tamper_responses: bool = False
     # Serve https:// with this PEM certificate chain and key (both or neither).
@@ -107,6 +113,8 @@ def _choice_problems(config: DevServerConfig) -> list[str]:
         problems.append(f"--fault-script names unknown faults {unknown} (use {FAULT_NAMES})")
     if config.engine not in ENGINE_NAMES:
         problems.append(f"--engine must be one of {ENGINE_NAMES} (got {config.engine!r})")
+    if config.fhir_answer not in FHIR_ANSWERS:
+        problems.append(f"--fhir-answer must be one of {FHIR_ANSWERS} (got {config.fhir_answer!r})")
     return problems
 
 

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from service.devserver.responses import DroppedResponse, SlowResponse
+from service.devserver.responses import DroppedResponse, EndlessResponse, SlowResponse
 from service.devserver.routes_common import (
     Trace,
     _authenticate,
@@ -38,7 +38,7 @@ from service.devserver.uploads import Refusal
 
 FHIR_PATH = "/fhir/DocumentReference"
 FHIR_JSON = "application/fhir+json"
-_PASSED_FAULTS = ("ok", "slow", "notext", "reset")  # faults played after the create
+_PASSED_FAULTS = ("ok", "slow", "notext", "reset", "endless")  # played after the create
 
 
 def outcome(status: int, diagnostics: str, *, code: str = "invalid") -> Response:
@@ -74,6 +74,14 @@ async def _create(request: Request, state: DevServerState, trace: Trace) -> Resp
     condition, problem = _condition(request.headers.get("if-none-exist"))
     if problem:
         return outcome(400, problem)
+    if state.config.fhir_answer == "refuse":  # as servers do: quote the subject, at length
+        subject = (resource.get("subject") or {}).get("identifier", {}).get("value", "")
+        said = f"business rule failed for subject {subject}:\n" + "the reason is long. " * 500
+        return outcome(422, said, code="business-rule")
+    if state.config.fhir_answer == "first" and state.fhir.resources:
+        # A server that matches too loosely: another patient's note for this one.
+        first = next(iter(state.fhir.resources.values()))
+        return _created_response(request, 200, first, fault=fault, state=state)
     created = state.fhir.create(resource, if_none_exist=condition)
     if created.status == 412:
         why = f"{created.matches} resources match If-None-Exist {condition}"
@@ -87,9 +95,15 @@ def _created_response(
 ) -> Response:
     if fault == "reset":
         return DroppedResponse()  # filed, but the answer is lost
-    location = f"{str(request.base_url).rstrip('/')}{FHIR_PATH}/{resource['id']}"
+    if fault == "endless":
+        return EndlessResponse(status_code=status, media_type=FHIR_JSON)
+    base = str(request.base_url).rstrip("/")
+    location = f"{base}{FHIR_PATH}/{resource['id']}"
     if status == 201:
         location += "/_history/1"
+    answer = state.config.fhir_answer
+    if answer in ("outcome", "foreign", "patient"):
+        return _misleading_answer(answer, status, base=base, resource_id=resource["id"])
     content = json.dumps(resource, separators=(",", ":")).encode("utf-8")
     headers = {"Location": location}
     if fault == "slow":  # the same answer, its body dribbled
@@ -97,6 +111,21 @@ def _created_response(
         return SlowResponse(
             content, slow_s=slow_s, status_code=status, media_type=FHIR_JSON, headers=headers
         )
+    return Response(content, status_code=status, media_type=FHIR_JSON, headers=headers)
+
+
+def _misleading_answer(answer: str, status: int, *, base: str, resource_id: str) -> Response:
+    """The resource is filed; the answer names it wrongly, or not at all."""
+    said = {"severity": "information", "code": "informational", "diagnostics": "created"}
+    body: dict[str, Any] = {"resourceType": "OperationOutcome", "issue": [said]}
+    headers: dict[str, str] = {}
+    if answer == "outcome":  # an id of its own, no Location: nothing names the document
+        body["id"] = f"outcome-{resource_id[:8]}"
+    elif answer == "foreign":
+        headers["Location"] = f"http://elsewhere.invalid/fhir/DocumentReference/{resource_id}"
+    else:  # "patient"
+        headers["Location"] = f"{base}/fhir/Patient/{resource_id}/_history/1"
+    content = json.dumps(body, separators=(",", ":")).encode("utf-8")
     return Response(content, status_code=status, media_type=FHIR_JSON, headers=headers)
 
 

@@ -52,6 +52,42 @@ class SlowResponse(Response):
             await send({"type": "http.response.body", "body": piece, "more_body": more})
 
 
+class EndlessResponse(Response):
+    """A JSON-looking body that never ends, sent until the client goes away.
+
+    What a broken or hostile server does to a client that reads answers whole; the
+    server holds one chunk, never the body.
+    """
+
+    _CHUNK = b"a" * 65_536
+
+    def __init__(self, *, status_code: int = 200, media_type: str = "application/json") -> None:
+        super().__init__(b"", status_code=status_code, media_type=media_type)
+        self._content_type = media_type.encode("ascii")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(b"content-type", self._content_type)]  # no length: chunked
+        await send({"type": "http.response.start", "status": self.status_code, "headers": headers})
+        gone = asyncio.Event()
+        watcher = asyncio.create_task(_wait_for_disconnect(receive, gone))
+        try:
+            head = b'{"resourceType":"DocumentReference","id":"endless","pad":"'
+            await send({"type": "http.response.body", "body": head, "more_body": True})
+            while not gone.is_set():
+                await send({"type": "http.response.body", "body": self._CHUNK, "more_body": True})
+                await asyncio.sleep(0)  # let the disconnect be seen
+        except OSError:  # the client hung up mid-send
+            pass
+        finally:
+            watcher.cancel()
+
+
+async def _wait_for_disconnect(receive: Receive, gone: asyncio.Event) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
+
+
 def retry_after_value(retry_after_s: int, *, http_date: bool) -> str:
     """A Retry-After header value: delay seconds, or an HTTP-date no earlier than that."""
     if not http_date:

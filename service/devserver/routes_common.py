@@ -29,6 +29,7 @@ from service.contract import (
 from service.devserver.ledger import LedgerEntry
 from service.devserver.responses import (
     DroppedResponse,
+    EndlessResponse,
     SlowResponse,
     retry_after_value,
     tamper_envelope,
@@ -178,6 +179,8 @@ def fault_response(fault: str, *, state: DevServerState, trace: Trace) -> Respon
         return message(status, text)
     if fault == "badjson":
         return Response(_BAD_JSON_BODY, media_type="application/json")
+    if fault == "endless":
+        return EndlessResponse()
     if fault == "notext":  # everything a success carries except the text
         trace.txn_id = next_txn_id(state, trace)
         payload = {"txn_id": trace.txn_id, "audio_duration": 0.0}

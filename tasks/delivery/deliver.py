@@ -33,12 +33,12 @@ from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord, SentIdentity
 from tasks.delivery.audit_trail import journal_recorder, record_delivery_event
 from tasks.delivery.documents import parse_docs_query, require_patient_link
-from tasks.delivery.errors import DeliveryInDoubt
+from tasks.delivery.errors import DeliveryInDoubt, ReceiverSilent, stored_message
 from tasks.delivery.outgoing import Prepared, Sending, prepare_outgoing
 from tasks.delivery.plan import plan_deliveries
 from tasks.delivery.senders import configured_target, sender_for
 from tasks.delivery.sending import DocumentSender, remote_id_of
-from tasks.delivery.stats import DeliveryStats, delivery_summary
+from tasks.delivery.stats import DeliveryStats, delivery_summary, requests_of
 from tasks.delivery.target_aliases import check_target_alias, seen_targets
 from tasks.delivery.targets import Sender, Sent, Target, TargetKind
 from tasks.discovery.names import one_line, reason_about, recording_name
@@ -64,9 +64,9 @@ __all__ = [
 logger = logging.getLogger("medasr.deliver")
 
 # Stops that are not the row's fault: the row goes back (pending, or in doubt if sent).
-_STOPPING = (CredentialsRejected, ConfigError)
+_STOPPING = (CredentialsRejected, ConfigError, ReceiverSilent)
 # Failures an operator fixes in the manifest: worth another try on a later run.
-_FIXABLE_KINDS = frozenset({"metadata_missing", "document_invalid"})
+_FIXABLE_KINDS = frozenset({"metadata_missing", "metadata_invalid", "document_invalid"})
 
 
 async def deliver_pending(
@@ -244,10 +244,11 @@ class _Run:
             logger.warning("delivery of %s was taken over by another worker", await self._name(row))
             return _Outcome("released")
         except _STOPPING as exc:
-            return _Outcome("released", error=exc, requests=1)
+            unsent = isinstance(exc, ReceiverSilent)  # refused before sending
+            return _Outcome("released", error=exc, requests=0 if unsent else 1)
         except MedasrError as exc:
             await self._settle_failed(row, exc)
-            return _Outcome("failed")
+            return _Outcome("failed", requests=requests_of(exc))
         except Exception as exc:  # a bug must cost this document only, not the run
             name = await self._name(row)
             logger.error("delivery of %s: unexpected %s", name, type(exc).__name__, exc_info=exc)
@@ -328,7 +329,7 @@ class _Run:
                 row.id,
                 lease_token=row.lease_token,
                 error_kind=exc.kind,
-                message=str(exc),
+                message=stored_message(exc),
                 retryable=retryable,
             ),
             action=None if retryable and not spent else AuditAction.DELIVERY_FAILED,
@@ -341,7 +342,7 @@ class _Run:
             name,
             exc.kind,
         )
-        message = f"sent, no answer recorded: {exc}"
+        message = f"sent, no answer recorded: {stored_message(exc)}"
         await self._settle(
             row,
             lambda uow: uow.deliveries.record_delivery_in_doubt(

@@ -5,15 +5,21 @@
     │   ├── MetadataMissing           "metadata_missing": MEDASR_DOCS_QUERY names a manifest
     │   │                             column this recording has no value for; retryable
     │   │                             once the manifest is fixed and the source listed again
+    │   ├── MetadataInvalid           "metadata_invalid": a manifest identifier (patient_id,
+    │   │                             encounter, doc_type) holds a control character that
+    │   │                             would split an HL7 message; retryable once fixed
     │   ├── DocumentInvalid           "document_invalid": the FHIR resource does not validate
     │   │                             (e.g. a manifest date that is not a date)
     │   └── Hl7Rejected               "hl7_rejected": AR/CR, the engine refuses the message
-    ├── RunStop └── ConfigError       the run stops
-    │   ├── DocsQueryInvalid          MEDASR_DOCS_QUERY is not a usable template (exit 2)
-    │   ├── PatientLinkMissing        the docs upload has no MEDASR_DOCS_QUERY naming a
-    │   │                             manifest column: no note goes without its patient
-    │   ├── TargetInvalid             --to / MEDASR_DELIVERY__TARGET is not a target (exit 2)
-    │   └── TargetAlias               a new spelling of an address delivered to (exit 2;
+    ├── RunStop                       the run stops
+    │   ├── ReceiverSilent            "receiver_silent": the engine answered none of the last
+    │   │                             documents; the rest stay pending (exit 1: in doubt)
+    │   └── ConfigError
+    │       ├── DocsQueryInvalid      MEDASR_DOCS_QUERY is not a usable template (exit 2)
+    │       ├── PatientLinkMissing    the docs upload has no MEDASR_DOCS_QUERY naming a
+    │       │                         manifest column: no note goes without its patient
+    │       ├── TargetInvalid         --to / MEDASR_DELIVERY__TARGET is not a target (exit 2)
+    │       └── TargetAlias           a new spelling of an address delivered to (exit 2;
     │                                 --new-target if it is another receiver)
     └── TransientError
         ├── Hl7ApplicationError       "hl7_application_error": AE/CE, retried on a later run
@@ -25,13 +31,20 @@ the recording and the column, never transcript text, a token or a key.
 
 from __future__ import annotations
 
-from config.errors import ConfigError, TerminalError, TransientError
+from config.errors import ConfigError, MedasrError, RunStop, TerminalError, TransientError
+from tasks.discovery.names import one_line
 
 
 class MetadataMissing(TerminalError):
     """The query template needs a manifest column this recording lacks."""
 
     kind = "metadata_missing"
+
+
+class MetadataInvalid(TerminalError):
+    """A manifest identifier this recording's document needs holds a control character."""
+
+    kind = "metadata_invalid"
 
 
 class DocumentInvalid(TerminalError):
@@ -74,6 +87,12 @@ class DeliveryInDoubt(TransientError):
     kind = "in_doubt"
 
 
+class ReceiverSilent(RunStop):
+    """The engine answered none of the last documents sent to it: nothing more is sent."""
+
+    kind = "receiver_silent"
+
+
 class TargetInvalid(ConfigError):
     """`--to` / MEDASR_DELIVERY__TARGET names no target medasr can deliver to."""
 
@@ -84,3 +103,9 @@ class TargetAlias(ConfigError):
     """A target never delivered to whose address is one medasr has delivered to."""
 
     kind = "target_alias"
+
+
+def stored_message(exc: MedasrError) -> str:
+    """A failure as the store keeps it: our sentence, then the receiver's own words
+    (`detail`, on one line), which log lines never carry."""
+    return f"{exc}: {one_line(exc.detail)}" if exc.detail else str(exc)

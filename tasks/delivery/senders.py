@@ -10,12 +10,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
+from config.errors import MedasrError
 from config.settings import Settings
 from service.docs_client import DocsClient, DocsReceipt, Document
 from service.fhir_client import TOKEN_SETTING as FHIR_TOKEN_SETTING
@@ -29,6 +31,7 @@ from tasks.delivery.errors import (
     Hl7ApplicationError,
     Hl7Rejected,
     MetadataMissing,
+    ReceiverSilent,
 )
 from tasks.delivery.fhir import build_document_reference, resource_json_bytes, version_search_token
 from tasks.delivery.mdm import Ack, MdmDocument, MdmParties, build_mdm, parse_ack
@@ -85,7 +88,7 @@ def open_sender(
 ) -> Sender:
     """The sender of `target`; raises ConfigError for unusable settings."""
     if target.kind is TargetKind.MLLP:
-        return MllpSender(target=target, settings=settings)
+        return MllpSender(target=target, settings=settings, on_retry=on_retry)
     if target.kind is TargetKind.FHIR:
         return FhirSender(
             target=target, settings=settings, on_retry=on_retry, allow_unlinked=allow_unlinked
@@ -159,10 +162,13 @@ class MllpSender:
 
     target: Target
     settings: Settings
+    on_retry: Callable[[RetryEvent], None] | None = None  # hears of every resend
     dedupes: bool = True
     format_name: str = "mdm"
     client: MllpClient = field(init=False)
     parties: MdmParties = field(init=False)
+    unanswered_in_a_row: int = field(init=False, default=0)  # documents without any ACK
+    _one_document: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
 
     def __post_init__(self) -> None:
         delivery = self.settings.delivery
@@ -187,24 +193,49 @@ class MllpSender:
 
     async def send(self, outgoing: Outgoing) -> Sent:
         """Send one MDM and read its ACK; raises Hl7ApplicationError, Hl7Rejected,
-        DeliveryInDoubt, MllpUnreachable (nothing sent), MetadataMissing, DocumentInvalid."""
+        DeliveryInDoubt, MllpUnreachable (nothing sent), MetadataMissing, MetadataInvalid,
+        DocumentInvalid, and ReceiverSilent (nothing sent) once the engine stays silent."""
         document = mdm_document(outgoing)
         message = build_mdm(document, self.parties, now=datetime.now(UTC))
+        # One document at a time, resends included: "in a row" is the order on the wire.
+        async with self._one_document:
+            self._refuse_if_silent()
+            try:
+                ack, sends = await self._resend_until_answered(
+                    message, document=document, delivery_id=outgoing.delivery_id
+                )
+            except DeliveryInDoubt:
+                self.unanswered_in_a_row += 1
+                raise
+            self.unanswered_in_a_row = 0
+        return _settled(ack, document, target_name=self.target.name, sends=sends, size=len(message))
+
+    def _refuse_if_silent(self) -> None:
+        # Each silent document costs (resends + 1) ACK timeouts, one after another.
+        limit = self.settings.delivery.hl7_stop_after_unanswered
+        if self.unanswered_in_a_row >= limit:
+            raise ReceiverSilent(
+                f"the engine at {self.target.name} answered none of the last {limit} documents "
+                f"({self.settings.delivery.hl7_resends + 1} sends each); delivery stopped, "
+                "the rest stay pending: check the engine, then run deliver again"
+            )
+
+    async def _resend_until_answered(
+        self, message: bytes, *, document: MdmDocument, delivery_id: int
+    ) -> tuple[Ack, int]:
+        """The ACK and the sends it took; raises DeliveryInDoubt after the last resend."""
         sends = 0
         while True:
             try:
                 sends += 1
-                ack = await self._exchange(message, control_id=document.control_id)
-                return _settled(
-                    ack, document, target_name=self.target.name, sends=sends, size=len(message)
-                )
+                return await self._exchange(message, control_id=document.control_id), sends
             except (MllpNoAnswer, DeliveryInDoubt) as exc:
                 # Same bytes, same MSH-10: the engine files a repeated control ID once.
                 if sends > self.settings.delivery.hl7_resends:
                     raise DeliveryInDoubt(f"message {document.control_id}: {exc}") from exc
-                logger.info(
-                    "delivery %d: resending message %s", outgoing.delivery_id, document.control_id
-                )
+                logger.info("delivery %d: resending message %s", delivery_id, document.control_id)
+                if self.on_retry is not None:
+                    self.on_retry(RetryEvent(sends, 0.0, exc.kind, None))
             except MllpUnreachable as exc:
                 if sends == 1:
                     raise  # nothing went out: a plain retryable failure
@@ -252,13 +283,14 @@ def mdm_document(outgoing: Outgoing) -> MdmDocument:
 
 
 def _settled(ack: Ack, document: MdmDocument, *, target_name: str, sends: int, size: int) -> Sent:
-    said = f": {ack.text}" if ack.text else ""
+    error: MedasrError | None = None
     if ack.code in ("AE", "CE"):
-        raise Hl7ApplicationError(
-            f"the engine answered {ack.code} to message {ack.control_id}{said}"
-        )
-    if not ack.accepted:
-        raise Hl7Rejected(f"the engine rejected message {ack.control_id} ({ack.code}){said}")
+        error = Hl7ApplicationError(f"the engine answered {ack.code} to message {ack.control_id}")
+    elif not ack.accepted:
+        error = Hl7Rejected(f"the engine rejected message {ack.control_id} ({ack.code})")
+    if error is not None:
+        error.detail = ack.text  # the engine's words may name the patient: never logged
+        raise error
     fields = {
         "ack_code": ack.code,
         "msa_2": ack.control_id,
@@ -308,6 +340,12 @@ class FhirSender:
         body = resource_json_bytes(resource)
         condition = version_search_token(note.document_id)
         receipt = await self.client.create(body, if_none_exist=condition)
+        if receipt.unconfirmed:
+            # Accepted, so probably filed, but under an id we cannot know: a person looks.
+            raise DeliveryInDoubt(
+                f"the FHIR server answered HTTP {receipt.status} but {receipt.unconfirmed}; "
+                "the document may be filed under an id medasr cannot know"
+            )
         fields = {
             "status": receipt.status,
             "id": receipt.resource_id,

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from config.errors import ConfigError, MedasrError, exit_code_of
-from service.errors import CredentialsRejected
+from service.errors import CredentialsRejected, ServiceError
+from tasks.delivery.errors import ReceiverSilent
 
 
 @dataclass
@@ -27,6 +28,20 @@ class DeliveryStats:
     stopped: MedasrError | None = field(default=None, repr=False)
 
 
+# Failures found before anything went out: they cost no request.
+_UNSENT_KINDS = frozenset(
+    {"metadata_missing", "metadata_invalid", "document_invalid", "mllp_unreachable"}
+)
+
+
+def requests_of(exc: MedasrError) -> int:
+    """The request a failed send made (its retries are counted as they happen)."""
+    refused_unsent = isinstance(exc, ServiceError) and exc.status is None
+    if exc.kind in _UNSENT_KINDS or (refused_unsent and exc.kind == "payload_too_large"):
+        return 0
+    return 1
+
+
 def delivery_summary(stats: DeliveryStats, *, dry_run: bool = False) -> dict[str, Any]:
     """Counts for the console, the artifact and the exit code."""
     summary: dict[str, Any] = {
@@ -42,6 +57,7 @@ def delivery_summary(stats: DeliveryStats, *, dry_run: bool = False) -> dict[str
         "bytes_sent": stats.bytes_sent,
         "credentials_rejected": isinstance(stats.stopped, CredentialsRejected),
         "stopped_by_configuration": isinstance(stats.stopped, ConfigError),
+        "receiver_silent": isinstance(stats.stopped, ReceiverSilent),
     }
     if dry_run:
         summary["sent"] = 0

@@ -108,7 +108,17 @@ def test_known_variables_get_no_warning(
 
 @pytest.mark.parametrize(
     "url",
-    ["sqlite://", "sqlite:///", "sqlite:///:memory:", "sqlite:///file:x?mode=memory&uri=true"],
+    [
+        "sqlite://",
+        "sqlite:///",
+        "sqlite:///:memory:",
+        "sqlite:///file:x?mode=memory&uri=true",
+        "sqlite:///file::memory:?uri=true",
+        "sqlite:///file::memory:?cache=shared&uri=true",
+        "sqlite+pysqlite:///file:memdb1?uri=true&MODE=memory",
+        "sqlite:///file:?uri=true",  # an empty URI filename: a temporary database
+        "sqlite:///%3Amemory%3A",
+    ],
 )
 def test_an_in_memory_database_is_refused_in_one_line(
     monkeypatch: pytest.MonkeyPatch, url: str

@@ -161,7 +161,7 @@ def test_ctrl_c_to_the_group_during_a_delivery_leaves_the_documents_pending(
     make_done(store, {name: f"note {i} words" for i, name in enumerate(names)})
     store.dispose()
 
-    running = medasr.start("deliver", MEDASR_CONCURRENCY="1")
+    running = medasr.start("deliver", "--allow-unlinked", MEDASR_CONCURRENCY="1")
     running.wait_for_output("delivered /archive/note-0.wav")  # the next upload is on the wire
     ctrl_c(running)
     finished = running.wait()
@@ -171,7 +171,7 @@ def test_ctrl_c_to_the_group_during_a_delivery_leaves_the_documents_pending(
     statuses = [r["status"] for r in query(database, "SELECT status FROM deliveries")]
     assert "failed" not in statuses, finished.describe()
 
-    again = medasr.run("deliver", "--resend-in-doubt")
+    again = medasr.run("deliver", "--resend-in-doubt", "--allow-unlinked")
     assert again.returncode == 0, again.describe()
     statuses = [r["status"] for r in query(database, "SELECT status FROM deliveries")]
     assert statuses == ["delivered"] * len(names)

@@ -3,9 +3,11 @@
 It is a peer implementation (another library than the hl7apy that builds our messages):
 every message is parsed with python-hl7, recorded, and answered as scripted: `AA`, `AE`,
 `AR`, `none` (filed, no answer: the ACK is lost), `drop` (filed, connection closed
-without an answer) or `garble` (filed, a reply that is not an ACK). Like an interface
-engine, it files a message control ID (MSH-10) once: a resend of one already filed is
-acknowledged again and not filed twice, and counted as a duplicate.
+without an answer), `garble` (filed, a reply that is not an ACK) or `late` (filed, its
+AA sent `late_s` seconds later on the same connection); `silent` answers nothing at
+all. Like an interface engine, it files a message control ID (MSH-10) once: a resend
+of one already filed is acknowledged again and not filed twice, and counted as a
+duplicate.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from dataclasses import dataclass, field
 import hl7
 from hl7.mllp import start_hl7_server
 
-ANSWERS = ("AA", "AE", "AR", "none", "drop", "garble")
-_FILING = ("AA", "none", "drop", "garble")  # the engine has the document, answered or not
+ANSWERS = ("AA", "AE", "AR", "none", "drop", "garble", "late")
+_FILING = ("AA", "none", "drop", "garble", "late")  # the engine has the document, answered or not
+# An engine takes long documents (asyncio's default buffer limit is 64 KiB).
+_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -42,6 +46,18 @@ class Received:
         """OBX-5 of every OBX, unescaped, in order."""
         return [str(self.message.unescape(str(s[5]))) for s in self.message.segments("OBX")]
 
+    def text(self) -> str:
+        """The document's text as a receiver reassembles it: consecutive OBX with the same
+        OBX-4 (sub-ID) are one line cut for length, joined as they came; lines by LF."""
+        lines: list[tuple[str, str]] = []  # (sub-ID, text so far)
+        for segment in self.message.segments("OBX"):
+            sub_id, value = str(segment[4]), str(self.message.unescape(str(segment[5])))
+            if lines and lines[-1][0] == sub_id:
+                lines[-1] = (sub_id, lines[-1][1] + value)
+            else:
+                lines.append((sub_id, value))
+        return "\n".join(value for _, value in lines)
+
 
 @dataclass
 class MllpListener:
@@ -50,6 +66,8 @@ class MllpListener:
     script: deque[str] = field(default_factory=deque)
     by_patient: dict[str, deque[str]] = field(default_factory=dict)  # PID-3 -> answers
     rates: dict[str, float] = field(default_factory=dict)
+    silent: bool = False  # file every message, answer none (a resend of a filed one too)
+    late_s: float = 1.0  # how long a "late" AA waits
     seed: int = 7
     received: list[Received] = field(default_factory=list)
     filed: dict[str, Received] = field(default_factory=dict)  # by MSH-10
@@ -66,6 +84,8 @@ class MllpListener:
         """The answer scripted for the patient, else the next scripted, else one drawn
         from `rates`; a filed ID gets AA again."""
         with self._lock:
+            if self.silent:
+                return "none"
             if self.by_patient.get(patient_id):
                 return self.by_patient[patient_id].popleft()
             if self.script:
@@ -121,16 +141,26 @@ async def _serve(listener: MllpListener, reader: object, writer: object) -> None
             if answer == "drop":
                 writer.close()  # type: ignore[attr-defined]
                 return
-            if answer == "garble":
-                writer.writeblock(b"this is not an ACK")  # type: ignore[attr-defined]
-            else:
-                ack = message.create_ack(ack_code=answer, application="EHR", facility="HOSP")
-                if answer != "AA":
-                    ack.segment("MSA").append(f"scripted {answer}")
-                writer.writemessage(ack)  # type: ignore[attr-defined]
-            await writer.drain()  # type: ignore[attr-defined]
+            if answer == "late":
+                await asyncio.sleep(listener.late_s)  # the sender has given up by now
+                answer = "AA"
+            try:
+                await _answer(message, answer, writer, patient_id=patient_id)
+            except ConnectionError:  # the sender closed first (a late answer)
+                return
     finally:
         writer.close()  # type: ignore[attr-defined]
+
+
+async def _answer(message: hl7.Message, answer: str, writer: object, *, patient_id: str) -> None:
+    if answer == "garble":
+        writer.writeblock(b"this is not an ACK")  # type: ignore[attr-defined]
+    else:
+        ack = message.create_ack(ack_code=answer, application="EHR", facility="HOSP")
+        if answer != "AA":  # as engines do, the text names the patient
+            ack.segment("MSA").append(f"scripted {answer} for {patient_id}")
+        writer.writemessage(ack)  # type: ignore[attr-defined]
+    await writer.drain()  # type: ignore[attr-defined]
 
 
 @contextmanager
@@ -151,6 +181,7 @@ def running_listener(
             port=0,
             ssl=tls,
             encoding="utf-8",
+            limit=_MAX_MESSAGE_BYTES,
         )
         listener.port = server.sockets[0].getsockname()[1]
         server_box.append(server)

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 from pydantic import SecretStr
 
 from config.settings import DeliverySettings
@@ -121,12 +122,13 @@ def test_the_queue_pages_and_filters(context: Any, served: Served, recording: in
     assert page.get_by_test_id("queue-item").count() == 50
     assert page.get_by_test_id("queue-item").first.get_attribute("href") == f"/items/{recording}"
     page.get_by_test_id("next-page").click()
-    assert page.get_by_test_id("queue-item").count() == 7
+    # A click starts a navigation; expect() waits for the new page where count() would race it.
+    expect(page.get_by_test_id("queue-item")).to_have_count(7)
     assert page.get_by_test_id("next-page").count() == 0
     page.goto(f"{served.url}/")
     page.get_by_test_id("filter-language").fill("ta")
     page.get_by_test_id("filter-apply").click()
-    assert page.get_by_test_id("queue-item").count() == 1
+    expect(page.get_by_test_id("queue-item")).to_have_count(1)
     page.get_by_test_id("queue-item").click()
     assert page.url == f"{served.url}/items/{tamil}"
 

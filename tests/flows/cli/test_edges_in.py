@@ -64,17 +64,19 @@ def test_a_misspelt_toml_key_stops_the_run(
     assert "SENTKEY" not in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("url", ["sqlite:///", "sqlite:///file::memory:?uri=true"])
 def test_an_in_memory_database_is_refused(
-    env: dict[str, str], source: Path, tmp_path: Path
+    env: dict[str, str], source: Path, tmp_path: Path, url: str
 ) -> None:
     result = medasr(
         "run",
         str(source),
         "-l",
         "en-IN",
-        env=env | {"MEDASR_DATABASE_URL": "sqlite:///"},
+        env=env | {"MEDASR_DATABASE_URL": url},
         cwd=tmp_path,
     )
+    assert result.returncode == 2
     line = one_line(result)
     assert "MEDASR_DATABASE_URL" in line
     assert "in-memory" in line
