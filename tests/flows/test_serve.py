@@ -145,6 +145,14 @@ def _paused(server: PrefectServer) -> dict[str, bool]:
     return server.call(read)
 
 
+def _polled(server: PrefectServer) -> bool:
+    async def read(client):  # type: ignore[no-untyped-def]
+        deployment = await client.read_deployment_by_name(NIGHTLY_DEPLOYMENT)
+        return str(deployment.status).upper().endswith("READY")
+
+    return bool(server.call(read))
+
+
 def _start_nightly_run(server: PrefectServer):  # type: ignore[no-untyped-def]
     async def trigger(client):  # type: ignore[no-untyped-def]
         deployment = await client.read_deployment_by_name(NIGHTLY_DEPLOYMENT)
@@ -251,10 +259,10 @@ def test_serve_stops_on_sigterm_without_a_warning(
     args = [MEDASR, "serve", str(tmp_path), "--language", "en-IN"]
     serving = start_background(args, env=env, cwd=tmp_path, log_path=tmp_path / "serve.log")
     try:
-        wait_until(
-            lambda: _deployment_schedules(prefect_server) and "being served" in serving.log(),
+        wait_until(  # polled by the running runner: its own SIGTERM handler is in place
+            lambda: _deployment_schedules(prefect_server) and _polled(prefect_server),
             timeout_s=60,
-            what="both deployments",
+            what="both deployments polled",
             alive=[serving, prefect_server.background],
         )
         serving.process.send_signal(signal.SIGTERM)  # as systemd or `kill` stops it
