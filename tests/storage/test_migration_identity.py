@@ -6,27 +6,12 @@ import hashlib
 import json
 from pathlib import Path
 
-from sqlalchemy import text
-
 from config.settings import StorageSettings
 from storage import open_store
-from storage.database import create_store_engine, upgrade_database
+from storage.database import upgrade_database
+from tests.helpers.raw_sql import run_sql as _sql
 
 NOW = "2026-11-27 07:00:00"
-
-
-def _sql(url: str, *statements: str) -> list[tuple[object, ...]]:
-    engine = create_store_engine(url)
-    try:
-        with engine.begin() as connection:
-            found: list[tuple[object, ...]] = []
-            for statement in statements:
-                result = connection.execute(text(statement))
-                if result.returns_rows:
-                    found += [tuple(r) for r in result]
-            return found
-    finally:
-        engine.dispose()
 
 
 def _delivery(row_id: int, *, target: str, status: str, response: dict[str, str] | None) -> str:

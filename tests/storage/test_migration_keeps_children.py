@@ -4,25 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import text
-
-from storage.database import create_store_engine, upgrade_database
+from storage.database import upgrade_database
+from tests.helpers.raw_sql import run_sql as _sql
 
 NOW = "2026-11-27 07:00:00"
-
-
-def _sql(url: str, *statements: str) -> list[tuple[object, ...]]:
-    engine = create_store_engine(url)
-    try:
-        with engine.begin() as connection:
-            found: list[tuple[object, ...]] = []
-            for statement in statements:
-                result = connection.execute(text(statement))
-                if result.returns_rows:
-                    found += [tuple(row) for row in result]
-            return found
-    finally:
-        engine.dispose()
 
 
 def test_copying_the_items_table_deletes_no_chunk_and_no_delivery(tmp_path: Path) -> None:
