@@ -133,8 +133,9 @@ def _listed(run: RunRecord) -> bool:
 def _not_audio_line(run: RunRecord) -> str:
     """The files the latest listing ignored as not audio, with the rule that named them."""
     return (
-        f"not audio, ignored: {run.counts['not_audio_ignored']} in the latest run over "
-        f"{one_line(run.source)} ({run.started_at.isoformat(timespec='seconds')}); the rule, "
+        # The source's own path stays out: status names recordings relative to it.
+        f"not audio, ignored: {run.counts['not_audio_ignored']} in the latest run that listed "
+        f"a source ({run.started_at.isoformat(timespec='seconds')}); the rule, "
         "by name: documents, data, images, scripts, checksums, partial copies, system files "
         "(docs/sources.md); the run's log names the first few"
     )

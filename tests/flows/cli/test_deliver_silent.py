@@ -38,7 +38,7 @@ def test_a_silent_engine_stops_deliver_with_one_line_and_exit_1(
     assert result.exit_code == 1, result.output
     assert len(listener.received) == 1
     rows = table_rows(result.output)
-    assert (rows["documents in doubt"], rows["receiver silent"]) == ("1", "True")
+    assert (rows["documents in doubt"], rows["receiver silent"]) == ("1", "yes")
     stopped = [line for line in result.output.splitlines() if "stopped:" in line]
     assert stopped == [
         "medasr: stopped: the engine answered none of the last 1 documents; undelivered "
