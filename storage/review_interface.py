@@ -12,7 +12,14 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
-from storage.interface import ChunkRepository, ItemRepository, ReviewRepository, UnitOfWork
+from storage.interface import (
+    ChunkRepository,
+    ClaimRepository,
+    ItemQueryRepository,
+    ItemRepository,
+    ReviewRepository,
+    UnitOfWork,
+)
 from storage.records import (
     ItemRecord,
     ReviewerRecord,
@@ -142,7 +149,17 @@ class ReviewUnitOfWork(UnitOfWork, Protocol):
 
     @property
     def items(self) -> ItemRepository:
-        """Recordings in a language."""
+        """Recordings in a language, as listings and reruns write them."""
+        ...
+
+    @property
+    def claims(self) -> ClaimRepository:
+        """Claims on recordings: the work queue's face."""
+        ...
+
+    @property
+    def item_queries(self) -> ItemQueryRepository:
+        """Recordings in a language, read."""
         ...
 
     @property

@@ -34,7 +34,7 @@ def request(**overrides) -> PurgeRequest:
 def deliver_rows(store: UnitOfWorkFactory, statuses: dict[int, str]) -> None:
     """One docs delivery per item, settled in `statuses` (its response holds a body)."""
     with store.unit_of_work() as uow:
-        items = {i: uow.items.get_item(i) for i in statuses}
+        items = {i: uow.item_queries.get_item(i) for i in statuses}
         uow.deliveries.plan_deliveries(
             [
                 WantedDelivery(item_id=i, language=it.language, version=f"v{i}")
@@ -86,8 +86,8 @@ def test_a_delivered_recording_loses_its_text_and_keeps_its_key_and_hashes(
     assert result.total == 1
     assert {(k.reason, k.items) for k in result.kept} == {("undelivered", 2)}
     with audit_store.unit_of_work(read_only=True) as uow:
-        purged = uow.items.get_item(a)
-        kept = uow.items.get_item(b)
+        purged = uow.item_queries.get_item(a)
+        kept = uow.item_queries.get_item(b)
         chunks = uow.chunks.done_chunks(a)
         (delivery,) = uow.deliveries.deliveries_of_item(a)
         receipt = uow.audit.newest_event()
@@ -128,7 +128,7 @@ def test_include_undelivered_takes_the_rest_and_settles_their_deliveries(
     assert result.total == 3
     with audit_store.unit_of_work(read_only=True) as uow:
         (delivery,) = uow.deliveries.deliveries_of_item(b)
-        assert {c.status: c.items for c in uow.items.status_counts()} == {"purged": 3}
+        assert {c.status: c.items for c in uow.item_queries.status_counts()} == {"purged": 3}
     assert delivery.status == "superseded"  # never sent again
     assert delivery.error_message is None
 
@@ -147,7 +147,7 @@ def test_nothing_younger_than_the_period_and_no_other_language_is_touched(
     )
     assert only_hindi.total == 1
     with audit_store.unit_of_work(read_only=True) as uow:
-        counts = {(c.status, c.language): c.items for c in uow.items.status_counts()}
+        counts = {(c.status, c.language): c.items for c in uow.item_queries.status_counts()}
         events = list(uow.audit.chain())
     assert counts == {("done", "en-IN"): 3, ("purged", "hi"): 1}
     assert [e.action for e in events] == ["purge_page", "purged"]  # a dry run writes nothing
@@ -197,7 +197,7 @@ def test_a_purged_file_listed_again_keeps_its_receipt_unless_its_size_changed(
             language=a.language,
         )
     with audit_store.unit_of_work() as uow:
-        touched, rewritten = uow.items.get_item(a.id), uow.items.get_item(b.id)
+        touched, rewritten = uow.item_queries.get_item(a.id), uow.item_queries.get_item(b.id)
         assert touched is not None
         assert rewritten is not None
         assert (touched.status, rewritten.status) == ("pending", "pending")
