@@ -22,10 +22,9 @@ from storage.errors import LeaseLost
 from storage.models import ChunkRow, Item
 from storage.queries import IN_BATCH, items_where, under_source, uri_in
 from storage.records import ItemRecord, ItemStatus
-from storage.work_queue import WorkQueue
+from storage.work_queue import WorkQueue, ended_with_error
 
 _SCAN_PAGE = 1000
-_MESSAGE_MAX_CHARS = 4000
 
 __all__ = ["Claims"]
 
@@ -206,11 +205,8 @@ class Claims:
         self._settle(
             item_id,
             lease_token=lease_token,
-            status="skipped",
-            error_kind=reason_kind,
-            error_message=reason[:_MESSAGE_MAX_CHARS],
+            **ended_with_error("skipped", error_kind=reason_kind, message=reason, retryable=False),
             duration_ms=duration_ms,
-            retryable=False,
             next_attempt_at=None,
             done_at=clock.host_now(),
         )
@@ -229,10 +225,9 @@ class Claims:
         self._settle(
             item_id,
             lease_token=lease_token,
-            status="failed",
-            error_kind=error_kind,
-            error_message=message[:_MESSAGE_MAX_CHARS],
-            retryable=retryable,
+            **ended_with_error(
+                "failed", error_kind=error_kind, message=message, retryable=retryable
+            ),
             next_attempt_at=next_attempt_at,
         )
 

@@ -29,11 +29,10 @@ from storage.registration import (
     find_differing,
     insert_new,
 )
-from storage.work_queue import WorkQueue, cleared_lease
+from storage.work_queue import WorkQueue, cleared_lease, ended_with_error
 
 __all__ = ["UNREADABLE_VERSION", "Items"]
 
-_MESSAGE_MAX_CHARS = 4000
 # The version an unreadable file is recorded with: any real listing differs, so the file
 # goes back to pending as soon as it can be read.
 UNREADABLE_VERSION = "unreadable"
@@ -264,10 +263,12 @@ class Items:
 def _unreadable(uri: str, reason: str, *, now: datetime) -> dict[str, Any]:
     return {
         "source_version": UNREADABLE_VERSION,
-        "status": "failed",
-        "error_kind": SourceUnreadable.kind,
-        "error_message": f"cannot read {uri}: {reason}"[:_MESSAGE_MAX_CHARS],
-        "retryable": False,
+        **ended_with_error(
+            "failed",
+            error_kind=SourceUnreadable.kind,
+            message=f"cannot read {uri}: {reason}",
+            retryable=False,
+        ),
         "next_attempt_at": None,
         "updated_at": now,
         **cleared_lease(),

@@ -12,14 +12,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
-from storage.interface import (
-    ChunkRepository,
-    ClaimRepository,
-    ItemQueryRepository,
-    ItemRepository,
-    ReviewRepository,
-    UnitOfWork,
-)
+from storage.interface import ChunkRepository, ReviewRepository, UnitOfWork
 from storage.records import (
     ItemRecord,
     ReviewerRecord,
@@ -145,22 +138,8 @@ class RevisionRepository(Protocol):
 
 
 class ReviewUnitOfWork(UnitOfWork, Protocol):
-    """One transaction's repositories, the review parts included."""
-
-    @property
-    def items(self) -> ItemRepository:
-        """Recordings in a language, as listings and reruns write them."""
-        ...
-
-    @property
-    def claims(self) -> ClaimRepository:
-        """Claims on recordings: the work queue's face."""
-        ...
-
-    @property
-    def item_queries(self) -> ItemQueryRepository:
-        """Recordings in a language, read."""
-        ...
+    """One transaction's repositories, the review parts included (the items' three as
+    UnitOfWork declares them)."""
 
     @property
     def chunks(self) -> ChunkRepository:
