@@ -1,5 +1,6 @@
-"""A purge on PostgreSQL: every table it changed is VACUUMed, and what that leaves of the
-purged text in the server's files (docs/audit.md "Really gone" says the same)."""
+"""What a purge leaves of a recording's text (transcript, chunk, a reviewer's revision) in
+the database's files: nothing on SQLite; on PostgreSQL every table it changed is
+VACUUMed, and the write-ahead log keeps it (docs/audit.md "Really gone" says the same)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,11 @@ from sqlalchemy import text as sql
 from config.settings import StorageSettings
 from storage import open_store
 from storage.database import normalize_database_url
+from storage.interface import UnitOfWorkFactory
 from tasks.retention.durations import parse_retention
 from tasks.retention.purge import PurgeRequest, purge_recordings
 from tests.retention.test_purge_store import add_chunk, deliver_rows
 from tests.tasks.delivery.delivery_helpers import make_done
-
-pytestmark = pytest.mark.postgres
 
 LATER = datetime.now(UTC) + timedelta(days=100)
 NOTE = "patient Qzxjvbwk Plorfnug takes warfarin"
@@ -80,16 +80,39 @@ def wal_holding(url: str, needle: str) -> bool:
     return any(needle.encode() in p.read_bytes() for p in wal)
 
 
+def arrange(url: str, store: UnitOfWorkFactory) -> None:
+    """One delivered recording whose text is also in a chunk and a reviewer's draft."""
+    items = make_done(store, {"/ward/a.wav": NOTE})
+    a = items["/ward/a.wav"].id
+    add_chunk(url, a, NOTE)
+    add_revision(url, a, NOTE)
+    deliver_rows(store, {a: "delivered"})
+
+
+def test_on_sqlite_no_file_of_the_database_holds_the_text(tmp_path: Path) -> None:
+    folder = tmp_path / "db"
+    folder.mkdir()
+    url = f"sqlite:///{folder / 'medasr.db'}"
+    store = open_store(StorageSettings(database_url=url), upgrade=True)
+    try:
+        arrange(url, store)
+        assert [p.name for p in folder.iterdir() if NOTE.encode() in p.read_bytes()]
+        request = PurgeRequest(retention=parse_retention("90d"), actor="os:officer@host")
+        result = purge_recordings(store, request, journal_folder=tmp_path, now=LATER)
+    finally:
+        store.dispose()
+
+    assert result.total == 1
+    assert [p.name for p in folder.iterdir() if b"Qzxjvbwk" in p.read_bytes()] == []
+
+
+@pytest.mark.postgres
 def test_a_purge_vacuums_every_table_it_changed_and_the_wal_keeps_the_text(
     fresh_postgres_url: str, tmp_path: Path
 ) -> None:
     store = open_store(StorageSettings(database_url=fresh_postgres_url), upgrade=True)
     try:
-        items = make_done(store, {"/ward/a.wav": NOTE})
-        a = items["/ward/a.wav"].id
-        add_chunk(fresh_postgres_url, a, NOTE)
-        add_revision(fresh_postgres_url, a, NOTE)
-        deliver_rows(store, {a: "delivered"})
+        arrange(fresh_postgres_url, store)
         assert set(holding(table_files(fresh_postgres_url), "Qzxjvbwk")) == {
             "items", "chunks", "revisions"
         }  # fmt: skip
