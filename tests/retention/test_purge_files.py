@@ -1,6 +1,8 @@
-"""What a purge leaves of a recording's text (transcript, chunk, a reviewer's revision) in
-the database's files: nothing on SQLite; on PostgreSQL every table it changed is
-VACUUMed, and the write-ahead log keeps it (docs/audit.md "Really gone" says the same)."""
+"""What a purge leaves of a recording's text (transcript, chunk, a reviewer's draft, the
+words a delivery went out with) in the database: nothing in any SQLite file. On
+PostgreSQL every table it changed is VACUUMed, so no row version, live or dead, holds the
+text (pageinspect reads the pages); the bytes can stay in a page's free space until a new
+row reuses it, and the write-ahead log keeps them (docs/audit.md "Really gone")."""
 
 from __future__ import annotations
 
@@ -17,13 +19,13 @@ from storage.database import normalize_database_url
 from storage.interface import UnitOfWorkFactory
 from tasks.retention.durations import parse_retention
 from tasks.retention.purge import PurgeRequest, purge_recordings
+from tests.audit.tampering import run_sql
 from tests.retention.test_purge_store import add_chunk, deliver_rows
 from tests.tasks.delivery.delivery_helpers import make_done
 
 LATER = datetime.now(UTC) + timedelta(days=100)
 NOTE = "patient Qzxjvbwk Plorfnug takes warfarin"
 TABLES = ("items", "chunks", "deliveries", "revisions")
-_REL = "CAST(:t AS regclass)"
 
 
 def add_revision(url: str, item_id: int, text: str) -> None:
@@ -40,33 +42,26 @@ def add_revision(url: str, item_id: int, text: str) -> None:
     engine.dispose()
 
 
-def table_files(url: str) -> dict[str, list[Path]]:
-    """Each purged table's files on disk (heap, TOAST, indexes), after a CHECKPOINT."""
+def tuples_holding(url: str, needle: str) -> list[str]:
+    """The purged tables whose pages hold a row version (live, or dead and not yet
+    vacuumed) with `needle` in it: every tuple of every page, read by pageinspect."""
     engine = create_engine(normalize_database_url(url), isolation_level="AUTOCOMMIT")
     try:
         with engine.connect() as connection:
-            connection.execute(sql("CHECKPOINT"))
-            data = Path(connection.execute(sql("SHOW data_directory")).scalar_one())
-            files: dict[str, list[Path]] = {}
-            for table in TABLES:
-                relations = connection.execute(
-                    sql(
-                        f"SELECT pg_relation_filepath(c.oid) FROM pg_class c WHERE c.oid = {_REL}"
-                        f" OR c.oid = (SELECT reltoastrelid FROM pg_class WHERE oid = {_REL})"
-                        f" OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = {_REL})"
-                    ),
-                    {"t": table},
-                ).scalars()
-                files[table] = [
-                    p for r in relations if r for p in data.glob(r + "*") if p.is_file()
-                ]
-            return files
+            connection.execute(sql("CREATE EXTENSION IF NOT EXISTS pageinspect"))
+            found = connection.execute(
+                sql(
+                    "SELECT DISTINCT t.name FROM unnest(CAST(:tables AS text[])) AS t(name),"
+                    " generate_series(0, pg_relation_size(t.name)"
+                    " / current_setting('block_size')::int - 1) AS b(block),"
+                    " heap_page_items(get_raw_page(t.name, b.block)) AS i"
+                    " WHERE position(CAST(:needle AS bytea) IN i.t_data) > 0"
+                ),
+                {"tables": list(TABLES), "needle": needle.encode()},
+            ).scalars()
+            return sorted(found)
     finally:
         engine.dispose()
-
-
-def holding(files: dict[str, list[Path]], needle: str) -> list[str]:
-    return [t for t, paths in files.items() for p in paths if needle.encode() in p.read_bytes()]
 
 
 def wal_holding(url: str, needle: str) -> bool:
@@ -81,12 +76,14 @@ def wal_holding(url: str, needle: str) -> bool:
 
 
 def arrange(url: str, store: UnitOfWorkFactory) -> None:
-    """One delivered recording whose text is also in a chunk and a reviewer's draft."""
+    """One delivered recording whose text is also in a chunk, a reviewer's draft and the
+    words its delivery went out with."""
     items = make_done(store, {"/ward/a.wav": NOTE})
     a = items["/ward/a.wav"].id
     add_chunk(url, a, NOTE)
     add_revision(url, a, NOTE)
     deliver_rows(store, {a: "delivered"})
+    run_sql(url, f"UPDATE deliveries SET sent_text = '{NOTE}'")
 
 
 def test_on_sqlite_no_file_of_the_database_holds_the_text(tmp_path: Path) -> None:
@@ -107,15 +104,13 @@ def test_on_sqlite_no_file_of_the_database_holds_the_text(tmp_path: Path) -> Non
 
 
 @pytest.mark.postgres
-def test_a_purge_vacuums_every_table_it_changed_and_the_wal_keeps_the_text(
+def test_on_postgresql_a_purge_vacuums_every_table_and_the_wal_keeps_the_text(
     fresh_postgres_url: str, tmp_path: Path
 ) -> None:
     store = open_store(StorageSettings(database_url=fresh_postgres_url), upgrade=True)
     try:
         arrange(fresh_postgres_url, store)
-        assert set(holding(table_files(fresh_postgres_url), "Qzxjvbwk")) == {
-            "items", "chunks", "revisions"
-        }  # fmt: skip
+        assert tuples_holding(fresh_postgres_url, "Qzxjvbwk") == sorted(TABLES)
         request = PurgeRequest(retention=parse_retention("90d"), actor="os:officer@host")
         result = purge_recordings(store, request, journal_folder=tmp_path, now=LATER)
     finally:
@@ -123,9 +118,6 @@ def test_a_purge_vacuums_every_table_it_changed_and_the_wal_keeps_the_text(
 
     assert result.total == 1
     assert all(table in result.reclaimed for table in TABLES), result.reclaimed
-    # Here VACUUM leaves no purged row in the tables' pages (emptied pages at a table's
-    # end are cut off, the rest compacted). In general the bytes of a dead row stay in a
-    # page's free space until a new row reuses it: docs/audit.md says so.
-    assert holding(table_files(fresh_postgres_url), "Qzxjvbwk") == []
+    assert tuples_holding(fresh_postgres_url, "Qzxjvbwk") == []
     # What no VACUUM removes: the write-ahead log (and its archive, replicas, backups).
     assert wal_holding(fresh_postgres_url, "Qzxjvbwk")
