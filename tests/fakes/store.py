@@ -52,7 +52,7 @@ class _State:
 
 
 class FakeStore:
-    """Hands out FakeRepository transactions over one in-memory state."""
+    """Hands out FakeUnitOfWork transactions over one in-memory state."""
 
     def __init__(self) -> None:
         self.down = False
