@@ -236,7 +236,8 @@ def test_after_ctrl_c_before_the_run_row_status_and_export_name_recordings_relat
     [failed] = [line for line in status.stdout.splitlines() if "not_audio" in line]
     assert failed.startswith("ward a/notes.wav\ten-IN\tnot_audio\t"), failed
     assert str(source) not in status.output, status.describe()
-    rows = {r["source"]: r for r in map(json.loads, (tmp_path / "out.jsonl").open())}
+    lines = (tmp_path / "out.jsonl").read_text().splitlines()
+    rows = {r["source"]: r for r in map(json.loads, lines)}
     assert set(rows) == {"ward a/notes.wav", "ward b/long.flac"}
     notes = rows["ward a/notes.wav"]
     assert notes["source_uri"] == str(source / "ward a" / "notes.wav")  # a column of its own
