@@ -11,12 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from storage import clock
-from storage.models import ListedSource, NotAudioFile
+from storage.models import ListedSource, NotAudioFile, UTCDateTime
 from storage.records import NotAudioListing
+
+_NOTE_SOURCE = text(
+    "INSERT INTO listed_sources (uri, listed_at, not_audio_count) VALUES (:uri, :now, 0)"
+    " ON CONFLICT (uri) DO NOTHING"
+).bindparams(bindparam("now", type_=UTCDateTime()))
 
 
 class Listings:
@@ -30,10 +35,11 @@ class Listings:
         found = self._session.scalar(select(ListedSource.id).where(ListedSource.uri == uri))
         if found is not None:
             return found
-        row = ListedSource(uri=uri, listed_at=clock.host_now(), not_audio_count=0)
-        self._session.add(row)
-        self._session.flush()
-        return row.id
+        # Workers listing the same source at once: the second insert is a no-op, not an error.
+        self._session.execute(_NOTE_SOURCE, {"uri": uri, "now": clock.host_now()})
+        noted = self._session.scalar(select(ListedSource.id).where(ListedSource.uri == uri))
+        assert noted is not None, "a source noted in this transaction"
+        return noted
 
     def record_not_audio(
         self, uri: str, *, count: int, by_reason: Mapping[str, int], names: Sequence[str]
