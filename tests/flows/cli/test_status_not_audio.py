@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from config.settings import StorageSettings
 from flows.cli import app
+from flows.cli.purge import result_lines
 from storage import open_store
 from storage.interface import UnitOfWorkFactory
 from tasks.discovery.discover import discover_and_register
 from tasks.retention.durations import parse_retention
-from tasks.retention.purge import PurgeRequest, purge_recordings
+from tasks.retention.purge import PurgeRequest, PurgeResult, purge_recordings
 from tests.reliability.evidence import query
 
 LANG = "en-IN"
@@ -122,3 +124,12 @@ def test_a_dry_run_purge_keeps_the_names(
     store.dispose()
 
     assert len(query(sqlite_url, "SELECT name FROM not_audio_files")) == 20
+
+
+def test_the_purge_says_how_many_names_it_removed() -> None:
+    request = PurgeRequest(retention=parse_retention("90d"), actor="test")
+    result = PurgeResult(cutoff=datetime(2026, 1, 1, tzinfo=UTC), not_audio_names=3)
+    lines = result_lines(result, request)
+    assert "names of files ignored as not audio removed: 3" in lines[-1]
+    dry = PurgeRequest(retention=parse_retention("90d"), actor="test", dry_run=True)
+    assert not any("not audio" in line for line in result_lines(result, dry))
