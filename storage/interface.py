@@ -3,9 +3,9 @@
 `open_store(settings.storage)` (storage/__init__.py) returns a `UnitOfWorkFactory`;
 `with store.unit_of_work() as uow:` is one transaction (committed when the block ends
 normally, rolled back on an error) over `uow.items`, `uow.claims`, `uow.item_queries`,
-`uow.chunks`, `uow.deliveries`, `uow.runs`, `uow.reviews`, `uow.audit`
-(storage/audit_interface.py) and `uow.retention`, each behind its Protocol. Items have three
-repositories, not one chain: what a listing or a rerun writes (`items`), what the
+`uow.chunks`, `uow.deliveries`, `uow.runs`, `uow.listings`, `uow.reviews`, `uow.audit`
+(storage/audit_interface.py) and `uow.retention`, each behind its Protocol. Items have
+three repositories, not one chain: what a listing or a rerun writes (`items`), what the
 holder of a claim does (`claims`) and what readers ask (`item_queries`). The SQL store
 (storage/database.py, storage/unit_of_work.py) satisfies them structurally; so does the
 in-memory fake of the unit tests (tests/fakes/store.py), which a conformance test keeps
@@ -29,6 +29,7 @@ from storage.records import (
     ChunkRecord,
     ExportRow,
     ItemRecord,
+    NotAudioListing,
     QueueSize,
     RegisterResult,
     RunRecord,
@@ -45,6 +46,7 @@ __all__ = [
     "DeliveryRepository",
     "ItemQueryRepository",
     "ItemRepository",
+    "ListingRepository",
     "RetentionRepository",
     "ReviewRepository",
     "RunRepository",
@@ -271,11 +273,37 @@ class RunRepository(Protocol):
         ...
 
     def run_sources(self) -> list[str]:
-        """Every source a run was recorded over, sorted."""
+        """Every source a run was recorded over or a listing noted, sorted."""
         ...
 
     def latest_runs(self, *, limit: int = 5) -> list[RunRecord]:
         """The latest runs, newest first."""
+        ...
+
+
+class ListingRepository(Protocol):
+    """Sources listed, and the files their latest listing ignored as not audio."""
+
+    def note_source(self, uri: str) -> int:
+        """The id of the listed source `uri`, recorded now if it is new."""
+        ...
+
+    def record_not_audio(
+        self, uri: str, *, count: int, by_reason: Mapping[str, int], names: Sequence[str]
+    ) -> None:
+        """Replace what the source's latest listing ignored as not audio."""
+        ...
+
+    def not_audio(self) -> list[NotAudioListing]:
+        """Each source whose latest listing ignored files as not audio, by URI."""
+        ...
+
+    def forget_not_audio(self) -> int:
+        """Remove every not-audio name and count (a purge); returns the names removed."""
+        ...
+
+    def sources(self) -> list[str]:
+        """Every source listed, sorted."""
         ...
 
 
@@ -330,6 +358,11 @@ class UnitOfWork(Protocol):
     @property
     def runs(self) -> RunRepository:
         """Runs of flows."""
+        ...
+
+    @property
+    def listings(self) -> ListingRepository:
+        """Sources listed and what they ignored as not audio."""
         ...
 
     @property

@@ -2,8 +2,8 @@
 
 As in cosmicpython's unit_of_work.py: `with store.unit_of_work() as uow:` opens a
 transaction; `uow.items`, `uow.claims`, `uow.item_queries`, `uow.chunks`,
-`uow.deliveries`, `uow.runs`, `uow.reviews`, `uow.audit` and `uow.retention` all work
-inside it; it commits when the block ends normally (or at
+`uow.deliveries`, `uow.runs`, `uow.listings`, `uow.reviews`, `uow.audit` and
+`uow.retention` all work inside it; it commits when the block ends normally (or at
 `uow.commit()`) and rolls back on an error. storage/interface.py gives each part its
 Protocol. A savepoint lets many callers share one transaction
 (tasks/work/group_commit.py): one caller's error rolls back its own writes only.
@@ -23,6 +23,7 @@ from storage.claims import Claims
 from storage.deliveries import Deliveries
 from storage.errors import StoreFailed, StoreUnavailable
 from storage.items import Items
+from storage.listings import Listings
 from storage.queries import ItemQueries
 from storage.retention import Retention
 from storage.reviewer_accounts import Reviewers, WebSessions
@@ -42,6 +43,7 @@ class SqlUnitOfWork:
         self.chunks = Chunks(session)
         self.deliveries = Deliveries(session)
         self.runs = Runs(session)
+        self.listings = Listings(session)
         self.reviews = Reviews(session)
         self.reviewers = Reviewers(session)
         self.revisions = Revisions(session)

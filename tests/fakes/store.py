@@ -26,13 +26,14 @@ from storage.records import (
     ChunkRecord,
     DeliveryRecord,
     ItemRecord,
+    NotAudioListing,
     RunRecord,
 )
 from tests.fakes.audit import FakeAudit, FakeRetention
 from tests.fakes.item_listing import FakeItems
 from tests.fakes.item_queries import FakeItemQueries
 from tests.fakes.item_rows import NO_LEASE, drop_chunks, fake_now, held_row, put_row, under
-from tests.fakes.ledgers import FakeDeliveries, FakeReviews, FakeRuns
+from tests.fakes.ledgers import FakeDeliveries, FakeListings, FakeReviews, FakeRuns
 
 _FINISHED_CHUNKS = ("done", "silent")
 
@@ -43,6 +44,7 @@ class _State:
     chunks: dict[tuple[int, int], ChunkRecord] = field(default_factory=dict)
     next_id: int = 1
     runs: dict[int, RunRecord] = field(default_factory=dict)
+    listed: dict[str, NotAudioListing] = field(default_factory=dict)
     deliveries: dict[int, DeliveryRecord] = field(default_factory=dict)
     store_id: str = "FAKE0001"
     audit_events: dict[int, AuditEvent] = field(default_factory=dict)
@@ -94,6 +96,7 @@ class FakeUnitOfWork:
         self.item_queries = FakeItemQueries(state)
         self.chunks = FakeChunks(state)
         self.runs = FakeRuns(state)
+        self.listings = FakeListings(state)
         self.reviews = FakeReviews(state)
         self.deliveries = FakeDeliveries(state)
         self.audit = FakeAudit(state.audit_events)

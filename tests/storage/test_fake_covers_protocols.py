@@ -53,6 +53,7 @@ def _fake_of(protocol: type) -> object:
         "ChunkRepository": uow.chunks,
         "DeliveryRepository": uow.deliveries,
         "RunRepository": uow.runs,
+        "ListingRepository": uow.listings,
         "ReviewRepository": uow.reviews,
     }
     return fakes[protocol.__name__]
@@ -61,8 +62,8 @@ def _fake_of(protocol: type) -> object:
 def test_every_protocol_of_the_store_is_found() -> None:
     assert [p.__name__ for p in PROTOCOLS] == [
         "AuditRepository", "ChunkRepository", "ClaimRepository", "DeliveryRepository",
-        "ItemQueryRepository", "ItemRepository", "RetentionRepository", "ReviewRepository",
-        "RunRepository", "UnitOfWork", "UnitOfWorkFactory",
+        "ItemQueryRepository", "ItemRepository", "ListingRepository", "RetentionRepository",
+        "ReviewRepository", "RunRepository", "UnitOfWork", "UnitOfWorkFactory",
     ]  # fmt: skip
 
 
