@@ -7,6 +7,7 @@
     flows/), reporting/ and prefect_runtime/ (each imports setup/ and the drain's plain
     batch loops, never the other room)
     what runs before Prefect is imported (the head start, held logs, the Run) imports no prefect
+    of tasks/, only steps.py makes Prefect tasks (and the shared limit is Prefect's client)
     tasks/audio/ (the audio engine) is plain: no Prefect, no store, no pipeline steps
     only tasks/ and flows/ import prefect; only storage/ imports sqlalchemy and alembic
     only flows/cli/ is the face (typer, rich); nothing but config/ reads os.environ
@@ -92,6 +93,10 @@ BEFORE_PREFECT = (
     "flows.prefect_runtime.quiet_errors",
     "tasks.work.heap",
 )
+# The Prefect tasks are defined in one place, tasks/steps.py, over the wings' plain
+# functions; the shared limit (tasks/throttle/global_limit.py) is Prefect's concurrency
+# limits through its client, no task.
+PREFECT_IN_TASKS = ("tasks.steps", "tasks.throttle.global_limit")
 ENVIRON_READERS = ("config",)
 # The one other place the environment is read: Typer's envvar= gives each devserver flag
 # its MEDASR_DEVSERVER_<NAME> variable (a documented contract); the devserver's options
@@ -226,6 +231,14 @@ def _flow_rooms(use: Use) -> str | None:
     return f"{room} may use only {allowed} of flows/: the rooms sit under the flows"
 
 
+def _prefect_tasks_in_one_place(use: Use) -> str | None:
+    if not _within(use.module, {"tasks"}) or _within(use.module, PREFECT_IN_TASKS):
+        return None
+    if use.target.split(".")[0] == "prefect":
+        return "the Prefect tasks live in tasks/steps.py: a wing is plain functions"
+    return None
+
+
 def _plain_before_prefect(use: Use) -> str | None:
     if _within(use.module, BEFORE_PREFECT) and use.target.split(".")[0] == "prefect":
         return "this module runs before Prefect is imported: no prefect import, even a lazy one"
@@ -279,6 +292,7 @@ RULES = [
     _environment,
     _flow_rooms,
     _plain_before_prefect,
+    _prefect_tasks_in_one_place,
 ]
 
 
@@ -295,6 +309,7 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
     assert wings == set(PACKAGES)
     targets = {(use.module, use.target.split(".")[0]) for use in uses}
     assert ("tasks.steps", "prefect") in targets
+    assert all((module, "prefect") in targets for module in PREFECT_IN_TASKS)
     assert ("storage.models", "sqlalchemy") in targets
     assert ("config.settings", "os") in targets
     assert any(use.target == "os.environ" for use in uses if use.module.startswith("config."))
@@ -373,6 +388,8 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
         ("flows.misc.thing", "import json", "flows/ holds the flows at its top and the rooms"),
         ("tasks.work.heap", "from prefect import task", "runs before Prefect is imported"),
         ("flows.prefect_runtime.held_logs", "import prefect.logging", "before Prefect"),
+        ("tasks.delivery.deliver", "from prefect import task", "live in tasks/steps.py"),
+        ("tasks.steps", "from prefect import task", None),
     ],
 )
 def test_a_broken_rule_is_named_with_its_line(module, source, expected) -> None:
