@@ -36,9 +36,9 @@ from config.settings import DeliverySettings, PipelineSettings, Settings, Storag
 from service.devserver import start_devserver
 from storage import open_store
 from storage.interface import UnitOfWorkFactory
-from tasks.delivery.deliver import deliver_pending
+from tasks.delivery.deliverer import deliver_pending
 from tasks.retention.durations import parse_retention
-from tasks.retention.purge import PurgeRequest, purge_recordings
+from tasks.retention.recording_purge import PurgeRequest, purge_recordings
 from tests.servers import client_settings
 from tests.tasks.delivery.delivery_helpers import make_done
 

@@ -19,7 +19,7 @@ from config.errors import RunStop
 from flows.reporting.attention import needs_check
 from storage.records import ItemRecord
 from tasks.transcription.batch import BatchContext
-from tasks.transcription.claims import claim_batch
+from tasks.transcription.batch_claim import claim_batch
 from tasks.transcription.progress import FileOutcome, RunStats, progress_observer
 from tasks.work.journal import replay_journal
 

@@ -16,13 +16,13 @@ from prefect import Task, task
 from prefect.cache_policies import NONE
 
 from storage.records import ItemRecord
-from tasks.delivery.deliver import deliver_and_summarize
+from tasks.delivery.deliverer import deliver_and_summarize
 from tasks.discovery.discover import discover_and_register
 from tasks.transcription.batch import BatchContext
-from tasks.transcription.claims import claim_batch
+from tasks.transcription.batch_claim import claim_batch
+from tasks.transcription.bookkeeping import expected_files, finish_run, requeue_failed, start_run
+from tasks.transcription.file_run import process_batch
 from tasks.transcription.progress import FileOutcome
-from tasks.transcription.runs import expected_files, finish_run, requeue_failed, start_run
-from tasks.transcription.transcribe import process_batch
 
 # No caching and no stored results: every step reads or writes the store itself. Task runs
 # carry the task's name without Prefect's random suffix; a batch is named by its size.

@@ -65,8 +65,8 @@ from storage.errors import (
 )
 from storage.interface import UnitOfWorkFactory
 from storage.sources import SourceLocation
-from tasks.transcription.plan import Plan, plan_backlog, plan_rows
-from tasks.transcription.runs import requeue_failed
+from tasks.transcription.backlog_plan import Plan, plan_backlog, plan_rows
+from tasks.transcription.bookkeeping import requeue_failed
 from tasks.work.journal import Journal
 
 

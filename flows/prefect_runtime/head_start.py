@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 from flows.batch_loops import BATCH_LOOPS, BatchLoops, DrainStart
 from storage.errors import StoreError
 from storage.records import ItemRecord
+from tasks.transcription.bookkeeping import expected_files
+from tasks.transcription.file_run import process_batch
 from tasks.transcription.progress import FileOutcome
-from tasks.transcription.runs import expected_files
-from tasks.transcription.transcribe import process_batch
 
 if TYPE_CHECKING:
     from flows.setup.bootstrap import Run

@@ -30,8 +30,8 @@ from tasks.discovery.discover import check_source, manifest_metadata
 from tasks.errors import SharedLimitUnavailable
 from tasks.throttle.gate import RequestGate
 from tasks.transcription.batch import BatchContext
+from tasks.transcription.bookkeeping import known_sources
 from tasks.transcription.progress import RunStats
-from tasks.transcription.runs import known_sources
 from tasks.work.journal import Journal
 
 if TYPE_CHECKING:  # Prefect's client: imported only by a run with a shared limit
@@ -135,7 +135,7 @@ class Run:
         )
         if isinstance(shared, SharedLimitUnavailable):
             gate.stop(shared)  # fail closed: nothing is sent without the shared limit
-        # Requests and retries are counted as they are sent (tasks/transcription/transcribe.py).
+        # Requests and retries are counted as they are sent (tasks/transcription/file_run.py).
         client = TranscriptionClient(self.settings.service, self.settings.encryption)
         return BatchContext(
             pipeline=pipeline,

@@ -29,16 +29,16 @@ from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord, SentIdentity
 from tasks.delivery.audit_trail import journal_recorder, record_delivery_event
+from tasks.delivery.document_sender import DocumentSender, remote_id_of
 from tasks.delivery.documents import parse_docs_query, require_patient_link
 from tasks.delivery.errors import DeliveryInDoubt, ReceiverSilent, stored_message
 from tasks.delivery.outgoing import Prepared, Sending, prepare_outgoing
 from tasks.delivery.plan import plan_deliveries
 from tasks.delivery.senders import configured_target, sender_for
-from tasks.delivery.sending import DocumentSender, remote_id_of
 from tasks.delivery.stats import DeliveryStats, delivery_summary, requests_of
 from tasks.delivery.target_aliases import check_target_alias, seen_targets
 from tasks.delivery.targets import Sender, Sent, Target, TargetKind
-from tasks.discovery.names import one_line, reason_about, recording_name
+from tasks.discovery.recording_names import one_line, reason_about, recording_name
 from tasks.work.journal import (
     AcceptedDelivery,
     Journal,
