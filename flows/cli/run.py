@@ -304,8 +304,8 @@ def _run_and_report(
     run: Run,
     quiet: bool,
     title: str,
-    before_flow: Callable[[Run], bool] | None = None,
-    idle: Callable[[], None] | None = None,
+    before_flow: Callable[[Run], bool],
+    idle: Callable[[], None],
     skipped_rejudged: bool = False,
 ) -> None:
     """Do what needs no Prefect while its server starts (`before_flow`: may requests go
@@ -317,11 +317,11 @@ def _run_and_report(
         show_progress(quiet=quiet, source_roots=run.source_roots),
     ):
         try:
-            early = before_flow(run) if before_flow is not None else True
+            early = before_flow(run)
         except KeyboardInterrupt:
             typer.echo("medasr: interrupted before any file was sent", err=True)
             raise typer.Exit(EXIT_INTERRUPTED) from None
-        if early and idle is not None:
+        if early:
             idle()
         summary = run_flow(flow_run, api=api, run=run, early=early, held=held)
     if summary.stopped is StopReason.CONFIGURATION:  # one line, as before the flow
