@@ -184,7 +184,7 @@ def test_all_silent_recording_raises_after_its_silent_chunks(tmp_path: Path, mak
 def test_a_chunks_wav_is_byte_for_byte_what_libsndfile_writes(samples: int) -> None:
     # Chunk WAVs are written by the standard library's `wave` (a tenth of the CPU); the
     # service must get the same file as when soundfile wrote them.
-    from tasks.audio.chunks import _wav_bytes
+    from tasks.audio.splitter import _wav_bytes
 
     pcm = np.random.default_rng(samples).integers(-32768, 32768, samples, dtype=np.int16)
     reference = io.BytesIO()
