@@ -20,7 +20,7 @@ temporary server (its Python child), ffmpeg (the rest of its children), the devs
 The machine may be shared: the ratios within a round are the figures that hold.
 `--before DIR` runs another checkout's medasr (`git archive REV | tar -x -C DIR`) in
 each round too, against the same naive run. `--profile DIR` also runs medasr once with
-py-spy attached to its process and to Prefect's server (`--gil`: CPU in Python).
+py-spy attached to its process and to Prefect's server (CPU mode: running threads).
 """
 
 from __future__ import annotations
@@ -212,7 +212,9 @@ def _cmdline(pid: int) -> str:
 
 
 def _spy(py_spy: str, pid: int, out: Path) -> subprocess.Popen[bytes]:
-    command = [py_spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--gil",
+    # CPU mode: threads the OS sees running (py-spy leaves idle ones out), not --gil,
+    # whose samples include a thread that holds the GIL while it waits.
+    command = [py_spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250",
                "--nonblocking", "-o", str(out)]  # fmt: skip
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
