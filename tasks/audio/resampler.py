@@ -69,7 +69,11 @@ class ResampledReader:
         self._ended = filled < len(self._block)  # a full block holds whole frames only
         whole = filled - filled % self._frame_bytes  # a file that shrank may end mid-frame
         frames = np.frombuffer(self._block, dtype="<i2", count=whole // 2)
-        mono = frames.reshape(-1, self._channels).sum(axis=1, dtype=np.float32)
+        frames = frames.reshape(-1, self._channels)
+        # Channel by channel: numpy's sum along a short axis with a cast is ten times slower.
+        mono = frames[:, 0].astype(np.float32)
+        for channel in range(1, self._channels):
+            mono += frames[:, channel]
         mono *= np.float32(1 / (self._channels * 32768))
         if self._stream is not None:
             mono = self._stream.resample_chunk(mono, last=self._ended)
