@@ -2,13 +2,12 @@
 
 Settings, the service settings, the source (parsed once) and its manifest (read once)
 are checked before Prefect starts, so a mistake costs a second and exits 2 with one
-line. Then the run is bootstrapped (flows/bootstrap.py: store opened), Prefect's API
-starts in the background (flows/prefect_api.py) while the source is listed and
-registered (or the failures re-queued), the run's first batches go out before it
-answers (flows/head_start.py, flows/cli/flow_run.py), and the flow carries on over that
-Run. Credentials rejected exits 3 after the
-summary table, with one line naming MEDASR_TOKEN; an unreachable PREFECT_API_URL exits
-2 with one line.
+line. Then the run is bootstrapped (flows/setup/bootstrap.py: store opened), Prefect's
+API starts in the background (flows/prefect_runtime/prefect_api.py) while the source is
+listed and registered (or the failures re-queued), the run's first batches go out before
+it answers (flows/prefect_runtime/head_start.py, flows/cli/flow_run.py), and the flow
+carries on over that Run. Credentials rejected exits 3 after the summary table, with one
+line naming MEDASR_TOKEN; an unreachable PREFECT_API_URL exits 2 with one line.
 """
 
 from __future__ import annotations
@@ -26,8 +25,6 @@ from config.errors import (
     ConfigError,
 )
 from config.settings import Settings, StorageSettings
-from flows.bootstrap import PreparedSource, Run, RunRequest, bootstrap, checked_settings
-from flows.bootstrap import prepare_source as prepare_run_source
 from flows.cli.console import print_named, print_summary, print_table, show_progress
 from flows.cli.flow_run import (
     FlowRun,
@@ -36,16 +33,18 @@ from flows.cli.flow_run import (
     run_flow,
     usage_error,
 )
-from flows.cli.held_logs import held_logs
 from flows.cli.log_level import medasr_log_level
 from flows.cli.nothing_to_do import end_with_nothing_to_do, nothing_to_claim
-from flows.listing import Listed
-from flows.prefect_api import (
+from flows.prefect_runtime.held_logs import held_logs
+from flows.prefect_runtime.prefect_api import (
     PrefectApi,
     PrefectUnavailable,
     start_prefect_api,
 )
-from flows.summary import StopReason
+from flows.reporting.summary import StopReason
+from flows.setup.bootstrap import PreparedSource, Run, RunRequest, bootstrap, checked_settings
+from flows.setup.bootstrap import prepare_source as prepare_run_source
+from flows.setup.listing import Listed
 from service.client import max_wav_bytes_for
 from service.status import require_token
 from storage import open_store
