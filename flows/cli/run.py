@@ -122,6 +122,7 @@ def run_command(
             run=run,
             before_flow=lambda run: _registered(run, into=listing),
             idle=lambda: _end_if_idle(api, run, title="medasr run", listed=listing["listed"]),
+            unlisted=lambda: _end_if_unlisted(api, listing["listed"]),
             quiet=quiet,
             title="medasr run",
         )
@@ -195,6 +196,15 @@ def _end_if_idle(
     night's flow run and artifact, which carry the problems still open."""
     if api.starting and nothing_to_claim(run, listed=listed):
         end_with_nothing_to_do(api, title=title, listed=listed, requeued=requeued)
+
+
+def _end_if_unlisted(api: PrefectApi, listed: Listed) -> None:
+    """Exit 2 with one line, without waiting for Prefect's temporary server, when the
+    source itself cannot be listed (a bucket without credentials, a prefix not there):
+    a flow run would only say the same after the server's start."""
+    if api.starting and isinstance(listed.error, (SourceNotFound, SourceUnreadable)):
+        api.stop()
+        usage_error("usage error", f"{listed.error} (Prefect was not started)")
 
 
 # The flows import Prefect (seconds of start-up): imported once the head start is under way
@@ -321,10 +331,12 @@ def _run_and_report(
     title: str,
     before_flow: Callable[[Run], bool] | None = None,
     idle: Callable[[], None] | None = None,
+    unlisted: Callable[[], None] | None = None,
     skipped_rejudged: bool = False,
 ) -> None:
     """Do what needs no Prefect while its server starts (`before_flow`: may requests go
-    out before the flow?), end there if there is nothing to claim (`idle()` exits then), else run
+    out before the flow?), end there if there is nothing to claim (`idle()` exits then) or
+    the source could not be listed (`unlisted()` exits then), else run
     the flow with progress output, print its summary table, exit with its code."""
     with (
         medasr_log_level(run.settings.pipeline.log_level),
@@ -336,6 +348,8 @@ def _run_and_report(
         except KeyboardInterrupt:
             typer.echo("medasr: interrupted before any file was sent", err=True)
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        if not early and unlisted is not None:
+            unlisted()
         if early and idle is not None:
             idle()
         summary = run_flow(flow_run, api=api, run=run, early=early, held=held)
