@@ -3,6 +3,7 @@
 prefect_api.py     which Prefect API a command's flow run uses: a long-running server,
                    checked first, or a temporary one started early
 prefect_launch.py  the temporary server's child process
+prefect_schema.py  whether that server's database needs Prefect's schema upgrade
 head_start.py      the drain begun with the plain functions while that server starts
 held_logs.py       log records of the head start, held until Prefect's logging is set up
 loggers.py         the names of medasr's loggers

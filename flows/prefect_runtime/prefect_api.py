@@ -51,6 +51,7 @@ from config.runtime import (
     temporary_server_allowed,
     temporary_server_environment,
 )
+from flows.prefect_runtime.prefect_schema import skip_migrations
 
 NO_API = (
     "no Prefect API: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api) or "
@@ -230,6 +231,7 @@ class _TemporaryServer:
             )
         else:
             environment = temporary_server_environment(self._prefect_settings())
+            environment |= skip_migrations(environment)
             self._process = subprocess.Popen(
                 server_command(self.port),
                 env=environment,
