@@ -39,7 +39,7 @@ from audit.verify import verify_trail
 from config.settings import DeliverySettings, PipelineSettings, Settings, StorageSettings
 from service.devserver import start_devserver
 from storage import open_store
-from tasks.delivery.deliver import deliver_pending
+from tasks.delivery.deliverer import deliver_pending
 from tests.servers import client_settings
 from tests.tasks.delivery.delivery_helpers import make_done
 

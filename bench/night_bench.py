@@ -10,7 +10,7 @@ taking turns round by round:
 * the naive script: `find | xargs -P8 sh -c 'ffmpeg ... -ac 1 -ar 16000 t.wav && curl
   -F file=@t.wav ...'` with the bundled ffmpeg and the system curl;
 * `medasr run` with MEDASR_CONCURRENCY=8, start-up included, in a PREFECT_HOME used
-  before (warmed by a run over an empty folder), each time on a copy of the SQLite
+  before (warmed by a run over one recording), each time on a copy of the SQLite
   store that run migrated (a store used before, no items in it);
 * the same `medasr run` over one recording (start-and-stop CPU);
 * once, medasr against `--capacity 3 --retry-after-s 1` (429 beyond 3 in flight).
@@ -20,7 +20,7 @@ temporary server (its Python child), ffmpeg (the rest of its children), the devs
 The machine may be shared: the ratios within a round are the figures that hold.
 `--before DIR` runs another checkout's medasr (`git archive REV | tar -x -C DIR`) in
 each round too, against the same naive run. `--profile DIR` also runs medasr once with
-py-spy attached to its process and to Prefect's server (`--gil`: CPU in Python).
+py-spy attached to its process and to Prefect's server (CPU mode: running threads).
 """
 
 from __future__ import annotations
@@ -166,15 +166,22 @@ def fresh_store(work: Path) -> None:
 
 
 def warm_home(home: Path, *, work: Path) -> None:
-    """A run over an empty folder: Prefect's database and medasr's store migrated, as on
-    a nightly host; each measured run starts from a copy of that store."""
+    """Prefect's database and medasr's store as on a nightly host: a run over an empty
+    folder migrates the store (each measured run starts from a copy of it); then a run
+    over one recording, whose flow run makes Prefect's temporary server migrate its
+    database (the run over an empty folder ends before the flow, and its server with
+    it, possibly before the server has migrated anything)."""
     empty = work / "empty"
     empty.mkdir(exist_ok=True)
-    with DevServer(latency_ms=LATENCY_MS, work=work) as server:
-        env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
-        command = [str(MEDASR), "run", str(empty), "--language", "en-IN"]
-        subprocess.run(command, env=env, cwd=work, capture_output=True, check=True)
-    shutil.copyfile(work / "medasr.db", work / TEMPLATE_DB)
+    for source in (empty, recordings(1)):
+        with DevServer(latency_ms=LATENCY_MS, work=work) as server:
+            env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
+            command = [str(MEDASR), "run", str(source), "--language", "en-IN"]
+            subprocess.run(command, env=env, cwd=work, capture_output=True, check=True)
+        if source == empty:
+            shutil.copyfile(work / "medasr.db", work / TEMPLATE_DB)
+    if not (home / "prefect.db").is_file():
+        sys.exit(f"the warm-up left no Prefect database in {home}")
 
 
 def profile(source: Path, *, work: Path, home: Path, out_dir: Path) -> None:
@@ -212,7 +219,9 @@ def _cmdline(pid: int) -> str:
 
 
 def _spy(py_spy: str, pid: int, out: Path) -> subprocess.Popen[bytes]:
-    command = [py_spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--gil",
+    # CPU mode: threads the OS sees running (py-spy leaves idle ones out), not --gil,
+    # whose samples include a thread that holds the GIL while it waits.
+    command = [py_spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250",
                "--nonblocking", "-o", str(out)]  # fmt: skip
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

@@ -500,7 +500,7 @@ What profiling found (py-spy on `medasr run` over the long workload, 2026-11-22;
 * WAVs already at 16 kHz mono s16le (half of workload 1) need no ffmpeg at all
   (tasks/audio/native_wav.py), with samples identical to ffmpeg's.
 * One window of files in flight shared by both batch loops
-  (tasks/transcription/transcribe.py), sized concurrency + 2 x decode workers, so
+  (tasks/transcription/file_run.py), sized concurrency + 2 x decode workers, so
   Prefect's bookkeeping between task runs no longer empties the request slots (time
   with nothing in flight fell from 4.4 s to 0.3 s of a 30 s drain).
 * The per-chunk path has nothing big left: frame levels 1.0 ms and the WAV header plus copy

@@ -14,7 +14,7 @@ not with speaking rate over the whole recording:
   about 9 s of speech (Arantes, "Speech rate estimation: how long should the utterance
   be?"), hence rates are judged only over at least 10 s of voiced audio.
 * A chunk with a quarter second of voiced audio holds at least a syllable (the audio
-  wing's own shortest speech, tasks/audio/chunks.py): no word for it is `empty_text`. Less
+  wing's own shortest speech, tasks/audio/splitter.py): no word for it is `empty_text`. Less
   (a click, a cough) answered with nothing is normal.
 """
 

@@ -19,8 +19,8 @@ from flows.prefect_runtime.head_start import HeadStart
 from flows.reporting.run_names import name_from_parameters, run_name
 from flows.reporting.states import final_state
 from flows.reporting.summary import DeliveryCounts, RunSummary
-from flows.setup.bootstrap import Run, RunRequest, bootstrap, settings_for
-from flows.setup.listing import Listed
+from flows.setup.bootstrap import Run, backlog_request, bootstrap, settings_for
+from flows.setup.listing import Listed, list_source
 from flows.skeleton import FlowSteps, Prepared, run_flow_steps
 from tasks.discovery.discover import Discovery
 from tasks.steps import discover_task
@@ -76,16 +76,16 @@ async def transcribe_backlog(
 
     With MEDASR_DELIVER=true, done transcripts are then delivered (flows/deliver_step.py).
     """
-    request = RunRequest(
-        language=language,
+    request = backlog_request(
         source=source,
+        language=language,
+        limit=limit,
         concurrency=concurrency,
         encrypt=encrypt,
         batch_size=batch_size,
-        include=tuple(include or ()),
-        exclude=tuple(exclude or ()),
+        include=include,
+        exclude=exclude,
         manifest=manifest,
-        limit=limit,
     )
     with bootstrap(settings_for(request), request) as run:
         return final_state(await run_backlog(run))
@@ -115,20 +115,7 @@ def backlog_flow(
 def discover(run: Run, *, listed: Listed | None) -> Discovery:
     """List and register the source (a Prefect task), unless the command did it while
     Prefect started; say what was found."""
-    assert run.source is not None, "a backlog run has a source"
-    assert run.request.language is not None, "a backlog run has a language"
-    if listed is not None:
-        discovery = listed.result()
-    else:
-        discovery = discover_task(
-            source=run.source.location,
-            language=run.request.language,
-            store=run.store,
-            settle_s=run.settings.pipeline.settle_s,
-            include=run.request.include,
-            exclude=run.request.exclude,
-            metadata=run.source.metadata,
-        )
+    discovery = listed.result() if listed is not None else list_source(run, lister=discover_task)
     get_run_logger().info(
         "listed %d files (%d new, %d changed, %d not listed, %d unreadable)",
         discovery.listed,

@@ -9,21 +9,31 @@ covers them all.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from config.errors import RunStop
 from flows.reporting.attention import needs_check
 from storage.records import ItemRecord
 from tasks.transcription.batch import BatchContext
-from tasks.transcription.claims import claim_batch
-from tasks.transcription.progress import FileOutcome, RunStats
+from tasks.transcription.batch_claim import claim_batch
+from tasks.transcription.progress import FileOutcome, RunStats, progress_observer
+from tasks.work.journal import replay_journal
+
+if TYPE_CHECKING:
+    from flows.setup.bootstrap import Run
 from tasks.work.heap import HeapTrimmer
 
 BATCH_LOOPS = 2
 
 # Transcribes one claimed batch, given its name ("batch 3 (50 files)").
 TranscribeBatch = Callable[[Sequence[ItemRecord], str], Awaitable[list[FileOutcome]]]
+# Counts the files a drain expects, with expected_files' arguments: the plain function
+# in a worker thread (the head start) or its Prefect task run (the flow's drain).
+CountFiles = Callable[..., Awaitable[int]]
 
 
 @dataclass
@@ -63,6 +73,31 @@ class Budget:
         """Return what a claim did not find."""
         if self._left is not None:
             self._left += unused
+
+
+class DrainStart:
+    """A drain set up once per run, whoever begins it (the head start or the flow): its
+    context, result, `--limit` budget and the start of its wall time."""
+
+    def __init__(self, run: Run, *, ctx: BatchContext) -> None:
+        self.started_at = time.monotonic()  # the drain's wall time counts from here
+        self.ctx = ctx
+        self.result = DrainResult(stats=run.stats, wall_s=0.0, planned=0)
+        self.budget = Budget(run.request.limit)
+        self._run = run
+
+    async def count_and_replay(self, count: CountFiles) -> None:
+        """Count the files the run expects (told to the progress observer), then replay
+        the journal: answers paid for by a run before are recorded before any request."""
+        run = self._run
+        self.result.planned = await count(
+            run.store,
+            language=run.request.language,
+            source_prefix=run.source_prefix,
+            limit=run.request.limit,
+        )
+        progress_observer().on_planned(files=self.result.planned)
+        await asyncio.to_thread(replay_journal, run.store, run.journal)
 
 
 @dataclass

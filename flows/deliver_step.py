@@ -8,7 +8,7 @@ from prefect.utilities.annotations import quote
 from config.settings import Settings
 from flows.reporting.summary import DeliveryCounts
 from storage.interface import UnitOfWorkFactory
-from tasks.delivery.deliver import deliver_task
+from tasks.steps import deliver_task
 
 
 async def deliver_after_backlog(

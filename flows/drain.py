@@ -15,7 +15,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from contextlib import ExitStack
-from typing import cast
+from typing import Any, cast
 from uuid import UUID
 
 from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifact
@@ -23,7 +23,7 @@ from prefect.context import FlowRunContext
 from prefect.utilities.annotations import quote
 
 from config.settings import Settings
-from flows.batch_loops import BATCH_LOOPS, BatchLoops, Budget, DrainResult, TranscribeBatch
+from flows.batch_loops import BATCH_LOOPS, BatchLoops, DrainResult, DrainStart, TranscribeBatch
 from flows.prefect_runtime.head_start import HeadStart
 from flows.prefect_runtime.run_logs import FileLines
 from flows.setup.bootstrap import Run
@@ -32,8 +32,7 @@ from tasks.errors import SharedLimitUnavailable
 from tasks.steps import expected_files_task, transcribe_batch_task
 from tasks.throttle.global_limit import SharedLimit, ensure_shared_limits
 from tasks.transcription.batch import BatchContext
-from tasks.transcription.progress import FileOutcome, observing, progress_observer
-from tasks.work.journal import replay_journal
+from tasks.transcription.progress import FileOutcome, observing
 
 __all__ = ["BATCH_LOOPS", "DrainResult", "drain_pending"]
 PROGRESS_KEY = "medasr-progress"
@@ -115,33 +114,23 @@ def _forget_empty_assets() -> None:
         del assets[task_run_id]
 
 
-class _Started:
-    """A drain without a head start: counted and replayed as a task run, here."""
-
-    def __init__(self, run: Run, *, ctx: BatchContext) -> None:
-        self.started_at = time.monotonic()
-        self.ctx = ctx
-        self.result = DrainResult(stats=run.stats, wall_s=0.0, planned=0)
-        self.budget = Budget(run.request.limit)
-        self._run = run
+class _Started(DrainStart):
+    """A drain without a head start: counted as a task run and replayed, here."""
 
     async def prepare(self) -> None:
-        """Count the expected files (a task run), then replay the journal."""
-        run = self._run
-        self.result.planned = expected_files_task(
-            run.store,
-            language=run.request.language,
-            source_prefix=run.source_prefix,
-            limit=run.request.limit,
-        )
-        progress_observer().on_planned(files=self.result.planned)
-        await asyncio.to_thread(replay_journal, run.store, run.journal)
+        await self.count_and_replay(_count_as_task_run)
 
     async def prepared(self) -> int:
         return self.result.planned
 
     async def hand_over(self) -> None:
         pass
+
+
+async def _count_as_task_run(*args: Any, **kwargs: Any) -> int:
+    """The expected files counted by a task run (the flow's "expected-files")."""
+    planned: int = expected_files_task(*args, **kwargs)
+    return planned
 
 
 async def _shared(settings: Settings) -> SharedLimit | SharedLimitUnavailable | None:

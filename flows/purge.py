@@ -2,7 +2,7 @@
 
 Parameters are the period and filters only (nothing secret); the store, the data dir and
 the delivery setting come from MEDASR_* as for the other deployments. The flow purges
-the store (tasks/retention/purge.py), then deletes medasr's flow runs older than the
+the store (tasks/retention/recording_purge.py), then deletes medasr's flow runs older than the
 period from the Prefect server it runs on (flows/prefect_retention.py). It returns counts
 and the receipts' digest, never a recording's name.
 """
@@ -19,7 +19,7 @@ from config.settings import load_settings
 from flows.prefect_retention import FLOW_NAME, forget_flow_runs
 from storage import open_store
 from tasks.retention.durations import parse_retention
-from tasks.retention.purge import PurgeRequest, purge_recordings
+from tasks.retention.recording_purge import PurgeRequest, purge_recordings
 
 
 @flow(name=FLOW_NAME, flow_run_name="purge-{retention}", log_prints=False)

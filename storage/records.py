@@ -13,7 +13,7 @@ class ItemStatus(StrEnum):
     """Where one recording (in one language) stands; the ONE list of item statuses.
 
     needs_review: transcribed, but the quality gate flagged it
-    (tasks/transcription/quality.py); a person accepts it (done) or sends it again
+    (tasks/transcription/quality_gate.py); a person accepts it (done) or sends it again
     (pending) with `medasr review`. purged: `medasr purge` removed its patient data
     after the retention period; the row keeps its key and fingerprints so the unchanged
     recording is never transcribed or delivered again. A StrEnum: members compare equal
@@ -90,7 +90,7 @@ class ItemRecord:
     done_at: datetime | None
     flags: list[str] = field(
         default_factory=list
-    )  # the quality gate's, in tasks.transcription.quality.FLAGS order
+    )  # the quality gate's, in tasks.transcription.quality_gate.FLAGS order
     metadata: dict[str, str] = field(default_factory=dict)  # the manifest's columns
     lease_token: str | None = None  # this claim's own token; every lease check compares it
     # The machine's own text once a reviewer's version replaced it in `text`; else None.

@@ -1,4 +1,6 @@
-"""The Prefect tasks: plain functions wrapped with their names, tags and caching.
+"""The Prefect tasks, all of them: plain functions of the wings wrapped with their names,
+tags and caching. The wings stay plain functions a test or a command calls without
+Prefect; only this module of tasks/ makes them task runs.
 
 Each is `task(...)(fn)`, so a task takes exactly its function's arguments. A task run
 handles a batch of files, never one file: a task run costs Prefect client and server
@@ -14,12 +16,13 @@ from prefect import Task, task
 from prefect.cache_policies import NONE
 
 from storage.records import ItemRecord
+from tasks.delivery.deliverer import deliver_and_summarize
 from tasks.discovery.discover import discover_and_register
 from tasks.transcription.batch import BatchContext
-from tasks.transcription.claims import claim_batch
+from tasks.transcription.batch_claim import claim_batch
+from tasks.transcription.bookkeeping import expected_files, finish_run, requeue_failed, start_run
+from tasks.transcription.file_run import process_batch
 from tasks.transcription.progress import FileOutcome
-from tasks.transcription.runs import expected_files, finish_run, requeue_failed, start_run
-from tasks.transcription.transcribe import process_batch
 
 # No caching and no stored results: every step reads or writes the store itself. Task runs
 # carry the task's name without Prefect's random suffix; a batch is named by its size.
@@ -27,6 +30,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 __all__ = [
     "claim_batch",
+    "deliver_task",
     "discover_task",
     "expected_files_task",
     "finish_run_task",
@@ -64,3 +68,7 @@ expected_files_task = _task("expected-files", expected_files)
 requeue_failures_task = _task("requeue-failures", requeue_failed)
 start_run_task = _task("start-run", start_run)
 finish_run_task = _task("finish-run", finish_run)
+# The nightly delivery step. Its task runs keep Prefect's own names ("deliver-<suffix>").
+# Call it with `settings` and `store` wrapped in prefect's `quote`, so that Prefect does
+# not walk them (the settings hold secrets) and they never become recorded task inputs.
+deliver_task = task(name="deliver", **_OPTIONS)(deliver_and_summarize)

@@ -7,6 +7,7 @@
     flows/), reporting/ and prefect_runtime/ (each imports setup/ and the drain's plain
     batch loops, never the other room)
     what runs before Prefect is imported (the head start, held logs, the Run) imports no prefect
+    of tasks/, only steps.py makes Prefect tasks (and the shared limit is Prefect's client)
     tasks/audio/ (the audio engine) is plain: no Prefect, no store, no pipeline steps
     only tasks/ and flows/ import prefect; only storage/ imports sqlalchemy and alembic
     only flows/cli/ is the face (typer, rich); nothing but config/ reads os.environ
@@ -92,6 +93,10 @@ BEFORE_PREFECT = (
     "flows.prefect_runtime.quiet_errors",
     "tasks.work.heap",
 )
+# The Prefect tasks are defined in one place, tasks/steps.py, over the wings' plain
+# functions; the shared limit (tasks/throttle/global_limit.py) is Prefect's concurrency
+# limits through its client, no task.
+PREFECT_IN_TASKS = ("tasks.steps", "tasks.throttle.global_limit")
 ENVIRON_READERS = ("config",)
 # The one other place the environment is read: Typer's envvar= gives each devserver flag
 # its MEDASR_DEVSERVER_<NAME> variable (a documented contract); the devserver's options
@@ -226,6 +231,14 @@ def _flow_rooms(use: Use) -> str | None:
     return f"{room} may use only {allowed} of flows/: the rooms sit under the flows"
 
 
+def _prefect_tasks_in_one_place(use: Use) -> str | None:
+    if not _within(use.module, {"tasks"}) or _within(use.module, PREFECT_IN_TASKS):
+        return None
+    if use.target.split(".")[0] == "prefect":
+        return "the Prefect tasks live in tasks/steps.py: a wing is plain functions"
+    return None
+
+
 def _plain_before_prefect(use: Use) -> str | None:
     if _within(use.module, BEFORE_PREFECT) and use.target.split(".")[0] == "prefect":
         return "this module runs before Prefect is imported: no prefect import, even a lazy one"
@@ -279,6 +292,7 @@ RULES = [
     _environment,
     _flow_rooms,
     _plain_before_prefect,
+    _prefect_tasks_in_one_place,
 ]
 
 
@@ -295,6 +309,7 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
     assert wings == set(PACKAGES)
     targets = {(use.module, use.target.split(".")[0]) for use in uses}
     assert ("tasks.steps", "prefect") in targets
+    assert all((module, "prefect") in targets for module in PREFECT_IN_TASKS)
     assert ("storage.models", "sqlalchemy") in targets
     assert ("config.settings", "os") in targets
     assert any(use.target == "os.environ" for use in uses if use.module.startswith("config."))
@@ -320,18 +335,22 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
         ("storage.items", "from audit import record_event", "storage/ may import only"),
         ("audit.writer", "from tasks.errors import X", "audit/ may import only"),
         ("audit.writer", "from storage.audit_records import NewAuditEvent", None),
-        ("tasks.delivery.deliver", "from audit import record_event", None),
-        ("tasks.transcription.runs", "from storage.database import Store", "open_store"),
+        ("tasks.delivery.deliverer", "from audit import record_event", None),
+        ("tasks.transcription.bookkeeping", "from storage.database import Store", "open_store"),
         ("flows.cli.deliver", "from storage.items import Items", "open_store"),
         ("flows.cli.deliver", "from storage.unit_of_work import SqlUnitOfWork", "open_store"),
         ("flows.cli.store", "from storage.database import database_exists", None),
         ("flows.reporting.summary", "from flows.cli.console import print_summary", "sits on top"),
-        ("tasks.audio.chunks", "from storage.records import ChunkRecord", "audio engine"),
-        ("tasks.audio.chunks", "from prefect import task", "audio engine"),
+        ("tasks.audio.splitter", "from storage.records import ChunkRecord", "audio engine"),
+        ("tasks.audio.splitter", "from prefect import task", "audio engine"),
         ("service.client", "from prefect import task", "only tasks, flows may import prefect"),
-        ("tasks.transcription.plan", "import sqlalchemy.orm", "only storage may import sqlalchemy"),
         (
-            "tasks.transcription.plan",
+            "tasks.transcription.backlog_plan",
+            "import sqlalchemy.orm",
+            "only storage may import sqlalchemy",
+        ),
+        (
+            "tasks.transcription.backlog_plan",
             "from alembic import command",
             "only storage may import alembic",
         ),
@@ -349,13 +368,13 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
         ("flows.cli.run", "from . import console", None),
         ("config.settings", "from ..tasks import audio", "config/ may import only config"),
         (
-            "tasks.delivery.deliver",
+            "tasks.delivery.deliverer",
             "from tasks.transcription.recorder import FileRecorder",
             "tasks.delivery may use only",
         ),
         ("tasks.work.journal", "from tasks.throttle.gate import RequestGate", "may use only"),
         ("tasks.transcribe", "import json", "tasks/ holds wings"),
-        ("tasks.transcription.plan", "from tasks.work.journal import Journal", None),
+        ("tasks.transcription.backlog_plan", "from tasks.work.journal import Journal", None),
         (
             "flows.reporting.summary",
             "from flows.prefect_runtime.run_logs import FILES_LOGGER",
@@ -373,6 +392,8 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
         ("flows.misc.thing", "import json", "flows/ holds the flows at its top and the rooms"),
         ("tasks.work.heap", "from prefect import task", "runs before Prefect is imported"),
         ("flows.prefect_runtime.held_logs", "import prefect.logging", "before Prefect"),
+        ("tasks.delivery.deliverer", "from prefect import task", "live in tasks/steps.py"),
+        ("tasks.steps", "from prefect import task", None),
     ],
 )
 def test_a_broken_rule_is_named_with_its_line(module, source, expected) -> None:

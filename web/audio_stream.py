@@ -36,7 +36,7 @@ from storage.records import ItemRecord, WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.audio.ffmpeg import find_ffmpeg, input_arg
 from tasks.discovery.fetch import fetched_file
-from tasks.discovery.names import one_line, recording_name
+from tasks.discovery.recording_names import one_line, recording_name
 from web.context import in_unit_of_work
 
 RATE_HZ = 16_000

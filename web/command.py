@@ -17,7 +17,7 @@ import uvicorn
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import Settings, load_settings
 from storage import open_review_store
-from tasks.discovery.names import one_line
+from tasks.discovery.recording_names import one_line
 from web.app import build_app
 
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}

@@ -16,7 +16,7 @@ from starlette.responses import PlainTextResponse, Response
 from audit import AuditAction, record_event
 from storage.records import ItemRecord, RevisionRecord, WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
-from tasks.discovery.names import recording_name
+from tasks.discovery.recording_names import recording_name
 from web.context import in_unit_of_work, render
 from web.views import (
     PAGE_SIZE,

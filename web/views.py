@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from storage.records import ChunkRecord, ItemRecord
-from tasks.discovery.names import recording_name
+from tasks.discovery.recording_names import recording_name
 
 PAGE_SIZE = 50
 

@@ -22,7 +22,7 @@ from rich.table import Table
 
 from flows.reporting.attention import to_check_lines
 from flows.reporting.summary import RunSummary
-from tasks.discovery.names import one_line, reason_about, recording_name
+from tasks.discovery.recording_names import one_line, reason_about, recording_name
 from tasks.transcription.progress import TRANSCRIBE_LOGGER, FileOutcome, set_progress_observer
 
 __all__ = ["logs_through", "one_line", "print_summary", "print_table", "show_progress"]

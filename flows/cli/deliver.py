@@ -37,7 +37,7 @@ from storage import open_store
 from storage.database import database_exists
 from storage.interface import UnitOfWorkFactory
 from storage.manifest import metadata_by_uri, read_manifest
-from tasks.delivery.deliver import deliver_pending, delivery_summary
+from tasks.delivery.deliverer import deliver_pending, delivery_summary
 from tasks.delivery.documents import DocsQuery, parse_docs_query, require_patient_link
 from tasks.delivery.plan import PlanRules, plan_rules, preview_deliveries
 from tasks.delivery.senders import check_target_token, configured_target, target_dedupes

@@ -25,7 +25,7 @@ from flows.reporting.summary import RunSummary
 from service.devserver import DevServerConfig, start_devserver
 from storage import open_store
 from storage.records import ItemStatus
-from tasks.discovery.names import reason_about, recording_name
+from tasks.discovery.recording_names import reason_about, recording_name
 
 DEMO_TOKEN = "demo-token"  # noqa: S105 - throwaway token of the loopback devserver
 

@@ -1,7 +1,7 @@
 """`medasr purge`: remove the patient data of recordings finished longer ago than a period.
 
 What goes and what stays is storage/retention.py's; the paging, receipts and journal
-are tasks/retention/purge.py's; medasr's flow runs in Prefect older than the period are
+are tasks/retention/recording_purge.py's; medasr's flow runs in Prefect older than the period are
 flows/prefect_retention.py's. Exit codes: 0 done (also when something was kept), 2 a
 bad period or language or no database, 1 the store failed (pages already committed
 stay purged, each with its receipt).
@@ -22,7 +22,7 @@ from storage import open_store
 from storage.database import database_exists
 from storage.interface import UnitOfWorkFactory
 from tasks.retention.durations import parse_retention
-from tasks.retention.purge import PurgeRequest, PurgeResult, purge_recordings
+from tasks.retention.recording_purge import PurgeRequest, PurgeResult, purge_recordings
 
 
 def purge_command(

@@ -25,7 +25,7 @@ from storage import open_store
 from storage.database import database_exists
 from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord
-from tasks.discovery.names import one_line, recording_name
+from tasks.discovery.recording_names import one_line, recording_name
 
 _HEADER = "id\tsource\tlanguage\tflags\taudio_min\tupdated_at"
 

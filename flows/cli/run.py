@@ -42,9 +42,16 @@ from flows.prefect_runtime.prefect_api import (
     start_prefect_api,
 )
 from flows.reporting.summary import StopReason
-from flows.setup.bootstrap import PreparedSource, Run, RunRequest, bootstrap, checked_settings
+from flows.setup.bootstrap import (
+    PreparedSource,
+    Run,
+    RunRequest,
+    backlog_request,
+    bootstrap,
+    checked_settings,
+)
 from flows.setup.bootstrap import prepare_source as prepare_run_source
-from flows.setup.listing import Listed
+from flows.setup.listing import Listed, listed_now
 from service.client import max_wav_bytes_for
 from service.status import require_token
 from storage import open_store
@@ -58,9 +65,8 @@ from storage.errors import (
 )
 from storage.interface import UnitOfWorkFactory
 from storage.sources import SourceLocation
-from tasks.discovery.discover import discover_and_register
-from tasks.transcription.plan import Plan, plan_backlog, plan_rows
-from tasks.transcription.runs import requeue_failed
+from tasks.transcription.backlog_plan import Plan, plan_backlog, plan_rows
+from tasks.transcription.bookkeeping import requeue_failed
 from tasks.work.journal import Journal
 
 
@@ -98,16 +104,16 @@ def run_command(
     ] = None,
 ) -> None:
     """Transcribe every new or changed recording under SOURCE."""
-    request = RunRequest(
-        language=language,
+    request = backlog_request(
         source=source,
+        language=language,
+        limit=limit,
         concurrency=concurrency,
         encrypt=encrypt,
         batch_size=batch_size,
-        include=tuple(include or ()),
-        exclude=tuple(exclude or ()),
-        manifest=str(manifest) if manifest is not None else None,
-        limit=limit,
+        include=include,
+        exclude=exclude,
+        manifest=manifest,
     )
     settings = _checked(request)
     prepared = _prepared_source(request)
@@ -281,7 +287,7 @@ def _bootstrapped(request: RunRequest, settings: Settings, prepared: PreparedSou
 def _registered(run: Run, *, into: dict[str, Listed]) -> bool:
     """List and register the source (into `into["listed"]`); may requests go out before
     the flow starts (not when listing failed: the flow says why)?"""
-    into["listed"] = listed = _register(run)
+    into["listed"] = listed = listed_now(run)
     return listed.error is None
 
 
@@ -299,27 +305,6 @@ def _requeued(run: Run, *, into: dict[str, int], permanent: bool, skipped: bool)
     except StoreError:
         return False
     return True
-
-
-def _register(run: Run) -> Listed:
-    """List and register the source now, while Prefect starts; the flow reports it (and
-    raises what it raised, inside its run record)."""
-    assert run.source is not None, "a backlog run has a source"
-    assert run.request.language is not None, "a backlog run has a language"
-    try:
-        return Listed(
-            discovery=discover_and_register(
-                source=run.source.location,
-                language=run.request.language,
-                store=run.store,
-                settle_s=run.settings.pipeline.settle_s,
-                include=run.request.include,
-                exclude=run.request.exclude,
-                metadata=run.source.metadata,
-            )
-        )
-    except Exception as exc:
-        return Listed(error=exc)
 
 
 def _run_and_report(

@@ -45,7 +45,7 @@ from storage.records import (
     QueueSize,
     StatusCount,
 )
-from tasks.discovery.names import one_line, reason_about, recording_name
+from tasks.discovery.recording_names import one_line, reason_about, recording_name
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
 

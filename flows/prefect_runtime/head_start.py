@@ -17,18 +17,15 @@ names a running server: it answers at once, there is nothing to wait for.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from flows.batch_loops import BATCH_LOOPS, BatchLoops, Budget, DrainResult
+from flows.batch_loops import BATCH_LOOPS, BatchLoops, DrainStart
 from storage.errors import StoreError
 from storage.records import ItemRecord
-from tasks.transcription.batch import BatchContext
-from tasks.transcription.progress import FileOutcome, progress_observer
-from tasks.transcription.runs import expected_files
-from tasks.transcription.transcribe import process_batch
-from tasks.work.journal import replay_journal
+from tasks.transcription.bookkeeping import expected_files
+from tasks.transcription.file_run import process_batch
+from tasks.transcription.progress import FileOutcome
 
 if TYPE_CHECKING:
     from flows.setup.bootstrap import Run
@@ -39,15 +36,11 @@ def may_start_early(run: Run) -> bool:
     return run.settings.pipeline.global_concurrency is None
 
 
-class HeadStart:
+class HeadStart(DrainStart):
     """The drain's shared parts, and its first batches run without Prefect."""
 
     def __init__(self, run: Run) -> None:
-        self.started_at = time.monotonic()  # the drain's wall time counts from here
-        self.ctx: BatchContext = run.batch_context(shared=None)
-        self.result = DrainResult(stats=run.stats, wall_s=0.0, planned=0)
-        self.budget = Budget(run.request.limit)
-        self._run = run
+        super().__init__(run, ctx=run.batch_context(shared=None))
         self._handed_over = False
         self._prepared = asyncio.Event()
         self._replay_error: StoreError | None = None
@@ -84,15 +77,7 @@ class HeadStart:
     async def _drain_until_handed_over(self) -> None:
         run = self._run
         try:
-            self.result.planned = await asyncio.to_thread(
-                expected_files,
-                run.store,
-                language=run.request.language,
-                source_prefix=run.source_prefix,
-                limit=run.request.limit,
-            )
-            progress_observer().on_planned(files=self.result.planned)
-            await asyncio.to_thread(replay_journal, run.store, run.journal)
+            await self.count_and_replay(_count_in_thread)
         except StoreError as exc:  # the flow's drain raises it, inside its run record
             self._replay_error = exc
             return
@@ -112,3 +97,8 @@ class HeadStart:
 
     async def _transcribe(self, items: Sequence[ItemRecord], name: str) -> list[FileOutcome]:
         return await process_batch(items, ctx=self.ctx)
+
+
+async def _count_in_thread(*args: Any, **kwargs: Any) -> int:
+    """The expected files counted by the plain function, off the event loop."""
+    return await asyncio.to_thread(expected_files, *args, **kwargs)

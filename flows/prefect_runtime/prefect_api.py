@@ -51,6 +51,7 @@ from config.runtime import (
     temporary_server_allowed,
     temporary_server_environment,
 )
+from flows.prefect_runtime.prefect_schema import skip_migrations
 
 NO_API = (
     "no Prefect API: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api) or "
@@ -79,10 +80,8 @@ class PrefectDidNotStart(RunStop):
 class PrefectApi:
     """A Prefect API that flow runs may use once `ready()` has returned."""
 
-    def __init__(self, *, url: str | None, server: _TemporaryServer | None = None) -> None:
-        self._url = url
-        self._server = server
-        self._configured_late = False  # the launcher found an API in Prefect's settings
+    def __init__(self, *, server: _TemporaryServer | None = None) -> None:
+        self._server = server  # None: a configured API, checked when it was chosen
 
     @property
     def starting(self) -> bool:
@@ -97,7 +96,7 @@ class PrefectApi:
         try:
             await self._server.wait_healthy()
         except _ConfiguredInSettings as configured:
-            self._server, self._url = None, configured.url
+            self._server = None
             await asyncio.to_thread(_check_configured, configured.url)
 
     @contextmanager
@@ -157,18 +156,18 @@ def start_prefect_api(*, start_timeout_s: float) -> PrefectApi:
             start_timeout_s=start_timeout_s, launcher=allowed is None, settings=profile
         )
         launched.start()
-        return PrefectApi(url=None, server=launched)
+        return PrefectApi(server=launched)
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
 
     url = PREFECT_API_URL.value()
     if url:
         _check_configured(str(url))
-        return PrefectApi(url=str(url))
+        return PrefectApi()
     if not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         raise PrefectUnavailable(NO_API)
     server = _TemporaryServer(start_timeout_s=start_timeout_s)
     server.start()
-    return PrefectApi(url=None, server=server)
+    return PrefectApi(server=server)
 
 
 def _check_configured(url: str) -> None:
@@ -232,6 +231,7 @@ class _TemporaryServer:
             )
         else:
             environment = temporary_server_environment(self._prefect_settings())
+            environment |= skip_migrations(environment)
             self._process = subprocess.Popen(
                 server_command(self.port),
                 env=environment,

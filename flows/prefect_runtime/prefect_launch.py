@@ -22,6 +22,7 @@ from prefect.settings import (
 
 from config.runtime import temporary_server_environment
 from flows.prefect_runtime.prefect_api import CONFIGURED, server_command
+from flows.prefect_runtime.prefect_schema import skip_migrations
 
 
 def main(port: int) -> None:
@@ -36,6 +37,7 @@ def main(port: int) -> None:
     environment = temporary_server_environment(
         get_current_settings().to_environment_variables(exclude_unset=True)
     )
+    environment |= skip_migrations(environment)
     os.dup2(2, 1)  # the parent reads our stdout only for the lines above
     command = server_command(port)
     os.execve(command[0], command, environment)  # noqa: S606 (our own Python, no shell)

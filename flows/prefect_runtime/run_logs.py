@@ -23,7 +23,7 @@ from prefect.logging.handlers import APILogHandler
 
 from flows.prefect_runtime.loggers import MEDASR_LOGGERS
 from storage.records import ItemStatus
-from tasks.discovery.names import recording_name
+from tasks.discovery.recording_names import recording_name
 from tasks.transcription.progress import FileOutcome
 
 FILES_LOGGER = "medasr.files"  # per-recording lines for Prefect only (not propagated)

@@ -26,9 +26,9 @@ from flows.reporting.summary import RunSummary
 from flows.setup.bootstrap import Run
 from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord, ItemStatus
-from tasks.delivery.deliver import in_doubt_rows
-from tasks.discovery.names import one_line, reason_about, recording_name
-from tasks.transcription.runs import open_backlog
+from tasks.delivery.deliverer import in_doubt_rows
+from tasks.discovery.recording_names import one_line, reason_about, recording_name
+from tasks.transcription.bookkeeping import open_backlog
 
 SUMMARY_KEY = "medasr-summary"
 ROWS_MAX = 50  # per status in the night's table; `medasr status --failures N` lists all

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from storage.records import ItemStatus
 from tasks.discovery.discover import Discovery
-from tasks.discovery.names import reason_about, recording_name
+from tasks.discovery.recording_names import reason_about, recording_name
 from tasks.transcription.progress import FileOutcome
 
 LISTED_MAX = 20  # recordings named in a summary; `medasr status` shows the rest

@@ -11,8 +11,9 @@ parameter: Prefect records parameters, and the Run holds the token and an open s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from os import PathLike
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -29,8 +30,8 @@ from tasks.discovery.discover import check_source, manifest_metadata
 from tasks.errors import SharedLimitUnavailable
 from tasks.throttle.gate import RequestGate
 from tasks.transcription.batch import BatchContext
+from tasks.transcription.bookkeeping import known_sources
 from tasks.transcription.progress import RunStats
-from tasks.transcription.runs import known_sources
 from tasks.work.journal import Journal
 
 if TYPE_CHECKING:  # Prefect's client: imported only by a run with a shared limit
@@ -57,6 +58,33 @@ class RunRequest:
     exclude: tuple[str, ...] = ()
     manifest: str | None = None  # the metadata CSV (default: medasr.csv at the source root)
     limit: int | None = None
+
+
+def backlog_request(
+    *,
+    source: str,
+    language: str,
+    limit: int | None = None,
+    concurrency: int | None = None,
+    encrypt: bool | None = None,
+    batch_size: int | None = None,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    manifest: str | PathLike[str] | None = None,
+) -> RunRequest:
+    """A backlog run's request from its options as `medasr run` and the deployment's flow
+    take them (globs as lists, the manifest as a path)."""
+    return RunRequest(
+        language=language,
+        source=source,
+        concurrency=concurrency,
+        encrypt=encrypt,
+        batch_size=batch_size,
+        include=tuple(include or ()),
+        exclude=tuple(exclude or ()),
+        manifest=None if manifest is None else str(manifest),
+        limit=limit,
+    )
 
 
 @dataclass(frozen=True)
@@ -107,7 +135,7 @@ class Run:
         )
         if isinstance(shared, SharedLimitUnavailable):
             gate.stop(shared)  # fail closed: nothing is sent without the shared limit
-        # Requests and retries are counted as they are sent (tasks/transcription/transcribe.py).
+        # Requests and retries are counted as they are sent (tasks/transcription/file_run.py).
         client = TranscriptionClient(self.settings.service, self.settings.encryption)
         return BatchContext(
             pipeline=pipeline,

@@ -14,13 +14,14 @@ What it offers (everything a caller needs is importable from `tasks.audio`):
     find_ffmpeg()                           the ffmpeg binary (imageio-ffmpeg's static build)
     WAV_HEADER_BYTES                        the 44 bytes each chunk's cap includes
 
-Inside: chunks.py (splitting), pauses.py (speech level, pause and cut finder),
+Inside: splitter.py (splitting), pauses.py (speech level, pause and cut finder),
 decoder.py (one streaming ffmpeg process per file), ffmpeg.py (the binary, the probe,
-stderr summaries), native_wav.py (PCM WAV read without ffmpeg), sniff.py (magic bytes).
+stderr summaries), native_wav.py (16-bit PCM WAV read without ffmpeg),
+resampler.py (its downmix and resampling to 16 kHz mono), sniff.py (magic bytes).
 Failures are the typed AudioError tree of tasks/errors.py, each with one sentence.
 """
 
-from tasks.audio.chunks import (
+from tasks.audio.splitter import (
     WAV_HEADER_BYTES,
     AudioInfo,
     Chunk,

@@ -1,11 +1,13 @@
-"""WAVs already in the output format (16 kHz mono PCM s16le) are read as they are, without ffmpeg.
+"""16-bit PCM WAVs are read without ffmpeg: as they are when already in the output
+format (16 kHz mono s16le), else downmixed and resampled here (tasks/audio/resampler.py).
 
-Decoding such a file is the identity, yet an ffmpeg run costs a process start and a
-pass through its decoder (tens of ms of CPU per file, more than reading a 15 s
+Decoding such a file is the identity or nearly, yet an ffmpeg run costs a process start
+and a pass through its decoder (tens of ms of CPU per file, more than reading a 15 s
 recording): on a backlog of short dictations that is the largest cost left. Anything
-else (another rate, stereo, 24-bit, float, RF64, a data chunk past the first 64 KiB)
-goes through ffmpeg. `open_pcm_source` is the one entry point: it returns ffmpeg's
-decoder (tasks/audio/decoder.py) or this reader.
+else (24-bit, float, more than two channels, a rate outside 8-48 kHz, RF64, a data
+chunk past the first 64 KiB) goes through ffmpeg. `open_pcm_source` is the one entry
+point: it returns ffmpeg's decoder (tasks/audio/decoder.py), this reader, or this reader
+behind the resampler.
 
 A data size left as a placeholder (0, 0xFFFFFFFF or near it, written by streaming
 recorders and by one that never closed its file)
@@ -17,18 +19,22 @@ from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
 from tasks.audio.decoder import PcmDecoder
 from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, read_head
+from tasks.audio.resampler import ResampledReader
 from tasks.audio.sniff import check_wav_header, is_placeholder_size
 from tasks.errors import AudioNotFound
 
 _PCM = 1
 _EXTENSIBLE = 0xFFFE
 
+# Rates read without ffmpeg: telephone 8 kHz up to studio 48 kHz.
+MIN_RATE_HZ = 8_000
+MAX_RATE_HZ = 48_000
 _TAIL_BYTES = 64 * 1024  # trailing metadata chunks longer than this are not looked for
 # A chunk id: four printable ASCII characters, the first a letter (LIST, id3 , bext, cue ).
 _CHUNK_ID = re.compile(rb"(?=[A-Za-z][\x20-\x7e]{3})")
@@ -37,28 +43,48 @@ _CHUNK_ID = re.compile(rb"(?=[A-Za-z][\x20-\x7e]{3})")
 @dataclass(frozen=True)
 class _DataChunk:
     offset: int  # of the first sample byte
-    size_bytes: int  # whole samples only
+    size_bytes: int  # whole frames only
     placeholder: bool = False  # the header's size was a placeholder: read to the end
+    rate_hz: int = OUTPUT_SAMPLE_RATE_HZ
+    channels: int = 1
+
+    @property
+    def frame_bytes(self) -> int:
+        return 2 * self.channels
+
+    @property
+    def native(self) -> bool:
+        """Already 16 kHz mono: the samples are the output as they are."""
+        return (self.rate_hz, self.channels) == (OUTPUT_SAMPLE_RATE_HZ, 1)
 
 
 def native_data_chunk(head: bytes, *, size_bytes: int) -> _DataChunk | None:
     """Where the samples of a 16 kHz mono s16le RIFF WAV are; None for any other file."""
+    data = pcm16_data_chunk(head, size_bytes=size_bytes)
+    return data if data is not None and data.native else None
+
+
+def pcm16_data_chunk(head: bytes, *, size_bytes: int) -> _DataChunk | None:
+    """Where the samples of a 16-bit PCM RIFF WAV (mono or stereo, a rate medasr reads
+    itself) are, with its rate and channels; None for any other file."""
     if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
         return None
-    offset, native = 12, False
+    offset, layout = 12, None
     while offset + 8 <= len(head):
         chunk_id = head[offset : offset + 4]
         (size,) = struct.unpack_from("<I", head, offset + 4)
         if chunk_id == b"fmt ":
-            native = _is_native_format(head[offset + 8 : offset + 8 + size])
+            layout = _pcm16_layout(head[offset + 8 : offset + 8 + size])
         elif chunk_id == b"data":
-            if not native:
+            if layout is None:
                 return None
+            rate_hz, channels = layout
             start = offset + 8
             present = max(0, size_bytes - start)
             placeholder = is_placeholder_size(size)
             declared = present if placeholder else min(size, present)
-            return _DataChunk(start, declared - declared % 2, placeholder)
+            whole = declared - declared % (2 * channels)
+            return _DataChunk(start, whole, placeholder, rate_hz=rate_hz, channels=channels)
         offset += 8 + size + (size & 1)
     return None
 
@@ -73,8 +99,8 @@ def _trailing_chunks_start(tail: bytes, *, tail_offset: int, data: _DataChunk) -
     """
     for match in _CHUNK_ID.finditer(tail):
         start = tail_offset + match.start()
-        if start < data.offset or (start - data.offset) % 2:
-            continue  # chunks after the samples start on a whole sample
+        if start < data.offset or (start - data.offset) % data.frame_bytes:
+            continue  # chunks after the samples start on a whole frame
         if _chain_ends_at(tail, match.start()):
             return start
     return None
@@ -92,16 +118,21 @@ def _chain_ends_at(tail: bytes, position: int) -> bool:
     return False
 
 
-def _is_native_format(fmt: bytes) -> bool:
-    """True for PCM (plain or WAVE_FORMAT_EXTENSIBLE), 1 channel, 16 kHz, 16 bits."""
+def _pcm16_layout(fmt: bytes) -> tuple[int, int] | None:
+    """(rate Hz, channels) for 16-bit PCM (plain or WAVE_FORMAT_EXTENSIBLE), 1 or 2 channels
+    at MIN_RATE_HZ to MAX_RATE_HZ; None for any other format."""
     if len(fmt) < 16:
-        return False
+        return None
     tag, channels, rate_hz, _, block_align, bits = struct.unpack_from("<HHIIHH", fmt)
     if tag == _EXTENSIBLE:
         if len(fmt) < 26:
-            return False
+            return None
         (tag,) = struct.unpack_from("<H", fmt, 24)  # first two bytes of the subformat GUID
-    return (tag, channels, rate_hz, block_align, bits) == (_PCM, 1, OUTPUT_SAMPLE_RATE_HZ, 2, 16)
+    if tag != _PCM or bits != 16 or channels not in (1, 2) or block_align != 2 * channels:
+        return None
+    if not MIN_RATE_HZ <= rate_hz <= MAX_RATE_HZ:
+        return None
+    return rate_hz, channels
 
 
 class NativeWavReader:
@@ -147,14 +178,14 @@ class NativeWavReader:
 
 def open_pcm_source(
     path: Path, *, timeout_s: float, probe_timeout_s: float
-) -> tuple[AudioInfo, bool, PcmDecoder | NativeWavReader]:
-    """(info, exact duration?, reader) for `path`: ffmpeg unless the WAV is already native.
+) -> tuple[AudioInfo, bool, PcmDecoder | NativeWavReader | ResampledReader]:
+    """(info, exact duration?, reader) for `path`: ffmpeg unless the WAV is 16-bit PCM.
 
     Raises the AudioError subclasses of probe_audio for a file that cannot be opened.
     """
     head, size_bytes = read_head(path)
     check_wav_header(head, size_bytes=size_bytes, path=path)
-    data = native_data_chunk(head, size_bytes=size_bytes)
+    data = pcm16_data_chunk(head, size_bytes=size_bytes)
     if data is None:
         # One ffmpeg run both describes the input (before any sample) and decodes it.
         decoder = PcmDecoder(path, timeout_s=timeout_s)
@@ -162,15 +193,17 @@ def open_pcm_source(
         return info, exact, decoder
     if data.placeholder:
         data = _without_trailing_chunks(path, data, size_bytes=size_bytes)
-    duration_ms = data.size_bytes // 2 * 1000 // OUTPUT_SAMPLE_RATE_HZ
     info = AudioInfo(
-        duration_ms=duration_ms,
-        sample_rate_hz=OUTPUT_SAMPLE_RATE_HZ,
-        channels=1,
+        duration_ms=data.size_bytes // data.frame_bytes * 1000 // data.rate_hz,
+        sample_rate_hz=data.rate_hz,
+        channels=data.channels,
         codec="pcm_s16le",
         container="wav",
     )
-    return info, True, NativeWavReader(path, data)
+    reader = NativeWavReader(path, data)
+    if data.native:
+        return info, True, reader
+    return info, True, ResampledReader(reader, rate_hz=data.rate_hz, channels=data.channels)
 
 
 def _without_trailing_chunks(path: Path, data: _DataChunk, *, size_bytes: int) -> _DataChunk:
@@ -186,4 +219,4 @@ def _without_trailing_chunks(path: Path, data: _DataChunk, *, size_bytes: int) -
     start = _trailing_chunks_start(tail, tail_offset=tail_offset, data=data)
     if start is None:
         return data
-    return _DataChunk(data.offset, min(data.size_bytes, start - data.offset), placeholder=True)
+    return replace(data, size_bytes=min(data.size_bytes, start - data.offset))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from audit import AuditAction, record_event
 from storage.interface import UnitOfWork
 from storage.records import DeliveryRecord
-from tasks.discovery.names import recording_name
+from tasks.discovery.recording_names import recording_name
 from tasks.work.journal import AcceptedDelivery, record_accepted
 
 

@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl
 from service.docs_client import Document
 from storage.records import ItemRecord
 from tasks.delivery.errors import DocsQueryInvalid, MetadataMissing, PatientLinkMissing
-from tasks.delivery.fhir import (
+from tasks.delivery.fhir_documents import (
     FHIR_MEDIA_TYPE,
     TEXT_CONTENT_TYPE,
     Note,

@@ -32,7 +32,7 @@ the recording and the column, never transcript text, a token or a key.
 from __future__ import annotations
 
 from config.errors import ConfigError, MedasrError, RunStop, TerminalError, TransientError
-from tasks.discovery.names import one_line
+from tasks.discovery.recording_names import one_line
 
 
 class MetadataMissing(TerminalError):

@@ -19,14 +19,14 @@ from storage.export import write_private_bytes
 from storage.interface import UnitOfWorkFactory
 from storage.versions import item_version
 from tasks.delivery.documents import note_of
-from tasks.delivery.fhir import (
+from tasks.delivery.fhir_documents import (
     build_bundle,
     build_document_reference,
     parse_bundle,
     resource_json_bytes,
 )
 from tasks.delivery.identity import NoteKey, note_urn
-from tasks.discovery.names import reason_about
+from tasks.discovery.recording_names import reason_about
 
 logger = logging.getLogger("medasr.export")
 

@@ -18,7 +18,7 @@ from tasks.delivery.documents import note_of
 from tasks.delivery.errors import DeliveryInDoubt
 from tasks.delivery.identity import NoteKey, document_id_for, message_control_id
 from tasks.delivery.targets import Outgoing, TargetKind
-from tasks.discovery.names import recording_name
+from tasks.discovery.recording_names import recording_name
 
 _WORDS_GONE = "the words it went out with are not kept (sent before this medasr kept them)"
 

@@ -33,7 +33,11 @@ from tasks.delivery.errors import (
     MetadataMissing,
     ReceiverSilent,
 )
-from tasks.delivery.fhir import build_document_reference, resource_json_bytes, version_search_token
+from tasks.delivery.fhir_documents import (
+    build_document_reference,
+    resource_json_bytes,
+    version_search_token,
+)
 from tasks.delivery.mdm import Ack, MdmDocument, MdmParties, build_mdm, parse_ack
 from tasks.delivery.targets import Outgoing, Sender, Sent, Target, TargetKind, parse_target
 

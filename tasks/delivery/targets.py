@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from service.status import is_loopback_address, resolved_addresses
 from storage.records import ItemRecord
 from tasks.delivery.errors import TargetInvalid
-from tasks.delivery.fhir import Note
+from tasks.delivery.fhir_documents import Note
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _EXAMPLES = "docs, mllp://HOST:PORT, mllps://HOST:PORT or fhir+https://HOST/PATH"

@@ -4,6 +4,6 @@ What it holds:
 
     discover.py  discover_and_register: list a folder or bucket and register what is there
     fetch.py     fetch and fingerprint a source file in one read, off the event loop
-    names.py     recording_name / one_line: a recording named by its path relative to the
-                 source, on one line, control characters escaped
+    recording_names.py  recording_name / one_line: a recording named by its path
+                 relative to the source, on one line, control characters escaped
 """

@@ -18,7 +18,7 @@ from storage.manifest import default_manifest, metadata_by_uri, read_manifest
 from storage.query_plans import refresh_statistics
 from storage.records import IgnoredFiles, RegisterResult, SourceFile
 from storage.sources import SkippedFile, SourceLocation, iter_audio, parse_source
-from tasks.discovery.names import one_line, recording_name
+from tasks.discovery.recording_names import one_line, recording_name
 
 logger = logging.getLogger("medasr.discover")
 

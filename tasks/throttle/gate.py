@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from aiolimiter import AsyncLimiter
 
 # What stops a whole run (RunStop: credentials, a setting, the operator) lives in
-# config/errors.py; RUN_STOP_ERRORS is re-exported for tasks/transcription/transcribe.py.
+# config/errors.py; RUN_STOP_ERRORS is re-exported for tasks/transcription/file_run.py.
 from config.errors import RUN_STOP_ERRORS as RUN_STOP_ERRORS
 from config.errors import RunInterrupted, RunStop
 from tasks.throttle.limiter import AdaptiveLimiter

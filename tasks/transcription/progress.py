@@ -14,7 +14,7 @@ logger = logging.getLogger("medasr.progress")
 
 # An item status a file ended in, or: given back unfinished (released), taken over by
 # another worker (lost).
-# The logger of the one line per failed or skipped file (tasks/transcription/transcribe.py).
+# The logger of the one line per failed or skipped file (tasks/transcription/file_run.py).
 TRANSCRIBE_LOGGER = "medasr.transcribe"
 Outcome = ItemStatus | Literal["released", "lost"]
 

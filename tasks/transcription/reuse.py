@@ -1,17 +1,17 @@
 """What a file's content already earned: the ONE reuse decision of the run and the dry run.
 
-Given what the store holds for the item and its fingerprint, `decide_reuse` says:
-the same content was transcribed already (this item's own transcript, or a done twin
-with the same sha256 and language) -> reuse that transcript, send nothing; the content
-changed since the item's chunks were answered -> those chunks are void (reset); the
-same content was partly answered -> those answers are reused by range and only the
-uncovered audio is sent (tasks/transcription/coverage.py).
-`tasks/transcription/transcribe.py` (the run) and
-`tasks/transcription/plan.py` (`--dry-run`) both read the facts with `read_reuse_facts` and decide
-with `decide_reuse`, so the plan cannot drift from the run. Copies of content being
-sent right now wait for that answer (`ContentInFlight`), and the plan counts them as
-reused the same way. A purged item whose file was touched (new mtime or ETag) but holds
-the same bytes stays purged: nothing is sent, nothing is filed.
+Given what the store holds for the item and its fingerprint, `decide_reuse` says: the
+same content was transcribed already (this item's own transcript, or a done twin with
+the same sha256 and language) -> reuse that transcript, send nothing; the content
+changed since the item's chunks were answered -> those chunks are void (reset); the same
+content was partly answered -> those answers are reused by range and only the uncovered
+audio is sent (tasks/transcription/coverage.py). `tasks/transcription/file_run.py` (the
+run) and `tasks/transcription/backlog_plan.py` (`--dry-run`) both read the facts with
+`read_reuse_facts` and decide with `decide_reuse`, so the plan cannot drift from the
+run. Copies of content being sent right now wait for that answer (`ContentInFlight`),
+and the plan counts them as reused the same way. A purged item whose file was touched
+(new mtime or ETag) but holds the same bytes stays purged: nothing is sent, nothing is
+filed.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from flows.cli import app
 from storage.audit_records import AuditEvent
 from storage.interface import UnitOfWorkFactory
 from storage.sources import SourceFile
-from tasks.transcription.runs import requeue_failed
+from tasks.transcription.bookkeeping import requeue_failed
 from tests.tasks.delivery.delivery_helpers import (
     deliver,
     delivery_settings,
@@ -149,7 +149,7 @@ def test_resending_in_doubt_deliveries_is_a_resent_event_each(
 ) -> None:
     import asyncio
 
-    from tasks.delivery.deliver import deliver_pending
+    from tasks.delivery.deliverer import deliver_pending
 
     dropping = devserver_factory(rate_reset=1.0)
     items = make_done(store, {"/archive/a.wav": "alpha", "/archive/b.wav": "bravo"})

@@ -16,9 +16,9 @@ from config.settings import Settings
 from flows.backlog import transcribe_backlog
 from service.devserver import RunningDevServer
 from storage import open_store
-from tasks.delivery.deliver import deliver_pending
+from tasks.delivery.deliverer import deliver_pending
 from tasks.retention.durations import parse_retention
-from tasks.retention.purge import PurgeRequest, purge_recordings
+from tasks.retention.recording_purge import PurgeRequest, purge_recordings
 from tests.helpers.flows import Corpus, run_flow
 
 LATER = datetime.now(UTC) + timedelta(days=100)

@@ -50,6 +50,21 @@ def reference_pcm(path: Path) -> np.ndarray:
     return np.frombuffer(pcm, dtype=np.int16)
 
 
+# medasr resamples 16-bit WAVs itself (soxr); ffmpeg's resampler agrees to ~55-65 dB.
+RESAMPLED_MIN_SNR_DB = 40.0
+
+
+def assert_close_to_reference(pcm: np.ndarray, path: Path) -> None:
+    """`pcm` is ffmpeg's decode of `path` (reference_pcm): the same length within a
+    sample and an error at least RESAMPLED_MIN_SNR_DB below the signal."""
+    reference = reference_pcm(path).astype(np.float64)
+    assert abs(len(pcm) - len(reference)) <= 1
+    count = min(len(pcm), len(reference))
+    error = reference[:count] - pcm[:count]
+    snr_db = 10 * np.log10(np.sum(reference[:count] ** 2) / max(float(np.sum(error**2)), 1e-9))
+    assert snr_db >= RESAMPLED_MIN_SNR_DB, snr_db
+
+
 def dictation_text(*, words: int, seed: int = 3) -> str:
     """Deterministic medical-sounding sentences of about `words` words."""
     rng = random.Random(seed)

@@ -13,7 +13,7 @@ from service.devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
 from storage.sources import list_audio
 from tasks.throttle.gate import RequestGate
-from tasks.transcription.transcribe import BatchContext, process_batch
+from tasks.transcription.file_run import BatchContext, process_batch
 from tests.servers import client_settings
 
 # ~7 s of 16 kHz audio per chunk: several chunks for a short dictation.

@@ -41,7 +41,7 @@ from storage.sources import list_audio
 from tasks.audio import iter_chunks
 from tasks.errors import AudioError
 from tasks.throttle.gate import RequestGate
-from tasks.transcription.transcribe import BatchContext, process_batch
+from tasks.transcription.file_run import BatchContext, process_batch
 from tests.helpers.audio import add_noise_and_hum, dictation_text, ffmpeg
 from tests.reliability.corpus import age_files, write_tone_corpus
 from tests.servers import DEVSERVER_TOKEN, client_settings

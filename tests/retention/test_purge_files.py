@@ -18,7 +18,7 @@ from storage import open_store
 from storage.database import normalize_database_url
 from storage.interface import UnitOfWorkFactory
 from tasks.retention.durations import parse_retention
-from tasks.retention.purge import PurgeRequest, purge_recordings
+from tasks.retention.recording_purge import PurgeRequest, purge_recordings
 from tests.audit.tampering import run_sql
 from tests.retention.test_purge_store import add_chunk, deliver_rows
 from tests.tasks.delivery.delivery_helpers import make_done

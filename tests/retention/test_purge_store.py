@@ -16,7 +16,7 @@ from storage.interface import UnitOfWorkFactory
 from storage.records import DeliveryStatus, WantedDelivery
 from tasks.errors import RetentionInvalid
 from tasks.retention.durations import parse_retention
-from tasks.retention.purge import PurgeRequest, purge_recordings
+from tasks.retention.recording_purge import PurgeRequest, purge_recordings
 from tests.tasks.delivery.delivery_helpers import make_done
 
 TEXTS = {

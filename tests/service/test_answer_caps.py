@@ -22,7 +22,7 @@ from service.docs_client import DocsClient, Document
 from service.errors import AnswerTooLarge
 from service.fhir_client import FhirClient
 from storage.interface import UnitOfWorkFactory
-from tasks.delivery.fhir import Note, build_document_reference, resource_json_bytes
+from tasks.delivery.fhir_documents import Note, build_document_reference, resource_json_bytes
 from tasks.delivery.identity import NoteKey, note_urn, recording_urn
 from tests.servers import client_settings
 from tests.tasks.delivery.delivery_helpers import deliver, delivery_settings, make_done

@@ -15,7 +15,7 @@ from flows.cli import app
 from service.contract import LANGUAGES
 from service.devserver import DevServerConfig
 from service.devserver.text_faults import TEXT_FAULT_NAMES, TextFaults, spoil_text
-from tasks.transcription.quality import has_repetition, has_script_mismatch, words_of
+from tasks.transcription.quality_gate import has_repetition, has_script_mismatch, words_of
 from tests.servers import DEVSERVER_TOKEN, make_tone_wav_bytes
 
 AUTH = {"Authorization": f"Bearer {DEVSERVER_TOKEN}"}

@@ -22,7 +22,7 @@ from config.settings import DeliverySettings, PipelineSettings
 from service.devserver import RunningDevServer
 from service.fhir_client import FhirClient, FhirReceipt, created_id
 from storage.interface import UnitOfWorkFactory
-from tasks.delivery.fhir import (
+from tasks.delivery.fhir_documents import (
     Note,
     build_document_reference,
     resource_json_bytes,

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from service.devserver import RunningDevServer
 from service.errors import CredentialsRejected, RequestRejected, ServiceUnavailable
 from service.fhir_client import FhirClient, FhirReceipt
-from tasks.delivery.fhir import (
+from tasks.delivery.fhir_documents import (
     Note,
     build_document_reference,
     resource_json_bytes,

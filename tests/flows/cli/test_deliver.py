@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from config.settings import StorageSettings
 from flows.cli import app
 from storage import open_store
-from tasks.delivery.fhir import parse_bundle
+from tasks.delivery.fhir_documents import parse_bundle
 from tests.helpers.cli import table_rows
 from tests.tasks.delivery.delivery_helpers import docs_entries, make_done, sha_of_text
 

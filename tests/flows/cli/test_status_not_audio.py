@@ -17,7 +17,7 @@ from storage import open_store
 from storage.interface import UnitOfWorkFactory
 from tasks.discovery.discover import discover_and_register
 from tasks.retention.durations import parse_retention
-from tasks.retention.purge import PurgeRequest, PurgeResult, purge_recordings
+from tasks.retention.recording_purge import PurgeRequest, PurgeResult, purge_recordings
 from tests.reliability.evidence import query
 
 LANG = "en-IN"

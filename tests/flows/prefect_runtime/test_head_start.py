@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import soundfile
 
-from flows.prefect_runtime import head_start
+from flows import batch_loops
 from flows.prefect_runtime.head_start import HeadStart
 from flows.setup.bootstrap import RunRequest, bootstrap
 from service.devserver import RunningDevServer, start_devserver
@@ -275,13 +275,13 @@ def test_the_journal_is_replayed_before_the_head_start_sends(
     settings = settings_for(service, tmp_path / "medasr.db", token=TOKEN)
     request = RunRequest(language="en-IN", source=str(source))
     requests_at_replay: list[int] = []
-    replay = head_start.replay_journal
+    replay = batch_loops.replay_journal  # the drain's set-up, the head start's too
 
     def observed_replay(*args: object, **kwargs: object) -> object:
         requests_at_replay.append(arrived(service))
         return replay(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(head_start, "replay_journal", observed_replay)
+    monkeypatch.setattr(batch_loops, "replay_journal", observed_replay)
 
     with bootstrap(settings, request) as run:
         assert run.source is not None

@@ -13,7 +13,7 @@ from service.devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
 from storage.records import DeliveryRecord, ItemRecord
 from storage.sources import SourceFile
-from tasks.delivery.deliver import DeliveryStats, deliver_pending
+from tasks.delivery.deliverer import DeliveryStats, deliver_pending
 from tests.servers import client_settings
 
 LANG = "en-IN"

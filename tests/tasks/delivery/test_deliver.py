@@ -11,7 +11,7 @@ import pytest
 
 from service.devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
-from tasks.delivery.deliver import delivery_summary
+from tasks.delivery.deliverer import delivery_summary
 from tasks.delivery.identity import NoteKey
 from tests.servers import DEVSERVER_JWE_KEY, DEVSERVER_JWE_KID
 from tests.tasks.delivery.delivery_helpers import (
@@ -210,7 +210,7 @@ def test_a_lease_held_by_a_live_worker_is_left_alone_and_an_expired_one_is_taken
     server = devserver_factory()
     items = make_done(store, {"/archive/a.wav": "alpha", "/archive/b.wav": "bravo"})
     settings = delivery_settings(server, sqlite_url)
-    from tasks.delivery.deliver import plan_deliveries
+    from tasks.delivery.deliverer import plan_deliveries
 
     plan_deliveries(store, language=None, format_name="txt", max_attempts=3)
     with store.unit_of_work() as uow:
@@ -250,7 +250,7 @@ def test_rows_of_a_killed_local_deliverer_are_taken_back_at_once(
     import sys
 
     from storage.owners import local_host_id
-    from tasks.delivery.deliver import plan_deliveries
+    from tasks.delivery.deliverer import plan_deliveries
 
     server = devserver_factory()
     make_done(store, {"/archive/a.wav": "alpha", "/archive/b.wav": "bravo"})
@@ -296,7 +296,7 @@ def test_a_bug_on_one_document_costs_that_document_only(
 def test_a_version_set_aside_before_it_was_sent_is_delivered_when_it_comes_back(
     devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
-    from tasks.delivery.deliver import plan_deliveries
+    from tasks.delivery.deliverer import plan_deliveries
 
     server = devserver_factory()
     uri = "/archive/a.wav"

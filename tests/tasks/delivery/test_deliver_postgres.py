@@ -9,7 +9,7 @@ import pytest
 
 from config.settings import StorageSettings
 from storage import open_store
-from tasks.delivery.deliver import DeliveryStats
+from tasks.delivery.deliverer import DeliveryStats
 from tests.tasks.delivery.delivery_helpers import (
     deliver,
     delivery_settings,

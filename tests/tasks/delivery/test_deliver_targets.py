@@ -181,7 +181,7 @@ def test_a_fhir_412_is_a_failure_with_a_clear_message(
     uri = "/d/a.wav"
     items = make_done(store, {uri: "words"}, metadata={uri: META[uri]})
     settings = _settings(server, sqlite_url, target=f"fhir+{server.url}/fhir")
-    from tasks.delivery.deliver import plan_deliveries
+    from tasks.delivery.deliverer import plan_deliveries
 
     plan_deliveries(store, language=None, format_name="txt", max_attempts=3)
     _duplicate_on_server(server, store, items[uri])
@@ -194,7 +194,7 @@ def test_a_fhir_412_is_a_failure_with_a_clear_message(
 def _duplicate_on_server(server: RunningDevServer, store: UnitOfWorkFactory, item: Any) -> None:
     from storage.deliveries import item_version
     from tasks.delivery.documents import note_of
-    from tasks.delivery.fhir import build_document_reference
+    from tasks.delivery.fhir_documents import build_document_reference
     from tasks.delivery.identity import NoteKey
 
     with store.unit_of_work(read_only=True) as uow:
@@ -213,7 +213,7 @@ def _rows(store: UnitOfWorkFactory, items: dict[str, Any]) -> dict[str, Any]:
 def test_each_target_has_its_own_row_and_a_run_claims_only_its_own(
     store: UnitOfWorkFactory,
 ) -> None:
-    from tasks.delivery.deliver import plan_deliveries
+    from tasks.delivery.deliverer import plan_deliveries
 
     uri = "/d/a.wav"
     make_done(store, {uri: "words"}, metadata={uri: META[uri]})

@@ -10,7 +10,7 @@ import pytest
 from fhir.resources.R4B.bundle import Bundle
 
 from tasks.delivery.errors import DocumentInvalid
-from tasks.delivery.fhir import (
+from tasks.delivery.fhir_documents import (
     TEXT_CONTENT_TYPE,
     Note,
     build_bundle,

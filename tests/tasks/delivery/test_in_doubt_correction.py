@@ -15,7 +15,7 @@ from sqlalchemy import text
 from service.devserver import RunningDevServer
 from storage.database import create_store_engine
 from storage.interface import UnitOfWorkFactory
-from tasks.delivery.deliver import deliver_pending
+from tasks.delivery.deliverer import deliver_pending
 from tests.service.mllp_listener import MllpListener, running_listener
 from tests.tasks.delivery.delivery_helpers import deliver, make_done, rows_of, target_settings
 

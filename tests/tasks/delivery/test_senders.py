@@ -13,7 +13,7 @@ from config.settings import DeliverySettings, ServiceSettings, Settings
 from service.mllp import MllpUnreachable
 from storage.records import ItemRecord
 from tasks.delivery.errors import DeliveryInDoubt, MetadataMissing
-from tasks.delivery.fhir import Note
+from tasks.delivery.fhir_documents import Note
 from tasks.delivery.senders import MllpSender
 from tasks.delivery.targets import Outgoing, parse_target
 from tests.service.mllp_listener import MllpListener, running_listener

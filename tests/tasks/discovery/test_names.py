@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.discovery.names import one_line, reason_about, recording_name
+from tasks.discovery.recording_names import one_line, reason_about, recording_name
 
 
 @pytest.mark.parametrize(

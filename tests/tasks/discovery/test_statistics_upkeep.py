@@ -14,7 +14,7 @@ import soundfile
 from service.devserver.tone import encode_tone_dictation
 from storage.interface import UnitOfWorkFactory
 from tasks.discovery.discover import discover_and_register
-from tasks.transcription.runs import finish_run, start_run
+from tasks.transcription.bookkeeping import finish_run, start_run
 
 
 def _item_statistics(store: UnitOfWorkFactory) -> int:

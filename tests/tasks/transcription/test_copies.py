@@ -15,9 +15,9 @@ from service.devserver.tone import encode_tone_dictation
 from storage.interface import UnitOfWorkFactory
 from storage.sources import list_audio
 from tasks.throttle.gate import RequestGate
-from tasks.transcription import plan as planning
-from tasks.transcription.plan import plan_backlog
-from tasks.transcription.transcribe import BatchContext, transcribe_file
+from tasks.transcription import backlog_plan as planning
+from tasks.transcription.backlog_plan import plan_backlog
+from tasks.transcription.file_run import BatchContext, transcribe_file
 from tests.helpers.transcription import CAP_BYTES, TEXT, item_of, run_once
 from tests.servers import client_settings
 

@@ -6,7 +6,7 @@ import pytest
 
 from config.quality import QualitySettings
 from service.contract import LANGUAGES
-from tasks.transcription.quality import (
+from tasks.transcription.quality_gate import (
     FLAGS,
     SCRIPTS,
     ChunkSpeech,

@@ -27,10 +27,10 @@ from storage.records import ItemRecord
 from storage.sources import Fingerprint, list_audio
 from tasks.audio import Chunk
 from tasks.throttle.gate import RequestGate
-from tasks.transcription.plan import Plan, plan_backlog
+from tasks.transcription.backlog_plan import Plan, plan_backlog
+from tasks.transcription.file_run import BatchContext, process_batch
 from tasks.transcription.progress import FileOutcome
 from tasks.transcription.recorder import FileRecorder
-from tasks.transcription.transcribe import BatchContext, process_batch
 from tasks.work.journal import Journal, replay_journal
 from tasks.work.lease_keeper import LeaseKeeper
 from tests.fakes.store import FakeStore

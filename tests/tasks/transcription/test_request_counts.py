@@ -21,8 +21,8 @@ from service.errors import CredentialsRejected
 from storage.interface import UnitOfWorkFactory
 from storage.sources import list_audio
 from tasks.throttle.gate import RequestGate
+from tasks.transcription.file_run import BatchContext, process_batch
 from tasks.transcription.progress import RunStats
-from tasks.transcription.transcribe import BatchContext, process_batch
 from tests.servers import client_settings
 
 LANG = "en-IN"

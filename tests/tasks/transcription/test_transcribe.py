@@ -21,7 +21,7 @@ from storage.errors import StoreUnavailable
 from storage.interface import UnitOfWorkFactory
 from storage.sources import list_audio
 from tasks.throttle.gate import RequestGate
-from tasks.transcription.transcribe import CHUNKS_AHEAD_PER_FILE, BatchContext, process_batch
+from tasks.transcription.file_run import CHUNKS_AHEAD_PER_FILE, BatchContext, process_batch
 from tests.helpers.transcription import CAP_BYTES, TEXT, item_of, run_once
 from tests.servers import client_settings
 from tests.service.tls_certs import make_tls_files

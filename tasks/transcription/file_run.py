@@ -31,13 +31,13 @@ from storage.errors import LeaseLost, StoreError
 from storage.records import ItemRecord, ItemStatus
 from tasks.audio import Chunk, iter_chunks
 from tasks.discovery.fetch import fetched_file
-from tasks.discovery.names import reason_about, recording_name
+from tasks.discovery.recording_names import reason_about, recording_name
 from tasks.errors import CorruptAudio, DamagedTail, SilentAudio
 from tasks.throttle.gate import RUN_STOP_ERRORS
 from tasks.transcription.batch import CHUNKS_AHEAD_PER_FILE, BatchContext
 from tasks.transcription.coverage import Coverage
 from tasks.transcription.progress import TRANSCRIBE_LOGGER, FileOutcome, progress_observer
-from tasks.transcription.quality import review_transcript
+from tasks.transcription.quality_gate import review_transcript
 from tasks.transcription.recorder import FileRecorder
 from tasks.transcription.reuse import ReuseDecision
 

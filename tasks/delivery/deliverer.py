@@ -18,9 +18,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NONE
-
 from audit import AuditAction, command_actor
 from config.errors import ConfigError, InternalError, MedasrError
 from config.settings import Settings
@@ -32,16 +29,16 @@ from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.records import DeliveryRecord, SentIdentity
 from tasks.delivery.audit_trail import journal_recorder, record_delivery_event
+from tasks.delivery.document_sender import DocumentSender, remote_id_of
 from tasks.delivery.documents import parse_docs_query, require_patient_link
 from tasks.delivery.errors import DeliveryInDoubt, ReceiverSilent, stored_message
 from tasks.delivery.outgoing import Prepared, Sending, prepare_outgoing
 from tasks.delivery.plan import plan_deliveries
 from tasks.delivery.senders import configured_target, sender_for
-from tasks.delivery.sending import DocumentSender, remote_id_of
 from tasks.delivery.stats import DeliveryStats, delivery_summary, requests_of
 from tasks.delivery.target_aliases import check_target_alias, seen_targets
 from tasks.delivery.targets import Sender, Sent, Target, TargetKind
-from tasks.discovery.names import one_line, reason_about, recording_name
+from tasks.discovery.recording_names import one_line, reason_about, recording_name
 from tasks.work.journal import (
     AcceptedDelivery,
     Journal,
@@ -55,8 +52,8 @@ from tasks.work.store_calls import in_store
 __all__ = [
     "DeliveryStats",
     "DocumentSender",
+    "deliver_and_summarize",
     "deliver_pending",
-    "deliver_task",
     "delivery_summary",
     "plan_deliveries",
 ]
@@ -386,15 +383,11 @@ class _Outcome:
     bytes_sent: int = 0
 
 
-@task(name="deliver", tags=["medasr"], cache_policy=NONE, persist_result=False)
-async def deliver_task(
+async def deliver_and_summarize(
     *, settings: Settings, store: UnitOfWorkFactory, language: str | None, format_name: str
 ) -> dict[str, Any]:
     """The nightly deployment's delivery step (MEDASR_DELIVER=true); returns its summary.
-
-    Pass `settings` and `store` wrapped in prefect's `quote`, so that Prefect does not
-    walk them (the settings hold secrets) and they never become recorded task inputs.
-    """
+    A setting that stops it before anything is sent is in the summary, not raised."""
     try:
         stats = await deliver_pending(
             settings=settings, store=store, language=language, format_name=format_name
