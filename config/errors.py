@@ -11,8 +11,9 @@ decide "retry later", "give up on this item" or "stop the run" without knowing t
             │                        yet finished go back to pending (RUN_STOP_ERRORS)
             ├── ConfigError          a setting is missing or invalid (exit code 2)
             ├── RunInterrupted       the operator stopped the run: Ctrl-C, SIGTERM (exit 130)
-            ├── PrefectDidNotStart   flows/prefect_api.py: the temporary server never
-            │                        answered (exit 75, try again; not a setting's fault)
+            ├── PrefectDidNotStart   flows/prefect_runtime/prefect_api.py: the temporary
+            │                        server never answered (exit 75, try again; not a
+            │                        setting's fault)
             └── CredentialsRejected  401/403 (exit code 3); lives in service/errors.py
 
 Wings: service/errors.py (talking to the service), storage/errors.py (sources and the

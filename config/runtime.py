@@ -48,8 +48,8 @@ def prepare_prefect_environment() -> None:
         os.environ.setdefault(name, value)
 
 
-# The temporary Prefect server of one `medasr run` (flows/prefect_api.py): what Prefect's
-# own start of it sets, plus what a single run never reads. Flow and task runs, logs,
+# The temporary Prefect server of one `medasr run` (flows/prefect_runtime/prefect_api.py):
+# what Prefect's own start of it sets, plus what a single run never reads. Flow and task runs, logs,
 # artifacts and concurrency limits stay; automations (triggers, actions), stored and
 # streamed events and the registration of Prefect's block types go.
 _TEMPORARY_SERVER = {

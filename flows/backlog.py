@@ -14,14 +14,14 @@ from typing import Any
 from prefect import Flow, flow, get_run_logger
 from prefect.client.schemas.objects import State
 
-from flows.bootstrap import Run, RunRequest, bootstrap, settings_for
 from flows.deliver_step import deliver_after_backlog
-from flows.head_start import HeadStart
-from flows.listing import Listed
-from flows.run_names import name_from_parameters, run_name
+from flows.prefect_runtime.head_start import HeadStart
+from flows.reporting.run_names import name_from_parameters, run_name
+from flows.reporting.states import final_state
+from flows.reporting.summary import DeliveryCounts, RunSummary
+from flows.setup.bootstrap import Run, RunRequest, bootstrap, settings_for
+from flows.setup.listing import Listed
 from flows.skeleton import FlowSteps, Prepared, run_flow_steps
-from flows.states import final_state
-from flows.summary import DeliveryCounts, RunSummary
 from tasks.discovery.discover import Discovery
 from tasks.steps import discover_task
 
@@ -72,7 +72,7 @@ async def transcribe_backlog(
     manifest: str | None = None,
 ) -> State[Any]:
     """Transcribe every new or changed file under `source`; ends in the state its summary
-    says (flows/states.py), the summary its data.
+    says (flows/reporting/states.py), the summary its data.
 
     With MEDASR_DELIVER=true, done transcripts are then delivered (flows/deliver_step.py).
     """

@@ -1,9 +1,10 @@
 """The batch loops of a drain: claim a batch, transcribe it, again until nothing is left.
 
-Plain code, no Prefect: the head start (flows/head_start.py) runs them with the plain
-`process_batch` while Prefect's API starts; the flow's drain (flows/drain.py) runs them
-with each batch as a named task run. Both share one `DrainResult` and one `Budget`, so
-the files of both are counted once and `--limit` covers them all.
+Plain code, no Prefect: the head start (flows/prefect_runtime/head_start.py) runs them
+with the plain `process_batch` while Prefect's API starts; the flow's drain
+(flows/drain.py) runs them with each batch as a named task run. Both share one
+`DrainResult` and one `Budget`, so the files of both are counted once and `--limit`
+covers them all.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from config.errors import RunStop
-from flows.attention import needs_check
-from flows.heap import HeapTrimmer
+from flows.reporting.attention import needs_check
 from storage.records import ItemRecord
 from tasks.transcription.batch import BatchContext
 from tasks.transcription.claims import claim_batch
 from tasks.transcription.progress import FileOutcome, RunStats
+from tasks.work.heap import HeapTrimmer
 
 BATCH_LOOPS = 2
 

@@ -6,7 +6,7 @@ from prefect import get_run_logger
 from prefect.utilities.annotations import quote
 
 from config.settings import Settings
-from flows.summary import DeliveryCounts
+from flows.reporting.summary import DeliveryCounts
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.deliver import deliver_task
 

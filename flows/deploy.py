@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from config.errors import ConfigError
 from flows.backlog import transcribe_backlog
-from flows.prefect_api import health_failure
+from flows.prefect_runtime.prefect_api import health_failure
 from flows.purge import purge_recordings_flow
 from flows.rerun import rerun_failures
 from flows.serving import serve_deployments

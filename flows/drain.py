@@ -5,7 +5,8 @@ run side by side so the request slots stay busy while one batch finishes its slo
 file. Paid answers a run before could not store (the journal) are recorded first, before
 anything is sent. A batch is claimed first and then handed to a task run named by its
 size ("batch 3 (50 files)"); a claim that finds nothing is no task run. A run begun
-while Prefect started (flows/head_start.py) is carried on: same context, counts, budget.
+while Prefect started (flows/prefect_runtime/head_start.py) is carried on: same context,
+counts, budget.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from prefect.utilities.annotations import quote
 
 from config.settings import Settings
 from flows.batch_loops import BATCH_LOOPS, BatchLoops, Budget, DrainResult, TranscribeBatch
-from flows.bootstrap import Run
-from flows.head_start import HeadStart
-from flows.run_logs import FileLines
+from flows.prefect_runtime.head_start import HeadStart
+from flows.prefect_runtime.run_logs import FileLines
+from flows.setup.bootstrap import Run
 from storage.records import ItemRecord
 from tasks.errors import SharedLimitUnavailable
 from tasks.steps import expected_files_task, transcribe_batch_task
@@ -40,7 +41,7 @@ PROGRESS_KEY = "medasr-progress"
 
 async def drain_pending(run: Run, *, head_start: HeadStart | None = None) -> DrainResult:
     """Claim and transcribe the run's pending items, carrying on its `head_start` if it
-    had one (flows/head_start.py); returns counts, never raises for a single file.
+    had one (flows/prefect_runtime/head_start.py); returns counts, never raises for a single file.
     Log lines name files relative to the run's source roots."""
     head: HeadStart | _Started | None = head_start
     if head is None:

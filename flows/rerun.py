@@ -13,12 +13,19 @@ from typing import Any
 from prefect import Flow, flow, get_run_logger
 from prefect.client.schemas.objects import State
 
-from flows.bootstrap import ANY_LANGUAGE, RERUN_SOURCE, Run, RunRequest, bootstrap, settings_for
-from flows.head_start import HeadStart
-from flows.run_names import name_from_parameters, run_name
+from flows.prefect_runtime.head_start import HeadStart
+from flows.reporting.run_names import name_from_parameters, run_name
+from flows.reporting.states import final_state
+from flows.reporting.summary import RunSummary
+from flows.setup.bootstrap import (
+    ANY_LANGUAGE,
+    RERUN_SOURCE,
+    Run,
+    RunRequest,
+    bootstrap,
+    settings_for,
+)
 from flows.skeleton import FlowSteps, Prepared, run_flow_steps
-from flows.states import final_state
-from flows.summary import RunSummary
 from tasks.steps import requeue_failures_task
 
 __all__ = ["ANY_LANGUAGE", "RERUN_SOURCE", "rerun_failures", "rerun_flow", "run_rerun"]
@@ -36,7 +43,8 @@ async def run_rerun(
     """Re-queue due retryable failures under the attempts budget (or, with
     `include_permanent`, every failure; with `include_skipped`, skipped recordings too)
     and process them; returns the summary. `requeued`: the command re-queued them
-    already, before its `head_start` (flows/head_start.py), which the drain carries on."""
+    already, before its `head_start` (flows/prefect_runtime/head_start.py), which the
+    drain carries on."""
 
     def prepare(run: Run) -> Prepared:
         count = requeued
@@ -69,7 +77,7 @@ async def rerun_failures(
     include_skipped: bool = False,
 ) -> State[Any]:
     """Re-queue failures that may succeed now and transcribe them; ends in the state its
-    summary says (flows/states.py)."""
+    summary says (flows/reporting/states.py)."""
     request = RunRequest(language=language, concurrency=concurrency)
     with bootstrap(settings_for(request), request) as run:
         summary = await run_rerun(

@@ -11,14 +11,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from flows.artifacts import publish_summary
-from flows.bootstrap import Run
 from flows.drain import drain_pending
-from flows.head_start import HeadStart
-from flows.run_logs import logs_to_prefect
-from flows.run_names import tag_flow_run
-from flows.run_record import recorded_run
-from flows.summary import DeliveryCounts, RunSummary, summarize
+from flows.prefect_runtime.head_start import HeadStart
+from flows.prefect_runtime.run_logs import logs_to_prefect
+from flows.reporting.artifacts import publish_summary
+from flows.reporting.run_names import tag_flow_run
+from flows.reporting.run_record import recorded_run
+from flows.reporting.summary import DeliveryCounts, RunSummary, summarize
+from flows.setup.bootstrap import Run
 from tasks.discovery.discover import Discovery
 
 
@@ -43,7 +43,8 @@ class FlowSteps:
 async def run_flow_steps(run: Run, steps: FlowSteps) -> RunSummary:
     """Run one flow's steps on its bootstrapped run; returns the summary (stopped or not).
 
-    medasr's log lines go to the flow run's logs too while it runs (flows/run_logs.py).
+    medasr's log lines go to the flow run's logs too while it runs
+    (flows/prefect_runtime/run_logs.py).
     """
     with logs_to_prefect(level=run.settings.pipeline.log_level):
         await tag_flow_run(run)

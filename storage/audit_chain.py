@@ -11,59 +11,52 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from storage.audit_records import AuditEvent
+from storage.audit_records import AuditEvent, NewAuditEvent
 
 GENESIS = "0" * 64
 # One encoder for every hash: json.dumps with these options would build a new one per call.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def event_hash(
-    *,
-    seq: int,
-    occurred_at: datetime,
-    actor: str,
-    action: str,
-    item_id: int | None,
-    path: str | None,
-    target: str | None,
-    detail: Mapping[str, str | int] | None,
-    prev_hash: str,
-) -> str:
-    """The SHA-256 (hex) of the event's canonical form chained to `prev_hash`."""
-    canonical = _CANONICAL.encode(
-        {
-            "seq": seq,
-            "time": occurred_at.astimezone(UTC).isoformat(timespec="microseconds"),
-            "actor": actor,
-            "action": action,
-            "item_id": item_id,
-            "path": path,
-            "target": target,
-            "detail": dict(detail) if detail else None,
-            "prev": prev_hash,
-        }
+def seal_event(
+    event: NewAuditEvent, *, seq: int, occurred_at: datetime, prev_hash: str
+) -> AuditEvent:
+    """`event` as the chain stores it: its number, time, the previous hash and its own."""
+    unsealed = AuditEvent(
+        **(vars(event) | {"detail": dict(event.detail) if event.detail else None}),
+        seq=seq,
+        occurred_at=occurred_at,
+        prev_hash=prev_hash,
+        hash="",
     )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return replace(unsealed, hash=recompute_hash(unsealed))
 
 
 def recompute_hash(event: AuditEvent) -> str:
     """The hash `event` should carry, from its stored fields and stored previous hash."""
-    return event_hash(
-        seq=event.seq,
-        occurred_at=event.occurred_at,
-        actor=event.actor,
-        action=event.action,
-        item_id=event.item_id,
-        path=event.path,
-        target=event.target,
-        detail=event.detail,
-        prev_hash=event.prev_hash,
-    )
+    canonical = _CANONICAL.encode(canonical_form(event))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def canonical_form(event: AuditEvent) -> dict[str, object]:
+    """What an event's hash covers, by the names it is hashed under. Every trail already
+    kept was hashed in this form: changing a name, a field or the time's spelling breaks
+    them all (tests/audit/test_recorded_trail.py)."""
+    return {
+        "seq": event.seq,
+        "time": event.occurred_at.astimezone(UTC).isoformat(timespec="microseconds"),
+        "actor": event.actor,
+        "action": event.action,
+        "item_id": event.item_id,
+        "path": event.path,
+        "target": event.target,
+        "detail": dict(event.detail) if event.detail else None,
+        "prev": event.prev_hash,
+    }
 
 
 @dataclass(frozen=True)

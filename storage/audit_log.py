@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Row, Select, insert, or_, select, text
 from sqlalchemy.orm import Session
 
-from storage.audit_chain import GENESIS, event_hash
+from storage.audit_chain import GENESIS, seal_event
 from storage.audit_records import AuditEvent, AuditFilter, NewAuditEvent
 from storage.errors import StoreFailed
 from storage.models import AuditEventRow
@@ -54,30 +54,7 @@ class AuditLog:
         else:  # the write transaction's BEGIN IMMEDIATE is the lock
             seq, prev_hash, now = connection.execute(_NEWEST_SQLITE).one()
         seq, prev_hash = (seq + 1, prev_hash) if seq is not None else (1, GENESIS)
-        occurred_at = _as_utc(now)
-        detail = dict(event.detail) if event.detail else None
-        stored = AuditEvent(
-            seq=seq,
-            occurred_at=occurred_at,
-            actor=event.actor,
-            action=event.action,
-            item_id=event.item_id,
-            path=event.path,
-            target=event.target,
-            detail=detail,
-            prev_hash=prev_hash,
-            hash=event_hash(
-                seq=seq,
-                occurred_at=occurred_at,
-                actor=event.actor,
-                action=event.action,
-                item_id=event.item_id,
-                path=event.path,
-                target=event.target,
-                detail=detail,
-                prev_hash=prev_hash,
-            ),
-        )
+        stored = seal_event(event, seq=seq, occurred_at=_as_utc(now), prev_hash=prev_hash)
         connection.execute(_INSERT, vars(stored))
         return stored
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _READ_ONLY = "medasr_read_only"
-_PURGED_TABLES = "items, chunks, deliveries"
+_PURGED_TABLES = "items, chunks, deliveries, revisions, not_audio_files"
 _MIGRATION_LOCK_ID = 0x6D656461  # any constant; PostgreSQL migrations take it in turn
 
 

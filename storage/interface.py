@@ -27,6 +27,7 @@ from storage.records import (
     ChunkRecord,
     ExportRow,
     ItemRecord,
+    NotAudioListing,
     QueueSize,
     RegisterResult,
     RunRecord,
@@ -41,6 +42,7 @@ __all__ = [
     "ChunkRepository",
     "DeliveryRepository",
     "ItemRepository",
+    "ListingRepository",
     "RetentionRepository",
     "ReviewRepository",
     "RunRepository",
@@ -259,11 +261,37 @@ class RunRepository(Protocol):
         ...
 
     def run_sources(self) -> list[str]:
-        """Every source a run was recorded over, sorted."""
+        """Every source a run was recorded over or a listing noted, sorted."""
         ...
 
     def latest_runs(self, *, limit: int = 5) -> list[RunRecord]:
         """The latest runs, newest first."""
+        ...
+
+
+class ListingRepository(Protocol):
+    """Sources listed, and the files their latest listing ignored as not audio."""
+
+    def note_source(self, uri: str) -> int:
+        """The id of the listed source `uri`, recorded now if it is new."""
+        ...
+
+    def record_not_audio(
+        self, uri: str, *, count: int, by_reason: Mapping[str, int], names: Sequence[str]
+    ) -> None:
+        """Replace what the source's latest listing ignored as not audio."""
+        ...
+
+    def not_audio(self) -> list[NotAudioListing]:
+        """Each source whose latest listing ignored files as not audio, by URI."""
+        ...
+
+    def forget_not_audio(self) -> int:
+        """Remove every not-audio name and count (a purge); returns the names removed."""
+        ...
+
+    def sources(self) -> list[str]:
+        """Every source listed, sorted."""
         ...
 
 
@@ -308,6 +336,11 @@ class UnitOfWork(Protocol):
     @property
     def runs(self) -> RunRepository:
         """Runs of flows."""
+        ...
+
+    @property
+    def listings(self) -> ListingRepository:
+        """Sources listed and what they ignored as not audio."""
         ...
 
     @property

@@ -236,6 +236,31 @@ class StoreIdentity(Base):
 RUN_COUNT_COLUMNS = ("files", "done", "failed", "skipped", "requests", "retries")
 
 
+class ListedSource(Base):
+    """A source this store has listed, and what its latest listing ignored as not audio (0012)."""
+
+    __tablename__ = "listed_sources"
+    __table_args__ = (UniqueConstraint("uri"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uri: Mapped[str] = mapped_column(Text)
+    listed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    not_audio_count: Mapped[int] = mapped_column(Integer, default=0)
+    not_audio_by_reason: Mapped[dict[str, int] | None] = mapped_column(JSON(none_as_null=True))
+
+
+class NotAudioFile(Base):
+    """One file the latest listing of a source ignored as not audio: its name relative to
+    the source (0012; the first few per source, removed by a purge)."""
+
+    __tablename__ = "not_audio_files"
+    __table_args__ = (Index("ix_not_audio_files_source_id", "source_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("listed_sources.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(Text)
+
+
 class AuditEventRow(Base):
     """One event of the audit trail (0009): append-only, chained by hash, never purged."""
 

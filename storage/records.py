@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -285,6 +286,18 @@ class RunRecord:
     counts: dict[str, int]
 
 
+@dataclass(frozen=True)
+class NotAudioListing:
+    """What the latest listing of a source ignored as not audio: how many, by reason, and
+    the first names relative to the source (none after a purge)."""
+
+    source: str
+    listed_at: datetime
+    count: int
+    by_reason: dict[str, int]
+    names: list[str]
+
+
 class SourceFile(NamedTuple):
     """One listed audio file; `version` (mtime_ns or ETag) changes when content may change.
 
@@ -316,7 +329,8 @@ class SkippedFile:
 @dataclass
 class IgnoredFiles:
     """Files under a source that are not recordings (storage/not_audio.py's rule): counted
-    by reason, the first `EXAMPLES` of them named; memory stays bounded at any count."""
+    by reason, the first `EXAMPLES` of them in URI order named (whatever order the listing
+    met them in); memory stays bounded at any count."""
 
     EXAMPLES: ClassVar[int] = 20
     count: int = 0
@@ -327,8 +341,9 @@ class IgnoredFiles:
         """Count one ignored file."""
         self.count += 1
         self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
-        if len(self.examples) < self.EXAMPLES:
-            self.examples.append(uri)
+        if len(self.examples) < self.EXAMPLES or uri < self.examples[-1]:
+            bisect.insort(self.examples, uri)
+            del self.examples[self.EXAMPLES :]
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Row, select, update
+from sqlalchemy import Row, select, union, update
 from sqlalchemy.orm import Session
 
 from storage import clock
-from storage.models import RUN_COUNT_COLUMNS, Run
+from storage.models import RUN_COUNT_COLUMNS, ListedSource, Run
 from storage.records import RunRecord
 
 
@@ -40,8 +40,10 @@ class Runs:
         )
 
     def run_sources(self) -> list[str]:
-        """Every source a run was recorded over, sorted."""
-        return list(self._session.scalars(select(Run.source).distinct().order_by(Run.source)))
+        """Every source a run was recorded over or a listing noted (listed_sources: a run
+        interrupted before its row exists), sorted."""
+        both = union(select(Run.source), select(ListedSource.uri))
+        return sorted(self._session.scalars(select(both.subquery().c[0])))
 
     def latest_runs(self, *, limit: int = 5) -> list[RunRecord]:
         """The latest runs, newest first."""

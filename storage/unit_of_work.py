@@ -1,8 +1,8 @@
 """The unit of work: one session (one transaction) shared by six small repositories.
 
 As in cosmicpython's unit_of_work.py: `with store.unit_of_work() as uow:` opens a
-transaction; `uow.items`, `uow.chunks`, `uow.deliveries`, `uow.runs`, `uow.reviews`
-and `uow.audit` all work inside it; it commits when the block ends normally (or at
+transaction; `uow.items`, `uow.chunks`, `uow.deliveries`, `uow.runs`, `uow.listings`,
+`uow.reviews` and `uow.audit` all work inside it; it commits when the block ends normally (or at
 `uow.commit()`) and rolls back on an error. storage/interface.py gives each part its
 Protocol. A savepoint lets many callers share one transaction
 (tasks/work/group_commit.py): one caller's error rolls back its own writes only.
@@ -21,6 +21,7 @@ from storage.chunks import Chunks
 from storage.deliveries import Deliveries
 from storage.errors import StoreFailed, StoreUnavailable
 from storage.items import Items
+from storage.listings import Listings
 from storage.retention import Retention
 from storage.reviewers import Reviewers, WebSessions
 from storage.reviews import Reviews
@@ -37,6 +38,7 @@ class SqlUnitOfWork:
         self.chunks = Chunks(session)
         self.deliveries = Deliveries(session)
         self.runs = Runs(session)
+        self.listings = Listings(session)
         self.reviews = Reviews(session)
         self.reviewers = Reviewers(session)
         self.revisions = Revisions(session)

@@ -3,6 +3,10 @@
     flows -> tasks -> {service, storage, config}
     audit (the trail's writer) -> {storage, config}; tasks/ and flows/ may use it
     flows/cli/ (the command line) sits on top: nothing else imports it
+    flows/ holds the flows at its top and three rooms: setup/ (imports no other part of
+    flows/), reporting/ and prefect_runtime/ (each imports setup/ and the drain's plain
+    batch loops, never the other room)
+    what runs before Prefect is imported (the head start, held logs, the Run) imports no prefect
     tasks/audio/ (the audio engine) is plain: no Prefect, no store, no pipeline steps
     only tasks/ and flows/ import prefect; only storage/ imports sqlalchemy and alembic
     only flows/cli/ is the face (typer, rich); nothing but config/ reads os.environ
@@ -66,6 +70,28 @@ TASK_WINGS = {
 }
 # The only modules at the top of tasks/: shared by every wing.
 TASK_SHARED = ("tasks.errors", "tasks.steps")
+# flows/ is the flows at its top (backlog, rerun, purge and their parts) and rooms under
+# it; a room may use only the parts of flows/ listed (itself included). The face
+# (flows/cli/) sits on top of them all.
+FLOW_ROOMS = {
+    "flows.setup": set(),
+    "flows.reporting": {"flows.setup", "flows.batch_loops"},
+    "flows.prefect_runtime": {"flows.setup", "flows.batch_loops"},
+}
+FLOW_FACE = "flows.cli"
+# Modules a command uses before Prefect is imported (a Run is built, the head start
+# sends requests, their log records are held): no prefect import, not even a lazy one.
+BEFORE_PREFECT = (
+    "flows.setup",
+    "flows.batch_loops",
+    "flows.reporting.summary",
+    "flows.reporting.attention",
+    "flows.prefect_runtime.head_start",
+    "flows.prefect_runtime.held_logs",
+    "flows.prefect_runtime.loggers",
+    "flows.prefect_runtime.quiet_errors",
+    "tasks.work.heap",
+)
 ENVIRON_READERS = ("config",)
 # The one other place the environment is read: Typer's envvar= gives each devserver flag
 # its MEDASR_DEVSERVER_<NAME> variable (a documented contract); the devserver's options
@@ -179,6 +205,33 @@ def _task_wings(use: Use) -> str | None:
     return None
 
 
+def _flow_room(use: Use) -> str | None:
+    """The room of flows/ a module sits in; None at the top of flows/ or outside it."""
+    parts = Path(use.path).parts
+    if parts[0] != "flows" or len(parts) < 3:
+        return None
+    return f"flows.{parts[1]}"
+
+
+def _flow_rooms(use: Use) -> str | None:
+    room = _flow_room(use)
+    if room is None or room == FLOW_FACE:
+        return None
+    if room not in FLOW_ROOMS:
+        rooms = ", ".join(sorted([*FLOW_ROOMS, FLOW_FACE]))
+        return f"flows/ holds the flows at its top and the rooms {rooms} only"
+    if not _within(use.target, {"flows"}) or _within(use.target, {room, *FLOW_ROOMS[room]}):
+        return None
+    allowed = sorted(FLOW_ROOMS[room]) or "itself"
+    return f"{room} may use only {allowed} of flows/: the rooms sit under the flows"
+
+
+def _plain_before_prefect(use: Use) -> str | None:
+    if _within(use.module, BEFORE_PREFECT) and use.target.split(".")[0] == "prefect":
+        return "this module runs before Prefect is imported: no prefect import, even a lazy one"
+    return None
+
+
 # The concrete store: above storage/ it is `storage.open_store` and storage.interface.
 CONCRETE_STORE = {
     "storage.database.Store",
@@ -224,6 +277,8 @@ RULES = [
     _task_wings,
     _confined_libraries,
     _environment,
+    _flow_rooms,
+    _plain_before_prefect,
 ]
 
 
@@ -247,6 +302,10 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
     assert ("flows.deploy", "typer") in targets
     assert ("web.command", "typer") in targets
     assert any(use.target == "envvar=" for use in uses if use.module in ENVVAR_OPTIONS)
+    assert {_flow_room(use) for use in uses} >= {*FLOW_ROOMS, FLOW_FACE}
+    for name in BEFORE_PREFECT:
+        path = ROOT / name.replace(".", "/")
+        assert path.is_dir() or path.with_suffix(".py").is_file(), name
 
 
 @pytest.mark.parametrize(
@@ -266,7 +325,7 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
         ("flows.cli.deliver", "from storage.items import Items", "open_store"),
         ("flows.cli.deliver", "from storage.unit_of_work import SqlUnitOfWork", "open_store"),
         ("flows.cli.store", "from storage.database import database_exists", None),
-        ("flows.summary", "from flows.cli.console import print_summary", "sits on top"),
+        ("flows.reporting.summary", "from flows.cli.console import print_summary", "sits on top"),
         ("tasks.audio.chunks", "from storage.records import ChunkRecord", "audio engine"),
         ("tasks.audio.chunks", "from prefect import task", "audio engine"),
         ("service.client", "from prefect import task", "only tasks, flows may import prefect"),
@@ -283,7 +342,7 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
         ),
         ("web.pages", "import sqlalchemy", "only storage may import sqlalchemy"),
         ("web.pages", "from storage.unit_of_work import SqlUnitOfWork", "open_store"),
-        ("web.pages", "from flows.summary import RunSummary", "web/ may import only"),
+        ("web.pages", "from flows.reporting.summary import RunSummary", "web/ may import only"),
         ("service.client", "import os\nos.environ.get('X')", "nothing but config/"),
         ("storage.sources", "from os import getenv", "nothing but config/"),
         ("flows.cli.run", "typer.Option(envvar='MEDASR_X')", "belongs in config/settings.py"),
@@ -297,6 +356,23 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
         ("tasks.work.journal", "from tasks.throttle.gate import RequestGate", "may use only"),
         ("tasks.transcribe", "import json", "tasks/ holds wings"),
         ("tasks.transcription.plan", "from tasks.work.journal import Journal", None),
+        (
+            "flows.reporting.summary",
+            "from flows.prefect_runtime.run_logs import FILES_LOGGER",
+            "flows.reporting may use only",
+        ),
+        (
+            "flows.prefect_runtime.head_start",
+            "from flows.reporting.summary import RunSummary",
+            "flows.prefect_runtime may use only",
+        ),
+        ("flows.setup.bootstrap", "from flows.drain import drain_pending", "may use only"),
+        ("flows.reporting.artifacts", "from flows.setup.bootstrap import Run", None),
+        ("flows.prefect_runtime.head_start", "from flows.batch_loops import Budget", None),
+        ("flows.drain", "from flows.prefect_runtime.run_logs import FileLines", None),
+        ("flows.misc.thing", "import json", "flows/ holds the flows at its top and the rooms"),
+        ("tasks.work.heap", "from prefect import task", "runs before Prefect is imported"),
+        ("flows.prefect_runtime.held_logs", "import prefect.logging", "before Prefect"),
     ],
 )
 def test_a_broken_rule_is_named_with_its_line(module, source, expected) -> None:

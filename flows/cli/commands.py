@@ -50,7 +50,7 @@ COMMANDS = (
         "status",
         "flows.cli.store:status_command",
         "Show items by status and language, audio hours done, the latest failed and skipped,\n"
-        "and deliveries by status.",
+        "deliveries by status, and the files each source's latest listing ignored as not audio.",
     ),
     LazyCommand(
         "export",

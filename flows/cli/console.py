@@ -20,8 +20,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from flows.attention import to_check_lines
-from flows.summary import RunSummary
+from flows.reporting.attention import to_check_lines
+from flows.reporting.summary import RunSummary
 from tasks.discovery.names import one_line, reason_about, recording_name
 from tasks.transcription.progress import TRANSCRIBE_LOGGER, FileOutcome, set_progress_observer
 

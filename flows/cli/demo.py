@@ -20,8 +20,8 @@ from config.settings import load_settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from flows.cli.console import print_summary
 from flows.cli.store import print_status
-from flows.states import summary_from
-from flows.summary import RunSummary
+from flows.reporting.states import summary_from
+from flows.reporting.summary import RunSummary
 from service.devserver import DevServerConfig, start_devserver
 from storage import open_store
 from storage.records import ItemStatus

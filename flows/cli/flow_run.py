@@ -1,13 +1,13 @@
 """A command's flow run from a terminal: the head start while Prefect starts, then the flow.
 
 Both run in one event loop under the command's own Ctrl-C handling (interrupts.py): the
-head start (flows/head_start.py) sends requests while Prefect's temporary server boots,
-and the flow carries on its drain once the server answers. No head start with a shared
-limit (it is held by Prefect) or a configured PREFECT_API_URL (it answers at once).
-If the server never answers, or the operator interrupts while it starts, the head start
-claims nothing more, its files in flight finish and are recorded (a paid answer is never
-lost), and the command exits as before the head start existed, saying how many files
-were finished meanwhile.
+head start (flows/prefect_runtime/head_start.py) sends requests while Prefect's
+temporary server boots, and the flow carries on its drain once the server answers. No
+head start with a shared limit (it is held by Prefect) or a configured PREFECT_API_URL
+(it answers at once). If the server never answers, or the operator interrupts while it
+starts, the head start claims nothing more, its files in flight finish and are recorded
+(a paid answer is never lost), and the command exits as before the head start existed,
+saying how many files were finished meanwhile.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from config.errors import (
     EXIT_USAGE,
     ConfigError,
 )
-from flows.bootstrap import Run
-from flows.cli.held_logs import HeldLogs
 from flows.cli.interrupts import run_interruptibly
-from flows.cli.quiet_errors import typed_errors_without_traceback
-from flows.head_start import HeadStart, may_start_early
-from flows.prefect_api import PrefectApi, PrefectDidNotStart, PrefectUnavailable
-from flows.summary import RunSummary
+from flows.prefect_runtime.head_start import HeadStart, may_start_early
+from flows.prefect_runtime.held_logs import HeldLogs
+from flows.prefect_runtime.prefect_api import PrefectApi, PrefectDidNotStart, PrefectUnavailable
+from flows.prefect_runtime.quiet_errors import typed_errors_without_traceback
+from flows.reporting.summary import RunSummary
+from flows.setup.bootstrap import Run
 from service.errors import CredentialsRejected
 from storage.errors import SourceNotFound, SourceUnreadable
 from tasks.throttle.gate import operator_interrupted
@@ -40,7 +40,7 @@ from tasks.throttle.gate import operator_interrupted
 # A flow built around the Run, carrying on the head start (if any): call it for its state.
 FlowRun = Callable[[HeadStart | None], Any]
 _POLL_S = 0.1  # how often the wait for Prefect looks for Ctrl-C
-FLOW_MODULES = ("flows.states", "flows.backlog", "flows.rerun")  # they import Prefect
+FLOW_MODULES = ("flows.reporting.states", "flows.backlog", "flows.rerun")  # they import Prefect
 
 
 class _InterruptedWhileStarting(Exception):
@@ -109,7 +109,7 @@ async def _flow_after_start(
         raise
     await preload
     held.hand_on()
-    from flows.states import summary_from  # Prefect: once the head start is under way
+    from flows.reporting.states import summary_from  # Prefect: once the head start is under way
 
     with api.in_use():
         return await summary_from(await flow_run(head)(return_state=True))

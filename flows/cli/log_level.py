@@ -6,9 +6,9 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# Every logger medasr writes to sits under one of these names (module loggers use
-# __name__, the pipeline's use "medasr.*"). Records reach Prefect's console handler.
-MEDASR_LOGGERS = ("medasr", "config", "service", "storage", "tasks", "flows")
+from flows.prefect_runtime.loggers import MEDASR_LOGGERS
+
+__all__ = ["MEDASR_LOGGERS", "medasr_log_level"]
 
 
 @contextmanager

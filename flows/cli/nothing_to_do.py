@@ -13,11 +13,11 @@ from typing import NoReturn
 
 import typer
 
-from flows.bootstrap import Run
 from flows.cli.console import print_summary
-from flows.listing import Listed
-from flows.prefect_api import PrefectApi
-from flows.summary import RunSummary
+from flows.prefect_runtime.prefect_api import PrefectApi
+from flows.reporting.summary import RunSummary
+from flows.setup.bootstrap import Run
+from flows.setup.listing import Listed
 from storage.errors import StoreError
 from storage.records import ItemStatus
 

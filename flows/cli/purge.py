@@ -120,4 +120,9 @@ def result_lines(result: PurgeResult, request: PurgeRequest) -> list[str]:
             f"receipts in the audit trail: {result.receipts}; digest {result.digest}; "
             f"journal entries removed: {result.journal_entries}; store: {result.reclaimed}"
         )
+    if not request.dry_run and result.not_audio_names:
+        lines.append(
+            f"names of files ignored as not audio removed: {result.not_audio_names} "
+            "(the next run lists them again if they are still in the source)"
+        )
     return lines

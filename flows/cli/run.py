@@ -2,13 +2,12 @@
 
 Settings, the service settings, the source (parsed once) and its manifest (read once)
 are checked before Prefect starts, so a mistake costs a second and exits 2 with one
-line. Then the run is bootstrapped (flows/bootstrap.py: store opened), Prefect's API
-starts in the background (flows/prefect_api.py) while the source is listed and
-registered (or the failures re-queued), the run's first batches go out before it
-answers (flows/head_start.py, flows/cli/flow_run.py), and the flow carries on over that
-Run. Credentials rejected exits 3 after the
-summary table, with one line naming MEDASR_TOKEN; an unreachable PREFECT_API_URL exits
-2 with one line.
+line. Then the run is bootstrapped (flows/setup/bootstrap.py: store opened), Prefect's
+API starts in the background (flows/prefect_runtime/prefect_api.py) while the source is
+listed and registered (or the failures re-queued), the run's first batches go out before
+it answers (flows/prefect_runtime/head_start.py, flows/cli/flow_run.py), and the flow
+carries on over that Run. Credentials rejected exits 3 after the summary table, with one
+line naming MEDASR_TOKEN; an unreachable PREFECT_API_URL exits 2 with one line.
 """
 
 from __future__ import annotations
@@ -26,8 +25,6 @@ from config.errors import (
     ConfigError,
 )
 from config.settings import Settings, StorageSettings
-from flows.bootstrap import PreparedSource, Run, RunRequest, bootstrap, checked_settings
-from flows.bootstrap import prepare_source as prepare_run_source
 from flows.cli.console import print_named, print_summary, print_table, show_progress
 from flows.cli.flow_run import (
     FlowRun,
@@ -36,16 +33,18 @@ from flows.cli.flow_run import (
     run_flow,
     usage_error,
 )
-from flows.cli.held_logs import held_logs
 from flows.cli.log_level import medasr_log_level
 from flows.cli.nothing_to_do import end_with_nothing_to_do, nothing_to_claim
-from flows.listing import Listed
-from flows.prefect_api import (
+from flows.prefect_runtime.held_logs import held_logs
+from flows.prefect_runtime.prefect_api import (
     PrefectApi,
     PrefectUnavailable,
     start_prefect_api,
 )
-from flows.summary import StopReason
+from flows.reporting.summary import StopReason
+from flows.setup.bootstrap import PreparedSource, Run, RunRequest, bootstrap, checked_settings
+from flows.setup.bootstrap import prepare_source as prepare_run_source
+from flows.setup.listing import Listed
 from service.client import max_wav_bytes_for
 from service.status import require_token
 from storage import open_store
@@ -123,6 +122,7 @@ def run_command(
             run=run,
             before_flow=lambda run: _registered(run, into=listing),
             idle=lambda: _end_if_idle(api, run, title="medasr run", listed=listing["listed"]),
+            unlisted=lambda: _end_if_unlisted(api, listing["listed"]),
             quiet=quiet,
             title="medasr run",
         )
@@ -196,6 +196,15 @@ def _end_if_idle(
     night's flow run and artifact, which carry the problems still open."""
     if api.starting and nothing_to_claim(run, listed=listed):
         end_with_nothing_to_do(api, title=title, listed=listed, requeued=requeued)
+
+
+def _end_if_unlisted(api: PrefectApi, listed: Listed) -> None:
+    """Exit 2 with one line, without waiting for Prefect's temporary server, when the
+    source itself cannot be listed (a bucket without credentials, a prefix not there):
+    a flow run would only say the same after the server's start."""
+    if api.starting and isinstance(listed.error, (SourceNotFound, SourceUnreadable)):
+        api.stop()
+        usage_error("usage error", f"{listed.error} (Prefect was not started)")
 
 
 # The flows import Prefect (seconds of start-up): imported once the head start is under way
@@ -322,10 +331,12 @@ def _run_and_report(
     title: str,
     before_flow: Callable[[Run], bool] | None = None,
     idle: Callable[[], None] | None = None,
+    unlisted: Callable[[], None] | None = None,
     skipped_rejudged: bool = False,
 ) -> None:
     """Do what needs no Prefect while its server starts (`before_flow`: may requests go
-    out before the flow?), end there if there is nothing to claim (`idle()` exits then), else run
+    out before the flow?), end there if there is nothing to claim (`idle()` exits then) or
+    the source could not be listed (`unlisted()` exits then), else run
     the flow with progress output, print its summary table, exit with its code."""
     with (
         medasr_log_level(run.settings.pipeline.log_level),
@@ -337,6 +348,8 @@ def _run_and_report(
         except KeyboardInterrupt:
             typer.echo("medasr: interrupted before any file was sent", err=True)
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        if not early and unlisted is not None:
+            unlisted()
         if early and idle is not None:
             idle()
         summary = run_flow(flow_run, api=api, run=run, early=early, held=held)

@@ -41,8 +41,8 @@ from storage.records import (
     ExportRow,
     ItemRecord,
     ItemStatus,
+    NotAudioListing,
     QueueSize,
-    RunRecord,
     StatusCount,
 )
 from tasks.discovery.names import one_line, reason_about, recording_name
@@ -106,7 +106,7 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
                 for status in _TO_CHECK
             }
             roots = uow.runs.run_sources()
-            listed = next((r for r in uow.runs.latest_runs(limit=20) if _listed(r)), None)
+            not_audio = uow.listings.not_audio()
             last_purge = uow.audit.newest_event(action=AuditAction.PURGED)
     finally:
         store.dispose()
@@ -119,26 +119,30 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
         _print_deliveries_plain(deliveries)
     if last_purge is not None:  # a line for a person; stdout stays the tables
         typer.echo(_retention_line(counts, last_purge), err=True)
-    if listed is not None and listed.counts["not_audio_ignored"]:
-        typer.echo(_not_audio_line(listed), err=True)
+    for line in _not_audio_lines(not_audio):  # for a person; stdout stays the tables
+        typer.echo(line, err=True)
     if queue.waiting or corrected:
         typer.echo(_review_line(queue, corrected=corrected))
 
 
-def _listed(run: RunRecord) -> bool:
-    """Whether the run listed a source (a rerun lists none: it has no not-audio count)."""
-    return run.counts.get("not_audio_ignored") is not None
-
-
-def _not_audio_line(run: RunRecord) -> str:
-    """The files the latest listing ignored as not audio, with the rule that named them."""
-    return (
-        # The source's own path stays out: status names recordings relative to it.
-        f"not audio, ignored: {run.counts['not_audio_ignored']} in the latest run that listed "
-        f"a source ({run.started_at.isoformat(timespec='seconds')}); the rule, "
-        "by name: documents, data, images, scripts, checksums, partial copies, system files "
-        "(docs/sources.md); the run's log names the first few"
-    )
+def _not_audio_lines(listings: list[NotAudioListing]) -> list[str]:
+    """What the latest listing of each source ignored as not audio: how many, why, the
+    rule, and the first names relative to the source (the source's path only when there
+    are several, to tell them apart)."""
+    lines = []
+    for listing in listings:
+        reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(listing.by_reason.items()))
+        under = f" under {one_line(listing.source)}" if len(listings) > 1 else ""
+        lines.append(
+            f"not audio, ignored: {listing.count} ({reasons}){under} in the latest listing "
+            f"({listing.listed_at.isoformat(timespec='seconds')}); the rule, by name: "
+            "documents, data, images, scripts, checksums, partial copies, system files "
+            "(docs/sources.md):"
+        )
+        lines.extend(f"  {one_line(name)}" for name in listing.names)
+        if listing.count > len(listing.names):
+            lines.append(f"  and {listing.count - len(listing.names)} more")
+    return lines
 
 
 def _review_line(queue: QueueSize, *, corrected: int) -> str:
@@ -169,7 +173,7 @@ def status_command(
     ] = 10,
 ) -> None:
     """Show items by status and language, audio hours done, the latest failed and skipped,
-    and deliveries by status."""
+    deliveries by status, and the files each source's latest listing ignored as not audio."""
     with _command_errors():
         print_status(load_settings().storage, failures=failures)
 

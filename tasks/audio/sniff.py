@@ -33,6 +33,8 @@ _AUDIO_MAGIC = (
     (0, b"FORM"),
     (0, b"caff"),
     (0, b"\x1a\x45\xdf\xa3"),  # Matroska / WebM
+    (0, b"\x02dss"),  # Olympus/Philips DSS (header of 2 blocks)
+    (0, b"\x03dss"),  # the same, header of 3 blocks
     (4, b"ftyp"),  # MP4 / M4A / 3GP
     (4, b"mdat"),
     (4, b"moov"),

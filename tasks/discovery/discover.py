@@ -89,7 +89,9 @@ def discover_and_register(
         settle_s=settle_s,
         storage_options=storage_options,
     )
-    listed, registered = _register_stream(stream.files, store, language, batch_files=batch_files)
+    listed, registered = _register_stream(
+        stream.files, store, language, source_uri=location.uri, batch_files=batch_files
+    )
     skipped = sorted(stream.skipped, key=lambda s: s.uri)
     unreadable = [s for s in skipped if s.unreadable]
     with store.unit_of_work() as uow:
@@ -103,6 +105,12 @@ def discover_and_register(
             uow.items.set_item_metadata(
                 {uri: dict(columns) for uri, columns in metadata.items()}, language=language
             )
+        uow.listings.record_not_audio(
+            location.uri,
+            count=stream.ignored.count,
+            by_reason=stream.ignored.by_reason,
+            names=[relative_name(uri, root=location.uri) for uri in stream.ignored.examples],
+        )
     if registered.new:  # the planner must see the archive's new shape before the run
         refresh_statistics(store)
     _log_skipped(skipped, root=location.uri)
@@ -120,12 +128,21 @@ def discover_and_register(
 
 
 def _register_stream(
-    files: Iterator[SourceFile], store: UnitOfWorkFactory, language: str, *, batch_files: int
+    files: Iterator[SourceFile],
+    store: UnitOfWorkFactory,
+    language: str,
+    *,
+    source_uri: str,
+    batch_files: int,
 ) -> tuple[int, RegisterResult]:
-    """Register streamed files `batch_files` per transaction; returns (listed, totals)."""
+    """Register streamed files `batch_files` per transaction; returns (listed, totals).
+    The source is noted with its first files: a recording is named relative to it even
+    when the run is interrupted before its run row exists."""
     listed = new = changed = unchanged = 0
     while batch := list(itertools.islice(files, batch_files)):
         with store.unit_of_work() as uow:
+            if not listed:
+                uow.listings.note_source(source_uri)
             done = uow.items.register_items(batch, language=language)
         listed += len(batch)
         new, changed, unchanged = new + done.new, changed + done.changed, unchanged + done.unchanged
@@ -149,6 +166,14 @@ def log_ignored(ignored: IgnoredFiles, *, root: str) -> None:
     names = ", ".join(recording_name(uri, roots=(root,)) for uri in ignored.examples[:5])
     more = ", ..." if ignored.count > 5 else ""
     logger.warning("not audio, ignored %d (%s): %s%s", ignored.count, reasons, names, more)
+
+
+def relative_name(uri: str, *, root: str) -> str:
+    """`uri` relative to the source `root` as stored (a single-file source: its name),
+    undecodable bytes escaped."""
+    trimmed = root.rstrip("/")
+    relative = uri[len(trimmed) + 1 :] if uri.startswith(trimmed + "/") else uri.rsplit("/", 1)[-1]
+    return printable(relative)
 
 
 def as_location(source: SourceLocation | str) -> SourceLocation:

@@ -55,6 +55,7 @@ class PurgeResult:
     receipts: int = 0
     reclaimed: str = ""
     digest: str = ""
+    not_audio_names: int = 0  # names of files ignored as not audio, removed
 
     @property
     def total(self) -> int:
@@ -105,7 +106,9 @@ def purge_recordings(
         with store.unit_of_work() as uow:
             _record_receipt(uow, request, result, run_id=run_id, pages=number)
         result.receipts = 1
-    if result.total:
+    with store.unit_of_work() as uow:  # file names can carry patients' names
+        result.not_audio_names = uow.listings.forget_not_audio()
+    if result.total or result.not_audio_names:
         result.reclaimed = store.reclaim_space()
     return result
 

@@ -1,7 +1,7 @@
 """What every file of a run shares: settings, store, client, gate, leases, decoders.
 
 A plain class on purpose: Prefect does not walk it. Built once per drain
-(flows/bootstrap.py) and handed to each batch's task run.
+(flows/setup/bootstrap.py) and handed to each batch's task run.
 """
 
 from __future__ import annotations

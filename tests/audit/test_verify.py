@@ -3,13 +3,15 @@ or an INSERT done with raw SQL broke; anchors catch a chain rebuilt from scratch
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from sqlalchemy.exc import DBAPIError
 from typer.testing import CliRunner
 
 from audit import AuditAction, record_event
 from flows.cli import app
-from storage.audit_chain import event_hash
+from storage.audit_chain import recompute_hash
 from storage.interface import UnitOfWorkFactory
 from tests.audit.tampering import run_sql, tamper
 
@@ -100,9 +102,7 @@ def test_a_rebuilt_chain_passes_alone_but_fails_against_its_anchor(
     statements = []
     for event in events[2:]:
         actor = "os:mallory@host" if event.seq == 3 else event.actor
-        fields = {**vars(event), "actor": actor, "prev_hash": previous}
-        del fields["hash"]
-        rebuilt = event_hash(**fields)
+        rebuilt = recompute_hash(replace(event, actor=actor, prev_hash=previous))
         statements.append(
             f"UPDATE audit_events SET actor = '{actor}', prev_hash = '{previous}', "
             f"hash = '{rebuilt}' WHERE seq = {event.seq}"

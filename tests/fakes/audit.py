@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from storage.audit_chain import GENESIS, event_hash
+from storage.audit_chain import GENESIS, seal_event
 from storage.audit_records import AuditEvent, AuditFilter, NewAuditEvent
 
 
@@ -19,18 +19,7 @@ class FakeAudit:
     def append(self, event: NewAuditEvent) -> AuditEvent:
         newest = self.newest_event()
         seq, prev_hash = (newest.seq + 1, newest.hash) if newest else (1, GENESIS)
-        fields: dict[str, Any] = {
-            "seq": seq,
-            "occurred_at": datetime.now(UTC),
-            "actor": event.actor,
-            "action": event.action,
-            "item_id": event.item_id,
-            "path": event.path,
-            "target": event.target,
-            "detail": dict(event.detail) if event.detail else None,
-            "prev_hash": prev_hash,
-        }
-        stored = AuditEvent(**fields, hash=event_hash(**fields))
+        stored = seal_event(event, seq=seq, occurred_at=datetime.now(UTC), prev_hash=prev_hash)
         self._events[seq] = stored
         return stored
 

@@ -1,4 +1,4 @@
-"""In-memory runs, reviews and deliveries for the fake store (tests/fakes/store.py).
+"""In-memory runs, listings, reviews and deliveries for the fake store (tests/fakes/store.py).
 
 They follow the SQL repositories (storage/runs.py, reviews.py, deliveries.py) rule for
 rule; tests/storage/test_store_conformance.py runs the same scenarios on both.
@@ -18,6 +18,7 @@ from storage.records import (
     DeliveryCount,
     DeliveryRecord,
     ItemRecord,
+    NotAudioListing,
     QueueSize,
     RunRecord,
     SentIdentity,
@@ -62,10 +63,41 @@ class FakeRuns:
         )
 
     def run_sources(self) -> list[str]:
-        return sorted({run.source for run in self._s.runs.values()})
+        return sorted({run.source for run in self._s.runs.values()} | set(self._s.listed))
 
     def latest_runs(self, *, limit: int = 5) -> list[RunRecord]:
         return sorted(self._s.runs.values(), key=lambda r: -r.id)[:limit]
+
+
+class FakeListings:
+    """ListingRepository in memory."""
+
+    def __init__(self, state: _State) -> None:
+        self._s = state
+
+    def note_source(self, uri: str) -> int:
+        if uri not in self._s.listed:
+            self._s.listed[uri] = NotAudioListing(uri, _now(), 0, {}, [])
+        return sorted(self._s.listed).index(uri) + 1
+
+    def record_not_audio(
+        self, uri: str, *, count: int, by_reason: Mapping[str, int], names: Sequence[str]
+    ) -> None:
+        self._s.listed[uri] = NotAudioListing(uri, _now(), count, dict(by_reason), list(names))
+
+    def not_audio(self) -> list[NotAudioListing]:
+        return [self._s.listed[uri] for uri in sorted(self._s.listed) if self._s.listed[uri].count]
+
+    def forget_not_audio(self) -> int:
+        removed = sum(len(listing.names) for listing in self._s.listed.values())
+        self._s.listed = {
+            uri: replace(listing, count=0, by_reason={}, names=[])
+            for uri, listing in self._s.listed.items()
+        }
+        return removed
+
+    def sources(self) -> list[str]:
+        return sorted(self._s.listed)
 
 
 class FakeReviews:

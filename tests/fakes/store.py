@@ -25,6 +25,7 @@ from storage.records import (
     ChunkRecord,
     DeliveryRecord,
     ItemRecord,
+    NotAudioListing,
     RegisterResult,
     RunRecord,
     SourceFile,
@@ -32,7 +33,7 @@ from storage.records import (
 from tests.fakes.audit import FakeAudit, FakeRetention
 from tests.fakes.item_listing import FakeItemListing
 from tests.fakes.item_queries import FakeItemQueries
-from tests.fakes.ledgers import FakeDeliveries, FakeReviews, FakeRuns
+from tests.fakes.ledgers import FakeDeliveries, FakeListings, FakeReviews, FakeRuns
 
 _FINISHED_CHUNKS = ("done", "silent")
 _NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
@@ -48,6 +49,7 @@ class _State:
     chunks: dict[tuple[int, int], ChunkRecord] = field(default_factory=dict)
     next_id: int = 1
     runs: dict[int, RunRecord] = field(default_factory=dict)
+    listed: dict[str, NotAudioListing] = field(default_factory=dict)
     deliveries: dict[int, DeliveryRecord] = field(default_factory=dict)
     store_id: str = "FAKE0001"
     audit_events: dict[int, AuditEvent] = field(default_factory=dict)
@@ -96,6 +98,7 @@ class FakeUnitOfWork:
         self._state = state
         self.items = self.chunks = FakeRepository(state)
         self.runs = FakeRuns(state)
+        self.listings = FakeListings(state)
         self.reviews = FakeReviews(state)
         self.deliveries = FakeDeliveries(state)
         self.audit = FakeAudit(state.audit_events)

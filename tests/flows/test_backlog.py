@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from flows.cli import app
+from flows.reporting.summary import RunSummary
 from flows.rerun import rerun_failures
-from flows.summary import RunSummary
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage import open_store

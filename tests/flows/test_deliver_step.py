@@ -7,7 +7,7 @@ from pathlib import Path
 
 from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
-from flows.summary import RunSummary
+from flows.reporting.summary import RunSummary
 from service.devserver import RunningDevServer
 from tests.helpers.flows import Corpus, run_flow
 

@@ -149,3 +149,27 @@ def test_a_purged_recording_touched_but_unchanged_stays_purged(
     assert ("files_purged", purged) in summary.rows()
     assert summary.run_counts()["purged_unchanged"] == purged
     assert [row for row in summary.to_check if row.status == "purged"] == []  # nothing to do
+
+
+def test_prefects_database_holds_no_transcript_text_after_a_delivering_night_and_a_purge(
+    pinned: Settings, corpus: Corpus, flow_server: RunningDevServer
+) -> None:
+    from config.settings import pinned_settings
+    from flows.purge import purge_recordings_flow
+    from tests.audit.tampering import run_sql
+
+    rows = "\n".join(f"{name},P-{i}" for i, name in enumerate(sorted(corpus.texts)))
+    (corpus.root / "medasr.csv").write_text(f"path,patient_id\n{rows}\n", encoding="utf-8")
+    delivery = pinned.delivery.model_copy(
+        update={"enabled": True, "docs_query": "patient_id={patient_id}"}
+    )
+    with pinned_settings(pinned.model_copy(update={"delivery": delivery})):
+        night = run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
+        run_sql(pinned.storage.database_url, "UPDATE items SET done_at = '2000-01-01 00:00:00'")
+        purge = asyncio.run(purge_recordings_flow(retention="90d"))
+
+    assert night.delivery is not None
+    assert night.delivery.delivered == len(corpus.texts)
+    assert purge["purged"] >= len(corpus.texts)
+    assert prefect_files_holding(corpus.texts.values()) == []
+    assert prefect_files_holding(["corrupt.mp3"]) != []  # names are there: the grep sees

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from config.settings import Settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from flows.cli import app
+from flows.reporting.summary import RunSummary
 from flows.rerun import rerun_failures
-from flows.summary import RunSummary
 from service.devserver import RunningDevServer, start_devserver
 from storage import open_store
 from tests.helpers.cli import table_rows

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flows.attention import CheckRow, to_check_lines
+from flows.reporting.attention import CheckRow, to_check_lines
 
 SILENT = CheckRow(recording="ward/quiet.wav", status="skipped", reason="no speech found")
 

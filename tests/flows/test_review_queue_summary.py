@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from flows.summary import RunSummary
+from flows.reporting.summary import RunSummary
 from storage.records import QueueSize
 
 

@@ -20,9 +20,9 @@ from prefect.client.schemas.filters import (
 
 from config.settings import Settings
 from flows.backlog import transcribe_backlog
+from flows.reporting.states import summary_from
+from flows.reporting.summary import RunSummary
 from flows.rerun import RERUN_SOURCE, rerun_failures
-from flows.states import summary_from
-from flows.summary import RunSummary
 from service.devserver import RunningDevServer
 from service.devserver.tone import encode_tone_dictation
 from storage import open_store

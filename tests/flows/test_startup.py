@@ -14,8 +14,8 @@ import soundfile
 from typer.testing import CliRunner
 
 from config.settings import Settings
-from flows import bootstrap
 from flows.cli import app
+from flows.setup import bootstrap
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage import manifest, sources

@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import SecretStr
 
 from config.settings import Settings, load_settings
-from flows.states import summary_from
-from flows.summary import RunSummary
+from flows.reporting.states import summary_from
+from flows.reporting.summary import RunSummary
 from service.devserver import RunningDevServer
 
 TOKEN = "flow-test-token"

@@ -2,7 +2,7 @@
 restarted each time.
 
 Kill moments (seeded): as the run begins (the files are listed and counted, no answer
-has come: the run sends while Prefect starts, flows/head_start.py), mid-batch (some
+has come: the run sends while Prefect starts, flows/prefect_runtime/head_start.py), mid-batch (some
 files of the claimed batches done, others still leased), and with chunks in flight (the
 devserver holds each request 300 ms). Each restart takes
 back the leases of the killed process at once (same host, process gone). At the end

@@ -163,3 +163,29 @@ def test_an_s3_source_without_credentials_is_a_usage_error(
 
     assert done.returncode == 2, done.describe()
     assert "no usable credentials" in done.stderr, done.describe()
+
+
+def test_a_source_that_cannot_be_listed_ends_before_prefect_with_one_line(
+    tmp_path: Path, tone_devserver, medasr_for
+) -> None:
+    # The temporary server (no PREFECT_API_URL): the listing fails while it starts.
+    medasr = medasr_for(tone_devserver(), f"sqlite:///{tmp_path / 'medasr.db'}")
+    medasr.env = {k: v for k, v in medasr.env.items() if not k.startswith("AWS_")}
+
+    done = medasr.run(
+        "run",
+        "s3://bucket/inbox",
+        "-l",
+        "en-IN",
+        AWS_ENDPOINT_URL="http://127.0.0.1:9",
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_CONFIG_FILE=str(tmp_path / "none"),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+    )
+
+    assert done.returncode == 2, done.describe()
+    assert "Flow run" not in done.output, done.describe()  # no flow, no ERROR lines
+    said = [line for line in done.stderr.splitlines() if line.startswith("medasr: usage error")]
+    assert len(said) == 1, done.describe()
+    assert "no usable credentials" in said[0]
+    assert "Prefect was not started" in said[0]

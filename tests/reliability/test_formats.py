@@ -1,6 +1,7 @@
 """Every file under a source is accounted for: transcribed whatever its extension, failed
 with `unsupported_format` (naming the format and what to do), or ignored as not audio by
-the stated rule and counted as such. Files are made with the bundled ffmpeg's encoders.
+the stated rule and counted as such. Files are made with the bundled ffmpeg's encoders,
+and a DSS dictation byte by byte (tests/helpers/dss.py: ffmpeg has no DSS muxer).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tasks.audio.ffmpeg import find_ffmpeg
+from tests.helpers.dss import dss_frames_for, dss_seconds, write_dss
 from tests.recordings import write_tone_wav
 from tests.reliability.corpus import age_files
 from tests.reliability.evidence import items
@@ -94,3 +96,30 @@ def test_a_file_of_an_unlisted_extension_named_directly_is_transcribed(
 
     assert finished.returncode == 0, finished.describe()
     assert [r["text"] for r in items(database)] == ["case one. aiff named directly."]
+
+
+def test_a_dss_dictation_is_decoded_and_transcribed(
+    tmp_path: Path, tone_devserver, medasr_for, prefect_api
+) -> None:
+    # Olympus/Philips DSS (SP mode), the hospital recorders' format, built byte by byte
+    # (the bundled ffmpeg decodes it but cannot write it): 5 s of noise-like audio.
+    root = tmp_path / "archive"
+    recording = write_dss(root / "ward" / "dr smith 0412.dss", seconds=5.0, seed=4)
+    age_files(root)
+    server = tone_devserver(engine="default")  # not a tone text: invented words come back
+    database = f"sqlite:///{tmp_path / 'medasr.db'}"
+
+    finished = medasr_for(server, database, **prefect_api).run("run", str(root), "-l", "en-IN")
+
+    assert finished.returncode in (0, 1), finished.describe()  # 1: held for review
+    [row] = items(database)
+    assert row["source_uri"] == str(recording)
+    assert row["status"] in ("done", "needs_review"), finished.describe()
+    assert row["error_kind"] is None, finished.describe()
+    assert row["text"], finished.describe()
+    written_ms = dss_seconds(frames=dss_frames_for(seconds=5.0)) * 1000
+    assert abs(row["duration_ms"] - written_ms) < 50, (row["duration_ms"], written_ms)
+    sent = server.ledger.entries()
+    assert [entry.status for entry in sent] == [200], finished.describe()
+    assert abs(sent[0].bytes - (44 + written_ms * 32)) < 32 * 50  # 16 kHz mono s16 WAV
+    assert finished.summary().get("not_audio_ignored", "0") == "0", finished.describe()

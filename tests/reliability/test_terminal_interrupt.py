@@ -9,6 +9,7 @@ run finishes what was left.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -199,3 +200,46 @@ def test_ctrl_c_to_the_group_during_a_split_is_an_interruption(
     assert "decode" not in finished.stderr, finished.describe()
     again = medasr.run("split", str(recording), "--out", str(out), "--max-bytes", "64000")
     assert again.returncode == 0, again.describe()
+
+
+@pytest.mark.slow  # the temporary Prefect server: the run row waits for it
+def test_after_ctrl_c_before_the_run_row_status_and_export_name_recordings_relative(
+    tmp_path: Path, tone_devserver, medasr_for
+) -> None:
+    server = tone_devserver(latency_ms=5000)
+    source = tmp_path / "archive"
+    write_tone_flac(source / "ward b" / "long.flac", long_text("bravo"))
+    (source / "ward a").mkdir(parents=True)
+    (source / "ward a" / "notes.wav").write_text("a scanned letter, not a dictation\n")
+    age_files(source)
+    database = f"sqlite:///{tmp_path / 'medasr.db'}"
+    medasr = medasr_for(server, database, **SMALL_CHUNKS)
+
+    running = medasr.start("run", str(source), "-l", "en-IN")
+    # The head start works while Prefect's server starts: notes.wav fails at once, long.flac
+    # decodes; no run row exists yet.
+    wait_for(
+        lambda: (
+            ffmpeg_processes(str(source)) and any(r["status"] == "failed" for r in items(database))
+        ),
+        running=running,
+        what="a failure recorded and an ffmpeg child decoding",
+    )
+    assert query(database, "SELECT id FROM runs") == [], running.log()
+    ctrl_c(running)
+    assert running.wait().returncode == 130
+
+    status = medasr.run("status")
+    export = medasr.run("export", "--format", "jsonl", "--out", str(tmp_path / "out.jsonl"))
+
+    assert status.returncode == export.returncode == 0, status.describe() + export.describe()
+    [failed] = [line for line in status.stdout.splitlines() if "not_audio" in line]
+    assert failed.startswith("ward a/notes.wav\ten-IN\tnot_audio\t"), failed
+    assert str(source) not in status.output, status.describe()
+    lines = (tmp_path / "out.jsonl").read_text().splitlines()
+    rows = {r["source"]: r for r in map(json.loads, lines)}
+    assert set(rows) == {"ward a/notes.wav", "ward b/long.flac"}
+    notes = rows["ward a/notes.wav"]
+    assert notes["source_uri"] == str(source / "ward a" / "notes.wav")  # a column of its own
+    assert str(source) not in notes["error_message"]
+    assert "ward a/notes.wav" in notes["error_message"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -232,3 +233,67 @@ def test_a_purge_of_many_pages_writes_one_receipt_for_the_whole_purge(
     assert receipt.detail["purge"] == pages[0].detail["purge"]
     assert receipt.detail["oldest_finished"] <= receipt.detail["newest_finished"]
     assert result.receipts == 1
+
+
+def test_the_receipt_counts_by_language_and_status_spans_finish_times_and_digests_the_rows(
+    audit_store: UnitOfWorkFactory, audit_store_url: str, tmp_path: Path
+) -> None:
+    from tests.audit.tampering import run_sql
+
+    items = make_done(audit_store, TEXTS) | make_done(audit_store, {"/h.wav": "hi"}, language="hi")
+    c = items["/ward/c.wav"].id
+    run_sql(audit_store_url, "UPDATE items SET done_at = '2026-01-02 03:04:05'")
+    run_sql(
+        audit_store_url,
+        f"UPDATE items SET status = 'failed', done_at = '2025-12-01' WHERE id = {c}",
+    )
+
+    result = purge_recordings(
+        audit_store, request(include_undelivered=True), journal_folder=tmp_path, now=LATER, page=2
+    )
+
+    with audit_store.unit_of_work(read_only=True) as uow:
+        receipt = uow.audit.newest_event(action="purged")
+        rows = [uow.items.get_item(i) for i in sorted(item.id for item in items.values())]
+    assert receipt is not None
+    assert receipt.detail is not None
+    counts = {k: v for k, v in receipt.detail.items() if k.startswith("n.")}
+    assert counts == {"n.en-IN.done": 2, "n.en-IN.failed": 1, "n.hi.done": 1}
+    assert receipt.detail["oldest_finished"] == "2025-12-01T00:00:00+00:00"
+    assert receipt.detail["newest_finished"] == "2026-01-02T03:04:05+00:00"
+    # The digest is recomputable from what the purged rows keep: SHA-256 over each row's
+    # digest of its removed texts' hashes, in id order.
+    kept = "".join(row.extras["purged"]["digest"] for row in rows if row is not None)
+    assert len(kept) == 4 * 64
+    assert receipt.detail["digest"] == hashlib.sha256(kept.encode()).hexdigest() == result.digest
+
+
+def test_the_trail_outlives_a_purge_with_the_recordings_id_and_path(
+    audit_store: UnitOfWorkFactory, tmp_path: Path
+) -> None:
+    from audit import AuditAction, record_event
+    from audit.verify import verify_trail
+
+    items = make_done(audit_store, TEXTS)
+    a = items["/ward/a.wav"]
+    with audit_store.unit_of_work() as uow:
+        record_event(
+            uow, action=AuditAction.TRANSCRIPT_VIEWED, actor="alice", item_id=a.id,
+            path="ward/a.wav",
+        )  # fmt: skip
+    with audit_store.unit_of_work(read_only=True) as uow:
+        before = list(uow.audit.chain())
+
+    purge_recordings(
+        audit_store, request(include_undelivered=True), journal_folder=tmp_path, now=LATER
+    )
+
+    with audit_store.unit_of_work(read_only=True) as uow:
+        after = list(uow.audit.chain())
+        purged = uow.items.get_item(a.id)
+    assert purged is not None
+    assert purged.status == "purged"
+    assert after[: len(before)] == before
+    assert (after[0].item_id, after[0].path) == (a.id, "ward/a.wav")
+    assert [e.action for e in after[len(before) :]] == ["purge_page", "purged"]
+    assert verify_trail(audit_store).whole

@@ -51,6 +51,7 @@ def _fake_of(protocol: type) -> object:
         "ChunkRepository": uow.chunks,
         "DeliveryRepository": uow.deliveries,
         "RunRepository": uow.runs,
+        "ListingRepository": uow.listings,
         "ReviewRepository": uow.reviews,
     }
     return fakes[protocol.__name__]
@@ -59,8 +60,8 @@ def _fake_of(protocol: type) -> object:
 def test_every_protocol_of_the_store_is_found() -> None:
     assert [p.__name__ for p in PROTOCOLS] == [
         "AuditRepository", "ChunkRepository", "DeliveryRepository", "ItemRepository",
-        "RetentionRepository", "ReviewRepository", "RunRepository", "UnitOfWork",
-        "UnitOfWorkFactory",
+        "ListingRepository", "RetentionRepository", "ReviewRepository", "RunRepository",
+        "UnitOfWork", "UnitOfWorkFactory",
     ]  # fmt: skip
 
 

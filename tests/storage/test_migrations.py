@@ -29,6 +29,8 @@ TABLES = {
     "revisions",
     "web_sessions",
     "store_identity",
+    "listed_sources",
+    "not_audio_files",
 }
 
 

@@ -11,7 +11,7 @@ from prefect.logging.handlers import PrefectConsoleHandler
 from rich.console import Console
 
 from flows.cli.console import logs_through, print_named, print_summary, show_progress
-from flows.summary import RunSummary
+from flows.reporting.summary import RunSummary
 from tasks.transcription.progress import FileOutcome, progress_observer
 
 

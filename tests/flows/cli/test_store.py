@@ -305,22 +305,3 @@ def test_status_without_deliveries_prints_no_delivery_section(runner: CliRunner,
     result = runner.invoke(app, ["status"])
     assert result.exit_code == 0, result.output
     assert "delivery_status" not in result.stdout
-
-
-def test_status_tells_what_the_latest_listing_ignored_as_not_audio(
-    runner: CliRunner, filled, tmp_path: Path, archive: Path
-) -> None:
-    store = open_store(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
-    with store.unit_of_work() as uow:
-        listing = uow.runs.start_run(source=str(archive), language=LANG)
-        uow.runs.finish_run(listing, counts={"done": 1, "not_audio_ignored": 3}, status="done")
-        rerun = uow.runs.start_run(source=str(archive), language=LANG)  # lists nothing
-        uow.runs.finish_run(rerun, counts={"done": 0, "requeued": 0}, status="done")
-    store.dispose()
-    result = runner.invoke(app, ["status"])
-    assert result.exit_code == 0, result.output
-    told = [line for line in result.stderr.splitlines() if line.startswith("not audio")]
-    assert len(told) == 1, result.stderr
-    assert "ignored: 3 in the latest run that listed a source (" in told[0]
-    assert str(archive) not in told[0]  # recordings and roots are named relative
-    assert "documents, data, images" in told[0]

@@ -12,7 +12,9 @@ import soundfile
 
 from service.devserver.tone import decode_wav_bytes, encode_tone_dictation
 from tasks.audio import WAV_HEADER_BYTES, find_ffmpeg, iter_chunks, probe_audio
+from tasks.errors import CorruptAudio
 from tests.helpers.audio import Dictation, add_noise_and_hum, ffmpeg, reference_pcm
+from tests.helpers.dss import dss_bytes, dss_frames_for, dss_seconds, write_dss
 
 TEXT = "wav variants decode to the same 16 khz mono text, 100% of it."
 
@@ -114,3 +116,28 @@ def test_m4a_with_index_at_the_end_is_why_we_read_paths(dictation: Dictation) ->
             capture_output=True,
         ).stdout  # fmt: skip
     assert len(piped) < 32_000  # under one second of the six minutes
+
+
+def test_a_dss_dictation_decodes_to_the_length_written(tmp_path: Path) -> None:
+    path = write_dss(tmp_path / "dr smith.dss", seconds=3.0, seed=1)
+    info = probe_audio(path)
+    assert (info.container, info.codec, info.sample_rate_hz, info.channels) == (
+        "dss",
+        "dss_sp",
+        11_025,
+        1,
+    )
+    chunks = list(iter_chunks(path, max_bytes=64_000))  # 2 s chunks: the file is split
+    samples = sum(len(c.wav) - WAV_HEADER_BYTES for c in chunks) // 2
+    written_s = dss_seconds(frames=dss_frames_for(seconds=3.0))
+    assert len(chunks) == 2
+    assert samples == pytest.approx(written_s * 16_000, abs=16)  # a millisecond
+
+
+def test_a_dss_cut_inside_its_header_is_damaged_audio_not_an_unknown_format(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "cut.dss"
+    path.write_bytes(dss_bytes(seconds=3.0)[:700])  # the header is 1,024 bytes
+    with pytest.raises(CorruptAudio, match="damaged or truncated audio file"):
+        probe_audio(path)

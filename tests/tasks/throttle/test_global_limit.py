@@ -9,7 +9,7 @@ from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, tempor
 
 from config.settings import Settings, StorageSettings
 from flows import drain
-from flows.bootstrap import Run, RunRequest
+from flows.setup.bootstrap import Run, RunRequest
 from service.client import TranscriptionClient
 from storage import open_store
 from tasks.errors import SharedLimitUnavailable

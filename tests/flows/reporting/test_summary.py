@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from config.errors import RunInterrupted
-from flows.attention import CheckRow
 from flows.cli.console import print_summary
 from flows.drain import DrainResult
-from flows.summary import RunSummary, summarize
+from flows.reporting.attention import CheckRow
+from flows.reporting.summary import RunSummary, summarize
 from service.errors import CredentialsRejected, TlsNotVerified
 from storage.records import SkippedFile
 from tasks.discovery.discover import Discovery

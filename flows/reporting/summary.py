@@ -22,13 +22,13 @@ from config.errors import (
     RunInterrupted,
     exit_code_of,
 )
-from flows.attention import CheckRow, recordings_to_check
+from flows.reporting.attention import CheckRow, recordings_to_check
 from service.errors import CredentialsRejected
 from storage.records import ItemStatus, QueueSize
 from tasks.discovery.discover import Discovery
 
-if TYPE_CHECKING:  # the drain imports Prefect; a summary is read by commands that do not
-    from flows.drain import DrainResult
+if TYPE_CHECKING:  # the batch loops import the claim machinery; a summary needs only the type
+    from flows.batch_loops import DrainResult
 
 # What the run row's status column says for each exit code (some_failed may be refined).
 _RUN_STATUS = {

@@ -1,7 +1,7 @@
 """`main(PORT)` in a child process: become Prefect's temporary server, unless
 Prefect's settings say otherwise.
 
-Started by flows/prefect_api.py in a command that has not imported Prefect and cannot
+Started by prefect_api.py (beside it) in a command that has not imported Prefect and cannot
 read Prefect's settings alone (a profiles file, a prefect.toml, a profile chosen by
 name): this child pays for reading them instead. If they name an API (PREFECT_API_URL in
 a profile) it prints `configured <url>` and exits 0; if they allow no temporary server
@@ -21,7 +21,7 @@ from prefect.settings import (
 )
 
 from config.runtime import temporary_server_environment
-from flows.prefect_api import CONFIGURED, server_command
+from flows.prefect_runtime.prefect_api import CONFIGURED, server_command
 
 
 def main(port: int) -> None:

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from flows.artifacts import Night, night_report
-from flows.summary import RunSummary
+from flows.reporting.artifacts import Night, night_report
+from flows.reporting.summary import RunSummary
 from storage.records import ItemRecord
 
 NIGHT = Night(language="en-IN", source="recordings", date="2026-11-24")

@@ -1,6 +1,6 @@
 """Log records of a head start, held until Prefect's logging is set up, then handed on.
 
-The head start (flows/head_start.py) sends requests before Prefect is imported, and
+The head start (flows/prefect_runtime/head_start.py) sends requests before Prefect is imported, and
 Prefect's import is what gives medasr's loggers their console handler
 (prefect.logging.configuration.setup_logging). Without this, what the first seconds
 logged would be lost (DEBUG, INFO) or printed bare by Python's last-resort handler
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from flows.cli.log_level import MEDASR_LOGGERS
+from flows.prefect_runtime.loggers import MEDASR_LOGGERS
 
 MAX_HELD_RECORDS = 20_000  # about 3 lines per file at DEBUG for a head start of ~7,000 files
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from flows.cli.held_logs import HeldLogs
+from flows.prefect_runtime.held_logs import HeldLogs
 
 
 class _Collect(logging.Handler):

@@ -21,7 +21,7 @@ A command that has not imported Prefect yet (`medasr run` from a terminal) does 
 import it to start the server, so the command's first requests do not wait for
 Prefect's import; the flow imports it later. When only the environment and Prefect's
 bundled profile apply (config/runtime.py reads them), the server is started at once;
-otherwise a launcher child (flows/prefect_launch.py) reads Prefect's settings and
+otherwise a launcher child (flows/prefect_runtime/prefect_launch.py) reads Prefect's settings and
 becomes the server (an import of Prefect in that child: about a second of CPU).
 """
 
@@ -205,7 +205,7 @@ class _TemporaryServer:
     ) -> None:
         self.port = 0
         self._start_timeout_s = start_timeout_s
-        self._launcher = launcher  # started through flows/prefect_launch.py
+        self._launcher = launcher  # started through flows/prefect_runtime/prefect_launch.py
         self._settings = settings  # Prefect's settings beyond the environment, if known
         self._process: subprocess.Popen[bytes] | None = None
         self._started_at = 0.0
@@ -222,7 +222,7 @@ class _TemporaryServer:
             root = str(Path(__file__).resolve().parents[1])
             launch = (
                 f"import sys; sys.path.insert(0, {root!r}); "
-                f"from flows.prefect_launch import main; main({self.port})"
+                f"from flows.prefect_runtime.prefect_launch import main; main({self.port})"
             )
             self._process = subprocess.Popen(
                 [sys.executable, "-c", launch],

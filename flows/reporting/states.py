@@ -14,7 +14,7 @@ from typing import Any
 from prefect.client.schemas.objects import State
 from prefect.states import Cancelled, Completed, Failed
 
-from flows.summary import RunSummary, StopReason
+from flows.reporting.summary import RunSummary, StopReason
 
 _STOPPED = {
     StopReason.CREDENTIALS: "credentials rejected",

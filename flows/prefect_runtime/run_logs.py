@@ -21,12 +21,11 @@ from uuid import UUID
 from prefect.context import FlowRunContext
 from prefect.logging.handlers import APILogHandler
 
+from flows.prefect_runtime.loggers import MEDASR_LOGGERS
 from storage.records import ItemStatus
 from tasks.discovery.names import recording_name
 from tasks.transcription.progress import FileOutcome
 
-# Every logger medasr writes to sits under one of these names (flows/cli/log_level.py).
-MEDASR_LOGGERS = ("medasr", "config", "service", "storage", "tasks", "flows")
 FILES_LOGGER = "medasr.files"  # per-recording lines for Prefect only (not propagated)
 
 
@@ -62,7 +61,7 @@ class FileLines:
         self._roots = source_roots
         self._logger = logging.getLogger(FILES_LOGGER)
         self._planned = planned
-        self._done = done  # finished before the flow run (flows/head_start.py)
+        self._done = done  # finished before the flow run (flows/prefect_runtime/head_start.py)
 
     def on_planned(self, *, files: int) -> None:
         self._planned = files

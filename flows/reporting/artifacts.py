@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 
-from flows.bootstrap import Run
-from flows.run_names import ALL_LANGUAGES, source_label, today
-from flows.states import counts_message
-from flows.summary import RunSummary
+from flows.reporting.run_names import ALL_LANGUAGES, source_label, today
+from flows.reporting.states import counts_message
+from flows.reporting.summary import RunSummary
+from flows.setup.bootstrap import Run
 from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord, ItemStatus
 from tasks.delivery.deliver import in_doubt_rows

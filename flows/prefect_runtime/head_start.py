@@ -1,7 +1,7 @@
 """The head start: a run's drain begun with the plain functions while Prefect's API starts.
 
 Requests need no Prefect server; only the flow run's record does. So while the temporary
-server boots (flows/prefect_api.py), `medasr run` and `medasr rerun-failures` replay the
+server boots (prefect_api.py), `medasr run` and `medasr rerun-failures` replay the
 journal (paid answers first, before anything is sent), claim batches and transcribe them
 with `process_batch` over the run's one BatchContext. When the API answers, the command
 hands over: the head start claims nothing more, and the flow's drain (flows/drain.py)
@@ -31,7 +31,7 @@ from tasks.transcription.transcribe import process_batch
 from tasks.work.journal import replay_journal
 
 if TYPE_CHECKING:
-    from flows.bootstrap import Run
+    from flows.setup.bootstrap import Run
 
 
 def may_start_early(run: Run) -> bool:

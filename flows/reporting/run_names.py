@@ -14,7 +14,7 @@ from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
 from prefect.runtime import flow_run
 
-from flows.bootstrap import Run
+from flows.setup.bootstrap import Run
 
 ALL_LANGUAGES = "all"
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import soundfile
 
-from flows import head_start
-from flows.bootstrap import RunRequest, bootstrap
-from flows.head_start import HeadStart
+from flows.prefect_runtime import head_start
+from flows.prefect_runtime.head_start import HeadStart
+from flows.setup.bootstrap import RunRequest, bootstrap
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from tasks.discovery.discover import discover_and_register

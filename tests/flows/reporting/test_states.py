@@ -1,4 +1,4 @@
-"""The state a flow run ends in (flows/states.py): what each way a night can end says."""
+"""The state a flow run ends in (flows/reporting/states.py): what each way a night can end says."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from prefect.client.orchestration import get_client
 from config.settings import pinned_settings
 from flows.backlog import transcribe_backlog
 from flows.drain import DrainResult
-from flows.states import final_state, summary_from
-from flows.summary import RunSummary, StopReason, summarize
+from flows.reporting.states import final_state, summary_from
+from flows.reporting.summary import RunSummary, StopReason, summarize
 from service.devserver import RunningDevServer
 from storage.records import SkippedFile
 from tasks.discovery.discover import Discovery

@@ -11,7 +11,7 @@ import pytest
 from prefect.logging import handlers
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
-from flows.run_logs import _FlowRunLogHandler
+from flows.prefect_runtime.run_logs import _FlowRunLogHandler
 
 RUN_API = "http://127.0.0.1:9/api"  # the run's server, set as PrefectApi.in_use sets it
 

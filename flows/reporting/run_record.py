@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from flows.summary import RunSummary
+from flows.reporting.summary import RunSummary
 from storage.interface import UnitOfWorkFactory
 from tasks.steps import finish_run_task, start_run_task
 

@@ -1,4 +1,4 @@
-"""Freed heap pages go back to the system during a run (flows/heap.py)."""
+"""Freed heap pages go back to the system during a run (tasks/work/heap.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.heap import HeapTrimmer, release_free_heap
+from tasks.work.heap import HeapTrimmer, release_free_heap
 
 STATUS = Path("/proc/self/status")
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from flows.summary import summarize
+from flows.reporting.summary import summarize
 from storage.records import QueueSize
 from tests.helpers.summaries import drained
 
