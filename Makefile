@@ -14,6 +14,12 @@ else
 PYTEST_MARK := -m "not slow"
 endif
 
+# Worker processes for the suite (pytest-xdist; TEST_WORKERS=0 runs it in one process).
+# Tests spread one by one; a module whose module-scoped fixture is costly (a browser, a
+# shared `medasr run`) carries an xdist_group mark and stays on one worker.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+
 .PHONY: all install lint format typecheck test test-all demo bench bench-pipeline clean
 
 all: test
@@ -40,10 +46,10 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/python -m pytest $(PYTEST_MARK) -q
+	$(BIN)/python -m pytest $(PYTEST_MARK) $(PYTEST_PARALLEL) -q
 
 test-all: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -q
 
 demo: $(STAMP)
 	$(BIN)/medasr demo

@@ -3,6 +3,7 @@ pinned settings."""
 
 from __future__ import annotations
 
+import gc
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -45,6 +46,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "prefect_harness" in getattr(item, "fixturenames", ()):
             for entry in PREFECT_CLIENT_SOCKETS:
                 item.add_marker(pytest.mark.filterwarnings(entry))
+
+
+@pytest.fixture(autouse=True)
+def _prefect_client_sockets_collected(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test that ran flows here, collect the sockets Prefect's client left to the
+    garbage collector while that test's ignore entries still apply: otherwise a later
+    collection, in whatever test this worker runs next, reports them as that test's."""
+    yield
+    if "prefect_harness" in request.fixturenames:
+        gc.collect()
 
 
 @pytest.fixture(scope="session")

@@ -186,6 +186,11 @@ class BadBatch:
     requests: int
 
 
+# Every test reads the one batch (two `medasr run`s) below: `make test`'s workers keep them
+# together rather than each running the batch for a share of them.
+pytestmark = pytest.mark.xdist_group("bad_input")
+
+
 @pytest.fixture(scope="module")
 def bad_batch(
     tmp_path_factory: pytest.TempPathFactory, prefect_template: Path, prefect_api: dict[str, str]

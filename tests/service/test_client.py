@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
 from typing import Any
 
 import httpx
@@ -23,6 +22,9 @@ from service.errors import (
     ServiceUnavailable,
     Throttled,
 )
+from service.retrying import Clock, RetryPolicy
+from service.session import ServiceSession
+from tests.helpers.virtual_clock import VirtualClock
 from tests.servers import (
     DEVSERVER_JWE_KEY,
     DEVSERVER_JWE_KID,
@@ -208,22 +210,40 @@ def test_retries_are_bounded_and_end_with_the_typed_error(
     assert len(events) == requests - 1
 
 
+def _transcribe_on(clock: Clock, server: Any, **overrides: Any) -> Transcription:
+    """One call whose budget, waits and attempt timeouts are read on `clock`."""
+    service, encryption = client_settings(server, **overrides)
+    policy = RetryPolicy.of(service)
+
+    async def call() -> Transcription:
+        async with ServiceSession(policy, ca_bundle=service.ca_bundle, clock=clock) as session:
+            client = TranscriptionClient(service, encryption, session=session)
+            return await client.transcribe(WAV, language="en-IN")
+
+    return asyncio.run(call())
+
+
 def test_throttling_uses_no_attempts_only_the_total_budget(devserver_factory) -> None:
     server = devserver_factory(rate_429=1.0, retry_after_s=0)
-    started = time.perf_counter()
+    clock = VirtualClock(attempt_s=0.05)  # each 429 costs 50 ms of the budget, on this clock
     with pytest.raises(Throttled) as caught:
-        transcribe(server, max_attempts=2, retry_max_total_s=1.0)
-    assert time.perf_counter() - started < 2.0
+        _transcribe_on(clock.clock(), server, max_attempts=2, retry_max_total_s=1.0)
+    assert clock.now_s <= 1.0  # the total budget ended the call
     assert caught.value.status == 429
     assert len(server.ledger) > 2  # far past max_attempts: a 429 is not the chunk's fault
 
 
 def test_slow_response_times_out_and_is_retried(devserver_factory) -> None:
     server = devserver_factory(rate_slow=1.0, slow_s=3.0)
-    started = time.perf_counter()
+    bounds_s: list[float] = []
+
+    def timeout(seconds: float) -> Any:
+        bounds_s.append(seconds)
+        return asyncio.timeout(seconds)
+
     with pytest.raises(ServiceUnavailable, match=r"did not answer within 0.3 s") as caught:
-        transcribe(server, request_timeout_s=0.3, max_attempts=2)
-    assert time.perf_counter() - started < 2.0
+        _transcribe_on(Clock(timeout=timeout), server, request_timeout_s=0.3, max_attempts=2)
+    assert bounds_s == [0.3, 0.3]  # each attempt cut at 0.3 s, never the 3 s answer
     assert caught.value.status is None
     assert len(server.ledger) == 2
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import time
 from collections import deque
 from pathlib import Path
 
@@ -79,10 +78,9 @@ def test_a_closed_port_is_unreachable_after_the_backoff_and_nothing_was_sent() -
     with running_listener() as listener:
         port = listener.port
     client = MllpClient(MllpEndpoint("127.0.0.1", port), timings=FAST)
-    started = time.monotonic()
-    with pytest.raises(MllpUnreachable, match="2 attempt"):
+    # Refused at once (the error names the refusal), not a connect timeout waited out.
+    with pytest.raises(MllpUnreachable, match=r"2 attempt\(s\) \(ConnectionRefusedError\)"):
         asyncio.run(client.exchange(_message("C1")))
-    assert time.monotonic() - started < 5
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,10 @@ from tests.web.browser import launched_browser
 from tests.web.conftest import SEGMENTS
 from tests.web.workstation import Served, serve
 
+# One browser for the module (its fixture is module-scoped): `make test`'s workers keep
+# these tests together rather than each launching chromium for a share of them.
+pytestmark = pytest.mark.xdist_group("browser")
+
 PLAYER = "document.querySelector('[data-testid=player]')"
 
 
