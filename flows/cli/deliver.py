@@ -289,6 +289,7 @@ def _deliver(
     allow_unlinked: bool,
     new_target: bool,
 ) -> dict[str, Any]:
+    _print_lines_through_prefects_console()
     with medasr_log_level(settings.pipeline.log_level):
         try:
             stats = asyncio.run(
@@ -314,6 +315,13 @@ def _deliver(
         except ConfigError as exc:
             _usage_error("configuration error", exc)
     return delivery_summary(stats)
+
+
+def _print_lines_through_prefects_console() -> None:
+    """A delivery's lines ("delivered …", a failure's warning) are log records, printed by
+    the console handler Prefect's logging configuration gives medasr's loggers. `deliver`
+    runs no flow, so it sets that configuration up itself."""
+    import prefect.main  # noqa: F401  (its import runs setup_logging)
 
 
 def _print_plan(
