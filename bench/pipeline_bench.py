@@ -170,11 +170,11 @@ def seed_done(folder: Path, *, database_url: str) -> int:
     try:
         with store.unit_of_work() as uow:
             uow.items.register_items(listing.files, language=LANGUAGE)
-            items = uow.items.claim_batch(
+            items = uow.claims.claim_batch(
                 owner="bench", language=LANGUAGE, limit=len(listing.files), lease_s=3600
             )
             for item in items:
-                uow.items.finish_item(
+                uow.claims.finish_item(
                     item.id,
                     lease_token=item.lease_token,
                     text="seeded",

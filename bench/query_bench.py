@@ -47,18 +47,18 @@ COLUMNS = (
 )
 # What each command asks the store (flows/cli/store.py, review.py, run.py, deliver.py).
 COMMAND_QUERIES: dict[str, Callable[[UnitOfWork], Any]] = {
-    "status: counts": lambda uow: uow.items.status_counts(),
+    "status: counts": lambda uow: uow.item_queries.status_counts(),
     "status: deliveries": lambda uow: uow.deliveries.delivery_counts(),
-    "status: latest failed": lambda uow: uow.items.list_latest(status="failed", limit=10),
+    "status: latest failed": lambda uow: uow.item_queries.list_latest(status="failed", limit=10),
     "review: list": lambda uow: uow.reviews.list_needs_review(language=None, limit=0),
     "rerun-failures: re-queue": lambda uow: uow.items.requeue_failures(
         language=LANG, max_attempts=3, include_permanent=False
     ),
-    "deliver: selection page": lambda uow: uow.items.done_items_page(
+    "deliver: selection page": lambda uow: uow.item_queries.done_items_page(
         language=LANG, after_id=0, limit=500
     ),
-    "export: rows": lambda uow: uow.items.export_rows(status=None),
-    "export --status done: rows": lambda uow: uow.items.export_rows(status="done"),
+    "export: rows": lambda uow: uow.item_queries.export_rows(status=None),
+    "export --status done: rows": lambda uow: uow.item_queries.export_rows(status="done"),
 }
 
 
@@ -149,7 +149,7 @@ def lookup_ms(store: Store, *, rows: int, lookups: int) -> float:
         sha = _sha(rng.randrange(rows)) if n % 2 else "f" * 64
         with store.unit_of_work() as uow:
             started = time.perf_counter()
-            uow.items.find_done_with_sha(sha256=sha, language=LANG)
+            uow.item_queries.find_done_with_sha(sha256=sha, language=LANG)
             figures.append((time.perf_counter() - started) * 1000)
     return statistics.median(figures)
 
@@ -166,10 +166,10 @@ def status_queries_ms(store: Store) -> float:
     """Ms of what `medasr status` asks the store (counts, deliveries, latest of each)."""
     started = time.perf_counter()
     with store.unit_of_work(read_only=True) as uow:
-        uow.items.status_counts()
+        uow.item_queries.status_counts()
         uow.deliveries.delivery_counts()
         for status in ("failed", "needs_review", "skipped"):
-            uow.items.list_latest(status=status, limit=10)
+            uow.item_queries.list_latest(status=status, limit=10)
     return (time.perf_counter() - started) * 1000
 
 

@@ -39,8 +39,8 @@ from sqlalchemy import insert
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from config.review import WebSettings  # noqa: E402
 from config.settings import StorageSettings  # noqa: E402
+from config.workstation import WebSettings  # noqa: E402
 from storage import open_review_store  # noqa: E402
 from storage.models import ChunkRow, Item  # noqa: E402
 from tasks.review.accounts import add_reviewer  # noqa: E402

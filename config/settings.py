@@ -32,7 +32,6 @@ from pydantic_settings import (
 from config.errors import ConfigError
 from config.names import ENV_PREFIX, check_toml_keys, known_variables, warn_unknown_variables
 from config.quality import QualitySettings
-from config.review import ReviewSettings, WebSettings
 from config.sections import (
     JWE_KEY_STRING_BYTES,
     DeliverySettings,
@@ -44,6 +43,7 @@ from config.sections import (
     is_in_memory_sqlite,
     redact_url_password,
 )
+from config.workstation import ReviewSettings, WebSettings
 
 # The sections are re-exported: callers import every settings name from config.settings.
 __all__ = [

@@ -27,7 +27,8 @@ from service.contract import (
 from service.endpoint import FilePart
 from service.errors import InvalidResponse, RequestRejected
 from service.retrying import RetryEvent
-from service.session import Pacing, SessionClient
+from service.session import Pacing
+from service.session_client import SessionClient
 
 __all__ = ["RetryEvent", "Transcription", "TranscriptionClient", "max_wav_bytes_for"]
 
@@ -71,9 +72,11 @@ class TranscriptionClient(SessionClient):
     @property
     def max_wav_bytes(self) -> int:
         """Largest chunk WAV (bytes, header included) whose request body fits the upload cap."""
-        key = self._endpoint.key
+        key = self._caller.endpoint.key
         kid = key.kid if key is not None else None
-        return _max_wav_bytes(self._endpoint.max_body_bytes, encrypted=key is not None, kid=kid)
+        return _max_wav_bytes(
+            self._caller.endpoint.max_body_bytes, encrypted=key is not None, kid=kid
+        )
 
     async def transcribe(
         self,
@@ -97,13 +100,11 @@ class TranscriptionClient(SessionClient):
                 f"unsupported language {language[:16]!r}; use one of {', '.join(LANGUAGES)}"
             )
         chunk = FilePart(wav_bytes, filename, UPLOAD_CONTENT_TYPE, noun="WAV file")
-        reply = await self._session.post(
-            self._endpoint,
+        reply = await self._caller.post(
             chunk,
             read=self._read_text,
             params=[("language", language)],
             pacing=Pacing(before=before_attempt, around=around_attempt),
-            on_retry=self._on_retry,
         )
         text, extras = reply.value
         return Transcription(
@@ -111,7 +112,9 @@ class TranscriptionClient(SessionClient):
         )
 
     def _read_text(self, response: httpx.Response) -> tuple[str, dict[str, Any]]:
-        body = json_object_of(response, key=self._endpoint.key, answered="the service answered")
+        body = json_object_of(
+            response, key=self._caller.endpoint.key, answered="the service answered"
+        )
         text = body.get("text")
         if not isinstance(text, str):
             status = response.status_code

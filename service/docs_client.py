@@ -16,7 +16,7 @@ import httpx
 from service.answers import json_object_of
 from service.contract import DOCS_PATH
 from service.endpoint import FilePart
-from service.session import SessionClient
+from service.session_client import SessionClient
 
 
 @dataclass(frozen=True)
@@ -58,13 +58,7 @@ class DocsClient(SessionClient):
         InvalidResponse, EncryptionError, ServiceUnavailable.
         """
         part = FilePart(document.content, document.filename, document.content_type)
-        reply = await self._session.post(
-            self._endpoint,
-            part,
-            read=self._read_fields,
-            params=document.params,
-            on_retry=self._on_retry,
-        )
+        reply = await self._caller.post(part, read=self._read_fields, params=document.params)
         return DocsReceipt(
             fields=reply.value,
             attempts=reply.attempts,
@@ -76,7 +70,7 @@ class DocsClient(SessionClient):
         # The document may be filed already: every failure here asks for a look by hand.
         return json_object_of(
             response,
-            key=self._endpoint.key,
+            key=self._caller.endpoint.key,
             answered="the service accepted the document",
             advice="; check the patient record by hand",
         )

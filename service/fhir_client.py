@@ -6,7 +6,8 @@ the one that matches, and 412 when more than one does (FHIR R4 http.html, condit
 create). A resend after an unanswered request therefore cannot make a second resource.
 
 A third thin client on service/session.py's ServiceSession, beside transcription and
-documents: its own URL (the target's base), token (MEDASR_FHIR_TOKEN), body type
+documents, holding its endpoint and session as they do (service/session_client.py's
+EndpointCaller): its own URL (the target's base), token (MEDASR_FHIR_TOKEN), body type
 (application/fhir+json) and status table (412, OperationOutcome diagnostics); the
 session does TLS, the byte cap, the exchange and the retries (429 with Retry-After,
 5xx, timeouts, dropped connections). Logs carry statuses and sizes, never the token
@@ -31,6 +32,7 @@ from service.endpoint import Endpoint, RawBody
 from service.errors import CredentialsRejected, RequestRejected
 from service.retrying import RetryEvent
 from service.session import AsyncClosing, ServiceSession
+from service.session_client import EndpointCaller
 from service.status import error_for_status
 
 FHIR_JSON = "application/fhir+json"
@@ -84,7 +86,7 @@ class FhirClient(AsyncClosing):
         on_retry: Callable[[RetryEvent], None] | None = None,
         session: ServiceSession | None = None,
     ) -> None:
-        self._endpoint = Endpoint(
+        endpoint = Endpoint(
             url=base_url.rstrip("/") + RESOURCE_PATH,
             token=token,
             max_body_bytes=service.max_upload_bytes,
@@ -94,9 +96,9 @@ class FhirClient(AsyncClosing):
             url_setting="MEDASR_DELIVERY__TARGET",
             token_setting=TOKEN_SETTING,
         )
-        self._on_retry = on_retry
-        self._owns_session = session is None
-        self._session = session or ServiceSession.of(service, http=http)
+        self._caller = EndpointCaller(
+            endpoint, service, http=http, on_retry=on_retry, session=session
+        )
 
     async def create(self, body: bytes, *, if_none_exist: str) -> FhirReceipt:
         """Conditionally create one resource, retrying transient failures.
@@ -105,12 +107,10 @@ class FhirClient(AsyncClosing):
         with the OperationOutcome's diagnostics), PayloadTooLarge, InvalidResponse,
         ServiceUnavailable.
         """
-        reply = await self._session.post(
-            self._endpoint,
+        reply = await self._caller.post(
             RawBody(body, FHIR_JSON),
             read=partial(_read_created, sent=_resource_of(body)),
             headers=(("Accept", FHIR_JSON), ("If-None-Exist", if_none_exist)),
-            on_retry=self._on_retry,
         )
         created = reply.value
         return FhirReceipt(
@@ -124,8 +124,7 @@ class FhirClient(AsyncClosing):
 
     async def aclose(self) -> None:
         """Close the session (and its connection pool) if this client created it."""
-        if self._owns_session:
-            await self._session.aclose()
+        await self._caller.aclose()
 
 
 def _resource_of(body: bytes) -> dict[str, Any] | None:

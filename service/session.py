@@ -1,8 +1,9 @@
 """One session with the services we post to: the only place an HTTP request is made.
 
 httpx's model: one `ServiceSession` over one connection pool (TLS verification, a
-custom CA), and thin endpoint clients (service/client.py, service/docs_client.py) that
-say what to send and how to read the answer. For every request the session checks the
+custom CA), and thin endpoint clients (service/client.py, service/docs_client.py,
+service/fhir_client.py, each holding its endpoint through service/session_client.py)
+that say what to send and how to read the answer. For every request the session checks the
 byte cap, adds the bearer token, seals the body as JWE when the endpoint has a key,
 bounds each attempt by what is left of the call's time budget, reads each answer up to
 a cap (MEDASR_SERVICE__MAX_ANSWER_BYTES: a server that streams without end costs that
@@ -21,14 +22,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Generic, Self, TypeVar
+from typing import Generic, Self, TypeVar
 
 import httpx
 
-from config.settings import EncryptionSettings, ServiceSettings
+from config.settings import ServiceSettings
 from service import jwe
 from service.contract import UPLOAD_FIELD
-from service.endpoint import Endpoint, FilePart, Payload, service_endpoint
+from service.endpoint import Endpoint, FilePart, Payload
 from service.errors import AnswerTooLarge, PayloadTooLarge, ServiceUnavailable
 from service.retrying import SYSTEM_CLOCK, Clock, Deadline, RetryEvent, RetryPolicy, retrying
 from service.status import bearer_token, certificate_failure, tls_verify
@@ -339,44 +340,3 @@ def _refuse_if_over(size_bytes: int, *, endpoint: Endpoint, what: str) -> None:
             f"the {what} would be {size_bytes} bytes, over the upload cap of {cap} bytes "
             f"({endpoint.cap_setting}){endpoint.too_large_advice}"
         )
-
-
-class SessionClient(AsyncClosing):
-    """A thin client of one endpoint of the MEDASR_* service, on a session shared or its own.
-
-    A subclass names its endpoint (`path`, `label`) and its verbs. Construction raises
-    ConfigError (bad URL or CA bundle; InsecureTransport for http:// to a host that is not
-    loopback without permission) or EncryptionError (an unusable JWE key); preflight.py
-    checks the same settings up front. With `session`, `aclose` leaves that session open.
-    """
-
-    path: ClassVar[str]
-    label: ClassVar[str]
-    too_large_advice: ClassVar[str] = ""
-    resend_unanswered: ClassVar[bool] = True  # False: the receiver files every copy
-
-    def __init__(
-        self,
-        service: ServiceSettings,
-        encryption: EncryptionSettings,
-        *,
-        http: httpx.AsyncClient | None = None,
-        on_retry: Callable[[RetryEvent], None] | None = None,
-        session: ServiceSession | None = None,
-    ) -> None:
-        self._endpoint = service_endpoint(
-            service,
-            encryption,
-            path=self.path,
-            label=self.label,
-            too_large_advice=self.too_large_advice,
-            resend_unanswered=self.resend_unanswered,
-        )
-        self._on_retry = on_retry  # this client's retries only, on a shared session too
-        self._owns_session = session is None
-        self._session = session or ServiceSession.of(service, http=http)
-
-    async def aclose(self) -> None:
-        """Close the session (and its connection pool) if this client created it."""
-        if self._owns_session:
-            await self._session.aclose()

@@ -1,35 +1,39 @@
-"""Claiming items on the work queue (storage/work_queue.py), and giving them back.
+"""The holder of a claim on items (`uow.claims`): claim, renew, write, settle, release.
 
-The queue does the claiming (SKIP LOCKED / BEGIN IMMEDIATE, a token per claim, the
-store's clock, taking back the dead); this module chooses which items: of a language,
-under a source prefix, among given URIs. Failures are re-queued here too.
+The work queue's face for items (storage/work_queue.py does the claiming: SKIP LOCKED /
+BEGIN IMMEDIATE, a token per claim, the store's clock, taking back the dead). This
+module chooses which items (of a language, under a source prefix, among given URIs)
+and writes under the claim: the fingerprint, then the item's end (done, needs_review,
+skipped, failed, purged again). Every write takes the claim's lease token and raises
+LeaseLost when the claim is no longer current.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, delete, or_, select, update
+from sqlalchemy import ColumnElement, and_, delete, select
 from sqlalchemy.orm import Session
 
 from storage import clock
+from storage.errors import LeaseLost
 from storage.models import ChunkRow, Item
-from storage.queries import IN_BATCH, Queries, under_source
-from storage.records import ItemRecord
-from storage.work_queue import WorkQueue, cleared_lease
+from storage.queries import IN_BATCH, items_where, under_source, uri_in
+from storage.records import ItemRecord, ItemStatus
+from storage.work_queue import WorkQueue, ended_with_error
 
 _SCAN_PAGE = 1000
 
 __all__ = ["Claims"]
 
 
-class Claims(Queries):
-    """Claim, renew, release and re-queue items."""
+class Claims:
+    """Claim items, renew and release the claims, and settle what a claim holds."""
 
     def __init__(self, session: Session) -> None:
-        super().__init__(session)
+        self._session = session
         self._queue = WorkQueue(session, Item)
 
     def _claimable(
@@ -76,7 +80,7 @@ class Claims(Queries):
         if not ids:
             return []
         self._queue.take(ids, owner=owner, lease_s=lease_s, now=now)
-        return self._items_where(Item.id.in_(ids))
+        return items_where(self._session, Item.id.in_(ids))
 
     def _lock_claimable(
         self, claimable: ColumnElement[bool], *, limit: int, uris: Sequence[str] | None
@@ -86,7 +90,7 @@ class Claims(Queries):
             return self._locked_ids(query.limit(limit))
         wanted = list(dict.fromkeys(uris))
         if len(wanted) <= IN_BATCH:
-            return self._locked_ids(query.where(self._uri_in(wanted)).limit(limit))
+            return self._locked_ids(query.where(uri_in(self._session, wanted)).limit(limit))
         return self._scan_claimable(set(wanted), claimable, limit=limit)
 
     def _scan_claimable(
@@ -139,48 +143,93 @@ class Claims(Queries):
         """
         return self._queue.take_back_dead()
 
-    def requeue_failures(
+    def set_fingerprint(
+        self, item_id: int, *, sha256: str, size_bytes: int, lease_token: str | None
+    ) -> None:
+        """Record the content fingerprint; different content drops the old chunks. LeaseLost."""
+        held = self._queue.held_row(item_id, lease_token=lease_token, columns=("sha256",))
+        if held is None:
+            raise LeaseLost(f"item {item_id} is no longer held by this worker")
+        if held.sha256 is not None and held.sha256 != sha256:  # its old chunks are void
+            self._session.execute(delete(ChunkRow).where(ChunkRow.item_id == item_id))
+        self._queue.touch(item_id, lease_token=lease_token, sha256=sha256, size_bytes=size_bytes)
+
+    def finish_item(
         self,
+        item_id: int,
         *,
-        language: str | None,
-        max_attempts: int,
-        include_permanent: bool,
-        include_skipped: bool = False,
-        now: datetime | None = None,
-    ) -> int:
-        """Send failures back to pending; returns how many.
-
-        Without `include_permanent`: retryable failures under `max_attempts` whose
-        next-attempt time has come. With it: every failed item (of `language`).
-        `include_skipped`: every skipped item too, its silent chunks forgotten so the
-        next run judges its audio afresh (they cost nothing to judge again).
-        """
-        now = now or clock.host_now()
-        failed: list[ColumnElement[bool]] = [Item.status == "failed"]
-        if not include_permanent:
-            failed += [
-                Item.retryable.is_(True),
-                Item.attempts < max_attempts,
-                or_(Item.next_attempt_at.is_(None), Item.next_attempt_at <= now),
-            ]
-        chosen = and_(*failed)
-        if include_skipped:
-            chosen = or_(chosen, Item.status == "skipped")
-            self._forget_silent_chunks(language=language)
-        if language is not None:
-            chosen = and_(chosen, Item.language == language)
-        result = self._session.execute(
-            update(Item)
-            .where(chosen)
-            .values(status="pending", next_attempt_at=None, updated_at=now, **cleared_lease())
-            .execution_options(synchronize_session=False)
+        lease_token: str | None,
+        text: str,
+        duration_ms: int | None,
+        chunk_count: int,
+        extras: Mapping[str, Any],
+        flags: Sequence[str] = (),
+        hold_for_review: bool = False,
+    ) -> None:
+        """Mark our item done with its transcript, or needs_review when the quality gate
+        flagged it or every transcript waits for a person (`hold_for_review`); raises
+        LeaseLost if it is no longer ours."""
+        now = clock.host_now()
+        self._settle(
+            item_id,
+            lease_token=lease_token,
+            status="needs_review" if flags or hold_for_review else "done",
+            flags=list(flags) or None,
+            text=text,
+            machine_text=None,
+            duration_ms=duration_ms,
+            chunk_count=chunk_count,
+            extras=dict(extras),
+            done_at=now,
+            error_kind=None,
+            error_message=None,
+            retryable=False,
+            next_attempt_at=None,
         )
-        return int(result.rowcount)  # type: ignore[attr-defined]
 
-    def _forget_silent_chunks(self, *, language: str | None) -> None:
-        skipped = select(Item.id).where(Item.status == "skipped")
-        if language is not None:
-            skipped = skipped.where(Item.language == language)
-        self._session.execute(
-            delete(ChunkRow).where(ChunkRow.status == "silent", ChunkRow.item_id.in_(skipped))
+    def keep_purged(self, item_id: int, *, lease_token: str | None) -> None:
+        """Settle our item purged again: its file was touched, its bytes are the same (the
+        purge receipt in extras stays); raises LeaseLost."""
+        self._settle(item_id, lease_token=lease_token, status=ItemStatus.PURGED, attempts=0)
+
+    def skip_item(
+        self,
+        item_id: int,
+        *,
+        lease_token: str | None,
+        reason_kind: str,
+        reason: str,
+        duration_ms: int | None = None,
+    ) -> None:
+        """Mark our item skipped (silent, empty...) with the reason; raises LeaseLost."""
+        self._settle(
+            item_id,
+            lease_token=lease_token,
+            **ended_with_error("skipped", error_kind=reason_kind, message=reason, retryable=False),
+            duration_ms=duration_ms,
+            next_attempt_at=None,
+            done_at=clock.host_now(),
         )
+
+    def fail_item(
+        self,
+        item_id: int,
+        *,
+        lease_token: str | None,
+        error_kind: str,
+        message: str,
+        retryable: bool,
+        next_attempt_at: datetime | None,
+    ) -> None:
+        """Mark our item failed with its error and when it may be retried; raises LeaseLost."""
+        self._settle(
+            item_id,
+            lease_token=lease_token,
+            **ended_with_error(
+                "failed", error_kind=error_kind, message=message, retryable=retryable
+            ),
+            next_attempt_at=next_attempt_at,
+        )
+
+    def _settle(self, item_id: int, *, lease_token: str | None, **values: Any) -> None:
+        self._queue.settle(item_id, lease_token=lease_token, **values)

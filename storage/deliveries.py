@@ -31,10 +31,9 @@ from storage.models import Delivery, StoreIdentity
 from storage.queries import batches
 from storage.records import DeliveryCount, DeliveryRecord, SentIdentity, WantedDelivery
 from storage.versions import item_version, transcript_version
-from storage.work_queue import WorkQueue
+from storage.work_queue import WorkQueue, ended_with_error
 
 DELIVERIES = cast(Table, Delivery.__table__)
-_MESSAGE_MAX_CHARS = 4000
 _UNSENT = ("pending", "failed")
 # A row that may still be filed, or is about to go: a newer version of its note waits.
 _UNSETTLED = ("pending", "processing", "in_doubt")
@@ -349,10 +348,9 @@ class Deliveries:
         self._queue.settle(
             delivery_id,
             lease_token=lease_token,
-            status="failed",
-            error_kind=error_kind,
-            error_message=message[:_MESSAGE_MAX_CHARS],
-            retryable=retryable,
+            **ended_with_error(
+                "failed", error_kind=error_kind, message=message, retryable=retryable
+            ),
             sending_at=None,
             control_id=None,
             sent_text=None,
@@ -371,10 +369,7 @@ class Deliveries:
         self._queue.settle(
             delivery_id,
             lease_token=lease_token,
-            status="in_doubt",
-            error_kind=error_kind,
-            error_message=message[:_MESSAGE_MAX_CHARS],
-            retryable=False,
+            **ended_with_error("in_doubt", error_kind=error_kind, message=message, retryable=False),
         )
 
     def record_delivery_superseded(self, delivery_id: int, *, lease_token: str | None) -> None:

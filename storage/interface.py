@@ -1,10 +1,12 @@
-"""The store as the pipeline sees it: a unit of work of six small repositories, no SQLAlchemy.
+"""The store as the pipeline sees it: a unit of work of small repositories, no SQLAlchemy.
 
 `open_store(settings.storage)` (storage/__init__.py) returns a `UnitOfWorkFactory`;
 `with store.unit_of_work() as uow:` is one transaction (committed when the block ends
-normally, rolled back on an error) over `uow.items`, `uow.chunks`, `uow.deliveries`,
-`uow.runs`, `uow.reviews` and `uow.audit`
-(storage/audit_interface.py), each behind its Protocol below. The SQL store
+normally, rolled back on an error) over `uow.items`, `uow.claims`, `uow.item_queries`,
+`uow.chunks`, `uow.deliveries`, `uow.runs`, `uow.listings`, `uow.reviews`, `uow.audit`
+(storage/audit_interface.py) and `uow.retention`, each behind its Protocol. Items have
+three repositories, not one chain: what a listing or a rerun writes (`items`), what the
+holder of a claim does (`claims`) and what readers ask (`item_queries`). The SQL store
 (storage/database.py, storage/unit_of_work.py) satisfies them structurally; so does the
 in-memory fake of the unit tests (tests/fakes/store.py), which a conformance test keeps
 honest for every Protocol.
@@ -40,7 +42,9 @@ from storage.retention_interface import RetentionRepository
 __all__ = [
     "AuditRepository",
     "ChunkRepository",
+    "ClaimRepository",
     "DeliveryRepository",
+    "ItemQueryRepository",
     "ItemRepository",
     "ListingRepository",
     "RetentionRepository",
@@ -52,7 +56,41 @@ __all__ = [
 
 
 class ItemRepository(Protocol):
-    """Items (recordings in a language): register, claim, settle, read."""
+    """Items (recordings in a language) written outside a claim: listings, metadata, re-queueing."""
+
+    def register_items(self, files: Sequence[SourceFile], *, language: str) -> RegisterResult:
+        """Upsert listed files: new -> pending; changed -> back to pending."""
+        ...
+
+    def record_unreadable(self, files: Sequence[SkippedFile], *, language: str) -> int:
+        """Record listed files that cannot be read as failed (source_unreadable, permanent)."""
+        ...
+
+    def resolve_listed_folders(self, *, root: str, unlisted: Sequence[str], language: str) -> int:
+        """Remove the rows of folders under `root` that were listed this time."""
+        ...
+
+    def set_item_metadata(
+        self, metadata_by_uri: Mapping[str, Mapping[str, str]], *, language: str | None
+    ) -> int:
+        """Store the manifest's columns on the items (of `language`); returns rows changed."""
+        ...
+
+    def requeue_failures(
+        self,
+        *,
+        language: str | None,
+        max_attempts: int,
+        include_permanent: bool,
+        include_skipped: bool = False,
+        now: datetime | None = None,
+    ) -> int:
+        """Send failures back to pending; returns how many."""
+        ...
+
+
+class ClaimRepository(Protocol):
+    """The holder of a claim on items: claim, renew, settle, release (the work queue's face)."""
 
     def claim_batch(
         self,
@@ -78,30 +116,6 @@ class ItemRepository(Protocol):
 
     def release_dead_local_leases(self) -> int:
         """Give back items held by ended processes of this machine; returns how many."""
-        ...
-
-    def requeue_failures(
-        self,
-        *,
-        language: str | None,
-        max_attempts: int,
-        include_permanent: bool,
-        include_skipped: bool = False,
-        now: datetime | None = None,
-    ) -> int:
-        """Send failures back to pending; returns how many."""
-        ...
-
-    def register_items(self, files: Sequence[SourceFile], *, language: str) -> RegisterResult:
-        """Upsert listed files: new -> pending; changed -> back to pending."""
-        ...
-
-    def record_unreadable(self, files: Sequence[SkippedFile], *, language: str) -> int:
-        """Record listed files that cannot be read as failed (source_unreadable, permanent)."""
-        ...
-
-    def resolve_listed_folders(self, *, root: str, unlisted: Sequence[str], language: str) -> int:
-        """Remove the rows of folders under `root` that were listed this time."""
         ...
 
     def set_fingerprint(
@@ -154,17 +168,9 @@ class ItemRepository(Protocol):
         """Mark our item failed with its error and when it may be retried; raises LeaseLost."""
         ...
 
-    def set_item_metadata(
-        self, metadata_by_uri: Mapping[str, Mapping[str, str]], *, language: str | None
-    ) -> int:
-        """Store the manifest's columns on the items (of `language`); returns rows changed."""
-        ...
 
-    def done_items_page(
-        self, *, language: str | None, after_id: int, limit: int, status: str = "done"
-    ) -> list[ItemRecord]:
-        """Up to `limit` items with `status` (of `language`) whose id is above `after_id`."""
-        ...
+class ItemQueryRepository(Protocol):
+    """Items as readers see them: by id or source, pages, counts, exports."""
 
     def get_item(self, item_id: int) -> ItemRecord | None:
         """One item by id."""
@@ -186,6 +192,12 @@ class ItemRepository(Protocol):
 
     def find_done_with_sha(self, *, sha256: str, language: str) -> ItemRecord | None:
         """The latest done item with this content and language, if any."""
+        ...
+
+    def done_items_page(
+        self, *, language: str | None, after_id: int, limit: int, status: str = "done"
+    ) -> list[ItemRecord]:
+        """Up to `limit` items with `status` (of `language`) whose id is above `after_id`."""
         ...
 
     def status_counts(self) -> list[StatusCount]:
@@ -320,7 +332,17 @@ class UnitOfWork(Protocol):
 
     @property
     def items(self) -> ItemRepository:
-        """Recordings in a language."""
+        """Recordings in a language, as listings and reruns write them."""
+        ...
+
+    @property
+    def claims(self) -> ClaimRepository:
+        """Claims on recordings: the work queue's face."""
+        ...
+
+    @property
+    def item_queries(self) -> ItemQueryRepository:
+        """Recordings in a language, read."""
         ...
 
     @property

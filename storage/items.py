@@ -1,8 +1,9 @@
-"""The items repository (`uow.items`): register listings, claim, fingerprint, settle, query.
+"""The items repository (`uow.items`): what a listing, a manifest or a rerun writes.
 
-One recording in one language is one item. Claiming lives in storage/claims.py (on the
-one work queue, storage/work_queue.py), reading in storage/queries.py; this module
-writes: registering listings, unreadable files, fingerprints, an item's end, metadata.
+One recording in one language is one item. This module writes outside any claim:
+registering listings, unreadable files and folders, the manifest's metadata, failures
+sent back to pending. A holder of a claim works through storage/claims.py
+(`uow.claims`), readers through storage/queries.py (`uow.item_queries`).
 """
 
 from __future__ import annotations
@@ -11,39 +12,40 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy import ColumnElement, and_, delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
 
 from storage import clock
-from storage.claims import Claims
-from storage.errors import LeaseLost, SourceUnreadable
+from storage.errors import SourceUnreadable
 from storage.models import ChunkRow, Item
-from storage.queries import ITEMS, batches
-from storage.records import ItemRecord, ItemStatus, RegisterResult, SkippedFile, SourceFile
+from storage.queries import ITEMS, batches, uri_batch_size, uri_in
+from storage.records import ItemStatus, RegisterResult, SkippedFile, SourceFile
 from storage.registration import (
+    REGISTER_BATCH,
     any_registered,
     encode_files,
     find_differing,
-    find_unsettled,
     insert_new,
 )
-from storage.work_queue import cleared_lease
+from storage.work_queue import WorkQueue, cleared_lease, ended_with_error
 
 __all__ = ["UNREADABLE_VERSION", "Items"]
 
-_MESSAGE_MAX_CHARS = 4000
 # The version an unreadable file is recorded with: any real listing differs, so the file
 # goes back to pending as soon as it can be read.
 UNREADABLE_VERSION = "unreadable"
 # ... and a folder or bucket prefix that could not be listed: its row goes once it is.
 UNLISTED_FOLDER_VERSION = "unlisted folder"
-# Listed files compared and inserted per statement (one JSON parameter: no IN-list limit).
-REGISTER_BATCH = 5000
 
 
-class Items(Claims):
-    """Register, claim, settle and read items inside one session."""
+class Items:
+    """Register listed, unreadable and re-queued items inside one session."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._queue = WorkQueue(session, Item)
 
     def register_items(self, files: Sequence[SourceFile], *, language: str) -> RegisterResult:
         """Upsert listed files: new -> pending; changed -> back to pending.
@@ -119,16 +121,6 @@ class Items(Claims):
             if batch:  # one statement per set of columns
                 self._session.execute(update(Item), batch)
 
-    def find_unsettled(
-        self, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
-    ) -> list[str]:
-        """URIs of listed files that are new, changed or not in a `settled` status (one
-        query per batch; no transcript is read)."""
-        found: list[str] = []
-        for batch in batches(list(files), REGISTER_BATCH):
-            found += find_unsettled(self._session, batch, language=language, settled=settled)
-        return found
-
     def _insert_new_items(self, rows: list[dict[str, Any]]) -> int:
         """Insert items another run may be registering at this moment; returns how many were ours.
 
@@ -154,12 +146,12 @@ class Items(Claims):
         by_uri = {f.uri: f.reason for f in files}
         folders = {f.uri for f in files if f.folder}
         now, recorded = clock.host_now(), 0
-        for batch in batches(list(by_uri), self._uri_batch_size()):
+        for batch in batches(list(by_uri), uri_batch_size(self._session)):
             known = {
                 row.source_uri: row
                 for row in self._session.execute(
                     select(Item.id, Item.source_uri, Item.status, Item.error_message).where(
-                        Item.language == language, self._uri_in(batch)
+                        Item.language == language, uri_in(self._session, batch)
                     )
                 )
             }
@@ -198,109 +190,14 @@ class Items(Claims):
             statement = statement.where(Item.source_uri.not_in(list(unlisted)))
         return int(self._session.execute(statement).rowcount or 0)  # type: ignore[attr-defined]
 
-    def set_fingerprint(
-        self, item_id: int, *, sha256: str, size_bytes: int, lease_token: str | None
-    ) -> None:
-        """Record the content fingerprint; different content drops the old chunks. LeaseLost."""
-        held = self._queue.held_row(item_id, lease_token=lease_token, columns=("sha256",))
-        if held is None:
-            raise LeaseLost(f"item {item_id} is no longer held by this worker")
-        if held.sha256 is not None and held.sha256 != sha256:  # its old chunks are void
-            self._session.execute(delete(ChunkRow).where(ChunkRow.item_id == item_id))
-        self._queue.touch(item_id, lease_token=lease_token, sha256=sha256, size_bytes=size_bytes)
-
-    def finish_item(
-        self,
-        item_id: int,
-        *,
-        lease_token: str | None,
-        text: str,
-        duration_ms: int | None,
-        chunk_count: int,
-        extras: Mapping[str, Any],
-        flags: Sequence[str] = (),
-        hold_for_review: bool = False,
-    ) -> None:
-        """Mark our item done with its transcript, or needs_review when the quality gate
-        flagged it or every transcript waits for a person (`hold_for_review`); raises
-        LeaseLost if it is no longer ours."""
-        now = clock.host_now()
-        self._settle(
-            item_id,
-            lease_token=lease_token,
-            status="needs_review" if flags or hold_for_review else "done",
-            flags=list(flags) or None,
-            text=text,
-            machine_text=None,
-            duration_ms=duration_ms,
-            chunk_count=chunk_count,
-            extras=dict(extras),
-            done_at=now,
-            error_kind=None,
-            error_message=None,
-            retryable=False,
-            next_attempt_at=None,
-        )
-
-    def keep_purged(self, item_id: int, *, lease_token: str | None) -> None:
-        """Settle our item purged again: its file was touched, its bytes are the same (the
-        purge receipt in extras stays); raises LeaseLost."""
-        self._settle(item_id, lease_token=lease_token, status=ItemStatus.PURGED, attempts=0)
-
-    def skip_item(
-        self,
-        item_id: int,
-        *,
-        lease_token: str | None,
-        reason_kind: str,
-        reason: str,
-        duration_ms: int | None = None,
-    ) -> None:
-        """Mark our item skipped (silent, empty...) with the reason; raises LeaseLost."""
-        self._settle(
-            item_id,
-            lease_token=lease_token,
-            status="skipped",
-            error_kind=reason_kind,
-            error_message=reason[:_MESSAGE_MAX_CHARS],
-            duration_ms=duration_ms,
-            retryable=False,
-            next_attempt_at=None,
-            done_at=clock.host_now(),
-        )
-
-    def fail_item(
-        self,
-        item_id: int,
-        *,
-        lease_token: str | None,
-        error_kind: str,
-        message: str,
-        retryable: bool,
-        next_attempt_at: datetime | None,
-    ) -> None:
-        """Mark our item failed with its error and when it may be retried; raises LeaseLost."""
-        self._settle(
-            item_id,
-            lease_token=lease_token,
-            status="failed",
-            error_kind=error_kind,
-            error_message=message[:_MESSAGE_MAX_CHARS],
-            retryable=retryable,
-            next_attempt_at=next_attempt_at,
-        )
-
-    def _settle(self, item_id: int, *, lease_token: str | None, **values: Any) -> None:
-        self._queue.settle(item_id, lease_token=lease_token, **values)
-
     def set_item_metadata(
         self, metadata_by_uri: Mapping[str, Mapping[str, str]], *, language: str | None
     ) -> int:
         """Store the manifest's columns on the items (of `language`); returns rows changed."""
         changed = 0
         uris = list(metadata_by_uri)
-        for batch in batches(uris, self._uri_batch_size()):
-            condition = self._uri_in(batch)
+        for batch in batches(uris, uri_batch_size(self._session)):
+            condition = uri_in(self._session, batch)
             if language is not None:
                 condition = and_(condition, Item.language == language)
             rows = self._session.execute(
@@ -316,23 +213,62 @@ class Items(Claims):
             changed += len(updates)
         return changed
 
-    def done_items_page(
-        self, *, language: str | None, after_id: int, limit: int, status: str = "done"
-    ) -> list[ItemRecord]:
-        """Up to `limit` items with `status` (of `language`) whose id is above `after_id`."""
-        condition = and_(Item.status == status, Item.id > after_id)
+    def requeue_failures(
+        self,
+        *,
+        language: str | None,
+        max_attempts: int,
+        include_permanent: bool,
+        include_skipped: bool = False,
+        now: datetime | None = None,
+    ) -> int:
+        """Send failures back to pending; returns how many.
+
+        Without `include_permanent`: retryable failures under `max_attempts` whose
+        next-attempt time has come. With it: every failed item (of `language`).
+        `include_skipped`: every skipped item too, its silent chunks forgotten so the
+        next run judges its audio afresh (they cost nothing to judge again).
+        """
+        now = now or clock.host_now()
+        failed: list[ColumnElement[bool]] = [Item.status == "failed"]
+        if not include_permanent:
+            failed += [
+                Item.retryable.is_(True),
+                Item.attempts < max_attempts,
+                or_(Item.next_attempt_at.is_(None), Item.next_attempt_at <= now),
+            ]
+        chosen = and_(*failed)
+        if include_skipped:
+            chosen = or_(chosen, Item.status == "skipped")
+            self._forget_silent_chunks(language=language)
         if language is not None:
-            condition = and_(condition, Item.language == language)
-        return self._items_where(condition, limit=limit)
+            chosen = and_(chosen, Item.language == language)
+        result = self._session.execute(
+            update(Item)
+            .where(chosen)
+            .values(status="pending", next_attempt_at=None, updated_at=now, **cleared_lease())
+            .execution_options(synchronize_session=False)
+        )
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+    def _forget_silent_chunks(self, *, language: str | None) -> None:
+        skipped = select(Item.id).where(Item.status == "skipped")
+        if language is not None:
+            skipped = skipped.where(Item.language == language)
+        self._session.execute(
+            delete(ChunkRow).where(ChunkRow.status == "silent", ChunkRow.item_id.in_(skipped))
+        )
 
 
 def _unreadable(uri: str, reason: str, *, now: datetime) -> dict[str, Any]:
     return {
         "source_version": UNREADABLE_VERSION,
-        "status": "failed",
-        "error_kind": SourceUnreadable.kind,
-        "error_message": f"cannot read {uri}: {reason}"[:_MESSAGE_MAX_CHARS],
-        "retryable": False,
+        **ended_with_error(
+            "failed",
+            error_kind=SourceUnreadable.kind,
+            message=f"cannot read {uri}: {reason}",
+            retryable=False,
+        ),
         "next_attempt_at": None,
         "updated_at": now,
         **cleared_lease(),

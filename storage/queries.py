@@ -1,8 +1,8 @@
-"""Reading items: by id, by source, counts, exports, as plain records.
+"""Reading items (`uow.item_queries`): by id, by source, pages, counts, exports, as plain records.
 
-`Queries` is the base of the items repository (storage/items.py): it holds the session
-and the helpers shared by the claiming and the writing parts. `items_where` and
-`uri_in` serve the other small repositories of the unit of work too.
+What status, export, delivery and the dry run read. Nothing here writes: registering
+is storage/items.py's, claiming and settling storage/claims.py's. The module functions
+(`items_where`, `uri_in`, `batches`) serve the other small repositories too.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from storage.models import Item
-from storage.records import ExportRow, ItemRecord, StatusCount
+from storage.records import ExportRow, ItemRecord, SourceFile, StatusCount
+from storage.registration import REGISTER_BATCH, find_unsettled
 
 # Parameters per IN list: far under SQLite's 32,766 and psycopg's 65,535 limits.
 IN_BATCH = 500
@@ -89,8 +90,8 @@ def items_where(
     return [_item_record(row) for row in session.execute(query)]
 
 
-class Queries:
-    """Read-only queries of items on one session, and the helpers the writing parts share."""
+class ItemQueries:
+    """Read-only queries of items on one session."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -118,6 +119,25 @@ class Queries:
             for item in self._items_where(and_(Item.language == language, self._uri_in(batch))):
                 found[item.source_uri] = item
         return found
+
+    def find_unsettled(
+        self, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
+    ) -> list[str]:
+        """URIs of listed files that are new, changed or not in a `settled` status (one
+        query per batch; no transcript is read)."""
+        found: list[str] = []
+        for batch in batches(list(files), REGISTER_BATCH):
+            found += find_unsettled(self._session, batch, language=language, settled=settled)
+        return found
+
+    def done_items_page(
+        self, *, language: str | None, after_id: int, limit: int, status: str = "done"
+    ) -> list[ItemRecord]:
+        """Up to `limit` items with `status` (of `language`) whose id is above `after_id`."""
+        condition = and_(Item.status == status, Item.id > after_id)
+        if language is not None:
+            condition = and_(condition, Item.language == language)
+        return self._items_where(condition, limit=limit)
 
     def find_done_with_sha(self, *, sha256: str, language: str) -> ItemRecord | None:
         """The latest done item with this content and language, if any."""

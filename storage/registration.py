@@ -27,6 +27,8 @@ _ROWS = {  # each listed file as the JSON array [uri, size_bytes, version] (a So
     "sqlite": "json_each(:rows) AS j",
     "postgresql": "jsonb_array_elements(CAST(:rows AS jsonb)) WITH ORDINALITY AS j(value, n)",
 }
+# Listed files compared and inserted per statement (one JSON parameter: no IN-list limit).
+REGISTER_BATCH = 5000
 _KEY = {"sqlite": "j.key", "postgresql": "j.n - 1"}  # the file's index in the batch
 _SIZE = {"sqlite": "j.value ->> 1", "postgresql": "CAST(j.value ->> 1 AS bigint)"}
 _FALSE = {"sqlite": "0", "postgresql": "false"}

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
-from storage.interface import ChunkRepository, ItemRepository, ReviewRepository, UnitOfWork
+from storage.interface import ChunkRepository, ReviewRepository, UnitOfWork
 from storage.records import (
     ItemRecord,
     ReviewerRecord,
@@ -138,12 +138,8 @@ class RevisionRepository(Protocol):
 
 
 class ReviewUnitOfWork(UnitOfWork, Protocol):
-    """One transaction's repositories, the review parts included."""
-
-    @property
-    def items(self) -> ItemRepository:
-        """Recordings in a language."""
-        ...
+    """One transaction's repositories, the review parts included (the items' three as
+    UnitOfWork declares them)."""
 
     @property
     def chunks(self) -> ChunkRepository:

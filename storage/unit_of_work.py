@@ -1,8 +1,9 @@
-"""The unit of work: one session (one transaction) shared by six small repositories.
+"""The unit of work: one session (one transaction) shared by small repositories.
 
 As in cosmicpython's unit_of_work.py: `with store.unit_of_work() as uow:` opens a
-transaction; `uow.items`, `uow.chunks`, `uow.deliveries`, `uow.runs`, `uow.listings`,
-`uow.reviews` and `uow.audit` all work inside it; it commits when the block ends normally (or at
+transaction; `uow.items`, `uow.claims`, `uow.item_queries`, `uow.chunks`,
+`uow.deliveries`, `uow.runs`, `uow.listings`, `uow.reviews`, `uow.audit` and
+`uow.retention` all work inside it; it commits when the block ends normally (or at
 `uow.commit()`) and rolls back on an error. storage/interface.py gives each part its
 Protocol. A savepoint lets many callers share one transaction
 (tasks/work/group_commit.py): one caller's error rolls back its own writes only.
@@ -18,12 +19,14 @@ from sqlalchemy.orm import Session
 
 from storage.audit_log import AuditLog
 from storage.chunks import Chunks
+from storage.claims import Claims
 from storage.deliveries import Deliveries
 from storage.errors import StoreFailed, StoreUnavailable
 from storage.items import Items
 from storage.listings import Listings
+from storage.queries import ItemQueries
 from storage.retention import Retention
-from storage.reviewers import Reviewers, WebSessions
+from storage.reviewer_accounts import Reviewers, WebSessions
 from storage.reviews import Reviews
 from storage.revisions import Revisions
 from storage.runs import Runs
@@ -35,6 +38,8 @@ class SqlUnitOfWork:
     def __init__(self, session: Session) -> None:
         self._session = session
         self.items = Items(session)
+        self.claims = Claims(session)
+        self.item_queries = ItemQueries(session)
         self.chunks = Chunks(session)
         self.deliveries = Deliveries(session)
         self.runs = Runs(session)

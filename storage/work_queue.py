@@ -50,7 +50,10 @@ from storage.owners import is_dead_local_owner, local_owner_prefix
 from storage.queries import batches
 from storage.records import DeliveryStatus
 
-__all__ = ["WorkQueue", "cleared_lease", "new_lease_token"]
+__all__ = ["MESSAGE_MAX_CHARS", "WorkQueue", "cleared_lease", "ended_with_error", "new_lease_token"]
+
+# An error message as a row keeps it: enough for a person, bounded for the table.
+MESSAGE_MAX_CHARS = 4000
 
 PENDING, PROCESSING, IN_DOUBT = (
     DeliveryStatus.PENDING,
@@ -67,6 +70,19 @@ def new_lease_token() -> str:
 def cleared_lease() -> dict[str, Any]:
     """Column values of a row no one holds."""
     return {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
+
+
+def ended_with_error(
+    status: str, *, error_kind: str, message: str, retryable: bool
+) -> dict[str, Any]:
+    """Column values of a row settled by an error: its status, kind, message (capped at
+    MESSAGE_MAX_CHARS) and whether a later try may fix it."""
+    return {
+        "status": status,
+        "error_kind": error_kind,
+        "error_message": message[:MESSAGE_MAX_CHARS],
+        "retryable": retryable,
+    }
 
 
 class WorkQueue:

@@ -108,7 +108,7 @@ def postgres_store_url(_migrated_postgres_url: str) -> str:
     _admin(
         _migrated_postgres_url,
         "SET lock_timeout = '10s'",  # a leaked connection fails the test instead of hanging it
-        "TRUNCATE items, chunks, runs RESTART IDENTITY CASCADE",
+        "TRUNCATE items, chunks, runs, listed_sources RESTART IDENTITY CASCADE",
         # The trail refuses TRUNCATE by trigger (storage/migrations 0009): lifted for the wipe.
         "ALTER TABLE audit_events DISABLE TRIGGER USER",
         "TRUNCATE audit_events",

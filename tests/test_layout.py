@@ -408,3 +408,20 @@ def test_a_broken_rule_is_named_with_its_line(module, source, expected) -> None:
     else:
         assert any(expected in message for message in messages), messages
         assert all(message.startswith(f"{module.replace('.', '/')}.py:") for message in messages)
+
+
+# Names a reader may meet more than once: each wing's error tree, and the command-line
+# faces under flows/cli, each named after the command it parses.
+REPEATABLE_NAMES = {"__init__", "__main__", "errors"}
+FACES = ROOT / "flows" / "cli"
+
+
+def test_every_module_name_says_one_thing() -> None:
+    places: dict[str, list[str]] = {}
+    for top in PACKAGES:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            if path.stem in REPEATABLE_NAMES or path.is_relative_to(FACES):
+                continue
+            places.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
+    repeated = {name: where for name, where in places.items() if len(where) > 1}
+    assert repeated == {}

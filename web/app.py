@@ -7,9 +7,9 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from config.review import WebSettings
+from config.workstation import WebSettings
 from storage.review_interface import ReviewStore
-from web import actions, admin, audio, pages, sessions
+from web import admin, audio_stream, pages, review_actions, sessions
 from web.context import HERE, Workstation, new_templates
 from web.security import SecurityHeaders
 from web.sessions import signed_in
@@ -24,11 +24,15 @@ def build_app(store: ReviewStore, *, web: WebSettings, tls: bool) -> Starlette:
         Route("/", signed_in(pages.queue_page), methods=["GET"]),
         Route("/items", signed_in(pages.search_page), methods=["GET"]),
         Route("/items/{item_id:int}", signed_in(pages.item_page), methods=["GET"]),
-        Route("/items/{item_id:int}/audio", signed_in(audio.audio), methods=["GET"]),
-        Route("/items/{item_id:int}/draft", signed_in(actions.save_draft), methods=["POST"]),
-        Route("/items/{item_id:int}/finalize", signed_in(actions.finalize), methods=["POST"]),
-        Route("/items/{item_id:int}/accept", signed_in(actions.accept), methods=["POST"]),
-        Route("/items/{item_id:int}/send-back", signed_in(actions.send_back), methods=["POST"]),
+        Route("/items/{item_id:int}/audio", signed_in(audio_stream.audio), methods=["GET"]),
+        Route("/items/{item_id:int}/draft", signed_in(review_actions.save_draft), methods=["POST"]),
+        Route(
+            "/items/{item_id:int}/finalize", signed_in(review_actions.finalize), methods=["POST"]
+        ),
+        Route("/items/{item_id:int}/accept", signed_in(review_actions.accept), methods=["POST"]),
+        Route(
+            "/items/{item_id:int}/send-back", signed_in(review_actions.send_back), methods=["POST"]
+        ),
         Route("/admin", signed_in(admin.admin_page), methods=["GET"]),
         Route("/admin/reviewers", signed_in(admin.add_account), methods=["POST"]),
         Route("/admin/unlock", signed_in(admin.unlock_account), methods=["POST"]),

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
-from config.review import WebSettings
+from config.workstation import WebSettings
 from storage.review_interface import ReviewStore, ReviewUnitOfWork
 
 HERE = Path(__file__).resolve().parent

@@ -94,7 +94,7 @@ async def item_page(request: Request, session: WebSessionRecord) -> Response:
 
 def read_item(uow: ReviewUnitOfWork, *, item_id: int, viewer: str | None) -> ItemView | None:
     """The recording's view (and, for a `viewer`, the transcript_viewed event)."""
-    item = uow.items.get_item(item_id)
+    item = uow.item_queries.get_item(item_id)
     if item is None:
         return None
     name = recording_name(item.source_uri, roots=uow.runs.run_sources())

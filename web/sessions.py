@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from audit import AuditAction, record_event
-from config.review import WebSettings
+from config.workstation import WebSettings
 from storage.records import WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.review.accounts import Login, LoginResult, sign_in

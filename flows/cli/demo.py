@@ -97,7 +97,7 @@ def _print_transcripts(storage: Any, console: Console, *, samples: Path) -> None
     roots = (str(samples.resolve()),)
     try:
         with store.unit_of_work() as uow:
-            for row in uow.items.export_rows():
+            for row in uow.item_queries.export_rows():
                 name = recording_name(row.source, roots=roots)
                 if row.status == ItemStatus.DONE:
                     text = row.text or ""

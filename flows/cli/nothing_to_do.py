@@ -33,9 +33,9 @@ def nothing_to_claim(run: Run, *, listed: Listed | None = None) -> bool:
     language = run.request.language
     try:
         with run.store.unit_of_work(read_only=True) as uow:
-            if uow.items.pending_count(language=language, source_prefix=run.source_prefix):
+            if uow.item_queries.pending_count(language=language, source_prefix=run.source_prefix):
                 return False
-            counts = uow.items.status_counts()
+            counts = uow.item_queries.status_counts()
     except StoreError:
         return False  # the flow records what the store says
     return not any(

@@ -99,10 +99,12 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
         with store.unit_of_work(read_only=True) as uow:
             queue = uow.reviews.queue_size()
             corrected = uow.reviews.corrected_count()
-            counts = uow.items.status_counts()
+            counts = uow.item_queries.status_counts()
             deliveries = uow.deliveries.delivery_counts_by_target()
             latest = {
-                status: uow.items.list_latest(status=status, limit=failures) if failures else []
+                status: uow.item_queries.list_latest(status=status, limit=failures)
+                if failures
+                else []
                 for status in _TO_CHECK
             }
             roots = uow.runs.run_sources()
@@ -362,8 +364,8 @@ def _export(
             raise ConfigError(f"--out {out} must be a folder for --format txt")
         with store.unit_of_work(read_only=True) as uow:
             # The layout follows every item, not only those exported, so it is stable.
-            root = common_local_root(uow.items.source_uris())
-            rows = uow.items.export_rows(status=status)
+            root = common_local_root(uow.item_queries.source_uris())
+            rows = uow.item_queries.export_rows(status=status)
             result = write_txt_tree(rows, out, local_root=root, force=force)
             roots = uow.runs.run_sources()
         _print_refusals(result, roots=roots)
@@ -374,7 +376,7 @@ def _export(
         )
     with store.unit_of_work(read_only=True) as uow:
         roots = uow.runs.run_sources()
-        rows_iter = _named_rows(uow.items.export_rows(status=status), roots=roots)
+        rows_iter = _named_rows(uow.item_queries.export_rows(status=status), roots=roots)
         if export_format is ExportFormat.jsonl:
             return write_jsonl(rows_iter, out, force=force), 0
         return write_csv(rows_iter, out, force=force), 0

@@ -1,6 +1,6 @@
 """Local stand-in of the transcription service (DESIGN.md §8): run it, read its ledger."""
 
-from service.devserver.app import create_app
+from service.devserver.asgi import create_app
 from service.devserver.config import DevServerConfig
 from service.devserver.engines import Engine, make_engine
 from service.devserver.ledger import Ledger, LedgerEntry

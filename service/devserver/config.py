@@ -20,7 +20,7 @@ FAULT_NAMES: Final = (
     "ok", "429", "500", "502", "503", "504", "reset", "slow", "badjson", "notext", "endless",
 )  # fmt: skip
 ENGINE_NAMES: Final = ("default", "tone", "hash")
-# How a FHIR create is answered once the resource is filed (service/devserver/fhir.py):
+# How a FHIR create is answered once the resource is filed (service/devserver/fhir_route.py):
 # "resource" as FHIR R4 says; the others as a misbehaving server might.
 FHIR_ANSWERS: Final = ("resource", "outcome", "foreign", "patient", "refuse", "first")
 

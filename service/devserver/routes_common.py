@@ -1,7 +1,7 @@
 """What every devserver route shares: the door, faults, reading uploads, answers, the ledger.
 
-A route module (transcribe.py, docs.py, ...) builds on these and on nothing of another
-route; it lists its routes in `ROUTES` and is registered once in app.py.
+A route module (asr_route.py, docs_route.py, ...) builds on these and on nothing of another
+route; it lists its routes in `ROUTES` and is registered once in asgi.py.
 """
 
 from __future__ import annotations

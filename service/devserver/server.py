@@ -14,7 +14,7 @@ from typing import Any
 import uvicorn
 
 from config.errors import ConfigError, TerminalError
-from service.devserver.app import create_app
+from service.devserver.asgi import create_app
 from service.devserver.config import DevServerConfig
 from service.devserver.ledger import Ledger
 from service.devserver.state import DevServerState, build_state

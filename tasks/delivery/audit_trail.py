@@ -28,7 +28,7 @@ def record_delivery_event(
     receiver_id: str | None = None,
 ) -> None:
     """One audit event for `row`'s outcome, in `uow` (the transaction that records it)."""
-    item = uow.items.get_item(row.item_id)
+    item = uow.item_queries.get_item(row.item_id)
     detail: dict[str, str | int] = {
         "delivery_id": row.id,
         "format": format_name,

@@ -182,7 +182,7 @@ class _Run:
     def _reason(self, uow: Any, row: DeliveryRecord, exc: MedasrError) -> tuple[str, str]:
         """The row's recording named inside its source, and `exc`'s message on one line
         with the recording named the same way."""
-        item = uow.items.get_item(row.item_id)
+        item = uow.item_queries.get_item(row.item_id)
         if item is None:
             return f"delivery {row.id}", one_line(str(exc))
         roots = self._roots(uow)

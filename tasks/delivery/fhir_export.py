@@ -73,7 +73,7 @@ def _documents(
         store_id = uow.deliveries.store_identity()
     while True:
         with store.unit_of_work(read_only=True) as uow:
-            page = uow.items.done_items_page(
+            page = uow.item_queries.done_items_page(
                 language=None, after_id=after, limit=_PAGE, status=status
             )
             delivered = uow.deliveries.delivered_versions([item.id for item in page])

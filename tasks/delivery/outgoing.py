@@ -45,7 +45,7 @@ class Sending:
 
 def prepare_outgoing(uow: Any, row: DeliveryRecord, *, sending: Sending) -> Prepared:
     """What `row` sends; settles it (superseded, in doubt, failed) when it sends nothing."""
-    item = uow.items.get_item(row.item_id)
+    item = uow.item_queries.get_item(row.item_id)
     name = recording_name(item.source_uri, roots=sending.roots) if item else f"delivery {row.id}"
     current = item is not None and item.status == "done" and item_version(item) == row.version
     if not current and row.control_id is None:  # never went out: set it aside

@@ -79,7 +79,7 @@ def plan_page(
 ) -> tuple[int, int | None]:
     """Plan one page of done items after `after_id`; (rows added, the next page's
     after_id, None once every page is planned)."""
-    page = uow.items.done_items_page(language=language, after_id=after_id, limit=_PAGE)
+    page = uow.item_queries.done_items_page(language=language, after_id=after_id, limit=_PAGE)
     if not page:
         return 0, None
     wanted = [
@@ -154,7 +154,7 @@ def preview_deliveries(
 
 
 def _current_delivered(uow: Any, language: str | None, after_id: int, target: str) -> int:
-    page = uow.items.done_items_page(language=language, after_id=after_id, limit=_PAGE)
+    page = uow.item_queries.done_items_page(language=language, after_id=after_id, limit=_PAGE)
     delivered = uow.deliveries.delivered_versions([i.id for i in page], target=target)
     return sum(1 for i in page if item_version(i) in delivered.get(i.id, ()))
 
@@ -171,7 +171,7 @@ def _claim_all(
         if not claimed:
             return
         for row in claimed:
-            item = uow.items.get_item(row.item_id)
+            item = uow.item_queries.get_item(row.item_id)
             columns = item.metadata if item is not None else {}
             if item is None or any(not columns.get(name) for name in rules.needed):
                 preview.missing_metadata += 1

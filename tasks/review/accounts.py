@@ -16,7 +16,7 @@ from enum import StrEnum
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from config.review import MAX_FAILED_LOGINS
+from config.workstation import MAX_FAILED_LOGINS
 from storage.errors import ReviewerInvalid
 from storage.records import ReviewerRecord
 from storage.review_interface import ReviewUnitOfWork

@@ -298,8 +298,8 @@ def _with_known_items(
                 yield file, None, False
             continue
         with store.unit_of_work(read_only=True) as uow:
-            unsettled = uow.items.find_unsettled(batch, language=language, settled=_FINISHED)
-            known = uow.items.find_items(source_uris=unsettled, language=language)
+            unsettled = uow.item_queries.find_unsettled(batch, language=language, settled=_FINISHED)
+            known = uow.item_queries.find_items(source_uris=unsettled, language=language)
         to_read = set(unsettled)
         for file in batch:
             yield file, known.get(file.uri), file.uri not in to_read

@@ -17,7 +17,7 @@ async def claim_batch(
     """
     return await in_store(  # in a thread: the other batch loop has requests in flight
         ctx.store,
-        lambda uow: uow.items.claim_batch(
+        lambda uow: uow.claims.claim_batch(
             owner=ctx.owner,
             language=language,
             limit=max_files,

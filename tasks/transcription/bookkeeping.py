@@ -47,8 +47,8 @@ def expected_files(
     """
     with store.unit_of_work() as uow:
         # A run killed on this machine left its items leased: take them back now.
-        reclaimed = uow.items.release_dead_local_leases()
-        pending = uow.items.pending_count(language=language, source_prefix=source_prefix)
+        reclaimed = uow.claims.release_dead_local_leases()
+        pending = uow.item_queries.pending_count(language=language, source_prefix=source_prefix)
     if reclaimed:
         logger.warning("took back %d items left in progress by an ended run", reclaimed)
     # ... and maybe patient audio in the temp directory: delete it.
@@ -115,13 +115,13 @@ def open_backlog(
     with store.unit_of_work(read_only=True) as uow:
         total = sum(
             count.items
-            for count in uow.items.status_counts()
+            for count in uow.item_queries.status_counts()
             if count.status in OPEN_STATUSES and language in (None, count.language)
         )
         found: list[ItemRecord] = []
         for status in OPEN_STATUSES:
             # Other languages and sources share these lists: read more, keep ours.
-            latest = uow.items.list_latest(status=status, limit=limit * 4)
+            latest = uow.item_queries.list_latest(status=status, limit=limit * 4)
             found += [
                 item for item in latest if _ours(item, language=language, prefix=source_prefix)
             ][:limit]

@@ -104,16 +104,16 @@ class FileRecorder:
         facts = read_reuse_facts(uow, item, sha256=print_.sha256, language=item.language)
         decision = decide_reuse(item, sha256=print_.sha256, facts=facts)
         if decision.stays_purged:
-            uow.items.keep_purged(item.id, lease_token=self._token)
+            uow.claims.keep_purged(item.id, lease_token=self._token)
             return decision
         if decision.reset_chunks:
             uow.chunks.reset_chunks(item.id)
-        uow.items.set_fingerprint(
+        uow.claims.set_fingerprint(
             item.id, sha256=print_.sha256, size_bytes=print_.size_bytes, lease_token=self._token
         )
         known = decision.transcript
         if known is not None and known.text is not None:
-            uow.items.finish_item(
+            uow.claims.finish_item(
                 item.id,
                 lease_token=self._token,
                 text=known.text,
@@ -163,7 +163,7 @@ class FileRecorder:
         """Mark the item done (needs_review when flagged or all wait for a person) with its
         transcript."""
         await self._end_claim(
-            lambda uow: uow.items.finish_item(
+            lambda uow: uow.claims.finish_item(
                 self.item.id,
                 lease_token=self._token,
                 text=text,
@@ -178,7 +178,7 @@ class FileRecorder:
     async def skip(self, *, reason_kind: str, reason: str) -> None:
         """Mark the item skipped (silent) with the reason."""
         await self._end_claim(
-            lambda uow: uow.items.skip_item(
+            lambda uow: uow.claims.skip_item(
                 self.item.id, lease_token=self._token, reason_kind=reason_kind, reason=reason
             )
         )
@@ -186,7 +186,7 @@ class FileRecorder:
     async def fail(self, error: MedasrError, *, retry_at: datetime) -> None:
         """Mark the item failed; a transient error may be retried from `retry_at`."""
         await self._end_claim(
-            lambda uow: uow.items.fail_item(
+            lambda uow: uow.claims.fail_item(
                 self.item.id,
                 lease_token=self._token,
                 error_kind=error.kind,
@@ -200,7 +200,7 @@ class FileRecorder:
         """Give the claim back untouched (the run stopped; not the file's fault)."""
         token = self._token
         if token is not None:
-            await self._end_claim(lambda uow: uow.items.release_items([token]))
+            await self._end_claim(lambda uow: uow.claims.release_items([token]))
 
     @property
     def _token(self) -> str | None:

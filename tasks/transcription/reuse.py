@@ -107,7 +107,7 @@ def read_reuse_facts(
     if _purged_unchanged(item, sha256=sha256):
         return ReuseFacts()
     own = _own_transcript(item, sha256=sha256)
-    twin = None if own else uow.items.find_done_with_sha(sha256=sha256, language=language)
+    twin = None if own else uow.item_queries.find_done_with_sha(sha256=sha256, language=language)
     reusable = own or (twin is not None and twin.text is not None)
     if reusable or item is None or item.sha256 != sha256:
         return ReuseFacts(twin=twin)

@@ -53,7 +53,7 @@ Renew = Callable[[UnitOfWork, list[str], float], frozenset[str]]
 
 def renew_items(uow: UnitOfWork, tokens: list[str], lease_s: float) -> frozenset[str]:
     """Renew transcription claims; returns the tokens lost."""
-    return uow.items.renew_leases(tokens, lease_s=lease_s)
+    return uow.claims.renew_leases(tokens, lease_s=lease_s)
 
 
 def renew_deliveries(uow: UnitOfWork, tokens: list[str], lease_s: float) -> frozenset[str]:

@@ -197,10 +197,10 @@ def test_review_decisions_are_events_committed_with_them(
         uow.items.register_items(
             [SourceFile(f"/a/{n}.wav", 10, "v1") for n in "xyz"], language="en-IN"
         )
-        claimed = uow.items.claim_batch(owner="w", language="en-IN", limit=9, lease_s=60)
+        claimed = uow.claims.claim_batch(owner="w", language="en-IN", limit=9, lease_s=60)
     with store.unit_of_work() as uow:
         for item in claimed:
-            uow.items.finish_item(
+            uow.claims.finish_item(
                 item.id, lease_token=item.lease_token, text="secret words here",
                 duration_ms=1000, chunk_count=1, extras={}, flags=["repetition"],
             )  # fmt: skip
@@ -226,10 +226,10 @@ def test_rerun_with_skipped_recordings_is_one_event_for_the_command(
         uow.items.register_items(
             [SourceFile(f"/s/{n}.wav", 10, "v1") for n in range(3)], language="en-IN"
         )
-        claimed = uow.items.claim_batch(owner="w", language="en-IN", limit=9, lease_s=60)
+        claimed = uow.claims.claim_batch(owner="w", language="en-IN", limit=9, lease_s=60)
     with store.unit_of_work() as uow:
         for item in claimed:
-            uow.items.skip_item(
+            uow.claims.skip_item(
                 item.id, lease_token=item.lease_token, reason_kind="silent", reason="silent"
             )
     assert requeue_failed(store, language="en-IN", max_attempts=3, include_permanent=False) == 0

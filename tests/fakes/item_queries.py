@@ -1,89 +1,37 @@
-"""The items repository's re-queueing, metadata and reading verbs, in memory.
+"""The item queries in memory (FakeItemQueries): what status, export and delivery read.
 
-A base of tests/fakes/store.py's FakeRepository (which supplies `_s`, `_find`, `_put`).
+The SQL original is storage/queries.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
-from storage.owners import is_dead_local_owner
-from storage.records import ExportRow, ItemRecord, StatusCount
+from storage.records import ExportRow, ItemRecord, SourceFile, StatusCount
+from tests.fakes.item_rows import find_row, under
 
-_NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _under(uri: str, prefix: str) -> bool:
-    itself = prefix.rstrip("/") or prefix
-    return uri == itself or uri.startswith(prefix.rstrip("/") + "/")
+if TYPE_CHECKING:
+    from tests.fakes.store import _State
 
 
 class FakeItemQueries:
-    """What the fake items repository reads and re-queues."""
+    """ItemQueryRepository over a working copy of the state."""
 
-    _s: Any
+    def __init__(self, state: _State) -> None:
+        self._s = state
 
-    def _find(self, uri: str, language: str) -> ItemRecord | None:
-        raise NotImplementedError
-
-    def _put(self, item: ItemRecord) -> None:
-        raise NotImplementedError
-
-    def release_dead_local_leases(self) -> int:
-        dead = [
-            i
-            for i in self._s.items.values()
-            if i.status == "processing" and i.lease_owner and is_dead_local_owner(i.lease_owner)
-        ]
-        for item in dead:
-            self._put(replace(item, status="pending", updated_at=_now(), **_NO_LEASE))
-        return len(dead)
-
-    def requeue_failures(
-        self,
-        *,
-        language: str | None,
-        max_attempts: int,
-        include_permanent: bool,
-        include_skipped: bool = False,
-        now: datetime | None = None,
-    ) -> int:
-        now = now or _now()
-
-        def chosen(i: ItemRecord) -> bool:
-            if language is not None and i.language != language:
+    def find_unsettled(
+        self, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
+    ) -> list[str]:
+        def is_settled(file: SourceFile) -> bool:
+            item = find_row(self._s, file.uri, language)
+            if item is None or item.status not in settled:
                 return False
-            if include_skipped and i.status == "skipped":
-                return True
-            if i.status != "failed":
-                return False
-            due = i.next_attempt_at is None or i.next_attempt_at <= now
-            return include_permanent or (i.retryable and i.attempts < max_attempts and due)
+            return (item.source_version, item.size_bytes) == (file.version, file.size_bytes)
 
-        picked = [i for i in self._s.items.values() if chosen(i)]
-        for item in picked:
-            self._put(replace(item, status="pending", next_attempt_at=None, **_NO_LEASE))
-        return len(picked)
-
-    def set_item_metadata(
-        self, metadata_by_uri: Mapping[str, Mapping[str, str]], *, language: str | None
-    ) -> int:
-        changed = 0
-        for item in list(self._s.items.values()):
-            wanted = metadata_by_uri.get(item.source_uri)
-            if wanted is None or language not in (None, item.language):
-                continue
-            if dict(item.metadata) != dict(wanted):
-                self._put(replace(item, metadata=dict(wanted)))
-                changed += 1
-        return changed
+        return [file.uri for file in files if not is_settled(file)]
 
     def done_items_page(
         self, *, language: str | None, after_id: int, limit: int, status: str = "done"
@@ -99,7 +47,7 @@ class FakeItemQueries:
         return self._s.items.get(item_id)
 
     def find_items(self, *, source_uris: Sequence[str], language: str) -> dict[str, ItemRecord]:
-        found = (self._find(uri, language) for uri in source_uris)
+        found = (find_row(self._s, uri, language) for uri in source_uris)
         return {item.source_uri: item for item in found if item is not None}
 
     def find_done_with_sha(self, *, sha256: str, language: str) -> ItemRecord | None:
@@ -113,7 +61,7 @@ class FakeItemQueries:
         return done[0] if done else None
 
     def find_item(self, *, source_uri: str, language: str) -> ItemRecord | None:
-        return self._find(source_uri, language)
+        return find_row(self._s, source_uri, language)
 
     def status_counts(self) -> list[StatusCount]:
         counts: dict[tuple[str, str], list[int]] = {}
@@ -129,7 +77,7 @@ class FakeItemQueries:
             for i in self._s.items.values()
             if i.status == "pending"
             and language in (None, i.language)
-            and (source_prefix is None or _under(i.source_uri, source_prefix))
+            and (source_prefix is None or under(i.source_uri, source_prefix))
         )
 
     def list_failures(self, *, limit: int = 20) -> list[ItemRecord]:

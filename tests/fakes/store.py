@@ -16,31 +16,26 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from storage.audit_records import AuditEvent
-from storage.errors import LeaseLost, StoreUnavailable
+from storage.errors import StoreUnavailable
+from storage.owners import is_dead_local_owner
 from storage.records import (
     ChunkRecord,
     DeliveryRecord,
     ItemRecord,
     NotAudioListing,
-    RegisterResult,
     RunRecord,
-    SourceFile,
 )
 from tests.fakes.audit import FakeAudit, FakeRetention
-from tests.fakes.item_listing import FakeItemListing
+from tests.fakes.item_listing import FakeItems
 from tests.fakes.item_queries import FakeItemQueries
+from tests.fakes.item_rows import NO_LEASE, drop_chunks, fake_now, held_row, put_row, under
 from tests.fakes.ledgers import FakeDeliveries, FakeListings, FakeReviews, FakeRuns
 
 _FINISHED_CHUNKS = ("done", "silent")
-_NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass
@@ -59,7 +54,7 @@ class _State:
 
 
 class FakeStore:
-    """Hands out FakeRepository transactions over one in-memory state."""
+    """Hands out FakeUnitOfWork transactions over one in-memory state."""
 
     def __init__(self) -> None:
         self.down = False
@@ -92,11 +87,14 @@ class FakeStore:
 
 
 class FakeUnitOfWork:
-    """The repositories of one fake transaction (items and chunks share one object)."""
+    """The repositories of one fake transaction."""
 
     def __init__(self, state: _State) -> None:
         self._state = state
-        self.items = self.chunks = FakeRepository(state)
+        self.items = FakeItems(state)
+        self.claims = FakeClaims(state)
+        self.item_queries = FakeItemQueries(state)
+        self.chunks = FakeChunks(state)
         self.runs = FakeRuns(state)
         self.listings = FakeListings(state)
         self.reviews = FakeReviews(state)
@@ -118,29 +116,11 @@ class FakeUnitOfWork:
             raise
 
 
-class FakeRepository(FakeItemQueries, FakeItemListing):
-    """ItemRepository and ChunkRepository over a working copy of the state."""
+class FakeClaims:
+    """ClaimRepository over a working copy of the state."""
 
     def __init__(self, state: _State) -> None:
         self._s = state
-
-    # --- registering and claiming ------------------------------------------------------
-
-    def register_items(self, files: Sequence[SourceFile], *, language: str) -> RegisterResult:
-        new = changed = unchanged = 0
-        now = _now()
-        for listed in {f.uri: f for f in files}.values():
-            known = self._find(listed.uri, language)
-            if known is None:
-                self._insert(listed, language=language, now=now)
-                new += 1
-            elif (known.source_version, known.size_bytes) == (listed.version, listed.size_bytes):
-                unchanged += 1
-            else:
-                changed += 1
-                if not _leased(known, now=now):
-                    self._put(_back_to_pending(known, listed, now=now))
-        return RegisterResult(new=new, changed=changed, unchanged=unchanged)
 
     def claim_batch(
         self,
@@ -153,7 +133,7 @@ class FakeRepository(FakeItemQueries, FakeItemListing):
         uris: Sequence[str] | None = None,
         source_prefix: str | None = None,
     ) -> list[ItemRecord]:
-        now = now or _now()
+        now = now or fake_now()
         if limit <= 0:
             return []
 
@@ -161,7 +141,7 @@ class FakeRepository(FakeItemQueries, FakeItemListing):
             return (
                 (language is None or item.language == language)
                 and (uris is None or item.source_uri in uris)
-                and (source_prefix is None or _under(item.source_uri, source_prefix))
+                and (source_prefix is None or under(item.source_uri, source_prefix))
             )
 
         ordered = sorted(self._s.items.values(), key=lambda i: i.id)
@@ -188,15 +168,15 @@ class FakeRepository(FakeItemQueries, FakeItemListing):
             for i in chosen
         ]
         for item in claimed:
-            self._put(item)
+            put_row(self._s, item)
         return sorted(claimed, key=lambda i: i.id)
 
     def renew_leases(self, lease_tokens: Sequence[str], *, lease_s: float) -> frozenset[str]:
-        expires = _now() + timedelta(seconds=lease_s)
+        expires = fake_now() + timedelta(seconds=lease_s)
         renewed = set()
         for item in list(self._s.items.values()):
             if item.status == "processing" and item.lease_token in lease_tokens:
-                self._put(replace(item, lease_expires_at=expires))
+                put_row(self._s, replace(item, lease_expires_at=expires))
                 renewed.add(item.lease_token)
         return frozenset(lease_tokens) - renewed
 
@@ -204,67 +184,30 @@ class FakeRepository(FakeItemQueries, FakeItemListing):
         for item in list(self._s.items.values()):
             if item.status == "processing" and item.lease_token in lease_tokens:
                 attempts = max(item.attempts - 1, 0)
-                self._put(
+                put_row(
+                    self._s,
                     replace(
-                        item, status="pending", attempts=attempts, updated_at=_now(), **_NO_LEASE
-                    )
+                        item, status="pending", attempts=attempts, updated_at=fake_now(), **NO_LEASE
+                    ),
                 )
 
-    # --- reading -----------------------------------------------------------------------
-
-    def done_chunks(self, item_id: int) -> dict[int, ChunkRecord]:
-        return {
-            index: chunk
-            for (owner, index), chunk in sorted(self._s.chunks.items())
-            if owner == item_id and chunk.status in _FINISHED_CHUNKS
-        }
-
-    # --- writing under a claim ---------------------------------------------------------
+    def release_dead_local_leases(self) -> int:
+        dead = [
+            i
+            for i in self._s.items.values()
+            if i.status == "processing" and i.lease_owner and is_dead_local_owner(i.lease_owner)
+        ]
+        for item in dead:
+            put_row(self._s, replace(item, status="pending", updated_at=fake_now(), **NO_LEASE))
+        return len(dead)
 
     def set_fingerprint(
         self, item_id: int, *, sha256: str, size_bytes: int, lease_token: str | None
     ) -> None:
-        item = self._held(item_id, lease_token)
+        item = held_row(self._s, item_id, lease_token)
         if item.sha256 is not None and item.sha256 != sha256:
-            self.reset_chunks(item_id)
-        self._put(replace(item, sha256=sha256, size_bytes=size_bytes, updated_at=_now()))
-
-    def reset_chunks(self, item_id: int) -> None:
-        for key in [k for k in self._s.chunks if k[0] == item_id]:
-            del self._s.chunks[key]
-
-    def record_chunk_result(
-        self,
-        item_id: int,
-        *,
-        lease_token: str | None,
-        index: int,
-        start_ms: int,
-        end_ms: int,
-        size_bytes: int,
-        text: str,
-        status: str = "done",
-        attempts: int = 1,
-        txn_id: str | None = None,
-        latency_ms: float | None = None,
-    ) -> None:
-        self._held(item_id, lease_token)
-        self._s.chunks[(item_id, index)] = ChunkRecord(
-            item_id, index, start_ms, end_ms, size_bytes, status, text, attempts, txn_id,
-            latency_ms, _now(),
-        )  # fmt: skip
-
-    def record_recovered_chunk(
-        self, item_id: int, *, source_uri: str, sha256: str | None, **chunk: Any
-    ) -> bool:
-        item = self._s.items.get(item_id)
-        if item is None or item.status == "done" or sha256 is None:
-            return False
-        if (item.source_uri, item.sha256) != (source_uri, sha256):
-            return False
-        record = ChunkRecord(item_id=item_id, status="done", updated_at=_now(), **chunk)
-        self._s.chunks[(item_id, record.index)] = record
-        return True
+            drop_chunks(self._s, item_id)
+        put_row(self._s, replace(item, sha256=sha256, size_bytes=size_bytes, updated_at=fake_now()))
 
     def finish_item(
         self,
@@ -287,7 +230,7 @@ class FakeRepository(FakeItemQueries, FakeItemListing):
             duration_ms=duration_ms,
             chunk_count=chunk_count,
             extras=dict(extras),
-            done_at=_now(),
+            done_at=fake_now(),
             error_kind=None,
             error_message=None,
             retryable=False,
@@ -315,7 +258,7 @@ class FakeRepository(FakeItemQueries, FakeItemListing):
             duration_ms=duration_ms,
             retryable=False,
             next_attempt_at=None,
-            done_at=_now(),
+            done_at=fake_now(),
         )
 
     def fail_item(
@@ -338,81 +281,57 @@ class FakeRepository(FakeItemQueries, FakeItemListing):
             next_attempt_at=next_attempt_at,
         )
 
-    # --- helpers -------------------------------------------------------------------------
-
     def _settle(self, item_id: int, lease_token: str | None, **values: Any) -> None:
-        item = self._held(item_id, lease_token)
-        self._put(replace(item, updated_at=_now(), **_NO_LEASE, **values))
+        item = held_row(self._s, item_id, lease_token)
+        put_row(self._s, replace(item, updated_at=fake_now(), **NO_LEASE, **values))
 
-    def _held(self, item_id: int, lease_token: str | None) -> ItemRecord:
-        item = self._s.items.get(item_id)
-        if (
-            item is None
-            or lease_token is None
-            or (item.status, item.lease_token) != ("processing", lease_token)
-        ):
-            raise LeaseLost(f"item {item_id} is no longer held by this worker")
-        return item
 
-    def _find(self, uri: str, language: str) -> ItemRecord | None:
-        for item in self._s.items.values():
-            if (item.source_uri, item.language) == (uri, language):
-                return item
-        return None
+class FakeChunks:
+    """ChunkRepository over a working copy of the state."""
 
-    def _insert(self, listed: SourceFile, *, language: str, now: datetime) -> None:
-        item_id, self._s.next_id = self._s.next_id, self._s.next_id + 1
-        empty: dict[str, Any] = dict.fromkeys(
-            ("sha256", "duration_ms", "error_kind", "error_message", "next_attempt_at",
-             "lease_owner", "lease_expires_at", "text", "chunk_count", "done_at")
+    def __init__(self, state: _State) -> None:
+        self._s = state
+
+    def done_chunks(self, item_id: int) -> dict[int, ChunkRecord]:
+        return {
+            index: chunk
+            for (owner, index), chunk in sorted(self._s.chunks.items())
+            if owner == item_id and chunk.status in _FINISHED_CHUNKS
+        }
+
+    def reset_chunks(self, item_id: int) -> None:
+        for key in [k for k in self._s.chunks if k[0] == item_id]:
+            del self._s.chunks[key]
+
+    def record_chunk_result(
+        self,
+        item_id: int,
+        *,
+        lease_token: str | None,
+        index: int,
+        start_ms: int,
+        end_ms: int,
+        size_bytes: int,
+        text: str,
+        status: str = "done",
+        attempts: int = 1,
+        txn_id: str | None = None,
+        latency_ms: float | None = None,
+    ) -> None:
+        held_row(self._s, item_id, lease_token)
+        self._s.chunks[(item_id, index)] = ChunkRecord(
+            item_id, index, start_ms, end_ms, size_bytes, status, text, attempts, txn_id,
+            latency_ms, fake_now(),
         )  # fmt: skip
-        self._put(
-            ItemRecord(
-                id=item_id,
-                source_uri=listed.uri,
-                language=language,
-                source_version=listed.version,
-                size_bytes=listed.size_bytes,
-                status="pending",
-                retryable=False,
-                attempts=0,
-                extras={},
-                created_at=now,
-                updated_at=now,
-                **empty,
-            )
-        )
 
-    def _put(self, item: ItemRecord) -> None:
-        self._s.items[item.id] = item
-
-
-def _leased(item: ItemRecord, *, now: datetime) -> bool:
-    expires = item.lease_expires_at
-    return item.status == "processing" and expires is not None and expires > now
-
-
-def _under(uri: str, prefix: str) -> bool:
-    return uri == (prefix.rstrip("/") or prefix) or uri.startswith(prefix.rstrip("/") + "/")
-
-
-def _back_to_pending(item: ItemRecord, listed: SourceFile, *, now: datetime) -> ItemRecord:
-    return replace(
-        item,
-        source_version=listed.version,
-        size_bytes=listed.size_bytes,
-        status="pending",
-        attempts=0,
-        error_kind=None,
-        error_message=None,
-        retryable=False,
-        next_attempt_at=None,
-        text=None,
-        duration_ms=None,
-        chunk_count=None,
-        extras={},
-        flags=[],
-        done_at=None,
-        updated_at=now,
-        **_NO_LEASE,
-    )
+    def record_recovered_chunk(
+        self, item_id: int, *, source_uri: str, sha256: str | None, **chunk: Any
+    ) -> bool:
+        item = self._s.items.get(item_id)
+        if item is None or item.status == "done" or sha256 is None:
+            return False
+        if (item.source_uri, item.sha256) != (source_uri, sha256):
+            return False
+        record = ChunkRecord(item_id=item_id, status="done", updated_at=fake_now(), **chunk)
+        self._s.chunks[(item_id, record.index)] = record
+        return True

@@ -27,7 +27,9 @@ def rows_by_name(settings: Settings, root: Path) -> dict[str, object]:
     store = open_store(settings.storage)
     try:
         with store.unit_of_work() as uow:
-            return {str(Path(r.source).relative_to(root)): r for r in uow.items.export_rows()}
+            return {
+                str(Path(r.source).relative_to(root)): r for r in uow.item_queries.export_rows()
+            }
     finally:
         store.dispose()
 

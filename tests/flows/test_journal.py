@@ -182,7 +182,7 @@ def test_an_answer_the_store_cannot_take_is_journaled_and_recorded_later(
     store = open_store(settings.storage)
     try:
         with store.unit_of_work(read_only=True) as uow:
-            (row,) = list(uow.items.export_rows())
+            (row,) = list(uow.item_queries.export_rows())
     finally:
         store.dispose()
     assert (row.status, row.text) == ("done", TEXT)

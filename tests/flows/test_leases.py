@@ -78,7 +78,7 @@ def test_slow_service_and_short_lease_pay_each_chunk_once(
         store = open_store(settings.storage)
         try:
             with store.unit_of_work(read_only=True) as uow:
-                rows = list(uow.items.export_rows())
+                rows = list(uow.item_queries.export_rows())
         finally:
             store.dispose()
         requests = len(server.ledger.entries())

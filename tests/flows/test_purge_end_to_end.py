@@ -69,7 +69,7 @@ def test_purged_recordings_are_not_bought_or_filed_again_and_their_text_is_gone(
     store = open_store(pinned.storage)
     try:
         with store.unit_of_work(read_only=True) as uow:
-            done = uow.items.done_items_page(language=None, after_id=0, limit=50)
+            done = uow.item_queries.done_items_page(language=None, after_id=0, limit=50)
         # An answer left in the journal (the store was down when it came) holds text too.
         first = done[0]
         (journal / f"{first.id}-0-0123456789ab.json").write_text(json.dumps({"text": first.text}))
@@ -138,7 +138,9 @@ def test_a_purged_recording_touched_but_unchanged_stays_purged(
         summary = run_flow(transcribe_backlog, source=str(corpus.root), language="en-IN")
         deliver(pinned)
         with store.unit_of_work(read_only=True) as uow:
-            still = uow.items.done_items_page(language=None, after_id=0, limit=50, status="purged")
+            still = uow.item_queries.done_items_page(
+                language=None, after_id=0, limit=50, status="purged"
+            )
     finally:
         store.dispose()
     assert len([e for e in flow_server.ledger.entries() if e.path != "/mr/api/v2/docs"]) == asr

@@ -28,7 +28,7 @@ def statuses(settings: Settings, root: Path) -> dict[str, tuple[str, int]]:
         with store.unit_of_work() as uow:
             return {
                 str(Path(r.source).relative_to(root)): (r.status, r.attempts)
-                for r in uow.items.export_rows()
+                for r in uow.item_queries.export_rows()
             }
     finally:
         store.dispose()

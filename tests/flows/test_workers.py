@@ -266,7 +266,7 @@ def test_two_runs_register_the_same_new_files_at_once(postgres_store_url: str) -
         for thread in threads:
             thread.join(timeout=30)
         with store.unit_of_work(read_only=True) as uow:
-            counts = {c.status: c.items for c in uow.items.status_counts()}
+            counts = {c.status: c.items for c in uow.item_queries.status_counts()}
     finally:
         store.dispose()
     assert (results["first"].new, results["first"].unchanged) == (20, 0)

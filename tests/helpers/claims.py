@@ -14,9 +14,9 @@ def claimed(store: UnitOfWorkFactory, *, count: int = 1, lease_s: float = 60) ->
     files = [SourceFile(f"/archive/{i}.wav", 10, "v1") for i in range(count)]
     with store.unit_of_work() as uow:
         uow.items.register_items(files, language=LANG)
-        items = uow.items.claim_batch(owner="w", language=LANG, limit=count, lease_s=lease_s)
+        items = uow.claims.claim_batch(owner="w", language=LANG, limit=count, lease_s=lease_s)
         for item in items:
-            uow.items.set_fingerprint(
+            uow.claims.set_fingerprint(
                 item.id, sha256=SHA, size_bytes=10, lease_token=item.lease_token
             )
     return items

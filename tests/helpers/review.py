@@ -34,17 +34,17 @@ def add_transcribed(
     """Register, claim and finish one recording with these chunks; returns its id."""
     with store.unit_of_work() as uow:
         uow.items.register_items([SourceFile(uri, 10, "v1")], language=language)
-        [claimed] = uow.items.claim_batch(
+        [claimed] = uow.claims.claim_batch(
             owner="w", language=language, limit=1, lease_s=60, uris=[uri]
         )
         token = claimed.lease_token
-        uow.items.set_fingerprint(claimed.id, sha256=sha256, size_bytes=10, lease_token=token)
+        uow.claims.set_fingerprint(claimed.id, sha256=sha256, size_bytes=10, lease_token=token)
         for index, segment in enumerate(segments, start=1):
             uow.chunks.record_chunk_result(
                 claimed.id, lease_token=token, index=index, start_ms=segment.start_ms,
                 end_ms=segment.end_ms, size_bytes=9, text=segment.text,
             )  # fmt: skip
-        uow.items.finish_item(
+        uow.claims.finish_item(
             claimed.id, lease_token=token, text=" ".join(s.text for s in segments),
             duration_ms=segments[-1].end_ms if segments else 0, chunk_count=len(segments),
             extras={}, flags=list(flags),
@@ -54,7 +54,7 @@ def add_transcribed(
 
 def get_item(store: ReviewStore, item_id: int) -> ItemRecord:
     with store.unit_of_work(read_only=True) as uow:
-        found = uow.items.get_item(item_id)
+        found = uow.item_queries.get_item(item_id)
     assert found is not None
     return found
 

@@ -53,7 +53,7 @@ def run_once(
                     uow.items.register_items(
                         list_audio(str(folder), settle_s=0).files, language="en-IN"
                     )
-                    items = uow.items.claim_batch(
+                    items = uow.claims.claim_batch(
                         owner="test-owner", language="en-IN", limit=10, lease_s=lease_s
                     )
                 return await process_batch(items, ctx=ctx)
@@ -65,4 +65,4 @@ def run_once(
 
 def item_of(store: UnitOfWorkFactory):
     with store.unit_of_work() as uow:
-        return next(iter(uow.items.export_rows()))
+        return next(iter(uow.item_queries.export_rows()))

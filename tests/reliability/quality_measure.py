@@ -106,7 +106,7 @@ def measure(
         try:
             uris = asyncio.run(_transcribe_all(store, server, corpus, cap_bytes=cap_bytes))
             with store.unit_of_work(read_only=True) as uow:
-                items = uow.items.find_items(source_uris=uris, language=LANGUAGE).values()
+                items = uow.item_queries.find_items(source_uris=uris, language=LANGUAGE).values()
         finally:
             store.dispose()
         finished = [i for i in items if i.status in ("done", "needs_review")]
@@ -141,7 +141,7 @@ async def _transcribe_all(
                 uow.items.register_items(files, language=LANGUAGE)
             while True:
                 with store.unit_of_work() as uow:
-                    batch = uow.items.claim_batch(
+                    batch = uow.claims.claim_batch(
                         owner="measure", language=LANGUAGE, limit=8, lease_s=600
                     )
                 if not batch:

@@ -29,7 +29,7 @@ def test_a_dry_run_counts_and_changes_nothing(
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("would purge 2 recording(s) finished before ")
     with store.unit_of_work(read_only=True) as uow:
-        assert {c.status for c in uow.items.status_counts()} == {"done"}
+        assert {c.status for c in uow.item_queries.status_counts()} == {"done"}
         assert uow.audit.newest_event() is None
 
 

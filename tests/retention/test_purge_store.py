@@ -35,7 +35,7 @@ def request(**overrides) -> PurgeRequest:
 def deliver_rows(store: UnitOfWorkFactory, statuses: dict[int, str]) -> None:
     """One docs delivery per item, settled in `statuses` (its response holds a body)."""
     with store.unit_of_work() as uow:
-        items = {i: uow.items.get_item(i) for i in statuses}
+        items = {i: uow.item_queries.get_item(i) for i in statuses}
         uow.deliveries.plan_deliveries(
             [
                 WantedDelivery(item_id=i, language=it.language, version=f"v{i}")
@@ -87,8 +87,8 @@ def test_a_delivered_recording_loses_its_text_and_keeps_its_key_and_hashes(
     assert result.total == 1
     assert {(k.reason, k.items) for k in result.kept} == {("undelivered", 2)}
     with audit_store.unit_of_work(read_only=True) as uow:
-        purged = uow.items.get_item(a)
-        kept = uow.items.get_item(b)
+        purged = uow.item_queries.get_item(a)
+        kept = uow.item_queries.get_item(b)
         chunks = uow.chunks.done_chunks(a)
         (delivery,) = uow.deliveries.deliveries_of_item(a)
         receipt = uow.audit.newest_event()
@@ -129,7 +129,7 @@ def test_include_undelivered_takes_the_rest_and_settles_their_deliveries(
     assert result.total == 3
     with audit_store.unit_of_work(read_only=True) as uow:
         (delivery,) = uow.deliveries.deliveries_of_item(b)
-        assert {c.status: c.items for c in uow.items.status_counts()} == {"purged": 3}
+        assert {c.status: c.items for c in uow.item_queries.status_counts()} == {"purged": 3}
     assert delivery.status == "superseded"  # never sent again
     assert delivery.error_message is None
 
@@ -148,7 +148,7 @@ def test_nothing_younger_than_the_period_and_no_other_language_is_touched(
     )
     assert only_hindi.total == 1
     with audit_store.unit_of_work(read_only=True) as uow:
-        counts = {(c.status, c.language): c.items for c in uow.items.status_counts()}
+        counts = {(c.status, c.language): c.items for c in uow.item_queries.status_counts()}
         events = list(uow.audit.chain())
     assert counts == {("done", "en-IN"): 3, ("purged", "hi"): 1}
     assert [e.action for e in events] == ["purge_page", "purged"]  # a dry run writes nothing
@@ -198,7 +198,7 @@ def test_a_purged_file_listed_again_keeps_its_receipt_unless_its_size_changed(
             language=a.language,
         )
     with audit_store.unit_of_work() as uow:
-        touched, rewritten = uow.items.get_item(a.id), uow.items.get_item(b.id)
+        touched, rewritten = uow.item_queries.get_item(a.id), uow.item_queries.get_item(b.id)
         assert touched is not None
         assert rewritten is not None
         assert (touched.status, rewritten.status) == ("pending", "pending")
@@ -254,7 +254,7 @@ def test_the_receipt_counts_by_language_and_status_spans_finish_times_and_digest
 
     with audit_store.unit_of_work(read_only=True) as uow:
         receipt = uow.audit.newest_event(action="purged")
-        rows = [uow.items.get_item(i) for i in sorted(item.id for item in items.values())]
+        rows = [uow.item_queries.get_item(i) for i in sorted(item.id for item in items.values())]
     assert receipt is not None
     assert receipt.detail is not None
     counts = {k: v for k, v in receipt.detail.items() if k.startswith("n.")}
@@ -290,7 +290,7 @@ def test_the_trail_outlives_a_purge_with_the_recordings_id_and_path(
 
     with audit_store.unit_of_work(read_only=True) as uow:
         after = list(uow.audit.chain())
-        purged = uow.items.get_item(a.id)
+        purged = uow.item_queries.get_item(a.id)
     assert purged is not None
     assert purged.status == "purged"
     assert after[: len(before)] == before

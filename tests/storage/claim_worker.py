@@ -41,7 +41,7 @@ def run_worker(plan: WorkerPlan) -> None:
     with open(plan.log_path, "a", encoding="utf-8") as log:
         while time.monotonic() < deadline:
             with store.unit_of_work() as uow:
-                items = uow.items.claim_batch(
+                items = uow.claims.claim_batch(
                     owner=plan.owner, language=LANG, limit=plan.batch, lease_s=plan.lease_s
                 )
             log.writelines(f"claim {item.id} {item.attempts}\n" for item in items)
@@ -65,7 +65,7 @@ def run_worker(plan: WorkerPlan) -> None:
 def _finish(store: UnitOfWorkFactory, item: ItemRecord, owner: str) -> str:
     try:
         with store.unit_of_work() as uow:
-            uow.items.finish_item(
+            uow.claims.finish_item(
                 item.id,
                 lease_token=item.lease_token,
                 text=owner,
@@ -84,4 +84,4 @@ def _all_done(store: UnitOfWorkFactory, total_items: int) -> bool:
 
 
 def _done_count(uow: UnitOfWork) -> int:
-    return sum(c.items for c in uow.items.status_counts() if c.status == "done")
+    return sum(c.items for c in uow.item_queries.status_counts() if c.status == "done")

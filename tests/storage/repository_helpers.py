@@ -26,12 +26,12 @@ def claim(
     kwargs.setdefault("language", LANG)
     kwargs.setdefault("lease_s", 60)
     with store.unit_of_work() as uow:
-        return uow.items.claim_batch(owner=owner, limit=limit, **kwargs)
+        return uow.claims.claim_batch(owner=owner, limit=limit, **kwargs)
 
 
 def get(store: UnitOfWorkFactory, item_id: int) -> ItemRecord:
     with store.unit_of_work(read_only=True) as uow:
-        item = uow.items.get_item(item_id)
+        item = uow.item_queries.get_item(item_id)
     assert item is not None
     return item
 
@@ -39,7 +39,7 @@ def get(store: UnitOfWorkFactory, item_id: int) -> ItemRecord:
 def finish(store: UnitOfWorkFactory, item: ItemRecord, text: str = "hello") -> None:
     """Finish the item under the claim that returned `item`."""
     with store.unit_of_work() as uow:
-        uow.items.finish_item(
+        uow.claims.finish_item(
             item.id,
             lease_token=item.lease_token,
             text=text,
@@ -72,7 +72,7 @@ def fail(
     store: UnitOfWorkFactory, item: ItemRecord, *, retryable: bool, at: datetime | None
 ) -> None:
     with store.unit_of_work() as uow:
-        uow.items.fail_item(
+        uow.claims.fail_item(
             item.id,
             lease_token=item.lease_token,
             error_kind="service_unavailable" if retryable else "request_rejected",

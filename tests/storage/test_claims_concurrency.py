@@ -87,8 +87,8 @@ def check_exactly_once(store: UnitOfWorkFactory, logs: list[Path], items: int) -
     assert {i for i, n in claims.items() if n != 1} == held  # only the held ones twice
     assert all(claims[i] == 2 for i in held)
     with store.unit_of_work(read_only=True) as uow:
-        assert uow.items.pending_count(language=None) == 0
-        reclaimed = [uow.items.get_item(i) for i in held]
+        assert uow.item_queries.pending_count(language=None) == 0
+        reclaimed = [uow.item_queries.get_item(i) for i in held]
     assert all(r is not None and r.status == "done" and r.attempts == 2 for r in reclaimed)
     assert all(r is not None and r.text != "victim" for r in reclaimed)
 

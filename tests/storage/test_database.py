@@ -119,7 +119,7 @@ def test_in_memory_sqlite_works() -> None:
         with store.unit_of_work() as uow:
             uow.items.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
         with store.unit_of_work(read_only=True) as uow:
-            assert uow.items.pending_count(language=LANG) == 1
+            assert uow.item_queries.pending_count(language=LANG) == 1
     finally:
         store.dispose()
 
@@ -143,7 +143,7 @@ def test_sqlite_writes_begin_immediate_and_reads_begin_deferred(tmp_path: Path) 
         assert seen[0] == "BEGIN IMMEDIATE"
         seen.clear()
         with store.unit_of_work(read_only=True) as uow:
-            uow.items.pending_count(language=None)
+            uow.item_queries.pending_count(language=None)
         assert seen[0] == "BEGIN"
     finally:
         store.dispose()
@@ -159,7 +159,7 @@ def test_sqlite_writer_waits_then_gives_up_transiently(tmp_path: Path) -> None:
                 other.items.register_items([SourceFile("/b.wav", 1, "1")], language=LANG)
             assert caught.value.transient
             with waiter.unit_of_work(read_only=True) as reader:  # WAL: readers never wait
-                assert reader.items.pending_count(language=None) == 0
+                assert reader.item_queries.pending_count(language=None) == 0
     finally:
         holder.dispose()
         waiter.dispose()
@@ -179,8 +179,8 @@ def test_opening_and_reading_do_not_wait_behind_a_sqlite_writer(tmp_path: Path) 
         reader = open_store(url, busy_timeout_ms=3000)  # a wait would end in StoreUnavailable
         try:
             with reader.unit_of_work(read_only=True) as uow:
-                counts = uow.items.status_counts()
-                uow.items.list_failures(limit=5)
+                counts = uow.item_queries.status_counts()
+                uow.item_queries.list_failures(limit=5)
         finally:
             reader.dispose()
         assert [(c.status, c.items) for c in counts] == [("pending", 1)]
@@ -211,7 +211,7 @@ def test_postgres_claims_lock_with_skip_locked(fresh_postgres_url) -> None:
     try:
         with store.unit_of_work() as uow:
             uow.items.register_items([SourceFile("/a.wav", 1, "1")], language=LANG)
-            uow.items.claim_batch(owner="w", language=LANG, limit=1, lease_s=5)
+            uow.claims.claim_batch(owner="w", language=LANG, limit=1, lease_s=5)
         assert any("FOR UPDATE SKIP LOCKED" in s for s in seen)
     finally:
         store.dispose()

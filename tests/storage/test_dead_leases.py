@@ -59,7 +59,7 @@ def owner_of(pid: int, *, host: str | None = None) -> str:
 def claim_one(store: UnitOfWorkFactory, uri: str, owner: str) -> ItemRecord:
     with store.unit_of_work() as uow:
         uow.items.register_items([SourceFile(uri, 10, "v1")], language=LANG)
-        (item,) = uow.items.claim_batch(owner=owner, language=LANG, limit=1, lease_s=900)
+        (item,) = uow.claims.claim_batch(owner=owner, language=LANG, limit=1, lease_s=900)
     return item
 
 
@@ -101,17 +101,17 @@ def test_items_of_an_ended_local_process_go_back_to_pending(
     remote = claim_one(store, "/a/remote.wav", owner_of(ended_pid, host="other-host"))
 
     with store.unit_of_work() as uow:
-        released = uow.items.release_dead_local_leases()
-        again = uow.items.release_dead_local_leases()
+        released = uow.claims.release_dead_local_leases()
+        again = uow.claims.release_dead_local_leases()
 
     assert (released, again) == (1, 0)
     with store.unit_of_work(read_only=True) as uow:
-        after = {item.id: uow.items.get_item(item.id) for item in (dead, alive, remote)}
+        after = {item.id: uow.item_queries.get_item(item.id) for item in (dead, alive, remote)}
     assert (after[dead.id].status, after[dead.id].lease_owner) == ("pending", None)
     assert after[dead.id].attempts == 1  # the crash may have been the item's doing
     assert after[alive.id].status == after[remote.id].status == "processing"
     with store.unit_of_work() as uow:
-        (reclaimed,) = uow.items.claim_batch(
+        (reclaimed,) = uow.claims.claim_batch(
             owner=new_lease_owner(), language=LANG, limit=5, lease_s=9
         )
     assert reclaimed.id == dead.id

@@ -48,6 +48,8 @@ def _fake_of(protocol: type) -> object:
         "RetentionRepository": uow.retention,
         "UnitOfWork": uow,
         "ItemRepository": uow.items,
+        "ClaimRepository": uow.claims,
+        "ItemQueryRepository": uow.item_queries,
         "ChunkRepository": uow.chunks,
         "DeliveryRepository": uow.deliveries,
         "RunRepository": uow.runs,
@@ -59,9 +61,9 @@ def _fake_of(protocol: type) -> object:
 
 def test_every_protocol_of_the_store_is_found() -> None:
     assert [p.__name__ for p in PROTOCOLS] == [
-        "AuditRepository", "ChunkRepository", "DeliveryRepository", "ItemRepository",
-        "ListingRepository", "RetentionRepository", "ReviewRepository", "RunRepository",
-        "UnitOfWork", "UnitOfWorkFactory",
+        "AuditRepository", "ChunkRepository", "ClaimRepository", "DeliveryRepository",
+        "ItemQueryRepository", "ItemRepository", "ListingRepository", "RetentionRepository",
+        "ReviewRepository", "RunRepository", "UnitOfWork", "UnitOfWorkFactory",
     ]  # fmt: skip
 
 

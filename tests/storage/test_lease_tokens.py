@@ -44,7 +44,7 @@ def test_the_same_owner_cannot_write_under_an_earlier_claim(store: UnitOfWorkFac
     with pytest.raises(LeaseLost):
         record(store, first, 0, "late answer")
     with store.unit_of_work() as uow:
-        assert uow.items.renew_leases([first.lease_token or ""], lease_s=60) == {first.lease_token}
+        assert uow.claims.renew_leases([first.lease_token or ""], lease_s=60) == {first.lease_token}
     record(store, second, 0, "answer")
 
 
@@ -64,7 +64,7 @@ def test_release_and_settle_clear_the_token(store: UnitOfWorkFactory) -> None:
     register(store, listed(1))
     [item] = claim(store)
     with store.unit_of_work() as uow:
-        uow.items.release_items([item.lease_token or ""])
+        uow.claims.release_items([item.lease_token or ""])
     released = get(store, item.id)
     assert (released.status, released.lease_token, released.lease_owner) == ("pending", None, None)
 
@@ -77,7 +77,7 @@ def test_a_claimer_with_a_clock_an_hour_ahead_cannot_take_a_live_lease(
     try:
         register(store, listed(2))
         with store.unit_of_work() as uow:  # a healthy worker's claim: live for 10 minutes
-            [live] = uow.items.claim_batch(
+            [live] = uow.claims.claim_batch(
                 owner="healthy",
                 language="en-IN",
                 limit=1,
@@ -88,7 +88,7 @@ def test_a_claimer_with_a_clock_an_hour_ahead_cannot_take_a_live_lease(
         assert [i.id for i in taken] == [live.id + 1]  # only the pending one
         assert get(store, live.id).lease_token == live.lease_token
         with store.unit_of_work() as uow:  # renewals too are timed by the server
-            assert uow.items.renew_leases([taken[0].lease_token or ""], lease_s=600) == frozenset()
+            assert uow.claims.renew_leases([taken[0].lease_token or ""], lease_s=600) == frozenset()
         expires = get(store, taken[0].id).lease_expires_at
         assert expires is not None
         assert expires < datetime.now(UTC) + timedelta(minutes=11)  # not the skewed hour on

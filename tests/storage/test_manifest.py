@@ -87,7 +87,7 @@ def test_discovery_stores_the_manifest_at_the_source_root_on_each_recording(
     try:
         discover_and_register(source=str(source), language="hi", store=store, settle_s=0)
         with store.unit_of_work(read_only=True) as uow:
-            items = uow.items.find_items(
+            items = uow.item_queries.find_items(
                 source_uris=[str(source / n) for n in ("a.wav", "sub/b.wav", "c.wav")],
                 language="hi",
             )
@@ -99,7 +99,7 @@ def test_discovery_stores_the_manifest_at_the_source_root_on_each_recording(
             source=str(source), language="hi", store=store, settle_s=0, manifest=str(other)
         )
         with store.unit_of_work(read_only=True) as uow:
-            item = uow.items.find_item(source_uri=str(source / "c.wav"), language="hi")
+            item = uow.item_queries.find_item(source_uri=str(source / "c.wav"), language="hi")
         assert item is not None
         assert item.metadata == {"patient_id": "P-3"}
     finally:

@@ -26,7 +26,7 @@ def _flagged_item(url: str) -> int:
         register(store, listed(1))
         (item,) = claim(store)
         with store.unit_of_work() as uow:
-            uow.items.finish_item(
+            uow.claims.finish_item(
                 item.id,
                 lease_token=item.lease_token,
                 text="the patient the patient the patient the patient",
@@ -36,7 +36,7 @@ def _flagged_item(url: str) -> int:
                 flags=["repetition"],
             )
         with store.unit_of_work(read_only=True) as uow:
-            stored = uow.items.get_item(item.id)
+            stored = uow.item_queries.get_item(item.id)
         assert stored is not None
         assert (stored.status, stored.flags) == ("needs_review", ["repetition"])
         return item.id

@@ -28,15 +28,19 @@ TOKEN = "token-of-a-claim"
 
 # The per-file questions of a run (tasks/transcription, tasks/discovery, tasks/work).
 PER_FILE: dict[str, Callable[[UnitOfWork], Any]] = {
-    "find_done_with_sha": lambda uow: uow.items.find_done_with_sha(sha256=_sha(7), language=LANG),
-    "find_done_with_sha (none)": lambda uow: uow.items.find_done_with_sha(
+    "find_done_with_sha": lambda uow: uow.item_queries.find_done_with_sha(
+        sha256=_sha(7), language=LANG
+    ),
+    "find_done_with_sha (none)": lambda uow: uow.item_queries.find_done_with_sha(
         sha256="f" * 64, language=LANG
     ),
-    "find_item": lambda uow: uow.items.find_item(source_uri=_uri(7), language=LANG),
-    "find_items": lambda uow: uow.items.find_items(source_uris=[_uri(7), _uri(8)], language=LANG),
-    "get_item": lambda uow: uow.items.get_item(7),
+    "find_item": lambda uow: uow.item_queries.find_item(source_uri=_uri(7), language=LANG),
+    "find_items": lambda uow: uow.item_queries.find_items(
+        source_uris=[_uri(7), _uri(8)], language=LANG
+    ),
+    "get_item": lambda uow: uow.item_queries.get_item(7),
     "done_chunks": lambda uow: uow.chunks.done_chunks(7),
-    "renew_leases": lambda uow: uow.items.renew_leases([TOKEN], lease_s=60),
+    "renew_leases": lambda uow: uow.claims.renew_leases([TOKEN], lease_s=60),
 }
 
 
@@ -54,16 +58,16 @@ def _fill(store: Store) -> None:
     with store.unit_of_work() as uow:
         uow.items.register_items(files, language=LANG)
     with store.unit_of_work() as uow:
-        items = uow.items.claim_batch(owner="w", language=LANG, limit=DONE + 40, lease_s=600)
+        items = uow.claims.claim_batch(owner="w", language=LANG, limit=DONE + 40, lease_s=600)
     with store.unit_of_work() as uow:
         for n, item in enumerate(items):
             token = item.lease_token
-            uow.items.set_fingerprint(item.id, sha256=_sha(n), size_bytes=1000, lease_token=token)
+            uow.claims.set_fingerprint(item.id, sha256=_sha(n), size_bytes=1000, lease_token=token)
             if n < DONE:
-                uow.items.finish_item(item.id, lease_token=token, text="t", duration_ms=1000,
+                uow.claims.finish_item(item.id, lease_token=token, text="t", duration_ms=1000,
                                  chunk_count=1, extras={})  # fmt: skip
             elif n < DONE + 20:
-                uow.items.fail_item(item.id, lease_token=token, error_kind="ServiceUnavailable",
+                uow.claims.fail_item(item.id, lease_token=token, error_kind="ServiceUnavailable",
                                message="m", retryable=True,
                                next_attempt_at=datetime.now(UTC) + timedelta(hours=1))  # fmt: skip
 
@@ -134,4 +138,4 @@ def test_statistics_can_be_refreshed_while_items_are_claimed(filled: Store) -> N
     refresh_statistics(filled)
     refresh_statistics(filled)  # again: idempotent, and no lock is left behind
     with filled.unit_of_work() as uow:
-        assert uow.items.find_done_with_sha(sha256=_sha(3), language=LANG) is not None
+        assert uow.item_queries.find_done_with_sha(sha256=_sha(3), language=LANG) is not None

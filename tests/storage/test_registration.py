@@ -23,9 +23,9 @@ def test_find_unsettled_names_new_changed_and_unfinished_files(store: Store) -> 
     done, waiting, changed = listed("done"), listed("waiting"), listed("changed")
     with store.unit_of_work() as uow:
         uow.items.register_items([done, waiting, changed], language=LANGUAGE)
-        for item in uow.items.claim_batch(owner="t", language=LANGUAGE, limit=3, lease_s=60):
+        for item in uow.claims.claim_batch(owner="t", language=LANGUAGE, limit=3, lease_s=60):
             if item.source_uri != waiting.uri:
-                uow.items.finish_item(
+                uow.claims.finish_item(
                     item.id,
                     lease_token=item.lease_token,
                     text="x",
@@ -34,12 +34,14 @@ def test_find_unsettled_names_new_changed_and_unfinished_files(store: Store) -> 
                     extras={},
                 )
             else:
-                uow.items.release_items([item.lease_token or ""])
+                uow.claims.release_items([item.lease_token or ""])
     now = [done, waiting, listed("changed", version="2"), listed("new")]
 
     with store.unit_of_work(read_only=True) as uow:
-        unsettled = uow.items.find_unsettled(now, language=LANGUAGE, settled=("done", "failed"))
-        other_language = uow.items.find_unsettled(now, language="hi", settled=("done",))
+        unsettled = uow.item_queries.find_unsettled(
+            now, language=LANGUAGE, settled=("done", "failed")
+        )
+        other_language = uow.item_queries.find_unsettled(now, language="hi", settled=("done",))
 
     assert sorted(unsettled) == sorted([waiting.uri, changed.uri, listed("new").uri])
     assert sorted(other_language) == sorted(f.uri for f in now)
@@ -64,7 +66,7 @@ def test_a_new_folder_is_inserted_without_a_comparison_first(store: Store) -> No
 
     assert not any("LEFT JOIN items" in statement for statement in sent), sent
     with store.unit_of_work(read_only=True) as uow:
-        assert uow.items.pending_count(language=LANGUAGE) == 50
+        assert uow.item_queries.pending_count(language=LANGUAGE) == 50
 
 
 def test_a_batch_wrongly_thought_new_is_still_compared(

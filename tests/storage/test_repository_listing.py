@@ -30,8 +30,8 @@ def test_same_uri_in_two_languages_is_two_items(store: UnitOfWorkFactory) -> Non
     register(store, listed(3), language="en-IN")
     register(store, listed(3), language="hi")
     with store.unit_of_work(read_only=True) as uow:
-        assert uow.items.pending_count(language=None) == 6
-        assert uow.items.pending_count(language="hi") == 3
+        assert uow.item_queries.pending_count(language=None) == 6
+        assert uow.item_queries.pending_count(language="hi") == 3
 
 
 def test_pending_count_under_a_source_counts_that_folder_only(store: UnitOfWorkFactory) -> None:
@@ -39,10 +39,10 @@ def test_pending_count_under_a_source_counts_that_folder_only(store: UnitOfWorkF
     register(store, listed(2, prefix="/archive/ward-b"))  # a name prefix, not below
     register(store, listed(4, prefix="/archive/clinic"))
     with store.unit_of_work(read_only=True) as uow:
-        assert uow.items.pending_count(language=LANG, source_prefix="/archive/ward") == 3
-        assert uow.items.pending_count(language=LANG, source_prefix="/archive/ward/") == 3
-        assert uow.items.pending_count(language=LANG, source_prefix="/archive") == 9
-        assert uow.items.pending_count(language="hi", source_prefix="/archive") == 0
+        assert uow.item_queries.pending_count(language=LANG, source_prefix="/archive/ward") == 3
+        assert uow.item_queries.pending_count(language=LANG, source_prefix="/archive/ward/") == 3
+        assert uow.item_queries.pending_count(language=LANG, source_prefix="/archive") == 9
+        assert uow.item_queries.pending_count(language="hi", source_prefix="/archive") == 0
 
 
 def test_find_items_returns_the_known_ones_by_uri_across_batches(store: UnitOfWorkFactory) -> None:
@@ -51,8 +51,8 @@ def test_find_items_returns_the_known_ones_by_uri_across_batches(store: UnitOfWo
     register(store, files[:2], language="hi")
     asked = [f.uri for f in files] + ["/archive/never-listed.wav"]
     with store.unit_of_work(read_only=True) as uow:
-        found = uow.items.find_items(source_uris=asked, language=LANG)
-        found_hi = uow.items.find_items(source_uris=asked, language="hi")
+        found = uow.item_queries.find_items(source_uris=asked, language=LANG)
+        found_hi = uow.item_queries.find_items(source_uris=asked, language="hi")
     assert set(found) == {f.uri for f in files}
     assert all(found[uri].source_uri == uri and found[uri].language == LANG for uri in found)
     assert set(found_hi) == {f.uri for f in files[:2]}
@@ -68,7 +68,7 @@ def test_changed_version_sends_done_item_back_to_pending(store: UnitOfWorkFactor
     register(store, listed(1))
     [item] = claim(store)
     with store.unit_of_work() as uow:
-        uow.items.set_fingerprint(
+        uow.claims.set_fingerprint(
             item.id, sha256="a" * 64, size_bytes=1000, lease_token=item.lease_token
         )
     finish(store, item)
@@ -90,11 +90,11 @@ def test_changed_version_resets_skipped_and_failed_items(
     [item] = claim(store)
     with store.unit_of_work() as uow:
         if settle == "skip":
-            uow.items.skip_item(
+            uow.claims.skip_item(
                 item.id, lease_token=item.lease_token, reason_kind="silent", reason="all silent"
             )
         else:
-            uow.items.fail_item(
+            uow.claims.fail_item(
                 item.id,
                 lease_token=item.lease_token,
                 error_kind="bad_audio",
@@ -144,7 +144,7 @@ def test_back_to_pending_forgets_the_old_result(store: UnitOfWorkFactory) -> Non
     register(store, listed(1))
     [item] = claim(store)
     with store.unit_of_work() as uow:
-        uow.items.finish_item(
+        uow.claims.finish_item(
             item.id,
             lease_token=item.lease_token,
             text="old",
@@ -161,8 +161,8 @@ def test_back_to_pending_forgets_the_old_result(store: UnitOfWorkFactory) -> Non
         {},
     )
     with store.unit_of_work(read_only=True) as uow:
-        counts = [(c.status, c.items, c.audio_ms) for c in uow.items.status_counts()]
-        [row] = uow.items.export_rows()
+        counts = [(c.status, c.items, c.audio_ms) for c in uow.item_queries.status_counts()]
+        [row] = uow.item_queries.export_rows()
     assert counts == [("pending", 1, 0)]  # no stale audio hours
     assert (row.text, row.duration_ms, row.chunks) == (None, None, None)
 
@@ -256,8 +256,8 @@ def test_release_gives_items_back_without_counting_an_attempt(store: UnitOfWorkF
     register(store, listed(3))
     items = claim(store, limit=3)
     with store.unit_of_work() as uow:
-        uow.items.release_items([i.lease_token for i in items[:2] if i.lease_token])
-        uow.items.release_items(["not-a-claim-of-ours"])  # not theirs: ignored
+        uow.claims.release_items([i.lease_token for i in items[:2] if i.lease_token])
+        uow.claims.release_items(["not-a-claim-of-ours"])  # not theirs: ignored
     released = [get(store, i.id) for i in items]
     assert [(r.status, r.attempts, r.lease_owner) for r in released] == [
         ("pending", 0, None),
@@ -272,7 +272,7 @@ def test_renew_leases_extends_ours_and_reports_lost_ones(store: UnitOfWorkFactor
     mine = claim(store, owner="w1", lease_s=5, now=start - timedelta(seconds=60))
     stolen = claim(store, owner="w2", limit=1, now=start)  # w1's lease had expired
     with store.unit_of_work() as uow:
-        lost = uow.items.renew_leases([i.lease_token for i in mine if i.lease_token], lease_s=300)
+        lost = uow.claims.renew_leases([i.lease_token for i in mine if i.lease_token], lease_s=300)
     assert lost == {next(i.lease_token for i in mine if i.id == stolen[0].id)}
     kept = next(i for i in mine if i.id != stolen[0].id)
     renewed = get(store, kept.id)
@@ -283,7 +283,7 @@ def test_renew_leases_extends_ours_and_reports_lost_ones(store: UnitOfWorkFactor
 def test_naive_datetimes_are_refused(store: UnitOfWorkFactory) -> None:
     register(store, listed(1))
     with pytest.raises(StoreFailed), store.unit_of_work() as uow:
-        uow.items.claim_batch(
+        uow.claims.claim_batch(
             owner="w", language=LANG, limit=1, lease_s=5, now=datetime(2030, 1, 1)
         )
 

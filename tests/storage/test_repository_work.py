@@ -86,13 +86,13 @@ def test_fingerprint_change_drops_old_chunks(
     register(store, listed(1))
     [item] = claim(store)
     with store.unit_of_work() as uow:
-        uow.items.set_fingerprint(
+        uow.claims.set_fingerprint(
             item.id, sha256="a" * 64, size_bytes=10, lease_token=item.lease_token
         )
     record(store, item, 0, "x")
     record(store, item, 1, "y")
     with store.unit_of_work() as uow:
-        uow.items.set_fingerprint(
+        uow.claims.set_fingerprint(
             item.id, sha256=new_sha, size_bytes=11, lease_token=item.lease_token
         )
         assert sorted(uow.chunks.done_chunks(item.id)) == chunks_left
@@ -112,7 +112,7 @@ def test_finish_records_transcript_and_extras(store: UnitOfWorkFactory) -> None:
     register(store, listed(1))
     [item] = claim(store)
     with store.unit_of_work() as uow:
-        uow.items.finish_item(
+        uow.claims.finish_item(
             item.id,
             lease_token=item.lease_token,
             text="patient is stable",
@@ -142,7 +142,7 @@ def test_work_by_a_worker_without_the_lease_raises_lease_lost(
     [item] = claim(store, owner="w1")
     with pytest.raises(LeaseLost), store.unit_of_work() as uow:  # noqa: PT012
         if action == "finish":
-            uow.items.finish_item(
+            uow.claims.finish_item(
                 item.id,
                 lease_token="another-claim",
                 text="",
@@ -151,11 +151,11 @@ def test_work_by_a_worker_without_the_lease_raises_lease_lost(
                 extras={},
             )
         elif action == "skip":
-            uow.items.skip_item(
+            uow.claims.skip_item(
                 item.id, lease_token="another-claim", reason_kind="silent", reason="silent"
             )
         elif action == "fail":
-            uow.items.fail_item(
+            uow.claims.fail_item(
                 item.id,
                 lease_token="another-claim",
                 error_kind="x",
@@ -164,7 +164,7 @@ def test_work_by_a_worker_without_the_lease_raises_lease_lost(
                 next_attempt_at=None,
             )
         elif action == "fingerprint":
-            uow.items.set_fingerprint(
+            uow.claims.set_fingerprint(
                 item.id, sha256="c" * 64, size_bytes=1, lease_token="another-claim"
             )
         else:
@@ -187,13 +187,13 @@ def test_a_worker_that_lost_its_lease_cannot_write_a_chunk(store: UnitOfWorkFact
     start = datetime.now(UTC)
     [late] = claim(store, owner="w1", lease_s=5, now=start - timedelta(seconds=60))
     with store.unit_of_work() as uow:
-        uow.items.set_fingerprint(
+        uow.claims.set_fingerprint(
             late.id, sha256="a" * 64, size_bytes=10, lease_token=late.lease_token
         )
     record(store, late, 0, "old content")
     [taken] = claim(store, owner="w2", now=start)  # w1's lease had expired
     with store.unit_of_work() as uow:  # the content changed: the old chunks go
-        uow.items.set_fingerprint(
+        uow.claims.set_fingerprint(
             taken.id, sha256="b" * 64, size_bytes=11, lease_token=taken.lease_token
         )
     with pytest.raises(LeaseLost):
@@ -215,7 +215,7 @@ def test_no_chunk_is_written_for_an_item_no_longer_processing(
         finish(store, item)
     elif settle == "released":
         with store.unit_of_work() as uow:
-            uow.items.release_items([item.lease_token])
+            uow.claims.release_items([item.lease_token])
     else:
         register(store, listed(1, version="v2"))  # changed under an expired lease: pending
     with pytest.raises(LeaseLost):
@@ -234,24 +234,24 @@ def test_find_done_with_sha(store: UnitOfWorkFactory) -> None:
     items = claim(store, limit=2)
     with store.unit_of_work() as uow:
         for item in items:
-            uow.items.set_fingerprint(
+            uow.claims.set_fingerprint(
                 item.id, sha256="d" * 64, size_bytes=5, lease_token=item.lease_token
             )
     finish(store, items[0], text="once")
     with store.unit_of_work(read_only=True) as uow:
-        found = uow.items.find_done_with_sha(sha256="d" * 64, language=LANG)
+        found = uow.item_queries.find_done_with_sha(sha256="d" * 64, language=LANG)
         assert found is not None
         assert found.id == items[0].id
         assert found.text == "once"
-        assert uow.items.find_done_with_sha(sha256="d" * 64, language="hi") is None
-        assert uow.items.find_done_with_sha(sha256="e" * 64, language=LANG) is None
+        assert uow.item_queries.find_done_with_sha(sha256="d" * 64, language="hi") is None
+        assert uow.item_queries.find_done_with_sha(sha256="e" * 64, language=LANG) is None
 
 
 def test_skip_records_reason_and_duration(store: UnitOfWorkFactory) -> None:
     register(store, listed(1))
     [item] = claim(store)
     with store.unit_of_work() as uow:
-        uow.items.skip_item(
+        uow.claims.skip_item(
             item.id,
             lease_token=item.lease_token,
             reason_kind="silent_audio",
@@ -330,10 +330,12 @@ def test_status_counts_failures_and_export(store: UnitOfWorkFactory) -> None:
     finish(store, b, text="two")
     fail(store, c, retryable=True, at=None)
     with store.unit_of_work(read_only=True) as uow:
-        counts = {(s.language, s.status): (s.items, s.audio_ms) for s in uow.items.status_counts()}
-        failures = uow.items.list_failures(limit=5)
-        done_rows = list(uow.items.export_rows(status="done"))
-        all_rows = list(uow.items.export_rows())
+        counts = {
+            (s.language, s.status): (s.items, s.audio_ms) for s in uow.item_queries.status_counts()
+        }
+        failures = uow.item_queries.list_failures(limit=5)
+        done_rows = list(uow.item_queries.export_rows(status="done"))
+        all_rows = list(uow.item_queries.export_rows())
     assert counts == {
         (LANG, "done"): (2, 3000),
         (LANG, "failed"): (1, 0),
@@ -353,7 +355,7 @@ def test_list_failures_newest_first_and_limited(store: UnitOfWorkFactory) -> Non
     for item in items:
         fail(store, item, retryable=True, at=None)
     with store.unit_of_work(read_only=True) as uow:
-        failures = uow.items.list_failures(limit=2)
+        failures = uow.item_queries.list_failures(limit=2)
     assert [f.id for f in failures] == [items[2].id, items[1].id]
 
 
@@ -381,7 +383,7 @@ def test_runs_record_counts(store: UnitOfWorkFactory) -> None:
 
 def skip(store: UnitOfWorkFactory, item: ItemRecord) -> None:
     with store.unit_of_work() as uow:
-        uow.items.skip_item(
+        uow.claims.skip_item(
             item.id, lease_token=item.lease_token, reason_kind="silent_audio", reason="no speech"
         )
 

@@ -63,46 +63,46 @@ def scenario(store: UnitOfWorkFactory) -> list[object]:
     seen_: list[object] = []
     with store.unit_of_work() as uow:
         seen_.append(uow.items.register_items(LISTING, language=LANG))
-        a, b = uow.items.claim_batch(owner="w1", language=LANG, limit=2, lease_s=60)
+        a, b = uow.claims.claim_batch(owner="w1", language=LANG, limit=2, lease_s=60)
         seen_ += [seen(a), seen(b)]
     with store.unit_of_work() as uow:
-        uow.items.set_fingerprint(a.id, sha256=X, size_bytes=100, lease_token=a.lease_token)
+        uow.claims.set_fingerprint(a.id, sha256=X, size_bytes=100, lease_token=a.lease_token)
         chunk(uow, a, 0)
         chunk(uow, a, 1, status="silent")
     with store.unit_of_work(read_only=True) as uow:
         finished = uow.chunks.done_chunks(a.id)
         seen_.append(sorted((i, c.status, c.text, c.start_ms) for i, c in finished.items()))
-        seen_.append(seen(uow.items.find_done_with_sha(sha256=X, language=LANG)))
+        seen_.append(seen(uow.item_queries.find_done_with_sha(sha256=X, language=LANG)))
     with store.unit_of_work() as uow:
-        uow.items.finish_item(
+        uow.claims.finish_item(
             a.id, lease_token=a.lease_token, text="part 0", duration_ms=2000, chunk_count=2,
             extras={},
         )  # fmt: skip
-        seen_.append(seen(uow.items.find_done_with_sha(sha256=X, language=LANG)))
-        uow.items.set_fingerprint(b.id, sha256=Y, size_bytes=100, lease_token=b.lease_token)
+        seen_.append(seen(uow.item_queries.find_done_with_sha(sha256=X, language=LANG)))
+        uow.claims.set_fingerprint(b.id, sha256=Y, size_bytes=100, lease_token=b.lease_token)
         chunk(uow, b, 0)
     with store.unit_of_work() as uow:  # b's content changed: its old answers are void
-        uow.items.set_fingerprint(b.id, sha256=Z, size_bytes=100, lease_token=b.lease_token)
+        uow.claims.set_fingerprint(b.id, sha256=Z, size_bytes=100, lease_token=b.lease_token)
         seen_.append(uow.chunks.done_chunks(b.id))
     with pytest.raises(LeaseLost), store.unit_of_work() as uow:
-        uow.items.finish_item(
+        uow.claims.finish_item(
             b.id, lease_token="stale", text="", duration_ms=0, chunk_count=0, extras={}
         )
     with store.unit_of_work() as uow:
         assert a.lease_token is not None
         assert b.lease_token is not None
-        lost = uow.items.renew_leases([a.lease_token, b.lease_token, "gone"], lease_s=60)
+        lost = uow.claims.renew_leases([a.lease_token, b.lease_token, "gone"], lease_s=60)
         seen_.append(sorted({a.lease_token: "a", b.lease_token: "b"}.get(t, t) for t in lost))
-        uow.items.release_items([b.lease_token])
-        seen_.append(seen(uow.items.get_item(b.id)))
+        uow.claims.release_items([b.lease_token])
+        seen_.append(seen(uow.item_queries.get_item(b.id)))
     with store.unit_of_work() as uow:
-        again = uow.items.claim_batch(owner="w2", language=LANG, limit=5, lease_s=60)
+        again = uow.claims.claim_batch(owner="w2", language=LANG, limit=5, lease_s=60)
         seen_.append([seen(item) for item in again])
         b2, c = again
-        uow.items.skip_item(
+        uow.claims.skip_item(
             b2.id, lease_token=b2.lease_token, reason_kind="silent_audio", reason="no"
         )
-        uow.items.fail_item(
+        uow.claims.fail_item(
             c.id, lease_token=c.lease_token, error_kind="corrupt_audio", message="bad",
             retryable=True, next_attempt_at=datetime(2030, 1, 1, tzinfo=UTC),
         )  # fmt: skip
@@ -122,7 +122,7 @@ def scenario(store: UnitOfWorkFactory) -> list[object]:
         seen_.append(sorted(uow.chunks.done_chunks(b.id)))
         relisted = [SourceFile(LISTING[0].uri, 100, "v2"), *LISTING[1:]]
         seen_.append(uow.items.register_items(relisted, language=LANG))
-        found = uow.items.find_items(source_uris=[f.uri for f in LISTING], language=LANG)
+        found = uow.item_queries.find_items(source_uris=[f.uri for f in LISTING], language=LANG)
         seen_.append(sorted(seen(item) for item in found.values()))  # type: ignore[type-var]
     return seen_
 
@@ -145,8 +145,8 @@ def test_the_fake_answers_like_the_sql_store(store: UnitOfWorkFactory) -> None:
 
 
 def _done(uow: Any, item: ItemRecord, text: str, *, flags: tuple[str, ...] = ()) -> None:
-    uow.items.set_fingerprint(item.id, sha256=X, size_bytes=100, lease_token=item.lease_token)
-    uow.items.finish_item(
+    uow.claims.set_fingerprint(item.id, sha256=X, size_bytes=100, lease_token=item.lease_token)
+    uow.claims.finish_item(
         item.id, lease_token=item.lease_token, text=text, duration_ms=1000, chunk_count=1,
         extras={}, flags=flags,
     )  # fmt: skip
@@ -166,10 +166,10 @@ def ledger_scenario(store: UnitOfWorkFactory) -> list[object]:
     with store.unit_of_work() as uow:
         run_id = uow.runs.start_run(source="/archive", language=LANG)
         uow.items.register_items(LISTING, language=LANG)
-        a, b, c = uow.items.claim_batch(owner="w1", language=LANG, limit=3, lease_s=60)
+        a, b, c = uow.claims.claim_batch(owner="w1", language=LANG, limit=3, lease_s=60)
         _done(uow, a, "alpha")
         _done(uow, b, "bravo", flags=("too_few_words",))
-        uow.items.fail_item(
+        uow.claims.fail_item(
             c.id, lease_token=c.lease_token, error_kind="corrupt_audio", message="bad",
             retryable=True, next_attempt_at=None,
         )  # fmt: skip
@@ -177,20 +177,20 @@ def ledger_scenario(store: UnitOfWorkFactory) -> list[object]:
     with store.unit_of_work() as uow:
         seen_.append([(r.source, r.status, r.counts["done"]) for r in uow.runs.latest_runs()])
         seen_.append(uow.runs.run_sources())
-        seen_.append(sorted((s.status, s.items) for s in uow.items.status_counts()))
-        seen_.append([seen(i) for i in uow.items.list_failures()])
+        seen_.append(sorted((s.status, s.items) for s in uow.item_queries.status_counts()))
+        seen_.append([seen(i) for i in uow.item_queries.list_failures()])
         seen_.append([seen(i) for i in uow.reviews.list_needs_review(language=LANG)])
         seen_.append(seen(uow.reviews.accept_review(b.id)))
         seen_.append(uow.items.set_item_metadata({a.source_uri: {"mrn": "1"}}, language=LANG))
-        seen_.append(uow.items.find_item(source_uri=a.source_uri, language=LANG).metadata)  # type: ignore[union-attr]
+        seen_.append(uow.item_queries.find_item(source_uri=a.source_uri, language=LANG).metadata)  # type: ignore[union-attr]
         seen_.append(
-            [seen(i) for i in uow.items.done_items_page(language=LANG, after_id=0, limit=9)]
+            [seen(i) for i in uow.item_queries.done_items_page(language=LANG, after_id=0, limit=9)]
         )
         seen_.append(
             uow.items.requeue_failures(language=LANG, max_attempts=5, include_permanent=False)
         )
-        seen_.append(uow.items.pending_count(language=LANG))
-        seen_.append(sorted(u.rsplit("/", 1)[-1] for u in uow.items.source_uris()))
+        seen_.append(uow.item_queries.pending_count(language=LANG))
+        seen_.append(sorted(u.rsplit("/", 1)[-1] for u in uow.item_queries.source_uris()))
     with store.unit_of_work() as uow:
         wanted = [WantedDelivery(item_id=i.id, language=LANG, version=v * 64)
                   for i, v in ((a, "1"), (b, "2"))]  # fmt: skip
@@ -265,18 +265,18 @@ def listing_scenario(store: UnitOfWorkFactory) -> list[object]:
     d, e, locked, old = (f"/archive/{n}" for n in ("d.wav", "e.wav", "locked", "old"))
     with store.unit_of_work() as uow:
         uow.items.register_items(LISTING, language=LANG)
-        a, b = uow.items.claim_batch(owner="w1", language=LANG, limit=2, lease_s=60)
+        a, b = uow.claims.claim_batch(owner="w1", language=LANG, limit=2, lease_s=60)
         _done(uow, a, "alpha")
         uow.items.set_item_metadata({a.source_uri: {"mrn": "1"}}, language=LANG)
     with store.unit_of_work() as uow:
-        unsettled = uow.items.find_unsettled(
+        unsettled = uow.item_queries.find_unsettled(
             [*LISTING, SourceFile(d, 5, "v1")], language=LANG, settled=("done", "skipped")
         )
         seen_.append(sorted(unsettled))
         changed = [SourceFile(a.source_uri, 100, "v2"), SourceFile(b.source_uri, 101, "v1")]
-        seen_.append(uow.items.find_unsettled(changed[:1], language=LANG, settled=("done",)))
+        seen_.append(uow.item_queries.find_unsettled(changed[:1], language=LANG, settled=("done",)))
         held = ("processing",)
-        seen_.append(uow.items.find_unsettled(changed[1:], language=LANG, settled=held))
+        seen_.append(uow.item_queries.find_unsettled(changed[1:], language=LANG, settled=held))
     skipped = [
         SkippedFile(LISTING[2].uri, "permission denied", unreadable=True),  # pending: recorded
         SkippedFile(b.source_uri, "permission denied", unreadable=True),  # being processed
@@ -292,7 +292,7 @@ def listing_scenario(store: UnitOfWorkFactory) -> list[object]:
         seen_.append(uow.items.record_unreadable(skipped[5:6], language="fr-FR"))
         again = [SkippedFile(e, "no such device", unreadable=True)]  # another reason
         seen_.append(uow.items.record_unreadable(again, language=LANG))
-        found = uow.items.find_items(source_uris=[f.uri for f in skipped], language=LANG)
+        found = uow.item_queries.find_items(source_uris=[f.uri for f in skipped], language=LANG)
         seen_.append(sorted((seen(i), i.source_version) for i in found.values()))  # type: ignore[type-var]
     with store.unit_of_work() as uow:
         seen_.append(uow.items.resolve_listed_folders(root="/archive", unlisted=[locked],
@@ -300,8 +300,8 @@ def listing_scenario(store: UnitOfWorkFactory) -> list[object]:
         seen_.append(uow.items.resolve_listed_folders(root="/archive/", unlisted=[],
                                                       language=LANG))  # fmt: skip
     with store.unit_of_work(read_only=True) as uow:
-        seen_.append([export_seen(row) for row in uow.items.export_rows()])
-        seen_.append([export_seen(row) for row in uow.items.export_rows(status="failed")])
+        seen_.append([export_seen(row) for row in uow.item_queries.export_rows()])
+        seen_.append([export_seen(row) for row in uow.item_queries.export_rows(status="failed")])
     return seen_
 
 

@@ -47,7 +47,7 @@ def record(store: UnitOfWorkFactory, *files: SkippedFile) -> int:
 
 def item(store: UnitOfWorkFactory, uri: str):
     with store.unit_of_work(read_only=True) as uow:
-        return uow.items.find_item(source_uri=uri, language=LANG)
+        return uow.item_queries.find_item(source_uri=uri, language=LANG)
 
 
 def test_unreadable_files_are_recorded_once_as_permanent_failures(store: UnitOfWorkFactory) -> None:
@@ -66,8 +66,8 @@ def test_a_done_item_keeps_its_transcript_when_its_file_turns_unreadable(
 ) -> None:
     with store.unit_of_work() as uow:
         uow.items.register_items([SourceFile("/archive/a.wav", 10, "v1")], language=LANG)
-        (claimed,) = uow.items.claim_batch(owner="w1", language=LANG, limit=1, lease_s=60)
-        uow.items.finish_item(
+        (claimed,) = uow.claims.claim_batch(owner="w1", language=LANG, limit=1, lease_s=60)
+        uow.claims.finish_item(
             claimed.id,
             lease_token=claimed.lease_token,
             text="kept",

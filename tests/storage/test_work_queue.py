@@ -48,8 +48,8 @@ def _items(store: UnitOfWorkFactory) -> None:
 def _deliveries(store: UnitOfWorkFactory) -> None:
     _items(store)
     with store.unit_of_work() as uow:
-        (item,) = uow.items.claim_batch(owner="w", language=LANG, limit=1, lease_s=60)
-        uow.items.finish_item(
+        (item,) = uow.claims.claim_batch(owner="w", language=LANG, limit=1, lease_s=60)
+        uow.claims.finish_item(
             item.id,
             lease_token=item.lease_token,
             text="t",
@@ -63,13 +63,13 @@ def _deliveries(store: UnitOfWorkFactory) -> None:
 
 ITEMS = Kind(
     name="items",
-    claim=lambda uow, **kw: uow.items.claim_batch(language=LANG, limit=1, **kw),
-    renew=lambda uow, tokens: uow.items.renew_leases(tokens, lease_s=60),
-    settle=lambda uow, row: uow.items.skip_item(
+    claim=lambda uow, **kw: uow.claims.claim_batch(language=LANG, limit=1, **kw),
+    renew=lambda uow, tokens: uow.claims.renew_leases(tokens, lease_s=60),
+    settle=lambda uow, row: uow.claims.skip_item(
         row.id, lease_token=row.lease_token, reason_kind="silent_audio", reason="x"
     ),
-    take_back_dead=lambda uow: uow.items.release_dead_local_leases(),
-    status=lambda uow, row_id: uow.items.get_item(row_id).status,
+    take_back_dead=lambda uow: uow.claims.release_dead_local_leases(),
+    status=lambda uow, row_id: uow.item_queries.get_item(row_id).status,
 )
 DELIVERIES = Kind(
     name="deliveries",

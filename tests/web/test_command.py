@@ -14,8 +14,8 @@ import pytest
 import uvicorn
 from typer.testing import CliRunner
 
-from config.review import WebSettings
 from config.settings import Settings
+from config.workstation import WebSettings
 from flows.cli import app as medasr
 from storage.review_interface import ReviewStore
 from tests.service.tls_certs import TlsFiles, make_tls_files

@@ -21,7 +21,7 @@ import soundfile
 import uvicorn
 from imageio_ffmpeg import get_ffmpeg_exe
 
-from config.review import WebSettings
+from config.workstation import WebSettings
 from storage.review_interface import ReviewStore
 from tests.helpers.review import PASSWORD
 from web.app import build_app

@@ -41,17 +41,17 @@ def fill(
     text, failed when None."""
     with store.unit_of_work() as uow:
         uow.items.register_items([SourceFile(u, 10, "v1") for u in texts], language=LANG)
-        items = uow.items.claim_batch(owner="w", language=None, limit=len(texts), lease_s=60)
+        items = uow.claims.claim_batch(owner="w", language=None, limit=len(texts), lease_s=60)
     with store.unit_of_work() as uow:
         for item in items:
             text = texts[item.source_uri]
             if text is None:
-                uow.items.fail_item(
+                uow.claims.fail_item(
                     item.id, lease_token=item.lease_token, error_kind="request_rejected",
                     message=message, retryable=False, next_attempt_at=None,
                 )  # fmt: skip
             else:
-                uow.items.finish_item(item.id, lease_token=item.lease_token, text=text,
+                uow.claims.finish_item(item.id, lease_token=item.lease_token, text=text,
                                  duration_ms=1, chunk_count=1, extras={},
                                  flags=list(flags))  # fmt: skip
 

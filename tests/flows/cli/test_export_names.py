@@ -24,8 +24,8 @@ def test_export_source_is_relative_and_source_uri_is_the_full_uri(tmp_path: Path
         uow.runs.start_run(source=str(archive), language=LANG)
         uow.items.register_items([SourceFile(failed_uri, 10, "v1")], language=LANG)
     with store.unit_of_work() as uow:
-        [item] = uow.items.claim_batch(owner="w", language=LANG, limit=1, lease_s=60)
-        uow.items.fail_item(
+        [item] = uow.claims.claim_batch(owner="w", language=LANG, limit=1, lease_s=60)
+        uow.claims.fail_item(
             item.id,
             lease_token=item.lease_token,
             error_kind="corrupt_audio",

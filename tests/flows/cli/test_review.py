@@ -26,7 +26,7 @@ def ids(store: UnitOfWorkFactory) -> dict[str, int]:
         uow.items.register_items(
             [SourceFile(f"/a/{n}.wav", 10, "v1") for n in names], language=LANG
         )
-        claimed = uow.items.claim_batch(owner="w", language=LANG, limit=9, lease_s=60)
+        claimed = uow.claims.claim_batch(owner="w", language=LANG, limit=9, lease_s=60)
     by_name = {Path(item.source_uri).stem: item.id for item in claimed}
     tokens = {item.id: item.lease_token for item in claimed}
     flags = {"loop": ["repetition"], "tamil": ["script_mismatch", "partial"], "clean": []}
@@ -37,7 +37,7 @@ def ids(store: UnitOfWorkFactory) -> dict[str, int]:
                 item_id, lease_token=token, index=1, start_ms=0, end_ms=60_000, size_bytes=9,
                 text=SECRET_TEXT,
             )  # fmt: skip
-            uow.items.finish_item(
+            uow.claims.finish_item(
                 item_id, lease_token=token, text=SECRET_TEXT, duration_ms=60_000, chunk_count=1,
                 extras={"chunks": []}, flags=flags[name],
             )  # fmt: skip
@@ -46,7 +46,7 @@ def ids(store: UnitOfWorkFactory) -> dict[str, int]:
 
 def item(store: UnitOfWorkFactory, item_id: int) -> ItemRecord:
     with store.unit_of_work(read_only=True) as uow:
-        found = uow.items.get_item(item_id)
+        found = uow.item_queries.get_item(item_id)
     assert found is not None
     return found
 
@@ -125,7 +125,7 @@ def test_resend_forgets_text_and_chunks_and_requeues(
     assert (resent.status, resent.text, resent.flags) == ("pending", None, [])
     with store.unit_of_work() as uow:
         assert uow.chunks.done_chunks(ids["loop"]) == {}
-        claimed = uow.items.claim_batch(owner="w2", language=LANG, limit=9, lease_s=60)
+        claimed = uow.claims.claim_batch(owner="w2", language=LANG, limit=9, lease_s=60)
     assert [c.id for c in claimed] == [ids["loop"]]
 
 

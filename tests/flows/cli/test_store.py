@@ -47,24 +47,24 @@ def filled(runner: CliRunner, tmp_path: Path, archive: Path) -> dict[str, str]:
     with store.unit_of_work() as uow:
         claimed = {
             (i.source_uri, i.language): i
-            for i in uow.items.claim_batch(owner="w", language=None, limit=9, lease_s=60)
+            for i in uow.claims.claim_batch(owner="w", language=None, limit=9, lease_s=60)
         }
     with store.unit_of_work() as uow:
         for key, text in texts.items():
             item = claimed[sources[key], LANG]
-            uow.items.finish_item(item.id, lease_token=item.lease_token, text=text,
+            uow.claims.finish_item(item.id, lease_token=item.lease_token, text=text,
                              duration_ms=1_800_000, chunk_count=2, extras={})  # fmt: skip
         hindi = claimed[sources["a"], "hi"]
-        uow.items.finish_item(hindi.id, lease_token=hindi.lease_token, text="namaste",
+        uow.claims.finish_item(hindi.id, lease_token=hindi.lease_token, text="namaste",
                          duration_ms=900_000, chunk_count=1, extras={})  # fmt: skip
         rejected = claimed[sources["c"], LANG]
-        uow.items.fail_item(rejected.id, lease_token=rejected.lease_token,
+        uow.claims.fail_item(rejected.id, lease_token=rejected.lease_token,
                        error_kind="request_rejected",
                        message="the service refused the request (400)", retryable=False,
                        next_attempt_at=None)  # fmt: skip
         released = claimed[sources["e"], LANG].lease_token
         assert released is not None
-        uow.items.release_items([released])
+        uow.claims.release_items([released])
     store.dispose()
     return sources
 
@@ -198,15 +198,15 @@ def fill(tmp_path: Path, outcomes: dict[str, str], *, message: str = "refused") 
     store = open_store(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
     with store.unit_of_work() as uow:
         uow.items.register_items([SourceFile(u, 10, "v1") for u in outcomes], language=LANG)
-        items = uow.items.claim_batch(owner="w", language=None, limit=len(outcomes), lease_s=60)
+        items = uow.claims.claim_batch(owner="w", language=None, limit=len(outcomes), lease_s=60)
     with store.unit_of_work() as uow:
         for item in items:
             text = outcomes[item.source_uri]
             if text:
-                uow.items.finish_item(item.id, lease_token=item.lease_token, text=text,
+                uow.claims.finish_item(item.id, lease_token=item.lease_token, text=text,
                                  duration_ms=1, chunk_count=1, extras={})  # fmt: skip
             else:
-                uow.items.fail_item(item.id, lease_token=item.lease_token,
+                uow.claims.fail_item(item.id, lease_token=item.lease_token,
                                error_kind="request_rejected", message=message,
                                retryable=False, next_attempt_at=None)  # fmt: skip
     store.dispose()
@@ -262,9 +262,9 @@ def test_status_lists_skipped_recordings_in_their_own_section(
     store = open_store(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
     with store.unit_of_work() as uow:
         uow.items.register_items([SourceFile(quiet, 10, "v1")], language=LANG)
-        [item] = uow.items.claim_batch(owner="w", language=LANG, limit=1, lease_s=60)
+        [item] = uow.claims.claim_batch(owner="w", language=LANG, limit=1, lease_s=60)
     with store.unit_of_work() as uow:
-        uow.items.skip_item(item.id, lease_token=item.lease_token, reason_kind="silent_audio",
+        uow.claims.skip_item(item.id, lease_token=item.lease_token, reason_kind="silent_audio",
                        reason="no speech: a steady tone, hum or noise")  # fmt: skip
     store.dispose()
 
@@ -288,7 +288,9 @@ def test_status_counts_deliveries_by_status(
 ) -> None:
     store = open_store(StorageSettings(database_url=f"sqlite:///{tmp_path / 'medasr.db'}"))
     with store.unit_of_work() as uow:
-        done = [i for i in uow.items.list_latest(status="done", limit=10) if i.language == LANG]
+        done = [
+            i for i in uow.item_queries.list_latest(status="done", limit=10) if i.language == LANG
+        ]
         wanted = [WantedDelivery(item_id=i.id, language=LANG, version=f"v{i.id}") for i in done]
         assert uow.deliveries.plan_deliveries(wanted, format_name="txt") == 3
     store.dispose()

@@ -37,19 +37,19 @@ def make_done(
     with store.unit_of_work() as uow:
         uow.items.register_items([SourceFile(u, 10, version) for u in texts], language=language)
     with store.unit_of_work() as uow:
-        claimed = uow.items.claim_batch(
+        claimed = uow.claims.claim_batch(
             owner="w", language=language, limit=len(texts), lease_s=60, uris=list(texts)
         )
     with store.unit_of_work() as uow:
         for item in claimed:
             uri = item.source_uri
-            uow.items.set_fingerprint(
+            uow.claims.set_fingerprint(
                 item.id,
                 sha256=content_sha("copy" if same_audio else uri, version),
                 size_bytes=10,
                 lease_token=item.lease_token,
             )
-            uow.items.finish_item(
+            uow.claims.finish_item(
                 item.id,
                 lease_token=item.lease_token,
                 text=texts[uri],
@@ -60,7 +60,7 @@ def make_done(
         if metadata:
             uow.items.set_item_metadata(metadata, language=language)
     with store.unit_of_work(read_only=True) as uow:
-        return uow.items.find_items(source_uris=list(texts), language=language)
+        return uow.item_queries.find_items(source_uris=list(texts), language=language)
 
 
 def delivery_settings(

@@ -103,7 +103,7 @@ def _last_fhir_upload(server, store, settings) -> bytes:
     from tasks.delivery.documents import build_document, note_of, parse_docs_query
 
     with store.unit_of_work(read_only=True) as uow:
-        (item,) = uow.items.done_items_page(language=None, after_id=0, limit=5)
+        (item,) = uow.item_queries.done_items_page(language=None, after_id=0, limit=5)
         rows = uow.deliveries.deliveries_of_item(item.id)
         key = NoteKey(uow.deliveries.store_identity(), item.id, item.language, rows[-1].version)
     note = note_of(

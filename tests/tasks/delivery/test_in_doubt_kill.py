@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from config.settings import StorageSettings
-from service.devserver import docs
+from service.devserver import docs_route
 from storage import open_store
 from tests.tasks.delivery.delivery_helpers import docs_entries, make_done
 
@@ -64,13 +64,13 @@ def _wait_for(condition, *, limit_s: float = 60.0) -> None:
 def _count_arrivals(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One entry per document upload that reached the (in-process) receiver, on arrival."""
     arrivals: list[int] = []
-    check_in = docs.check_in
+    check_in = docs_route.check_in
 
     async def counted(request, state, trace):  # type: ignore[no-untyped-def]
         arrivals.append(1)
         return await check_in(request, state, trace)
 
-    monkeypatch.setattr(docs, "check_in", counted)
+    monkeypatch.setattr(docs_route, "check_in", counted)
     return arrivals
 
 

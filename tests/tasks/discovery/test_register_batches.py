@@ -63,7 +63,7 @@ def test_2500_files_register_in_three_transactions_of_1000(
     assert (found.listed, found.new, found.unchanged) == (FILES, FILES, 0)
     assert len(commits) == 3 + FOLDERS_TX + STATISTICS_TX
     with store.unit_of_work(read_only=True) as uow:
-        assert uow.items.pending_count(language="en-IN") == FILES
+        assert uow.item_queries.pending_count(language="en-IN") == FILES
 
 
 def test_the_nightly_no_op_is_three_transactions_too(

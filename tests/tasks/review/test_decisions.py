@@ -119,7 +119,7 @@ def test_export_rows_carry_the_machine_text_and_the_sign_off(
     with review_store.unit_of_work() as uow:
         finalize(uow, item_id=held, text="metformin 500 twice daily", author="ann", base_revision=0)
     with review_store.unit_of_work(read_only=True) as uow:
-        rows = {row.source: export_record(row) for row in uow.items.export_rows()}
+        rows = {row.source: export_record(row) for row in uow.item_queries.export_rows()}
     corrected, plain = rows["/src/ward/a.wav"], rows["/src/ward/b.wav"]
     assert corrected["text"] == "metformin 500 twice daily"
     assert corrected["machine_text"] == "met for men 5 hundred twice daily"
@@ -135,8 +135,8 @@ def test_every_transcript_waits_when_review_is_required_for_all(
 ) -> None:
     with review_store.unit_of_work() as uow:
         uow.items.register_items([SourceFile("/src/c.wav", 10, "v1")], language="en-IN")
-        [claimed] = uow.items.claim_batch(owner="w", language="en-IN", limit=1, lease_s=60)
-        uow.items.finish_item(
+        [claimed] = uow.claims.claim_batch(owner="w", language="en-IN", limit=1, lease_s=60)
+        uow.claims.finish_item(
             claimed.id, lease_token=claimed.lease_token, text="fine", duration_ms=1000,
             chunk_count=1, extras={}, hold_for_review=True,
         )  # fmt: skip

@@ -47,7 +47,7 @@ def test_copies_in_flight_at_once_are_sent_once(
     assert [o.outcome for o in outcomes] == ["done"] * COPIES
     answered = sum(1 for e in server.ledger.entries() if e.status == 200)
     with store.unit_of_work() as uow:
-        rows = list(uow.items.export_rows())
+        rows = list(uow.item_queries.export_rows())
     assert {row.text for row in rows} == {TEXT}
     chunks = {row.chunks for row in rows}
     assert answered == len(server.ledger) == chunks.pop()  # one file's chunks, once
@@ -112,7 +112,7 @@ def test_one_file_at_a_time_a_copy_of_failed_content_does_not_wait_forever(
                     uow.items.register_items(
                         list_audio(str(folder), settle_s=0).files, language="en-IN"
                     )
-                    items = uow.items.claim_batch(
+                    items = uow.claims.claim_batch(
                         owner="test-owner", language="en-IN", limit=2, lease_s=60
                     )
                 done = []

@@ -56,7 +56,7 @@ def register_and_claim(
     listing = list_audio(str(folder), settle_s=0, storage_options=storage_options)
     with store.unit_of_work() as uow:
         uow.items.register_items(listing.files, language=LANG)
-        return uow.items.claim_batch(owner="unit", language=LANG, limit=10, lease_s=60)
+        return uow.claims.claim_batch(owner="unit", language=LANG, limit=10, lease_s=60)
 
 
 def run_batch(
@@ -309,8 +309,8 @@ def test_the_recorder_writes_nothing_once_its_claim_was_taken_over(
     (item,) = register_and_claim(store, folder)
     with store.unit_of_work() as uow:
         assert item.lease_token is not None
-        uow.items.release_items([item.lease_token])
-        uow.items.claim_batch(owner="rival", language=LANG, limit=1, lease_s=60)
+        uow.claims.release_items([item.lease_token])
+        uow.claims.claim_batch(owner="rival", language=LANG, limit=1, lease_s=60)
     recorder = recorder_of(store, item, Journal(tmp_path / "journal"))
 
     async def go() -> None:

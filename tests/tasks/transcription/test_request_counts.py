@@ -62,7 +62,7 @@ def _run(
                     uow.items.register_items(
                         list_audio(str(folder), settle_s=0).files, language=LANG
                     )
-                    items = uow.items.claim_batch(
+                    items = uow.claims.claim_batch(
                         owner="counts", language=LANG, limit=10, lease_s=60
                     )
                 await process_batch(items, ctx=ctx)
@@ -101,7 +101,7 @@ def test_sent_retries_are_counted_as_the_service_saw_them(
                     uow.items.register_items(
                         list_audio(str(folder), settle_s=0).files, language=LANG
                     )
-                    items = uow.items.claim_batch(
+                    items = uow.claims.claim_batch(
                         owner="counts", language=LANG, limit=1, lease_s=60
                     )
                 await process_batch(items, ctx=ctx)

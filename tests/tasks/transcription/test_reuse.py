@@ -105,7 +105,7 @@ def test_the_facts_read_only_what_the_decision_weighs(
 
         def __getattr__(self, name: str) -> object:
             found = getattr(self._inner, name)
-            if name in ("items", "chunks"):  # a repository of the unit of work
+            if name in ("items", "claims", "item_queries", "chunks"):  # a repository of the uow
                 return Counting(found)
             asked.add(name)
             return found

@@ -16,9 +16,9 @@ from service.client import RetryEvent, TranscriptionClient
 from service.devserver import RunningDevServer
 from service.devserver.tone import encode_tone_dictation
 from service.errors import CredentialsRejected, TlsNotVerified
+from storage.claims import Claims
 from storage.errors import StoreUnavailable
 from storage.interface import UnitOfWorkFactory
-from storage.items import Items
 from storage.sources import list_audio
 from tasks.throttle.gate import RequestGate
 from tasks.transcription.file_run import CHUNKS_AHEAD_PER_FILE, BatchContext, process_batch
@@ -157,7 +157,7 @@ def test_a_lost_lease_stops_the_file_and_sends_nothing_more(
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with store.unit_of_work(read_only=True) as uow:
-                if any(row.sha256 for row in uow.items.export_rows()):
+                if any(row.sha256 for row in uow.item_queries.export_rows()):
                     break  # fingerprinted: the first chunk goes out now, for 1.5 s
             time.sleep(0.01)
         while server.state.capacity.peak_in_flight == 0 and time.monotonic() < deadline:
@@ -165,7 +165,7 @@ def test_a_lost_lease_stops_the_file_and_sends_nothing_more(
         later = datetime.now(UTC) + timedelta(hours=1)
         while not stolen.is_set() and time.monotonic() < deadline:
             with store.unit_of_work() as uow:
-                if uow.items.claim_batch(
+                if uow.claims.claim_batch(
                     owner="thief", language="en-IN", limit=1, lease_s=600, now=later
                 ):
                     stolen.set()
@@ -197,7 +197,7 @@ def test_a_store_failure_while_recording_costs_one_file_not_the_batch(
         raise StoreUnavailable("database is locked")
 
     # No socket can make SQLite fail on cue: the failure is injected at the repository.
-    monkeypatch.setattr(Items, "fail_item", locked)
+    monkeypatch.setattr(Claims, "fail_item", locked)
 
     outcomes = {
         Path(o.source_uri).name: o.outcome for o in run_once(store, devserver_factory(), recording)
@@ -212,10 +212,10 @@ def test_a_queued_file_whose_lease_was_taken_over_is_not_sent(
     server = devserver_factory()
     with store.unit_of_work() as uow:
         uow.items.register_items(list_audio(str(recording), settle_s=0).files, language="en-IN")
-        items = uow.items.claim_batch(owner="test-owner", language="en-IN", limit=1, lease_s=0.01)
+        items = uow.claims.claim_batch(owner="test-owner", language="en-IN", limit=1, lease_s=0.01)
     time.sleep(0.05)  # our claim expires while the file waits for its turn...
     with store.unit_of_work() as uow:  # ...and another worker takes it over
-        assert uow.items.claim_batch(owner="thief", language="en-IN", limit=1, lease_s=600)
+        assert uow.claims.claim_batch(owner="thief", language="en-IN", limit=1, lease_s=600)
 
     async def go() -> list:
         async with TranscriptionClient(*client_settings(server)) as client:
@@ -260,7 +260,7 @@ def test_cancelling_a_run_mid_file_neither_fails_the_item_nor_hides_the_cancel(
 async def _process(store: UnitOfWorkFactory, server: RunningDevServer, folder: Path) -> list:
     with store.unit_of_work() as uow:
         uow.items.register_items(list_audio(str(folder), settle_s=0).files, language="en-IN")
-        items = uow.items.claim_batch(owner="test-owner", language="en-IN", limit=10, lease_s=60)
+        items = uow.claims.claim_batch(owner="test-owner", language="en-IN", limit=10, lease_s=60)
     return await _process_claimed(store, server, items, lease_s=60)
 
 
@@ -272,7 +272,7 @@ def test_a_queued_file_renews_its_expired_lease_before_sending(
         uow.items.register_items(list_audio(str(recording), settle_s=0).files, language="en-IN")
         # The claim expired while the file waited for its turn.
         an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
-        items = uow.items.claim_batch(
+        items = uow.claims.claim_batch(
             owner="test-owner", language="en-IN", limit=1, lease_s=60, now=an_hour_ago
         )
     taken: list[object] = []
@@ -284,7 +284,7 @@ def test_a_queued_file_renews_its_expired_lease_before_sending(
         while not done.is_set():
             with store.unit_of_work() as uow:
                 taken.extend(
-                    uow.items.claim_batch(owner="rival", language="en-IN", limit=1, lease_s=60)
+                    uow.claims.claim_batch(owner="rival", language="en-IN", limit=1, lease_s=60)
                 )
             time.sleep(0.02)
 
@@ -335,4 +335,4 @@ def test_an_unverified_certificate_stops_the_run_and_fails_no_file(
     assert isinstance(gate.stopped, TlsNotVerified)
     assert {o.outcome for o in outcomes} == {"released"}
     with store.unit_of_work() as uow:
-        assert {row.status for row in uow.items.export_rows()} == {"pending"}
+        assert {row.status for row in uow.item_queries.export_rows()} == {"pending"}

@@ -54,14 +54,14 @@ class CommitCut:
 
 def status_of(store: UnitOfWorkFactory, item: ItemRecord) -> str:
     with store.unit_of_work(read_only=True) as uow:
-        found = uow.items.get_item(item.id)
+        found = uow.item_queries.get_item(item.id)
     assert found is not None
     return found.status
 
 
 def finish(item: ItemRecord, text: str = "done") -> object:
     def call(uow: UnitOfWork) -> None:
-        uow.items.finish_item(
+        uow.claims.finish_item(
             item.id,
             lease_token=item.lease_token,
             text=text,
@@ -96,7 +96,7 @@ def test_calls_queued_together_share_one_transaction_and_each_gets_its_result(
     async def go() -> list[object]:
         return await asyncio.gather(
             *(writer.write(finish(item)) for item in items),
-            writer.write(lambda uow: uow.items.get_item(items[0].id)),
+            writer.write(lambda uow: uow.item_queries.get_item(items[0].id)),
         )
 
     *finished, read_back = asyncio.run(go())
@@ -274,7 +274,7 @@ def test_a_lease_renewal_joins_the_group_instead_of_locking_held_rows_on_its_own
     async def go() -> None:
         async with keeper.holding(items):  # renews once, at once: a group of its own
             await asyncio.gather(
-                writer.write(lambda uow: uow.items.get_item(items[0].id)),
+                writer.write(lambda uow: uow.item_queries.get_item(items[0].id)),
                 keeper.renew_now(),
             )
             for item in items:
@@ -304,7 +304,7 @@ def test_a_call_that_writes_then_raises_leaves_nothing_and_its_neighbours_commit
     async def go() -> list[object]:
         return await asyncio.gather(
             *(writer.write(call) for call in calls),  # type: ignore[arg-type]
-            writer.write(lambda uow: uow.items.get_item(items[-1].id)),
+            writer.write(lambda uow: uow.item_queries.get_item(items[-1].id)),
             return_exceptions=True,
         )
 

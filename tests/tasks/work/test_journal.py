@@ -39,7 +39,7 @@ def test_replay_records_same_content_and_drops_what_is_no_longer_wanted(
 ) -> None:
     same, changed, finished = claimed(store, count=3)
     with store.unit_of_work() as uow:
-        uow.items.finish_item(
+        uow.claims.finish_item(
             finished.id,
             lease_token=finished.lease_token,
             text="done",
@@ -140,15 +140,15 @@ def test_the_keeper_renews_held_leases_and_stops_a_taken_file(store: UnitOfWorkF
         keeper = LeaseKeeper(store=store, lease_s=1.5, renew=renew)
         async with keeper.holding([mine, taken]):
             with store.unit_of_work() as uow:  # the claim on `taken` ends (given back)
-                uow.items.release_items([taken.lease_token or ""])
+                uow.claims.release_items([taken.lease_token or ""])
             # Only the timer renews from here on: wait for it, not for a duration.
             assert await asyncio.to_thread(only_mine.wait, 30)
             await keeper.require(mine)
             with pytest.raises(LeaseLost):
                 await keeper.require(taken)
             with store.unit_of_work() as uow:  # `mine` is still held: a rival gets only `taken`
-                rival = uow.items.claim_batch(owner="rival", language=LANG, limit=2, lease_s=60)
-                renewed = uow.items.get_item(mine.id)
+                rival = uow.claims.claim_batch(owner="rival", language=LANG, limit=2, lease_s=60)
+                renewed = uow.item_queries.get_item(mine.id)
         assert [i.id for i in rival] == [taken.id]
         assert renewed.lease_expires_at is not None
         assert mine.lease_expires_at is not None

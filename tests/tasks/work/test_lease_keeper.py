@@ -55,9 +55,9 @@ def _claimed(store: UnitOfWorkFactory, *, count: int) -> list[ItemRecord]:
     files = [SourceFile(f"/archive/{i}.wav", 10, "v1") for i in range(count)]
     with store.unit_of_work() as uow:
         uow.items.register_items(files, language=LANG)
-        items = uow.items.claim_batch(owner="w", language=LANG, limit=count, lease_s=60)
+        items = uow.claims.claim_batch(owner="w", language=LANG, limit=count, lease_s=60)
         for item in items:
-            uow.items.set_fingerprint(
+            uow.claims.set_fingerprint(
                 item.id, sha256=SHA, size_bytes=10, lease_token=item.lease_token
             )
     return items
@@ -65,7 +65,7 @@ def _claimed(store: UnitOfWorkFactory, *, count: int) -> list[ItemRecord]:
 
 def _finish(store: UnitOfWorkFactory, item: ItemRecord) -> None:
     with store.unit_of_work() as uow:
-        uow.items.finish_item(
+        uow.claims.finish_item(
             item.id,
             lease_token=item.lease_token,
             text="ok",
@@ -122,7 +122,7 @@ def test_a_claim_released_by_someone_else_is_still_reported(
 
     def give_back() -> None:
         with store.unit_of_work() as uow:
-            uow.items.release_items([taken.lease_token or ""])
+            uow.claims.release_items([taken.lease_token or ""])
 
     async def go() -> None:
         async with keeper.holding([mine, taken]):

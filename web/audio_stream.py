@@ -63,7 +63,9 @@ class Stretch:
 async def audio(request: Request, session: WebSessionRecord) -> Response:
     """A stretch of the recording as audio/wav, whole or the byte range asked for."""
     item_id = int(request.path_params["item_id"])
-    item = await in_unit_of_work(request, lambda uow: uow.items.get_item(item_id), read_only=True)
+    item = await in_unit_of_work(
+        request, lambda uow: uow.item_queries.get_item(item_id), read_only=True
+    )
     if item is None:
         return PlainTextResponse(f"there is no recording {item_id}", status_code=404)
     asked = _asked_stretch(item, request)
