@@ -12,7 +12,6 @@ its docstring (tests/flows/cli/test_quick_commands.py keeps the two equal).
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from typer.core import TyperCommand, TyperGroup
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.runtime import prepare_prefect_environment
 from flows.cli.metavars import name_values
+from flows.cli.reader_gone import outlive_readers
 
 
 @dataclass(frozen=True)
@@ -190,6 +190,7 @@ def main() -> None:
     """Console entry point: run the app, turn known errors into one line and an exit code."""
     # Before any command imports Prefect, which reads its settings on first use.
     prepare_prefect_environment()
+    outlive_readers()  # `medasr run ... | head -1`: the run goes on, its output is dropped
     try:
         app(standalone_mode=True)
     except ConfigError as exc:
@@ -197,10 +198,6 @@ def main() -> None:
         sys.exit(EXIT_USAGE)
     except MedasrError as exc:
         typer.echo(f"medasr: {exc}", err=True)
-        sys.exit(EXIT_SOME_FAILED)
-    except BrokenPipeError:  # `medasr ... | head`: the reader left; results are in the store
-        # Point stdout at /dev/null so the interpreter's final flush does not fail again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(EXIT_SOME_FAILED)
 
 

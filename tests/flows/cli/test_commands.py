@@ -260,6 +260,21 @@ def test_a_reader_that_leaves_early_costs_no_file(
     assert sorted(row["status"] for row in rows) == ["done"] * len(TEXTS)
 
 
+def test_a_reader_gone_before_the_first_line_costs_no_file(
+    env: dict[str, str], recordings: Path, tmp_path: Path
+) -> None:
+    # `medasr run ... | true`: the reader has left before medasr writes anything, so every
+    # write to stdout meets a closed pipe; the run still finishes and exits per its result.
+    proc = start_run(recordings, env=env, cwd=tmp_path)
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _, stderr = proc.communicate(timeout=120)
+
+    assert "Traceback" not in stderr
+    assert export_statuses(env, tmp_path) == ["done"] * len(TEXTS)
+    assert proc.returncode == 0, stderr
+
+
 def test_ctrl_c_finishes_what_is_in_flight_and_gives_the_rest_back(
     env: dict[str, str], tmp_path: Path
 ) -> None:

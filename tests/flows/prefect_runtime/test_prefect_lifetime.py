@@ -162,3 +162,30 @@ def test_a_start_that_never_comes_is_reported_as_prefect_not_starting(
     assert len(service.ledger) == 1
     assert ours[0].endswith("; 1 file was finished and recorded meanwhile, the others are pending")
     assert item_statuses(tmp_path / "medasr.db") == ["done"]
+
+
+def test_a_reader_gone_while_prefect_starts_costs_no_file(tmp_path: Path, source: Path) -> None:
+    # `medasr run SOURCE | head -1` on a busy host: the reader has left before Prefect
+    # answers, so the "waiting for Prefect" notice (said at 5 s, the server is held 8 s)
+    # meets a closed pipe while the head start's request (answered after 12 s) is in flight.
+    with start_devserver(token=TOKEN, port=0, engine="tone", latency_ms=12_000) as service:
+        env = env_for(tmp_path, service, hold_s=8)
+        with (tmp_path / "err.log").open("wb") as err:
+            run = subprocess.Popen(
+                [MEDASR, "run", str(source), "-l", "en-IN"],
+                env=env,
+                cwd=tmp_path,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                start_new_session=True,
+            )
+        assert run.stdout is not None
+        run.stdout.close()  # before medasr has written anything
+        run.wait(timeout=300)
+
+        assert "Traceback" not in stderr_of(tmp_path)
+        assert item_statuses(tmp_path / "medasr.db") == ["done"]
+        assert run.returncode == 0, stderr_of(tmp_path)
+        assert [e.status for e in service.ledger.entries()] == [200]
+        assert servers_left(Path(env["PREFECT_HOME"])) == []
