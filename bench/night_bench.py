@@ -151,21 +151,27 @@ def run_medasr(
 ) -> Measured:
     """`medasr run SOURCE` against a fresh devserver and store, in the used `home`."""
     extra = ["--capacity", str(CAPACITY), "--retry-after-s", "1"] if capacity else []
-    fresh_store(work)
+    fresh_store(work, code=code)
     with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=[*ENGINE, *extra]) as server:
         env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
         command = medasr(code, "run", str(source), "--language", "en-IN")
         return measure(command, env=env, work=work, server=server)
 
 
-def fresh_store(work: Path) -> None:
-    """work/medasr.db: a copy of the migrated store, no write-ahead log of an earlier run."""
+def template_db(code: Path | None) -> str:
+    """The migrated store of one checkout: an older medasr refuses a newer one's schema."""
+    return TEMPLATE_DB if code is None else f"before-{TEMPLATE_DB}"
+
+
+def fresh_store(work: Path, *, code: Path | None = None) -> None:
+    """work/medasr.db: a copy of the checkout's migrated store, no write-ahead log of an
+    earlier run."""
     for leftover in ("medasr.db-wal", "medasr.db-shm"):
         (work / leftover).unlink(missing_ok=True)
-    shutil.copyfile(work / TEMPLATE_DB, work / "medasr.db")
+    shutil.copyfile(work / template_db(code), work / "medasr.db")
 
 
-def warm_home(home: Path, *, work: Path) -> None:
+def warm_home(home: Path, *, work: Path, code: Path | None = None) -> None:
     """Prefect's database and medasr's store as on a nightly host: a run over an empty
     folder migrates the store (each measured run starts from a copy of it); then a run
     over one recording, whose flow run makes Prefect's temporary server migrate its
@@ -176,10 +182,12 @@ def warm_home(home: Path, *, work: Path) -> None:
     for source in (empty, recordings(1)):
         with DevServer(latency_ms=LATENCY_MS, work=work) as server:
             env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
-            command = [str(MEDASR), "run", str(source), "--language", "en-IN"]
+            command = medasr(code, "run", str(source), "--language", "en-IN")
+            if source == empty:  # each checkout migrates a store of its own from nothing
+                (work / "medasr.db").unlink(missing_ok=True)
             subprocess.run(command, env=env, cwd=work, capture_output=True, check=True)
         if source == empty:
-            shutil.copyfile(work / "medasr.db", work / TEMPLATE_DB)
+            shutil.copyfile(work / "medasr.db", work / template_db(code))
     if not (home / "prefect.db").is_file():
         sys.exit(f"the warm-up left no Prefect database in {home}")
 
@@ -285,6 +293,8 @@ def main() -> None:
     capacity = None
     with scratch_dir("medasr-night-") as work:
         home = work / "prefect-home"
+        if args.before:  # its own migrated store; Prefect's database is shared
+            warm_home(home, work=work, code=args.before)
         warm_home(home, work=work)
         for number in range(args.rounds):
             print(f"round {number + 1}: naive, medasr, one recording ...", flush=True)
