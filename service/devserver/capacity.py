@@ -52,6 +52,12 @@ class CapacityGuard:
         with self._lock:
             return self._peak
 
+    @property
+    def in_flight(self) -> int:
+        """Admitted requests not answered yet, right now."""
+        with self._lock:
+            return self._in_flight
+
     def admit(self) -> Admission:
         """Admit one arriving request or say why not; an admitted one must be `release()`d."""
         with self._lock:

@@ -92,6 +92,15 @@ def test_killed_three_times_every_file_is_done_exactly_once(
         interval_s=0.02,
     )
     time.sleep(rng.uniform(0, LATENCY_MS / 1000))
+    # On a busy machine the run sends in waves, with moments when nothing is in flight:
+    # the kill waits for the devserver to hold a request, which is what this moment is.
+    wait_until(
+        lambda: server.state.capacity.in_flight > 0 or None,
+        timeout_s=60,
+        what="a request in flight",
+        alive=[run],
+        interval_s=0.001,
+    )
     kill(run, "chunks in flight")
     assert moments["chunks in flight"]["in_flight_at_kill"] > 0
 

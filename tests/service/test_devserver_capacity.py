@@ -127,6 +127,16 @@ def test_capacity_counts_until_release() -> None:
     assert guard.admit().refused is None
 
 
+def test_in_flight_is_the_count_right_now_without_a_cap() -> None:
+    guard = CapacityGuard(capacity=None, rate_per_s=None)
+    assert guard.in_flight == 0
+    guard.admit()
+    guard.admit()
+    assert guard.in_flight == 2
+    guard.release()
+    assert (guard.in_flight, guard.peak_in_flight) == (1, 2)
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
