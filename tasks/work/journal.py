@@ -10,6 +10,10 @@ records it (`replay_journal`) before it sends anything. A chunk answer is journa
 once, without fsync, and its entry removed when its group commit is in
 (tasks/work/paid_answers.py says what a crash and a power loss cost). The transcript text is in the
 entry and nowhere else: no log line, message or exception carries it.
+
+Workers on one host share the folder, so a worker starting up also replays the entries
+of one still running: the row it writes is the one the writer's commit writes (an
+upsert), and whichever of the two removes the file second finds it gone, which is fine.
 """
 
 from __future__ import annotations
@@ -147,6 +151,8 @@ class Journal:
         for path in sorted(folder.glob(f"*{_SUFFIX}")):
             try:
                 yield path, kind(**json.loads(path.read_text(encoding="utf-8")))
+            except FileNotFoundError:
+                continue  # its writer's commit is in, or another replay took it: done
             except (OSError, ValueError, TypeError):
                 yield path, None
 
@@ -326,7 +332,10 @@ def _replay(
             continue
         with store.unit_of_work() as uow:
             taken = record(uow, entry)
-        path.unlink()
+        # Workers on one host share the data dir: the entry's writer (its group commit
+        # in) or another worker's replay may have removed it first. Recording it again
+        # wrote the same row (an upsert), so either way the answer is in the store.
+        path.unlink(missing_ok=True)
         recorded, dropped = recorded + taken, dropped + (not taken)
     if recorded or dropped:
         logger.info("journal: %d %s recorded, %d no longer wanted", recorded, what, dropped)

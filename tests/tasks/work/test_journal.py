@@ -184,3 +184,36 @@ def _item_fields() -> dict[str, object]:
         "next_attempt_at": None, "lease_owner": "w", "lease_expires_at": now, "text": None,
         "extras": {}, "chunk_count": None, "created_at": now, "updated_at": now, "done_at": None,
     }  # fmt: skip
+
+
+def test_an_entry_its_writer_removes_during_a_replay_is_no_error(
+    store: UnitOfWorkFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers on one host share the data dir: while one replays the journal at its
+    start, the other's group commit is in and it removes its own entry."""
+    [item] = claimed(store)
+    journal = Journal(tmp_path / "journal")
+    path = journal.keep(paid_for(item))
+    original = Chunks.record_recovered_chunk
+
+    def and_the_writer_commits(self: Chunks, *args: object, **kwargs: object) -> bool:
+        taken = original(self, *args, **kwargs)  # type: ignore[arg-type]
+        path.unlink()
+        return taken
+
+    monkeypatch.setattr(Chunks, "record_recovered_chunk", and_the_writer_commits)
+    result = replay_journal(store, journal)
+
+    assert (result.recorded, result.dropped, result.kept) == (1, 0, 0)
+    assert done_texts(store, item) == {0: "patient stable"}
+
+
+def test_an_entry_gone_between_listing_and_reading_is_skipped_not_kept(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal")
+    paid = paid_for(ItemRecord(**_item_fields()))
+    kept = {journal.keep(paid), journal.keep(paid)}
+    entries = journal.entries()
+    path, entry = next(entries)
+    (kept - {path}).pop().unlink()  # its writer's commit is in: not unreadable, just done
+    assert entry == paid
+    assert list(entries) == []
