@@ -20,7 +20,6 @@ truncated or odd file still meets the errors worded from ffmpeg's own messages.
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -33,10 +32,6 @@ MAX_DURATION_MS = 5 * 60 * 1000
 _CONTAINERS = frozenset({"mp3", "mov,mp4,m4a,3gp,3g2,mj2"})
 _MAGIC = ((0, b"ID3"), (4, b"ftyp"))
 _SHORT_MARGIN_MS = 500  # decoded this much (plus 5 %) under the promise: ffmpeg decides
-# libav's calls hand Python's GIL back and forth packet by packet: two decodes at once in
-# one process took 1.6-1.9x the CPU of the same decodes one after the other, and were
-# slower. One at a time costs the same CPU as a single thread (bench/README.md "Night").
-_ONE_AT_A_TIME = threading.Lock()
 
 
 class DecodedPcm:
@@ -83,7 +78,7 @@ def decode_in_process(path: Path, *, head: bytes) -> tuple[AudioInfo, DecodedPcm
     import av  # here: the ffmpeg-only paths need not load libav
 
     try:
-        with _ONE_AT_A_TIME, av.open(input_arg(path), mode="r") as container:
+        with av.open(input_arg(path), mode="r") as container:
             return _decode_whole(container)
     except (av.FFmpegError, OSError, ValueError, EOFError):
         return None

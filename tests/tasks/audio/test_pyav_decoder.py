@@ -6,9 +6,6 @@ The oracle is the naive script's own command, `ffmpeg -i F -ac 1 -ar 16000`.
 
 from __future__ import annotations
 
-import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +13,7 @@ import pytest
 import soundfile
 
 from service.devserver.tone import encode_tone_dictation
-from tasks.audio import iter_chunks, probe_audio, pyav_decoder
+from tasks.audio import iter_chunks, probe_audio
 from tasks.audio import native_wav as sources
 from tasks.audio.ffmpeg import read_head
 from tasks.audio.pyav_decoder import MAX_DURATION_MS, DecodedPcm, decode_in_process
@@ -143,28 +140,3 @@ def test_a_file_that_only_looks_like_mp3_is_left_to_ffmpeg(tmp_path: Path) -> No
     assert _in_process(path) is None
     with pytest.raises(AudioError):
         list(iter_chunks(path, max_bytes=200_000))
-
-
-def test_one_decode_at_a_time_per_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two libav decodes at once fight over the GIL (more CPU, less speed): they queue."""
-    paths = [_encode(tmp_path / f"note-{n}.mp3") for n in range(4)]
-    original = pyav_decoder._decode_whole
-    inside, most = [0], [0]
-    lock = threading.Lock()
-
-    def counted(container: object) -> object:
-        with lock:
-            inside[0] += 1
-            most[0] = max(most[0], inside[0])
-        time.sleep(0.05)  # long enough for the other threads to try
-        try:
-            return original(container)
-        finally:
-            with lock:
-                inside[0] -= 1
-
-    monkeypatch.setattr(pyav_decoder, "_decode_whole", counted)
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        decoded = list(pool.map(_in_process, paths))
-    assert all(d is not None for d in decoded)
-    assert most[0] == 1
