@@ -6,9 +6,7 @@ What it offers (everything a caller needs is importable from `tasks.audio`):
     iter_chunks(path, *, max_bytes, ...)    stream a recording as Chunk objects (index,
                                             start/end sample and ms, WAV bytes, silent,
                                             voiced ms); memory is about two chunks,
-                                            whatever the recording's length (an mp3 or
-                                            m4a of at most 5 minutes is decoded whole
-                                            first: at most ~9.6 MB)
+                                            whatever the recording's length
     is_all_silent(chunks)                   True when no chunk holds speech
     split_to_dir(path, out_dir, *, ...)     write chunk-NNNN.wav files (0700 folder, 0600
                                             files) -> SplitResult of ChunkFile (`medasr split`)
@@ -19,8 +17,7 @@ What it offers (everything a caller needs is importable from `tasks.audio`):
 Inside: splitter.py (splitting), pauses.py (speech level, pause and cut finder),
 decoder.py (one streaming ffmpeg process per file), ffmpeg.py (the binary, the probe,
 stderr summaries), native_wav.py (16-bit PCM WAV read without ffmpeg),
-resampler.py (its downmix and resampling to 16 kHz mono), pyav_decoder.py (short mp3
-and m4a decoded in-process by libav), sniff.py (magic bytes).
+resampler.py (its downmix and resampling to 16 kHz mono), sniff.py (magic bytes).
 Failures are the typed AudioError tree of tasks/errors.py, each with one sentence.
 """
 

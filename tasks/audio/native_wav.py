@@ -5,10 +5,9 @@ Decoding such a file is the identity or nearly, yet an ffmpeg run costs a proces
 and a pass through its decoder (tens of ms of CPU per file, more than reading a 15 s
 recording): on a backlog of short dictations that is the largest cost left. Anything
 else (24-bit, float, more than two channels, a rate outside 8-48 kHz, RF64, a data
-chunk past the first 64 KiB) goes through ffmpeg, except short well-formed mp3 and m4a
-files, decoded in this process by libav (tasks/audio/pyav_decoder.py). `open_pcm_source`
-is the one entry point: it returns ffmpeg's decoder (tasks/audio/decoder.py), the
-samples libav decoded, this reader, or this reader behind the resampler.
+chunk past the first 64 KiB) goes through ffmpeg. `open_pcm_source` is the one entry
+point: it returns ffmpeg's decoder (tasks/audio/decoder.py), this reader, or this reader
+behind the resampler.
 
 A data size left as a placeholder (0, 0xFFFFFFFF or near it, written by streaming
 recorders and by one that never closed its file)
@@ -26,7 +25,6 @@ from types import TracebackType
 
 from tasks.audio.decoder import PcmDecoder
 from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, read_head
-from tasks.audio.pyav_decoder import DecodedPcm, decode_in_process
 from tasks.audio.resampler import ResampledReader
 from tasks.audio.sniff import check_wav_header, is_placeholder_size
 from tasks.errors import AudioNotFound
@@ -180,9 +178,8 @@ class NativeWavReader:
 
 def open_pcm_source(
     path: Path, *, timeout_s: float, probe_timeout_s: float
-) -> tuple[AudioInfo, bool, PcmDecoder | DecodedPcm | NativeWavReader | ResampledReader]:
-    """(info, exact duration?, reader) for `path`: ffmpeg unless the WAV is 16-bit PCM or
-    the file a short, well-formed mp3 or m4a.
+) -> tuple[AudioInfo, bool, PcmDecoder | NativeWavReader | ResampledReader]:
+    """(info, exact duration?, reader) for `path`: ffmpeg unless the WAV is 16-bit PCM.
 
     Raises the AudioError subclasses of probe_audio for a file that cannot be opened.
     """
@@ -190,8 +187,6 @@ def open_pcm_source(
     check_wav_header(head, size_bytes=size_bytes, path=path)
     data = pcm16_data_chunk(head, size_bytes=size_bytes)
     if data is None:
-        if (decoded := decode_in_process(path, head=head)) is not None:
-            return decoded[0], True, decoded[1]  # as long as its header promised
         # One ffmpeg run both describes the input (before any sample) and decodes it.
         decoder = PcmDecoder(path, timeout_s=timeout_s)
         info, exact = decoder.read_info(head=head, timeout_s=probe_timeout_s)
