@@ -59,10 +59,12 @@ def by_sha(entries: Sequence[LedgerEntry]) -> dict[str, list[tuple[int, LedgerEn
 
 @dataclass(frozen=True)
 class Kill:
-    """One SIGKILL: when, and how many ledger entries there were just before it."""
+    """One SIGKILL: when, how many ledger entries there were just before it, and when the
+    killed run's last requests had been answered (the next run started after that)."""
 
     time: float
     ledger_len: int
+    settled_at: float
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,10 @@ def audit_resends(
 
     A 200 whose txn id the database holds is the recorded success: no request for the
     same audio may arrive after it. A 200 the database does not hold must have been cut
-    off by a kill (it arrived before a kill, and the kill came before the next request)
-    or been a deliberately slow answer that the client gave up on.
+    off by a kill (sent by the killed run, and the kill came before the next request) or
+    been a deliberately slow answer that the client gave up on. A request's ledger time
+    is when the devserver began to handle it: one the killed run sent just before it died
+    may begin after the kill, but before the kill settled (no other run was alive).
     """
     resent: list[str] = []
     unexplained: list[str] = []
@@ -98,7 +102,7 @@ def audit_resends(
                 continue
             later = [e.time for _, e in sent if e.time > entry.time]
             next_time = min(later, default=float("inf"))
-            if any(entry.time < k.time < next_time for k in kills):
+            if any(entry.time < k.settled_at and k.time < next_time for k in kills):
                 lost += 1
             else:
                 unexplained.append(f"{sha[:12]} at ledger position {position}")

@@ -48,8 +48,9 @@ def test_killed_three_times_every_file_is_done_exactly_once(
 
     def kill(run: Running, moment: str) -> None:
         ledger_len = len(server.ledger)
-        kills.append(Kill(time=run.kill(), ledger_len=ledger_len))
+        killed_at = run.kill()
         time.sleep(LATENCY_MS / 1000 + 1)  # let the devserver finish what was in flight
+        kills.append(Kill(time=killed_at, ledger_len=ledger_len, settled_at=time.time()))
         in_flight = [e for e in server.ledger.entries()[ledger_len:] if e.time < kills[-1].time]
         moments[moment] = {
             "ledger_at_kill": ledger_len,
