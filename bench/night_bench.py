@@ -194,7 +194,7 @@ def warm_home(home: Path, *, work: Path, code: Path | None = None) -> None:
 
 def profile(source: Path, *, work: Path, home: Path, out_dir: Path) -> None:
     """medasr once, its process and Prefect's server each under py-spy (CPU mode)."""
-    py_spy = str(MEDASR.parent / "py-spy")
+    py_spy = str(_py_spy())
     out_dir.mkdir(parents=True, exist_ok=True)
     fresh_store(work)
     with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=ENGINE) as server:
@@ -217,6 +217,11 @@ def profile(source: Path, *, work: Path, home: Path, out_dir: Path) -> None:
             for spy in spies:
                 spy.wait()
     print(f"profiles: {out_dir}/medasr.collapsed, server.collapsed (collapsed stacks)")
+
+
+def _py_spy() -> Path:
+    """py-spy beside medasr's Python (not a dependency: `pip install py-spy` to profile)."""
+    return MEDASR.parent / "py-spy"
 
 
 def _cmdline(pid: int) -> str:
@@ -284,6 +289,8 @@ def main() -> None:
     )
     parser.add_argument("--profile", type=Path, help="also a py-spy profile into this folder")
     args = parser.parse_args()
+    if args.profile and not _py_spy().exists():
+        parser.error(f"--profile needs py-spy: {MEDASR.parent / 'pip'} install py-spy")
     source, one = recordings(args.files), recordings(1)
     # As installed: byte-compiled (PYTHONDONTWRITEBYTECODE would recompile every start).
     for code in [ROOT, *([args.before] if args.before else [])]:
