@@ -16,7 +16,8 @@ taking turns round by round:
 * once, medasr against `--capacity 3 --retry-after-s 1` (429 beyond 3 in flight).
 
 CPU seconds come from /proc (bench/pipeline_procs.py): medasr's own process, Prefect's
-temporary server (its Python child), ffmpeg (the rest of its children), the devserver.
+temporary server (its Python child), decoding (the rest of its children: ffmpeg and the
+libav workers), the devserver.
 The machine may be shared: the ratios within a round are the figures that hold.
 `--before DIR` runs another checkout's medasr (`git archive REV | tar -x -C DIR`) in
 each round too, against the same naive run. `--profile DIR` also runs medasr once with
@@ -76,7 +77,8 @@ class Measured:
 
     wall_s: float
     medasr_s: float  # the command's own process (bash for the naive script)
-    ffmpeg_s: float  # its children but Prefect's server (ffmpeg, and curl for the naive)
+    ffmpeg_s: float  # its children but Prefect's server: decoding (ffmpeg, libav workers),
+    # and curl for the naive script
     server_s: float  # Prefect's temporary server
     service_s: float  # the devserver
     first_request_s: float  # spawn to the first request's arrival
@@ -250,7 +252,7 @@ def report(files: int, rounds: list[dict[str, Measured]], capacity: Measured | N
     print(f"\n{files} recordings; request bound {files} x {LATENCY_MS} ms / {CONCURRENCY}"
           f" = {bound_s:.1f} s; {machine()}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
     header = ("round | naive wall | medasr wall | ratio | first req | CPU s: medasr / server"
-              " / ffmpeg / service | naive CPU s: sh+ffmpeg+curl / service")  # fmt: skip
+              " / decoding / service | naive CPU s: sh+ffmpeg+curl / service")  # fmt: skip
     print(header)
     ratios = []
     for number, r in enumerate(rounds, 1):
@@ -264,7 +266,7 @@ def report(files: int, rounds: list[dict[str, Measured]], capacity: Measured | N
         )
         if med.prefects_own_servers:
             print(f"  ! Prefect started {med.prefects_own_servers} server(s) of its own mid-run")
-    print("per recording beyond start-and-stop (ms CPU): round | medasr | server | ffmpeg"
+    print("per recording beyond start-and-stop (ms CPU): round | medasr | server | decoding"
           " | start-and-stop CPU s (medasr + server)")  # fmt: skip
     for number, r in enumerate(rounds, 1):
         med, one = r["medasr"], r["one"]

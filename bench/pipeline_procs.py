@@ -111,6 +111,15 @@ class Sampled:
     peak_ffmpeg_mb: float = 0.0  # largest sum of VmRSS over its ffmpeg descendants
     peak_other_mb: float = 0.0  # largest VmHWM of any other descendant (Prefect's server)
     other_cpu_s: dict[int, float] = field(default_factory=dict)  # long-lived python children
+    decoder_pids: set[int] = field(default_factory=set)  # of those, libav decoding workers
+
+
+def _is_decoder(pid: int) -> bool:
+    """Whether `pid` is a libav decoding worker (tasks/audio/decoder_pool.py)."""
+    try:
+        return b"tasks.libav.worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 class TreeSampler:
@@ -146,6 +155,8 @@ class TreeSampler:
             res.peak_other_mb = max(res.peak_other_mb, _status_kb(pid, "VmHWM") / 1024)
             own, kids = cpu_times(pid)
             if own + kids:
+                if pid not in res.other_cpu_s and _is_decoder(pid):
+                    res.decoder_pids.add(pid)
                 res.other_cpu_s[pid] = own + kids
         res.peak_ffmpeg_mb = max(res.peak_ffmpeg_mb, ffmpeg_kb / 1024)
 
@@ -175,7 +186,8 @@ class RunResult:
 
     @property
     def ffmpeg_cpu_s(self) -> float:
-        """Children CPU minus the Prefect server's (what is left is ffmpeg, probes included)."""
+        """Children CPU minus the Prefect server's: the decoding (ffmpeg, probes included,
+        and libav workers)."""
         return max(0.0, self.children_cpu_s - self.prefect_server_cpu_s)
 
 
@@ -194,7 +206,11 @@ def run_measured(command: Sequence[str], *, env: dict[str, str], cwd: Path) -> R
         own_cpu_s, children_cpu_s = cpu_times(proc.pid)
         proc.wait()
     alive = {pid for pid in sampled.other_cpu_s if Path(f"/proc/{pid}").exists()}
-    reaped = sum(cpu for pid, cpu in sampled.other_cpu_s.items() if pid not in alive)
+    reaped = sum(
+        cpu
+        for pid, cpu in sampled.other_cpu_s.items()
+        if pid not in alive and pid not in sampled.decoder_pids
+    )
     return RunResult(
         returncode=proc.returncode,
         wall_s=wall_s,

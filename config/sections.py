@@ -230,7 +230,7 @@ class PipelineSettings(BaseModel):
         max(1, os.cpu_count() or 1),
         ge=1,
         le=64,
-        description="Files decoded at once (ffmpeg processes).",
+        description="Files decoded at once (ffmpeg, or libav worker processes).",
     )
     retry_delay_s: float = Field(
         600.0, ge=0, le=7 * 86_400, description="Wait before a failed item may be retried."

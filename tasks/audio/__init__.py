@@ -6,8 +6,11 @@ What it offers (everything a caller needs is importable from `tasks.audio`):
     iter_chunks(path, *, max_bytes, ...)    stream a recording as Chunk objects (index,
                                             start/end sample and ms, WAV bytes, silent,
                                             voiced ms); memory is about two chunks,
-                                            whatever the recording's length
+                                            whatever the recording's length (with
+                                            `decoders`, a short mp3 or m4a is decoded
+                                            whole first: at most ~9.6 MB)
     is_all_silent(chunks)                   True when no chunk holds speech
+    DecoderPool(max_processes=N)            libav worker processes for `decoders=`
     split_to_dir(path, out_dir, *, ...)     write chunk-NNNN.wav files (0700 folder, 0600
                                             files) -> SplitResult of ChunkFile (`medasr split`)
     probe_audio(path) -> AudioInfo          duration, rate, channels, codec, container
@@ -17,10 +20,12 @@ What it offers (everything a caller needs is importable from `tasks.audio`):
 Inside: splitter.py (splitting), pauses.py (speech level, pause and cut finder),
 decoder.py (one streaming ffmpeg process per file), ffmpeg.py (the binary, the probe,
 stderr summaries), native_wav.py (16-bit PCM WAV read without ffmpeg),
-resampler.py (its downmix and resampling to 16 kHz mono), sniff.py (magic bytes).
+resampler.py (its downmix and resampling to 16 kHz mono), decoder_pool.py (short mp3
+and m4a decoded by libav worker processes, tasks/libav/), sniff.py (magic bytes).
 Failures are the typed AudioError tree of tasks/errors.py, each with one sentence.
 """
 
+from tasks.audio.decoder_pool import DecoderPool
 from tasks.audio.splitter import (
     WAV_HEADER_BYTES,
     AudioInfo,
@@ -39,6 +44,7 @@ __all__ = [
     "AudioInfo",
     "Chunk",
     "ChunkFile",
+    "DecoderPool",
     "SplitResult",
     "find_ffmpeg",
     "is_all_silent",

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 from tasks.audio.decoder import PcmDecoder
+from tasks.audio.decoder_pool import DecodedPcm, DecoderPool
 from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, read_head
 from tasks.audio.resampler import ResampledReader
 from tasks.audio.sniff import check_wav_header, is_placeholder_size
@@ -177,9 +178,10 @@ class NativeWavReader:
 
 
 def open_pcm_source(
-    path: Path, *, timeout_s: float, probe_timeout_s: float
-) -> tuple[AudioInfo, bool, PcmDecoder | NativeWavReader | ResampledReader]:
-    """(info, exact duration?, reader) for `path`: ffmpeg unless the WAV is 16-bit PCM.
+    path: Path, *, timeout_s: float, probe_timeout_s: float, decoders: DecoderPool | None = None
+) -> tuple[AudioInfo, bool, PcmDecoder | DecodedPcm | NativeWavReader | ResampledReader]:
+    """(info, exact duration?, reader) for `path`: ffmpeg unless the WAV is 16-bit PCM or
+    `decoders` (libav worker processes) decoded a short, well-formed mp3 or m4a.
 
     Raises the AudioError subclasses of probe_audio for a file that cannot be opened.
     """
@@ -187,6 +189,10 @@ def open_pcm_source(
     check_wav_header(head, size_bytes=size_bytes, path=path)
     data = pcm16_data_chunk(head, size_bytes=size_bytes)
     if data is None:
+        if decoders is not None:
+            decoded = decoders.decode(path, head=head, timeout_s=timeout_s)
+            if decoded is not None:
+                return decoded[0], True, decoded[1]  # as long as its header promised
         # One ffmpeg run both describes the input (before any sample) and decodes it.
         decoder = PcmDecoder(path, timeout_s=timeout_s)
         info, exact = decoder.read_info(head=head, timeout_s=probe_timeout_s)

@@ -15,6 +15,7 @@ from config.settings import PipelineSettings, StorageSettings
 from service.client import TranscriptionClient
 from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord
+from tasks.audio import DecoderPool
 from tasks.throttle.gate import RequestGate
 from tasks.transcription.progress import RunStats
 from tasks.transcription.recorder import FileRecorder
@@ -68,6 +69,8 @@ class BatchContext:
         self.decode_pool = ThreadPoolExecutor(
             max_workers=pipeline.decode_workers, thread_name_prefix="medasr-decode"
         )
+        # One libav process per decode thread, kept for the run (tasks/audio/decoder_pool.py).
+        self.decoders = DecoderPool(max_processes=pipeline.decode_workers)
         # Files in flight, shared by every batch of the run: while one batch loop waits for
         # its slowest file or for Prefect between task runs, the other loop's files keep
         # the request slots and the decoders busy. Enough for every request slot plus two
@@ -91,8 +94,10 @@ class BatchContext:
         )
 
     def close(self) -> None:
-        """Stop the decode threads (waits for running decodes to end)."""
+        """Stop the decode threads (waits for running decodes to end), then the decoding
+        processes."""
         self.decode_pool.shutdown(wait=True, cancel_futures=True)
+        self.decoders.close()
 
     async def aclose(self) -> None:
         """Stop the lease keeper, then the decode threads."""

@@ -161,6 +161,7 @@ async def _split_and_send(
         min_pause_ms=ctx.pipeline.min_pause_ms,
         timeout_s=ctx.pipeline.ffmpeg_timeout_s,
         cut_at_samples=coverage.cut_points(),
+        decoders=ctx.decoders,
     )
     held = asyncio.Semaphore(CHUNKS_AHEAD_PER_FILE)
     sends: list[asyncio.Task[None]] = []

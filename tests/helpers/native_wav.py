@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from service.devserver.tone import decode_wav_bytes
-from tasks.audio import WAV_HEADER_BYTES, iter_chunks
+from tasks.audio import WAV_HEADER_BYTES, DecoderPool, iter_chunks
 
 TEXT = "native wav needs no decoder. every sample kept, 100% of them."
 
@@ -28,7 +28,9 @@ def raw_wav(
     return b"RIFF" + struct.pack("<I", len(body + trailer)) + body + trailer
 
 
-def pcm_of(path: Path, *, max_bytes: int = 200_000) -> tuple[np.ndarray, str]:
-    chunks = list(iter_chunks(path, max_bytes=max_bytes))
+def pcm_of(
+    path: Path, *, max_bytes: int = 200_000, decoders: DecoderPool | None = None
+) -> tuple[np.ndarray, str]:
+    chunks = list(iter_chunks(path, max_bytes=max_bytes, decoders=decoders))
     pcm = np.concatenate([np.frombuffer(c.wav[WAV_HEADER_BYTES:], dtype=np.int16) for c in chunks])
     return pcm, " ".join(decode_wav_bytes(c.wav) for c in chunks)

@@ -1,0 +1,227 @@
+"""Short mp3 and m4a decoded by libav in long-lived worker processes (tasks/libav/).
+
+An ffmpeg process per compressed file costs its start (about 10 ms of CPU for the static
+binary), a pipe and a description to parse: on a backlog of 15 s dictations that is most
+of the decoding's cost. Decoding with PyAV in medasr's own process was tried and measured
+slower: libav hands the GIL back and forth per packet, so the decoding fought the event
+loop that sends the requests (bench/README.md "Night"). Here each worker is a process of
+its own that decodes one file at a time for the whole run: the same libav decoders and
+resampler as the ffmpeg command, the same bytes (tests/tasks/audio/test_decoder_pool.py).
+
+`DecoderPool.decode` returns None whenever ffmpeg should decode the file instead: not an
+mp3 or m4a by its first bytes, anything the worker finds unfit (tasks/libav/decode.py),
+no worker free, a worker that died or took longer than the caller's timeout, or PyAV
+missing (then the pool stops trying). So every error a person reads is still worded from
+ffmpeg's own messages, and a worker's trouble costs a file an ffmpeg run, never a result.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+from multiprocessing.connection import Connection
+from pathlib import Path
+from types import TracebackType
+
+from tasks.audio.ffmpeg import AudioInfo
+
+logger = logging.getLogger(__name__)
+
+_MAGIC = ((0, b"ID3"), (4, b"ftyp"))  # an ID3 tag (mp3), an MP4 file type box (m4a)
+_START_TIMEOUT_S = 30.0  # a Python start and `import av`, on a host busy decoding
+_STOP_WAIT_S = 2.0
+_READY = b"ready"  # tasks/libav/worker.py's first message
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the worker runs this code
+_LAUNCH = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "from tasks.libav.worker import main; sys.exit(main(sys.argv))"
+)
+
+
+def looks_compressed(head: bytes) -> bool:
+    """Whether the first bytes are an mp3's or an MP4/M4A's (what the workers decode)."""
+    if any(head[at : at + len(magic)] == magic for at, magic in _MAGIC):
+        return True
+    return len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0  # an MPEG frame
+
+
+class DecodedPcm:
+    """A recording's 16 kHz mono s16le samples, decoded already; read like ffmpeg's pipe."""
+
+    def __init__(self, pcm: bytes) -> None:
+        self._pcm = memoryview(pcm)
+        self._at = 0
+
+    def __enter__(self) -> DecodedPcm:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def readinto(self, view: memoryview) -> int:
+        """Fill the start of `view` with the next samples; 0 at the end."""
+        count = min(len(view), len(self._pcm) - self._at)
+        view[:count] = self._pcm[self._at : self._at + count]
+        self._at += count
+        return count
+
+    def finish(self) -> None:
+        """Nothing to wait for: every sample was decoded before the first read."""
+
+    def close(self) -> None:
+        """Let the samples go; safe to call twice."""
+        self._pcm = memoryview(b"")
+        self._at = 0
+
+
+class _WorkerGone(Exception):
+    """The worker died, closed its pipe or did not answer in time."""
+
+
+class _Worker:
+    """One decoding process and the two pipes to it."""
+
+    def __init__(self, process: subprocess.Popen[bytes], requests: Connection,
+                 answers: Connection) -> None:  # fmt: skip
+        self.process = process
+        self._requests = requests
+        self._answers = answers
+
+    @classmethod
+    def start(cls) -> _Worker:
+        """A worker that said it is ready; raises _WorkerGone if it did not."""
+        requests_read, requests_write = os.pipe()
+        answers_read, answers_write = os.pipe()
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", _LAUNCH, _PACKAGE_ROOT, str(requests_read),
+                 str(answers_write)],
+                pass_fds=(requests_read, answers_write),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+        except OSError as exc:
+            os.close(requests_write)
+            os.close(answers_read)
+            raise _WorkerGone(f"cannot start: {exc.strerror or exc}") from exc
+        finally:
+            os.close(requests_read)
+            os.close(answers_write)
+        worker = cls(process, Connection(requests_write, readable=False),
+                     Connection(answers_read, writable=False))  # fmt: skip
+        try:
+            if worker._answer(timeout_s=_START_TIMEOUT_S) != _READY:
+                raise _WorkerGone("said something else than ready")
+        except _WorkerGone:
+            worker.stop()
+            raise
+        return worker
+
+    def decode(self, path: Path, *, timeout_s: float) -> tuple[AudioInfo, DecodedPcm] | None:
+        """The worker's decoding of `path`; None if ffmpeg should decode it."""
+        try:
+            self._requests.send_bytes(os.fsencode(str(path.absolute())))
+        except OSError as exc:
+            raise _WorkerGone("its pipe is closed") from exc
+        described = self._answer(timeout_s=timeout_s)
+        if not described:
+            return None
+        pcm = self._answer(timeout_s=timeout_s)  # written right after the description
+        return AudioInfo(**json.loads(described)), DecodedPcm(pcm)
+
+    def _answer(self, *, timeout_s: float) -> bytes:
+        try:
+            if not self._answers.poll(timeout_s):
+                raise _WorkerGone(f"no answer within {timeout_s:g} s")
+            return self._answers.recv_bytes()
+        except (EOFError, OSError) as exc:
+            raise _WorkerGone("it ended") from exc
+
+    def stop(self) -> None:
+        """Close its pipes (it ends at the end of file), then wait, or kill it."""
+        self._requests.close()
+        self._answers.close()
+        try:
+            self.process.wait(timeout=_STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class DecoderPool:
+    """Up to `max_processes` decoding workers, started when first needed, kept for the run.
+
+    Thread-safe: each decode thread takes a free worker for one file. `close()` ends them.
+    """
+
+    def __init__(self, *, max_processes: int) -> None:
+        self._max_processes = max_processes
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+        self._started = 0  # workers alive, idle or decoding
+        self._unavailable = False  # a worker could not start: ffmpeg decodes everything
+        self._closed = False
+        self.decoded = 0  # files the workers decoded (for tests and benchmarks)
+
+    def decode(
+        self, path: Path, *, head: bytes, timeout_s: float
+    ) -> tuple[AudioInfo, DecodedPcm] | None:
+        """(info, samples) of a short, well-formed mp3 or m4a; None if ffmpeg should
+        decode `path` instead."""
+        if not looks_compressed(head) or (worker := self._take()) is None:
+            return None
+        try:
+            decoded = worker.decode(path, timeout_s=timeout_s)
+        except _WorkerGone as exc:
+            logger.debug("a decoding worker is gone (%s); ffmpeg decodes this file", exc)
+            worker.stop()
+            self._give_back(None)
+            return None
+        self._give_back(worker)
+        if decoded is not None:
+            self.decoded += 1
+        return decoded
+
+    def _take(self) -> _Worker | None:
+        with self._lock:
+            if self._closed or self._unavailable:
+                return None
+            if self._idle:
+                return self._idle.pop()
+            if self._started >= self._max_processes:
+                return None
+            self._started += 1
+        try:
+            return _Worker.start()
+        except _WorkerGone as exc:
+            with self._lock:
+                self._started -= 1
+                self._unavailable = True
+            logger.info("libav decoding is not available (%s): ffmpeg decodes every file", exc)
+            return None
+
+    def _give_back(self, worker: _Worker | None) -> None:
+        with self._lock:
+            if worker is not None and not self._closed:
+                self._idle.append(worker)
+                return
+            self._started -= 1
+        if worker is not None:
+            worker.stop()
+
+    def close(self) -> None:
+        """End the idle workers now and each busy one when its file is done."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._started -= len(idle)
+        for worker in idle:
+            worker.stop()
