@@ -12,6 +12,9 @@ it boots while the command opens the store and lists the source; the flow then r
 against it through PREFECT_API_URL (a temporary settings override of this process).
 The temporary server skips what a single run never reads: automations, event
 storage and streaming, block registration (config/runtime.py says which settings).
+Its clients in this process trust one certificate nobody holds the key of
+(loopback_trust.pem): the server speaks plain HTTP, and Prefect would otherwise load
+the whole CA bundle for each client it makes.
 It dies with the medasr process that started it, however that ends (SIGKILL, a
 second Ctrl-C): on Linux the kernel sends it SIGKILL when its parent goes
 (PR_SET_PDEATHSIG, set between fork and exec). A slow start on a busy host is waited
@@ -35,12 +38,14 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -63,6 +68,7 @@ WAIT_NOTICE_S = 5.0  # a start slower than this is said, once
 _POLL_S = 0.1
 _STOP_WAIT_S = 5.0
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+LOOPBACK_TRUST = Path(__file__).with_name("loopback_trust.pem")
 
 
 class PrefectUnavailable(ConfigError):
@@ -105,10 +111,16 @@ class PrefectApi:
         if self._server is None:
             yield
             return
-        from prefect.settings import PREFECT_API_URL, temporary_settings
+        from prefect.settings import PREFECT_API_SSL_CERT_FILE, PREFECT_API_URL, temporary_settings
 
+        # Our own server, plain HTTP: no certificate file can matter to it (SSL_CERT_FILE,
+        # PREFECT_API_SSL_CERT_FILE are for servers that speak TLS), so none is loaded.
+        updates: dict[Any, Any] = {
+            PREFECT_API_URL: self._server.api_url,
+            PREFECT_API_SSL_CERT_FILE: str(LOOPBACK_TRUST),
+        }
         with (
-            temporary_settings(updates={PREFECT_API_URL: self._server.api_url}),
+            temporary_settings(updates=updates),
             _without_view_at_links(),
         ):
             yield
@@ -252,7 +264,9 @@ class _TemporaryServer:
     async def wait_healthy(self) -> None:
         """Return once the server answers; raises PrefectDidNotStart if it exits or is late."""
         noticed = False
-        async with httpx.AsyncClient(timeout=2.0) as http:
+        # Plain HTTP on loopback: a context of one certificate, not the whole CA bundle.
+        trust = ssl.create_default_context(cafile=LOOPBACK_TRUST)
+        async with httpx.AsyncClient(timeout=2.0, verify=trust) as http:
             while (waited_s := time.monotonic() - self._started_at) < self._start_timeout_s:
                 self._require_running()
                 try:
