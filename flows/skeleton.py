@@ -7,6 +7,7 @@ returns the run's `RunSummary` whatever ended the run; nothing is raised to carr
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -52,8 +53,11 @@ async def run_flow_steps(run: Run, steps: FlowSteps) -> RunSummary:
 
 
 async def _recorded_steps(run: Run, steps: FlowSteps) -> RunSummary:
-    with recorded_run(run.store, source=run.record_source, language=run.record_language) as record:
-        prepared = steps.prepare(run)
+    async with recorded_run(
+        run.store, source=run.record_source, language=run.record_language
+    ) as record:
+        # In a thread: listing is a sync task run (see flows/reporting/run_record.py).
+        prepared = await asyncio.to_thread(steps.prepare, run)
         result = await drain_pending(run, head_start=steps.head_start)
         record.summary = summarize(
             result,
