@@ -224,6 +224,18 @@ def test_no_more_workers_than_asked_and_none_after_close(tmp_path: Path) -> None
     assert _decode(pool, paths[0]) is None  # closed: ffmpeg decodes
 
 
+def test_a_worker_gets_no_secret_of_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool
+) -> None:
+    monkeypatch.setenv("MEDASR_TOKEN", "tok-do-not-leak")
+    monkeypatch.setenv("MEDASR_DATABASE_URL", "postgresql://u:pw-do-not-leak@db/medasr")
+    assert _decode(decoders, _encode(tmp_path / "note.mp3")) is not None
+    [worker] = _workers()
+    environment = Path(f"/proc/{worker}/environ").read_bytes()
+    assert b"do-not-leak" not in environment
+    assert b"PATH=" in environment
+
+
 def test_without_pyav_ffmpeg_decodes_everything_and_the_pool_stops_trying(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -20,8 +21,10 @@ from storage.claims import Claims
 from storage.errors import StoreUnavailable
 from storage.interface import UnitOfWorkFactory
 from storage.sources import list_audio
+from tasks.audio import DecoderPool
 from tasks.throttle.gate import RequestGate
 from tasks.transcription.file_run import CHUNKS_AHEAD_PER_FILE, BatchContext, process_batch
+from tests.helpers.audio import ffmpeg
 from tests.helpers.transcription import CAP_BYTES, TEXT, item_of, run_once
 from tests.servers import client_settings
 from tests.service.tls_certs import make_tls_files
@@ -95,6 +98,49 @@ def test_unreadable_audio_fails_one_file_and_not_the_batch(
     assert outcomes["note.wav"].outcome == "done"
     assert outcomes["broken.mp3"].outcome == "failed"
     assert outcomes["broken.mp3"].retryable is False
+
+
+def test_mp3_and_m4a_decoded_by_the_libav_workers_leave_no_process_behind(
+    store: UnitOfWorkFactory, devserver_factory, recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for suffix, codec in ((".mp3", "libmp3lame"), (".m4a", "aac")):
+        ffmpeg("-i", str(recording / "note.wav"), "-c:a", codec, "-b:a", "64k",
+               str(recording / f"note{suffix}"))  # fmt: skip
+    (recording / "broken.mp3").write_bytes(b"ID3" + b"\x00" * 300)
+    decoded: list[str] = []
+    decode = DecoderPool.decode
+
+    def counted(pool: DecoderPool, path: Path, **kwargs: object) -> object:
+        found = decode(pool, path, **kwargs)  # type: ignore[arg-type]
+        decoded.extend([path.name] if found is not None else [])
+        return found
+
+    monkeypatch.setattr(DecoderPool, "decode", counted)
+    server = devserver_factory()
+    outcomes = {Path(o.source_uri).name: o for o in run_once(store, server, recording)}
+
+    assert sorted(decoded) == ["note.m4a", "note.mp3"]  # the WAV is read, the rest to ffmpeg
+    assert {name: o.outcome for name, o in outcomes.items()} == {
+        "note.wav": "done", "note.mp3": "done", "note.m4a": "done", "broken.mp3": "failed"
+    }  # fmt: skip
+    with store.unit_of_work() as uow:
+        texts = {Path(r.source).name: r.text for r in uow.item_queries.export_rows()}
+    assert texts["note.mp3"] == texts["note.m4a"] == texts["note.wav"] == TEXT
+    assert worker_processes() == []  # the batch's context closed its workers
+
+
+def worker_processes() -> list[int]:
+    """Live decoding workers whose parent is this process."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"tasks.libav" in command:
+            found.append(int(stat.parent.name))
+    return found
 
 
 def test_rate_cap_paces_every_attempt_retries_included(
