@@ -108,3 +108,14 @@ def temporary_server_allowed(profile: Mapping[str, str]) -> bool | None:
                 value = source[name].strip().lower()
                 return True if value in _TRUE else False if value in _FALSE else None
     return False
+
+
+# What a decoding worker's Python needs of the environment (tasks/audio/decoder_pool.py):
+# no token, key or password (it reads paths and writes samples), and no PYTHONPATH or
+# PYTHONSTARTUP that could load other code into it.
+_DECODING_WORKER_KEEPS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "HOME")
+
+
+def decoding_worker_environment() -> dict[str, str]:
+    """The environment of a libav decoding worker: this one's locale, paths and nothing else."""
+    return {name: os.environ[name] for name in _DECODING_WORKER_KEEPS if name in os.environ}

@@ -55,6 +55,7 @@ AUDIO_ENGINE_MAY_IMPORT = ("tasks.audio", "tasks.errors", "service.contract", "c
 # (delivery does not reach into transcription, nor the other way round).
 TASK_WINGS = {
     "tasks.audio": set(),  # checked more strictly by _audio_engine_is_plain
+    "tasks.libav": set(),  # the decoding worker: PyAV and the standard library
     "tasks.work": set(),
     "tasks.throttle": {"tasks.errors"},
     "tasks.discovery": set(),

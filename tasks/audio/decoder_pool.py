@@ -27,6 +27,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from types import TracebackType
 
+from config.runtime import decoding_worker_environment
 from tasks.audio.ffmpeg import AudioInfo
 
 logger = logging.getLogger(__name__)
@@ -36,9 +37,6 @@ _START_TIMEOUT_S = 30.0  # a Python start and `import av`, on a host busy decodi
 _STOP_WAIT_S = 2.0
 _READY = b"ready"  # tasks/libav/worker.py's first message
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the worker runs this code
-# What the worker's Python needs of the environment: no token, key or password (it reads
-# paths and writes samples; a stray variable like PYTHONPATH could load other code).
-_ENVIRONMENT_KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "HOME")
 _LAUNCH = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
     "from tasks.libav.worker import main; sys.exit(main(sys.argv))"
@@ -109,7 +107,7 @@ class _Worker:
                 [sys.executable, "-c", _LAUNCH, _PACKAGE_ROOT, str(requests_read),
                  str(answers_write)],
                 pass_fds=(requests_read, answers_write),
-                env={name: os.environ[name] for name in _ENVIRONMENT_KEPT if name in os.environ},
+                env=decoding_worker_environment(),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
         except OSError as exc:
