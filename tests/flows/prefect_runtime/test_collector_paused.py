@@ -1,0 +1,89 @@
+"""Start-ups that import a lot run with Python's cyclic collector paused, then frozen.
+
+Prefect's temporary server (its boot in `server_command`) and the flows' import in
+`medasr run` each make a million objects or more that live as long as the process; the
+collector would walk them over and over while they are made (~15-20 % of that CPU).
+"""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+from config.runtime import temporary_server_environment
+from flows.cli.flow_run import _collector_paused
+from flows.prefect_runtime.prefect_api import server_command
+from tests.flows.prefect_server import free_port
+
+# In the server's process only: once its boot froze the start-up's objects, say what the
+# collector's state is then.
+WATCH = """\
+import gc, os, sys, threading, time
+if "prefect.server.api.server:create_app" in sys.orig_argv:
+    def watch():
+        while not gc.get_freeze_count():
+            time.sleep(0.01)
+        time.sleep(0.2)
+        with open(os.environ["COLLECTOR_SEEN"], "w") as out:
+            out.write(f"{gc.isenabled()} {gc.get_freeze_count()}")
+    threading.Thread(target=watch, daemon=True).start()
+"""
+
+
+def test_the_server_boots_without_the_collector_then_resumes_it(tmp_path: Path) -> None:
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(WATCH)
+    seen = tmp_path / "seen"
+    environment = temporary_server_environment({}) | {
+        "PREFECT_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": str(hook),
+        "COLLECTOR_SEEN": str(seen),
+    }
+    port = free_port()
+    server = subprocess.Popen(server_command(port), env=environment)
+    try:
+        with httpx.Client(timeout=5) as http:
+            while server.poll() is None:
+                try:
+                    if http.get(f"http://127.0.0.1:{port}/api/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+        deadline = time.monotonic() + 30
+        while not seen.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        enabled, frozen = seen.read_text().split()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert enabled == "True"  # resumed once the app was built
+    assert int(frozen) > 100_000  # Prefect's server: its modules, classes, functions
+
+
+def test_the_collector_is_paused_in_the_block_then_resumed_with_its_objects_frozen() -> None:
+    assert gc.isenabled()
+    before = gc.get_freeze_count()
+    try:
+        with _collector_paused():
+            assert not gc.isenabled()
+            made = [[n] for n in range(1000)]  # objects the collector tracks
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= before + len(made)
+    finally:
+        gc.unfreeze()  # this test process is not a command: hand the objects back
+
+
+def test_a_collector_paused_by_someone_else_stays_paused() -> None:
+    gc.disable()
+    try:
+        with _collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
