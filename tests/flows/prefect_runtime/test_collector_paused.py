@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import gc
 import subprocess
-import time
 from pathlib import Path
-
-import httpx
 
 from config.runtime import temporary_server_environment
 from flows.cli.flow_run import _collector_paused
 from flows.prefect_runtime.prefect_api import server_command
-from tests.flows.prefect_server import free_port
+from tests.flows.prefect_server import _healthy, free_port, wait_until
 
 # In the server's process only: once its boot froze the start-up's objects, say what the
 # collector's state is then.
@@ -47,16 +44,9 @@ def test_the_server_boots_without_the_collector_then_resumes_it(tmp_path: Path) 
     port = free_port()
     server = subprocess.Popen(server_command(port), env=environment)
     try:
-        with httpx.Client(timeout=5) as http:
-            while server.poll() is None:
-                try:
-                    if http.get(f"http://127.0.0.1:{port}/api/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.1)
-        deadline = time.monotonic() + 30
-        while not seen.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: _healthy(f"http://127.0.0.1:{port}/api"), timeout_s=120,
+                   what="the temporary server")  # fmt: skip
+        wait_until(lambda: seen.exists() or None, timeout_s=30, what="the collector's state")
         enabled, frozen = seen.read_text().split()
     finally:
         server.terminate()
