@@ -5,8 +5,10 @@ Decoding such a file is the identity or nearly, yet an ffmpeg run costs a proces
 and a pass through its decoder (tens of ms of CPU per file, more than reading a 15 s
 recording): on a backlog of short dictations that is the largest cost left. Anything
 else (24-bit, float, more than two channels, a rate outside 8-48 kHz, RF64, a data
-chunk past the first 64 KiB) goes through ffmpeg. `open_pcm_source` is the one entry
-point: it returns ffmpeg's decoder (tasks/audio/decoder.py), this reader, or this reader
+chunk past the first 64 KiB) goes through ffmpeg, or, for a short well-formed mp3 or m4a,
+through a libav worker process when the caller has them (tasks/audio/decoder_pool.py).
+`open_pcm_source` is the one entry point: it returns ffmpeg's decoder
+(tasks/audio/decoder.py), the samples a worker decoded, this reader, or this reader
 behind the resampler.
 
 A data size left as a placeholder (0, 0xFFFFFFFF or near it, written by streaming
