@@ -154,8 +154,14 @@ class _Worker:
         try:
             self.process.wait(timeout=_STOP_WAIT_S)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+            self.kill()
+
+    def kill(self) -> None:
+        """End it now and reap it; its pipes closed."""
+        self.process.kill()
+        self.process.wait()
+        self._requests.close()
+        self._answers.close()
 
 
 class DecoderPool:
@@ -184,12 +190,10 @@ class DecoderPool:
             decoded = worker.decode(path, timeout_s=timeout_s)
         except _WorkerGone as exc:
             logger.debug("a decoding worker is gone (%s); ffmpeg decodes this file", exc)
-            worker.stop()
-            self._give_back(None)
+            worker.kill()  # dead already, or hung past the caller's timeout: no grace
+            self._give_back(None, decoded=False)
             return None
-        self._give_back(worker)
-        if decoded is not None:
-            self.decoded += 1
+        self._give_back(worker, decoded=decoded is not None)
         return decoded
 
     def _take(self) -> _Worker | None:
@@ -210,8 +214,9 @@ class DecoderPool:
             logger.info("libav decoding is not available (%s): ffmpeg decodes every file", exc)
             return None
 
-    def _give_back(self, worker: _Worker | None) -> None:
+    def _give_back(self, worker: _Worker | None, *, decoded: bool) -> None:
         with self._lock:
+            self.decoded += decoded
             if worker is not None and not self._closed:
                 self._idle.append(worker)
                 return
