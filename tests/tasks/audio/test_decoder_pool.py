@@ -7,6 +7,7 @@ The oracle is the naive script's own command, `ffmpeg -i F -ac 1 -ar 16000`.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import signal
@@ -269,3 +270,15 @@ def test_a_worker_ends_when_its_parent_dies(tmp_path: Path) -> None:
     while Path(f"/proc/{worker}").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not Path(f"/proc/{worker}").exists()  # no orphan: it read the end of its pipe
+
+
+def test_a_dictations_samples_cross_the_answer_pipe_in_one_piece(
+    tmp_path: Path, decoders: DecoderPool
+) -> None:
+    """The answer pipe holds a 15 s dictation's 480 KB: Linux's default 64 KB pipe passed
+    it in pieces, each a wake-up of both processes."""
+    path = _encode(tmp_path / "note.mp3", rate_hz=22_050, channels=1)
+    assert _decode(decoders, path) is not None
+    [worker] = decoders._idle
+    pipe_bytes = fcntl.fcntl(worker._answers.fileno(), fcntl.F_GETPIPE_SZ)
+    assert pipe_bytes >= 16_000 * 2 * 15
