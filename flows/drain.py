@@ -62,6 +62,7 @@ async def drain_pending(run: Run, *, head_start: HeadStart | None = None) -> Dra
     )
     lines = FileLines(source_roots=run.source_roots, planned=planned, done=finished)
     with ExitStack() as observers:
+        observers.callback(lines.flush)  # after it stops observing: the last calm lines
         observers.enter_context(observing(progress))
         observers.enter_context(observing(lines))
         follower = asyncio.create_task(progress.follow())
