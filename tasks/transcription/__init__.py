@@ -4,6 +4,7 @@ What it holds (import from the module that names it):
 
     file_run.py     process_batch / transcribe_file: fetch, fingerprint, reuse or split,
                     send chunks with bounded concurrency, join, record (BatchContext)
+    file_end.py     FileRun, a file's state in flight, and how it ends (transcript, review)
     batch.py        BatchContext: what every file of a run shares
     batch_claim.py  claim_batch: a batch of pending items claimed under the run's lease
     recorder.py     FileRecorder: one claimed file's whole life in the store

@@ -19,10 +19,9 @@ import inspect
 import logging
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from config.errors import InternalError, MedasrError
 from service.client import Transcription
@@ -32,12 +31,17 @@ from storage.records import ItemRecord, ItemStatus
 from tasks.audio import Chunk, iter_chunks
 from tasks.discovery.fetch import fetched_file
 from tasks.discovery.recording_names import reason_about, recording_name
-from tasks.errors import CorruptAudio, DamagedTail, SilentAudio
+from tasks.errors import DamagedTail, SilentAudio
 from tasks.throttle.gate import RUN_STOP_ERRORS
 from tasks.transcription.batch import CHUNKS_AHEAD_PER_FILE, BatchContext
 from tasks.transcription.coverage import Coverage
+from tasks.transcription.file_end import (
+    FileRun,
+    ending,
+    is_last_answer,
+    require_finishable,
+)
 from tasks.transcription.progress import TRANSCRIBE_LOGGER, FileOutcome, progress_observer
-from tasks.transcription.quality_gate import review_transcript
 from tasks.transcription.recorder import FileRecorder
 from tasks.transcription.reuse import ReuseDecision
 
@@ -47,26 +51,6 @@ logger = logging.getLogger(TRANSCRIBE_LOGGER)
 PER_FILE = {"per_file": True}
 
 __all__ = ["CHUNKS_AHEAD_PER_FILE", "BatchContext", "process_batch", "transcribe_file"]
-
-
-@dataclass
-class _FileRun:
-    """Mutable state of one file while its chunks are in flight."""
-
-    recorder: FileRecorder
-    texts: dict[int, str] = field(default_factory=dict)
-    voiced_ms: dict[int, int] = field(default_factory=dict)  # by start_ms, for the quality gate
-    answer_keys: dict[int, int] = field(default_factory=dict)  # reused answer start -> key
-    decoded_all: bool = False  # every chunk was read (and sent or reused)
-    extras: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[BaseException] = field(default_factory=list)
-    damage: DamagedTail | None = None  # the tail could not be read: the item is partial
-    requests: int = 0
-
-    @property
-    def item(self) -> ItemRecord:
-        """The claimed item this run settles."""
-        return self.recorder.item
 
 
 async def process_batch(items: Sequence[ItemRecord], *, ctx: BatchContext) -> list[FileOutcome]:
@@ -100,7 +84,7 @@ async def transcribe_file(item: ItemRecord, *, ctx: BatchContext) -> FileOutcome
 
 async def _transcribe_with(recorder: FileRecorder, *, ctx: BatchContext) -> FileOutcome:
     item = recorder.item
-    run = _FileRun(recorder=recorder)
+    run = FileRun(recorder=recorder)
     try:
         return await _settle(run, ctx=ctx)
     except LeaseLost:
@@ -111,7 +95,7 @@ async def _transcribe_with(recorder: FileRecorder, *, ctx: BatchContext) -> File
         return FileOutcome(item.source_uri, "lost", requests=run.requests)
 
 
-async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
+async def _settle(run: FileRun, *, ctx: BatchContext) -> FileOutcome:
     """Process the file and record its outcome; raises LeaseLost or StoreError only."""
     item, recorder = run.item, run.recorder
     try:
@@ -151,7 +135,7 @@ async def _settle(run: _FileRun, *, ctx: BatchContext) -> FileOutcome:
 
 
 async def _split_and_send(
-    path: Path, decision: ReuseDecision, *, run: _FileRun, ctx: BatchContext
+    path: Path, decision: ReuseDecision, *, run: FileRun, ctx: BatchContext
 ) -> FileOutcome:
     """Decode in a worker thread, send each chunk as it appears, then record the file."""
     coverage = Coverage(decision.answered)
@@ -166,8 +150,6 @@ async def _split_and_send(
     held = asyncio.Semaphore(CHUNKS_AHEAD_PER_FILE)
     sends: list[asyncio.Task[None]] = []
     loop = asyncio.get_running_loop()
-    last: Chunk | None = None
-    all_silent = True
     decoding: Future[Chunk | None] | None = None
     try:
         while not run.errors and ctx.gate.stopped is None:
@@ -178,11 +160,11 @@ async def _split_and_send(
                 run.decoded_all = True
                 held.release()
                 break
-            last = chunk
+            run.last = chunk
             key = _speech_key(chunk, run=run, coverage=coverage)
             run.voiced_ms[key] = run.voiced_ms.get(key, 0) + chunk.voiced_ms
             reused = coverage.reused_text(chunk)
-            all_silent = all_silent and chunk.silent and reused is None
+            run.all_silent = run.all_silent and chunk.silent and reused is None
             if reused is not None:  # answered before, by an earlier split: never paid twice
                 if reused or key not in run.texts:
                     run.texts[key] = reused
@@ -190,6 +172,7 @@ async def _split_and_send(
                 held.release()
                 continue
             chunk = replace(chunk, index=coverage.row_index(chunk))
+            run.sending += 1
             sends.append(asyncio.create_task(_send_chunk(chunk, run=run, ctx=ctx, held=held)))
     finally:
         if decoding is not None and not decoding.done():
@@ -201,10 +184,10 @@ async def _split_and_send(
             # Ended (every chunk out, or raised): closing does nothing; no thread hop.
             await loop.run_in_executor(ctx.decode_pool, chunks.close)
         await asyncio.gather(*sends, return_exceptions=True)
-    return await _finish(run, last=last, all_silent=all_silent, ctx=ctx)
+    return await _finish(run, ctx=ctx)
 
 
-def _speech_key(chunk: Chunk, *, run: _FileRun, coverage: Coverage) -> int:
+def _speech_key(chunk: Chunk, *, run: FileRun, coverage: Coverage) -> int:
     """Where a chunk's text and voiced ms are kept: its start, or for a piece of audio one
     earlier answer covers, the start of that answer's first piece (one text, its speech)."""
     answered = coverage.covering(chunk)
@@ -217,7 +200,7 @@ def _next_chunk(chunks: Iterator[Chunk]) -> Chunk | None:
     return next(chunks, None)
 
 
-async def _decoded(decoding: Future[Chunk | None], *, run: _FileRun) -> Chunk | None:
+async def _decoded(decoding: Future[Chunk | None], *, run: FileRun) -> Chunk | None:
     """The next chunk; None at the end, or at a damaged tail (kept in `run.damage`)."""
     try:
         return await asyncio.wrap_future(decoding)
@@ -227,7 +210,7 @@ async def _decoded(decoding: Future[Chunk | None], *, run: _FileRun) -> Chunk | 
 
 
 async def _send_chunk(
-    chunk: Chunk, *, run: _FileRun, ctx: BatchContext, held: asyncio.Semaphore
+    chunk: Chunk, *, run: FileRun, ctx: BatchContext, held: asyncio.Semaphore
 ) -> None:
     """Send one chunk (unless silent) and commit its result (journaled until committed)."""
     try:
@@ -245,10 +228,11 @@ async def _send_chunk(
         if not isinstance(exc, Exception):
             raise
     finally:
+        run.sending -= 1
         held.release()
 
 
-async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Transcription:
+async def _transcribe(chunk: Chunk, *, run: FileRun, ctx: BatchContext) -> Transcription:
     """One call: a slot for the whole call; the adaptive window and rate cap for each attempt."""
 
     sent = 0  # attempts of this call that went out
@@ -275,69 +259,44 @@ async def _transcribe(chunk: Chunk, *, run: _FileRun, ctx: BatchContext) -> Tran
 
 
 async def _record_chunk(
-    chunk: Chunk, result: Transcription, *, run: _FileRun, ctx: BatchContext
+    chunk: Chunk, result: Transcription, *, run: FileRun, ctx: BatchContext
 ) -> None:
-    """Commit one chunk's answer (the recorder retries a busy store, journals a down one)."""
-    await run.recorder.record_chunk(chunk, result)
+    """Commit one chunk's answer (the recorder retries a busy store, journals a down one);
+    the file's last answer carries the file's end into the same commit."""
     run.texts[chunk.start_ms] = result.text
     extras = {k: v for k, v in result.extras.items() if k != "text"}
     if extras:
         run.extras.append({"chunk": chunk.index, **extras})
+    if not is_last_answer(run, ctx=ctx):
+        await run.recorder.record_chunk(chunk, result)
+        return
+    last = ending(run, ctx=ctx)
+    if await run.recorder.record_chunk(chunk, result, end=last.end):
+        run.ended = last.outcome
 
 
-async def _finish(
-    run: _FileRun, *, last: Chunk | None, all_silent: bool, ctx: BatchContext
-) -> FileOutcome:
-    """Record the file from its chunk texts, or raise the error that stopped it."""
-    if run.errors:
-        raise _worst(run.errors)
-    if ctx.gate.stopped is not None and not run.decoded_all:
-        # Stopped part-way: the rest goes back to pending. A file whose every chunk was
-        # answered before the stop is finished below: its answers are paid for.
-        raise ctx.gate.stopped
-    if last is None or all_silent:
-        if run.damage is not None:
-            raise CorruptAudio(run.damage.reason, path=run.damage.path)
-        raise SilentAudio(f"no speech found in {run.item.source_uri}; nothing was sent")
-    text = " ".join(t.strip() for _, t in sorted(run.texts.items()) if t.strip())
-    extras: dict[str, Any] = {"chunks": run.extras} if run.extras else {}
+async def _finish(run: FileRun, *, ctx: BatchContext) -> FileOutcome:
+    """Record the file from its chunk texts (unless its last answer did), or raise the
+    error that stopped it."""
+    if run.ended is None:
+        require_finishable(run, ctx=ctx)
+        finished = ending(run, ctx=ctx)
+        end = finished.end
+        await run.recorder.finish(
+            text=end.text,
+            duration_ms=end.duration_ms,
+            chunk_count=end.chunk_count,
+            extras=end.extras,
+            flags=end.flags,
+            hold_for_review=end.hold_for_review,
+        )
+        run.ended = finished.outcome
     if run.damage is not None:
-        extras["partial"] = run.damage.as_partial()
         logger.warning("%s is partial: %s", _name(run.item, ctx), run.damage.reason)
-    review = review_transcript(
-        run.texts, run.voiced_ms, language=run.item.language, extras=extras, settings=ctx.quality
-    )
-    await run.recorder.finish(
-        text=text,
-        duration_ms=last.end_ms,
-        chunk_count=last.index,
-        extras=review.annotated(extras),
-        flags=review.flags,
-        hold_for_review=ctx.hold_all,
-    )
-    return FileOutcome(
-        run.item.source_uri,
-        ItemStatus.NEEDS_REVIEW if review.flags else ItemStatus.DONE,
-        duration_ms=last.end_ms,
-        requests=run.requests,
-        chunks=last.index,
-        reason=f"held for review: {', '.join(review.flags)}" if review.flags else None,
-    )
+    return run.ended
 
 
-def _worst(errors: list[BaseException]) -> BaseException:
-    """Credentials first (they stop the run), a lost lease (not ours to record), terminal, first."""
-    for kind in (*RUN_STOP_ERRORS, LeaseLost):
-        for error in errors:
-            if isinstance(error, kind):
-                return error
-    for error in errors:
-        if isinstance(error, MedasrError) and not error.transient:
-            return error
-    return errors[0]
-
-
-async def _fail(run: _FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOutcome:
+async def _fail(run: FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOutcome:
     retry_at = datetime.now(UTC) + timedelta(seconds=ctx.pipeline.retry_delay_s)
     await run.recorder.fail(exc, retry_at=retry_at)
     name = _name(run.item, ctx)

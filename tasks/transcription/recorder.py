@@ -8,8 +8,9 @@ call runs in a worker thread, never on the event loop.
 
 Store calls per file: one to settle the content (fingerprint, reuse decision, the
 answered chunks, and the finish of a reused transcript), one per chunk answer, one to
-settle the file. Each is a savepoint in a group commit shared with the other files in
-flight (tasks/work/group_commit.py): a busy run commits many calls at once. A chunk
+settle the file. Each is a call in a group commit shared with the other files in
+flight (tasks/work/group_commit.py): a busy run commits many calls at once. The file's
+end is submitted with its last answer, so the two share a commit (one per file saved). A chunk
 answer is journaled until its group commits (tasks/work/paid_answers.py): a crash
 never pays for it twice.
 """
@@ -17,6 +18,8 @@ never pays for it twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -39,6 +42,18 @@ from tasks.work.lease_keeper import LeaseKeeper
 from tasks.work.paid_answers import store_chunk_answer
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class FileEnd:
+    """A finished file's transcript as the store keeps it (FileRecorder.finish's fields)."""
+
+    text: str
+    duration_ms: int
+    chunk_count: int
+    extras: Mapping[str, Any]
+    flags: Sequence[str]
+    hold_for_review: bool = False
 
 
 class FileRecorder:
@@ -123,9 +138,15 @@ class FileRecorder:
             )
         return decision
 
-    async def record_chunk(self, chunk: Chunk, result: Transcription) -> None:
+    async def record_chunk(
+        self, chunk: Chunk, result: Transcription, *, end: FileEnd | None = None
+    ) -> bool:
         """Commit one chunk's answer under the claim, retried while the store is busy; a
-        paid answer goes to the journal if the store stays down (then StoreUnavailable)."""
+        paid answer goes to the journal if the store stays down (then StoreUnavailable).
+
+        With `end` (this is the file's last answer) the item is finished in the same
+        commit: True when it was (the claim is let go), False when the caller must still
+        `finish` (the end failed on its own, or the answer took a second attempt)."""
         extras = {k: v for k, v in result.extras.items() if k != "text"}
         txn_id = extras.get("txn_id")
         answer = PaidChunk(
@@ -141,14 +162,20 @@ class FileRecorder:
             txn_id=None if txn_id is None else str(txn_id),
             latency_ms=result.latency_ms,
         )
-        await store_chunk_answer(
-            self._writer,
-            answer,
-            lease_token=self._token,
-            silent=chunk.silent,
-            journal=self._journal,
-            retry_s=self._store_retry_s,
-        )
+        with self._leases.settling(self.item) if end is not None else nullcontext():
+            ended = await store_chunk_answer(
+                self._writer,
+                answer,
+                lease_token=self._token,
+                silent=chunk.silent,
+                journal=self._journal,
+                retry_s=self._store_retry_s,
+                alongside=None if end is None else self._finish_call(end),
+            )
+            if ended is None or ended.cancelled() or ended.exception() is not None:
+                return False
+            self.let_go()
+            return True
 
     async def finish(
         self,
@@ -162,18 +189,23 @@ class FileRecorder:
     ) -> None:
         """Mark the item done (needs_review when flagged or all wait for a person) with its
         transcript."""
-        await self._end_claim(
-            lambda uow: uow.claims.finish_item(
+        end = FileEnd(text, duration_ms, chunk_count, extras, flags, hold_for_review)
+        await self._end_claim(self._finish_call(end))
+
+    def _finish_call(self, end: FileEnd) -> Callable[[UnitOfWork], None]:
+        def write(uow: UnitOfWork) -> None:
+            uow.claims.finish_item(
                 self.item.id,
                 lease_token=self._token,
-                text=text,
-                duration_ms=duration_ms,
-                chunk_count=chunk_count,
-                extras=extras,
-                flags=flags,
-                hold_for_review=hold_for_review,
+                text=end.text,
+                duration_ms=end.duration_ms,
+                chunk_count=end.chunk_count,
+                extras=end.extras,
+                flags=end.flags,
+                hold_for_review=end.hold_for_review,
             )
-        )
+
+        return write
 
     async def skip(self, *, reason_kind: str, reason: str) -> None:
         """Mark the item skipped (silent) with the reason."""

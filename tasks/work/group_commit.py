@@ -68,13 +68,20 @@ class GroupWriter:
         `entry` is a journal file to delete once the call is committed (or refused on its
         own). Raises what the call raises, or StoreUnavailable/StoreFailed for the group.
         """
+        result: T = await self.submit(call, entry=entry)
+        return result
+
+    def submit(
+        self, call: Callable[[UnitOfWork], T], *, entry: Path | None = None
+    ) -> asyncio.Future[T]:
+        """Queue `call` now; the future of its outcome (as `write`'s). Calls submitted
+        one after another, with no await between, share a group (one commit)."""
         loop = asyncio.get_running_loop()
         queued = _Queued(call=call, future=loop.create_future(), entry=entry)
         self._queue.append(queued)
         if self._task is None or self._task.done():
             self._task = loop.create_task(self._drain(), name="medasr-group-commit")
-        result: T = await queued.future
-        return result
+        return queued.future
 
     async def _drain(self) -> None:
         while self._queue:

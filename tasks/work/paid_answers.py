@@ -21,6 +21,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from storage.errors import StoreUnavailable
 from storage.interface import UnitOfWork
@@ -39,32 +40,54 @@ async def store_chunk_answer(
     silent: bool,
     journal: Journal,
     retry_s: float,
-) -> None:
+    alongside: Callable[[UnitOfWork], Any] | None = None,
+) -> asyncio.Future[Any] | None:
     """Record one chunk's answer under our claim in the next group commit.
 
     A paid answer is journaled first and its store write retried while the store is
     busy or unreachable, for `retry_s`; then it stays in the journal (fsynced) and
     StoreUnavailable is raised. A silent chunk was never sent (nothing paid): no journal.
     LeaseLost and StoreFailed are raised at once.
+
+    `alongside` (the file's end, when this is its last answer) is submitted right after
+    the answer's first attempt, so both share one commit; its own outcome is returned as
+    a done future (None without one). It never holds the answer back: an `alongside` that
+    fails leaves the answer committed, and later attempts carry the answer alone.
     """
     call = _chunk_write(answer, lease_token=lease_token, silent=silent)
-    if silent:
-        await writer.write(call)
-        return
-    entry = _journal_quietly(journal, answer)
+    companion: asyncio.Future[Any] | None = None
+
+    def submit(entry: Path | None) -> asyncio.Future[None]:
+        nonlocal companion, alongside
+        written = writer.submit(call, entry=entry)
+        if alongside is not None:
+            companion, alongside = writer.submit(alongside), None
+        return written
+
     try:
-        async for attempt in store_retries(retry_s=retry_s):
-            with attempt:
-                await writer.write(call, entry=entry)
-    except StoreUnavailable as exc:
-        where = await asyncio.to_thread(_keep_for_next_run, journal, answer, entry)
-        logger.error(
-            "the store is unavailable; answer %s was kept in %s and will be "
-            "recorded by the next run",
-            answer.journal_name,
-            where,
-        )
-        raise StoreUnavailable(f"{exc.message}; the paid answer was kept in the journal") from exc
+        if silent:
+            await submit(None)
+            return companion
+        entry = _journal_quietly(journal, answer)
+        try:
+            async for attempt in store_retries(retry_s=retry_s):
+                with attempt:
+                    await submit(entry)
+        except StoreUnavailable as exc:
+            where = await asyncio.to_thread(_keep_for_next_run, journal, answer, entry)
+            logger.error(
+                "the store is unavailable; answer %s was kept in %s and will be "
+                "recorded by the next run",
+                answer.journal_name,
+                where,
+            )
+            raise StoreUnavailable(
+                f"{exc.message}; the paid answer was kept in the journal"
+            ) from exc
+        return companion
+    finally:
+        if companion is not None and companion.done() and not companion.cancelled():
+            companion.exception()  # looked at here: the caller may never see it
 
 
 def _chunk_write(

@@ -30,7 +30,7 @@ from tasks.throttle.gate import RequestGate
 from tasks.transcription.backlog_plan import Plan, plan_backlog
 from tasks.transcription.file_run import BatchContext, process_batch
 from tasks.transcription.progress import FileOutcome
-from tasks.transcription.recorder import FileRecorder
+from tasks.transcription.recorder import FileEnd, FileRecorder
 from tasks.work.journal import Journal, replay_journal
 from tasks.work.lease_keeper import LeaseKeeper
 from tests.fakes.store import FakeStore
@@ -324,3 +324,43 @@ def test_the_recorder_writes_nothing_once_its_claim_was_taken_over(
     now = stored(store, "note.wav")
     assert (now.status, now.lease_owner, now.sha256) == ("processing", "rival", None)
     assert list(Journal(tmp_path / "journal").entries()) == []
+
+
+def test_a_file_ends_in_its_last_answers_commit(devserver_factory, tmp_path: Path) -> None:
+    """A one-chunk dictation: its content settled, then its answer and its end in one
+    commit (they were two), with the same transcript and outcome."""
+    short = tmp_path / "short"
+    short.mkdir()
+    soundfile.write(short / "brief.wav", encode_tone_dictation("pulse regular"), 16000)
+    store, contexts = FakeStore(), []
+    journal = Journal(tmp_path / "journal")
+
+    outcomes = run_batch(store, devserver_factory(), short, journal=journal, contexts=contexts)
+
+    assert (outcomes["brief.wav"].outcome, outcomes["brief.wav"].chunks) == ("done", 1)
+    item = stored(store, "brief.wav")
+    assert (item.status, item.text, item.lease_token) == ("done", "pulse regular", None)
+    writer = contexts[0].writer
+    settle, answer, end, lease_renewal = 1, 1, 1, 1
+    assert writer.calls == settle + answer + end + lease_renewal
+    assert writer.groups == writer.calls - 1  # the answer and the end: one commit
+    assert list(journal.entries()) == []
+
+
+def test_the_recorder_finishes_with_the_last_answer_and_lets_the_claim_go(
+    folder: Path, tmp_path: Path
+) -> None:
+    store = FakeStore()
+    (item,) = register_and_claim(store, folder)
+    recorder = recorder_of(store, item, Journal(tmp_path / "journal"))
+    end = FileEnd("stable", 1000, 1, {}, ())
+
+    async def go() -> bool:
+        await recorder.settle_content(Fingerprint(SHA, 10))
+        return await recorder.record_chunk(chunk(0), ANSWER, end=end)
+
+    assert asyncio.run(go()) is True
+    now = stored(store, "note.wav")
+    assert (now.status, now.text, now.lease_token) == ("done", "stable", None)
+    with store.unit_of_work(read_only=True) as uow:
+        assert {i: c.text for i, c in uow.chunks.done_chunks(item.id).items()} == {0: "stable"}
