@@ -144,9 +144,25 @@ class Claims:
         return self._queue.take_back_dead()
 
     def set_fingerprint(
-        self, item_id: int, *, sha256: str, size_bytes: int, lease_token: str | None
+        self,
+        item_id: int,
+        *,
+        sha256: str,
+        size_bytes: int,
+        lease_token: str | None,
+        checked_content: bool = False,
     ) -> None:
-        """Record the content fingerprint; different content drops the old chunks. LeaseLost."""
+        """Record the content fingerprint; different content drops the old chunks. LeaseLost.
+
+        `checked_content`: the caller compared `sha256` with the fingerprint its claim
+        found and reset the chunks of changed content itself (tasks/transcription/reuse.py):
+        one UPDATE, the stored fingerprint is not read again.
+        """
+        if checked_content:
+            self._queue.touch(
+                item_id, lease_token=lease_token, sha256=sha256, size_bytes=size_bytes
+            )
+            return
         held = self._queue.held_row(item_id, lease_token=lease_token, columns=("sha256",))
         if held is None:
             raise LeaseLost(f"item {item_id} is no longer held by this worker")

@@ -119,9 +119,19 @@ class ClaimRepository(Protocol):
         ...
 
     def set_fingerprint(
-        self, item_id: int, *, sha256: str, size_bytes: int, lease_token: str | None
+        self,
+        item_id: int,
+        *,
+        sha256: str,
+        size_bytes: int,
+        lease_token: str | None,
+        checked_content: bool = False,
     ) -> None:
-        """Record the content fingerprint; different content drops the old chunks. LeaseLost."""
+        """Record the content fingerprint; different content drops the old chunks. LeaseLost.
+
+        `checked_content`: the caller reset the chunks of changed content itself; the
+        stored fingerprint is not read again (one write).
+        """
         ...
 
     def finish_item(

@@ -123,8 +123,12 @@ class FileRecorder:
             return decision
         if decision.reset_chunks:
             uow.chunks.reset_chunks(item.id)
-        uow.claims.set_fingerprint(
-            item.id, sha256=print_.sha256, size_bytes=print_.size_bytes, lease_token=self._token
+        uow.claims.set_fingerprint(  # the decision compared it with the claim's and reset
+            item.id,
+            sha256=print_.sha256,
+            size_bytes=print_.size_bytes,
+            lease_token=self._token,
+            checked_content=True,
         )
         known = decision.transcript
         if known is not None and known.text is not None:

@@ -202,10 +202,16 @@ class FakeClaims:
         return len(dead)
 
     def set_fingerprint(
-        self, item_id: int, *, sha256: str, size_bytes: int, lease_token: str | None
+        self,
+        item_id: int,
+        *,
+        sha256: str,
+        size_bytes: int,
+        lease_token: str | None,
+        checked_content: bool = False,
     ) -> None:
         item = held_row(self._s, item_id, lease_token)
-        if item.sha256 is not None and item.sha256 != sha256:
+        if not checked_content and item.sha256 is not None and item.sha256 != sha256:
             drop_chunks(self._s, item_id)
         put_row(self._s, replace(item, sha256=sha256, size_bytes=size_bytes, updated_at=fake_now()))
 

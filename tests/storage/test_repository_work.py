@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import event
 
 from storage.errors import LeaseLost
 from storage.interface import UnitOfWorkFactory
@@ -97,6 +98,30 @@ def test_fingerprint_change_drops_old_chunks(
         )
         assert sorted(uow.chunks.done_chunks(item.id)) == chunks_left
     assert (get(store, item.id).sha256, get(store, item.id).size_bytes) == (new_sha, 11)
+
+
+def test_a_checked_fingerprint_is_one_write_under_the_lease(store: UnitOfWorkFactory) -> None:
+    """The reuse decision compared the content with the claim's and reset the chunks of
+    changed content: the stored fingerprint is not read again, the lease still checked."""
+    register(store, listed(1))
+    [item] = claim(store)
+    statements: list[str] = []
+    event.listen(store.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))  # type: ignore[attr-defined]
+    with store.unit_of_work() as uow:
+        uow.claims.set_fingerprint(
+            item.id, sha256="b" * 64, size_bytes=11, lease_token=item.lease_token,
+            checked_content=True,
+        )  # fmt: skip
+    writes = [s for s in statements if not s.startswith(("BEGIN", "SAVEPOINT", "RELEASE"))]
+    assert len(writes) == 1
+    assert writes[0].startswith("UPDATE items")
+    assert (get(store, item.id).sha256, get(store, item.id).size_bytes) == ("b" * 64, 11)
+    with pytest.raises(LeaseLost), store.unit_of_work() as uow:
+        uow.claims.set_fingerprint(
+            item.id, sha256="c" * 64, size_bytes=12, lease_token="not-ours",
+            checked_content=True,
+        )  # fmt: skip
+    assert get(store, item.id).sha256 == "b" * 64
 
 
 def test_reset_chunks_forgets_them(store: UnitOfWorkFactory) -> None:
