@@ -62,32 +62,33 @@ async def store_chunk_answer(
         written = writer.submit(call, entry=entry)
         if alongside is not None:
             companion, alongside = writer.submit(alongside), None
+            companion.add_done_callback(_looked_at)  # the caller may never ask for it
         return written
 
-    try:
-        if silent:
-            await submit(None)
-            return companion
-        entry = _journal_quietly(journal, answer)
-        try:
-            async for attempt in store_retries(retry_s=retry_s):
-                with attempt:
-                    await submit(entry)
-        except StoreUnavailable as exc:
-            where = await asyncio.to_thread(_keep_for_next_run, journal, answer, entry)
-            logger.error(
-                "the store is unavailable; answer %s was kept in %s and will be "
-                "recorded by the next run",
-                answer.journal_name,
-                where,
-            )
-            raise StoreUnavailable(
-                f"{exc.message}; the paid answer was kept in the journal"
-            ) from exc
+    if silent:
+        await submit(None)
         return companion
-    finally:
-        if companion is not None and companion.done() and not companion.cancelled():
-            companion.exception()  # looked at here: the caller may never see it
+    entry = _journal_quietly(journal, answer)
+    try:
+        async for attempt in store_retries(retry_s=retry_s):
+            with attempt:
+                await submit(entry)
+    except StoreUnavailable as exc:
+        where = await asyncio.to_thread(_keep_for_next_run, journal, answer, entry)
+        logger.error(
+            "the store is unavailable; answer %s was kept in %s and will be "
+            "recorded by the next run",
+            answer.journal_name,
+            where,
+        )
+        raise StoreUnavailable(f"{exc.message}; the paid answer was kept in the journal") from exc
+    return companion
+
+
+def _looked_at(future: asyncio.Future[Any]) -> None:
+    """Mark a failed future's error as seen (asyncio logs the unseen ones when collected)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _chunk_write(
