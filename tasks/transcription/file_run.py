@@ -281,15 +281,7 @@ async def _finish(run: FileRun, *, ctx: BatchContext) -> FileOutcome:
     if run.ended is None:
         require_finishable(run, ctx=ctx)
         finished = ending(run, ctx=ctx)
-        end = finished.end
-        await run.recorder.finish(
-            text=end.text,
-            duration_ms=end.duration_ms,
-            chunk_count=end.chunk_count,
-            extras=end.extras,
-            flags=end.flags,
-            hold_for_review=end.hold_for_review,
-        )
+        await run.recorder.finish(finished.end)
         run.ended = finished.outcome
     if run.damage is not None:
         logger.warning("%s is partial: %s", _name(run.item, ctx), run.damage.reason)

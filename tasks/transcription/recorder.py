@@ -181,19 +181,9 @@ class FileRecorder:
             self.let_go()
             return True
 
-    async def finish(
-        self,
-        *,
-        text: str,
-        duration_ms: int,
-        chunk_count: int,
-        extras: Mapping[str, Any],
-        flags: Sequence[str],
-        hold_for_review: bool = False,
-    ) -> None:
+    async def finish(self, end: FileEnd) -> None:
         """Mark the item done (needs_review when flagged or all wait for a person) with its
         transcript."""
-        end = FileEnd(text, duration_ms, chunk_count, extras, flags, hold_for_review)
         await self._end_claim(self._finish_call(end))
 
     def _finish_call(self, end: FileEnd) -> Callable[[UnitOfWork], None]:
