@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Any
 
 import uvicorn
+from threadpoolctl import threadpool_limits
 
 from config.errors import ConfigError, TerminalError
 from service.devserver.asgi import create_app
@@ -158,10 +159,20 @@ def start_devserver(config: DevServerConfig | None = None, **overrides: Any) -> 
     return server
 
 
+def keep_blas_in_callers_thread() -> None:
+    """One BLAS thread in this process: each request's engine already runs in a thread of
+    its own (Starlette's pool), and OpenBLAS's workers spin between the tone decoder's
+    small products. In a capacity-3 night run on 2 cores they took 44 of the devserver's
+    53 s of CPU, from the client beside it. Process-wide, so only for the foreground
+    server: a devserver started in a thread leaves its host process's BLAS alone."""
+    threadpool_limits(limits=1, user_api="blas")
+
+
 def serve_devserver(
     config: DevServerConfig, *, on_ready: Callable[[str, DevServerState], None]
 ) -> None:
     """Serve in the foreground until interrupted; on_ready(url, state) runs once it listens."""
+    keep_blas_in_callers_thread()
     state = build_state(config)
     sock = bind_socket(host=config.host, port=config.port)
     try:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 
 from config.errors import ConfigError
@@ -31,8 +32,11 @@ _READY = re.compile(r"^medasr devserver listening on (http://\S+) \((.*)\)$")
 
 
 @contextmanager
-def devserver_process(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
-    """Start the command, yield (url, detail) from its one line, then stop it with Ctrl-C."""
+def devserver_process(
+    *args: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, str, int]]:
+    """Start the command, yield (url, detail) from its one line and its pid, then stop it
+    with Ctrl-C."""
     process = subprocess.Popen(
         [sys.executable, "-c", _RUN_COMMAND, *args],
         stdout=subprocess.PIPE,
@@ -46,7 +50,7 @@ def devserver_process(*args: str, env: dict[str, str] | None = None) -> Iterator
         line = process.stdout.readline().strip()
         match = _READY.match(line)
         assert match, (line, process.stderr.read() if process.poll() is not None else "")
-        yield match.group(1), match.group(2)
+        yield match.group(1), match.group(2), process.pid
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -91,7 +95,7 @@ def test_curl_transcribes_and_gets_401_without_a_header(devserver, wav_file: Pat
 
 def test_command_prints_url_and_minted_token(tmp_path: Path, wav_file: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
-    with devserver_process("--port", "0", "--ledger", str(ledger)) as (url, detail):
+    with devserver_process("--port", "0", "--ledger", str(ledger)) as (url, detail, _pid):
         assert url.startswith("http://127.0.0.1:")
         token = detail.removeprefix("MEDASR_TOKEN=")
         assert token != detail
@@ -115,7 +119,7 @@ def test_command_reads_env_and_never_prints_a_static_token(wav_file: Path) -> No
         "MEDASR_DEVSERVER_RATE_429": "1",
         "MEDASR_DEVSERVER_RETRY_AFTER_S": "9",
     }
-    with devserver_process(env=env) as (url, detail):
+    with devserver_process(env=env) as (url, detail, _pid):
         assert "static-secret-token" not in detail
         status, _body = curl(
             f"{url}/voice/get-asr?language=en-IN",
@@ -125,6 +129,38 @@ def test_command_reads_env_and_never_prints_a_static_token(wav_file: Path) -> No
             "Authorization: Bearer static-secret-token",
         )
         assert status == 429
+
+
+def thread_cpu_s(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of process `pid`, by thread id."""
+    ticks_per_s = os.sysconf("SC_CLK_TCK")
+    spent = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        spent[int(task.name)] = (int(fields[11]) + int(fields[12])) / ticks_per_s
+    return spent
+
+
+def test_only_the_requests_own_threads_decode_them() -> None:
+    """The threads there before the first request (but the event loop's) stay idle while
+    the tone engine decodes: BLAS's own workers spun between its small matrix products,
+    a second core's worth of CPU taken from the client on the same machine."""
+    wav = make_tone_wav_bytes(" ".join(["no acute distress"] * 8))
+    args = ("--port", "0", "--token", DEVSERVER_TOKEN, "--engine", "default")
+    with devserver_process(*args) as (url, _detail, pid):
+        idle = {tid: cpu for tid, cpu in thread_cpu_s(pid).items() if tid != pid}
+        if not idle:
+            pytest.skip("one core: BLAS started no workers of its own")
+        headers = {"Authorization": f"Bearer {DEVSERVER_TOKEN}"}
+        with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
+            for _ in range(20):
+                response = client.post(
+                    "/voice/get-asr", params={"language": "en-IN"}, files={"file": wav}
+                )
+                assert "no acute distress" in response.json()["text"]
+        after = thread_cpu_s(pid)
+    spent_s = {tid: after[tid] - cpu for tid, cpu in idle.items()}
+    assert sum(spent_s.values()) < 0.05, spent_s
 
 
 def test_command_refuses_bad_options_before_listening() -> None:
