@@ -13,9 +13,12 @@ Why this rule (TCP's AIMD with a CUBIC-like plateau; figures in bench/README.md)
   episode: answers to requests sent before the last cut only lower it to their own k.
 - Clean answers grow the window by one per window of them (additive increase), but
   only while the window is full (an idle window proves nothing) and, next to the level
-  that was throttled, only after 32 clean answers, doubled each time that level throttles
-  again (to 1024): each probe costs the whole run a Retry-After pause, so probes are rare
-  where they failed before. Passing that level forgets it.
+  that was throttled, only after 32 windows of clean answers, doubled each time that
+  level throttles again (to 256 windows). A failed probe pauses the whole run for a
+  Retry-After, which costs about Retry-After / latency windows of answers whatever the
+  window: counted in windows, a probe's share of the run is the same at capacity 3 and
+  16 (with Retry-After 1 s and 250 ms answers, 4 of 36 windows at the first probe).
+  Passing that level forgets it.
 Gradient/Vegas limiters read rising latency; this service answers a full queue with a
 fast 429 instead, so latency carries no signal and the 429 itself is the measurement.
 """
@@ -34,8 +37,8 @@ logger = logging.getLogger("medasr.limiter")
 
 THROTTLE_STATUSES: Final = frozenset({429, 503})
 DECREASE_FACTOR: Final = 0.75
-FIRST_PROBE_ANSWERS: Final = 32
-MAX_PROBE_ANSWERS: Final = 1024
+FIRST_PROBE_WINDOWS: Final = 32
+MAX_PROBE_WINDOWS: Final = 256
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ class AimdWindow:
         self._epoch = 0
         self._clean = 0  # clean full-window answers since the last step up
         self._throttled_at: int | None = None  # requests in flight that were refused
-        self._probe_answers = FIRST_PROBE_ANSWERS
+        self._probe_windows = FIRST_PROBE_WINDOWS
 
     @property
     def limit(self) -> int:
@@ -90,7 +93,7 @@ class AimdWindow:
         self._limit += 1
         if self._throttled_at is not None and self._limit > self._throttled_at:
             self._throttled_at = None  # the service has room beyond it now
-            self._probe_answers = FIRST_PROBE_ANSWERS
+            self._probe_windows = FIRST_PROBE_WINDOWS
         return True
 
     def throttled(self, ticket: Ticket) -> bool:
@@ -107,7 +110,7 @@ class AimdWindow:
             return True
         level = ticket.others_in_flight + 1
         if self._throttled_at is not None and level >= self._throttled_at:
-            self._probe_answers = min(MAX_PROBE_ANSWERS, self._probe_answers * 2)
+            self._probe_windows = min(MAX_PROBE_WINDOWS, self._probe_windows * 2)
         self._throttled_at = level
         self._epoch += 1
         self._clean = 0
@@ -121,7 +124,7 @@ class AimdWindow:
 
     def _answers_per_step(self) -> int:
         if self._limit + 1 == self._throttled_at:  # the next step probes the throttled level
-            return self._probe_answers
+            return self._probe_windows * self._limit
         return self._limit
 
 

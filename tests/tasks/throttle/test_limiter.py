@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections import deque
 
 import pytest
 
 from service.errors import ServiceUnavailable, Throttled
-from tasks.throttle.limiter import FIRST_PROBE_ANSWERS, AdaptiveLimiter, AimdWindow, Ticket
+from tasks.throttle.limiter import FIRST_PROBE_WINDOWS, AdaptiveLimiter, AimdWindow, Ticket
 
 
 def fill(window: AimdWindow) -> list[Ticket]:
@@ -28,6 +29,24 @@ def serve_round(window: AimdWindow, *, capacity: int) -> tuple[int, int]:
     for ticket in tickets[capacity:]:
         window.throttled(ticket)
     return min(len(tickets), capacity), max(0, len(tickets) - capacity)
+
+
+def serve_steadily(window: AimdWindow, *, capacity: int, answers: int) -> list[int]:
+    """A service that takes `capacity` at once and answers in turn, the window refilled
+    after each answer: how many clean answers came before each throttle episode."""
+    in_flight: deque[tuple[Ticket, bool]] = deque()
+    episodes: list[int] = []
+    served = 0
+    while served < answers:
+        while (ticket := window.admit()) is not None:
+            in_flight.append((ticket, sum(taken for _, taken in in_flight) < capacity))
+        ticket, taken = in_flight.popleft()
+        if taken:
+            window.answered(ticket)
+            served += 1
+        elif window.throttled(ticket) and served not in episodes:
+            episodes.append(served)
+    return episodes
 
 
 def test_the_window_starts_at_the_ceiling() -> None:
@@ -58,7 +77,7 @@ def test_throttles_of_one_episode_in_any_order_settle_on_the_smallest_level() ->
     assert window.throttled(tickets[2]) is True
     assert window.throttled(tickets[4]) is False
     assert window.limit == 2
-    for _ in range(FIRST_PROBE_ANSWERS - 1):  # 3 is the level that was throttled: probe late
+    for _ in range(FIRST_PROBE_WINDOWS * 2 - 1):  # 3 was throttled: probe late
         serve_round(window, capacity=2)
     assert window.limit == 2
 
@@ -105,17 +124,27 @@ def test_clean_answers_grow_one_per_window_only_while_it_is_full() -> None:
 
 def test_probes_next_to_the_throttled_level_are_rare_and_get_rarer() -> None:
     window = AimdWindow(ceiling=8)
-    episodes = []
-    for number in range(400):
-        if serve_round(window, capacity=3)[1]:
-            episodes.append(number)
-    # The first burst, then probes after 32, 64 and 128 clean answers at the limit of 3.
-    assert len(episodes) == 4
+    episodes = serve_steadily(window, capacity=3, answers=1500)
+    # The first burst, then probes after 32, 64, 128 and 256 windows of 3 clean answers.
+    assert len(episodes) == 5
     gaps = [later - earlier for earlier, later in itertools.pairwise(episodes)]
-    assert gaps[0] >= FIRST_PROBE_ANSWERS // 3
+    assert gaps[0] >= FIRST_PROBE_WINDOWS * 3
     assert gaps[1] > 1.8 * gaps[0]
     assert gaps[2] > 1.8 * gaps[1]
     assert window.limit == 3
+
+
+@pytest.mark.parametrize("capacity", [3, 16])
+def test_probes_wait_for_windows_of_answers_whatever_the_capacity(capacity: int) -> None:
+    """A failed probe pauses the run for one Retry-After: the same number of windows of
+    answers at any capacity, so the wait before the next one is counted in windows too."""
+    window = AimdWindow(ceiling=32)
+    episodes = serve_steadily(window, capacity=capacity, answers=200 * capacity)
+    # The first burst, then probes after 32 and 64 windows (the next one is after 224).
+    assert len(episodes) == 3, episodes
+    first_gap = episodes[1] - episodes[0]  # with the answers in flight at the cut, not counted
+    assert FIRST_PROBE_WINDOWS * capacity <= first_gap <= (FIRST_PROBE_WINDOWS + 2) * capacity
+    assert window.limit == capacity
 
 
 def test_passing_the_throttled_level_forgets_it() -> None:
@@ -123,7 +152,7 @@ def test_passing_the_throttled_level_forgets_it() -> None:
     serve_round(window, capacity=3)  # throttled at 4
     assert window.limit == 3
     # The service grew: the probe at 4 and the next levels pass, back to +1 per window.
-    for _ in range(FIRST_PROBE_ANSWERS + 4 + 5 + 6 + 7):  # one full-window answer a round
+    for _ in range(FIRST_PROBE_WINDOWS * 3 + 4 + 5 + 6 + 7):  # one full-window answer a round
         serve_round(window, capacity=8)
     assert window.limit == 8
 
