@@ -1,5 +1,5 @@
-"""The Prefect tasks, all of them: plain functions of the wings wrapped with their names,
-tags and caching. The wings stay plain functions a test or a command calls without
+"""The Prefect tasks, all of them: plain functions of the wings wrapped with their names
+and caching. The wings stay plain functions a test or a command calls without
 Prefect; only this module of tasks/ makes them task runs.
 
 Each is `task(...)(fn)`, so a task takes exactly its function's arguments. A task run
@@ -26,6 +26,9 @@ from tasks.transcription.progress import FileOutcome
 
 # No caching and no stored results: every step reads or writes the store itself. Task runs
 # carry the task's name without Prefect's random suffix; a batch is named by its size.
+# No tags (the flow run has medasr's): Prefect takes a slot of each tag's concurrency limit
+# from its server before a tagged task run starts, limit or not, and that call held the
+# next batch back 0.5-2.2 s with nothing in flight (tests/flows/test_task_runs_untagged.py).
 P = ParamSpec("P")
 R = TypeVar("R")
 __all__ = [
@@ -38,7 +41,7 @@ __all__ = [
     "start_run_task",
     "transcribe_batch_task",
 ]
-_OPTIONS: dict[str, Any] = {"tags": ["medasr"], "cache_policy": NONE, "persist_result": False}
+_OPTIONS: dict[str, Any] = {"cache_policy": NONE, "persist_result": False}
 
 
 def _task(name: str, fn: Callable[P, R]) -> Task[P, R]:
