@@ -40,6 +40,7 @@ __all__ = [
     "ChunkRow",
     "Delivery",
     "Item",
+    "NoteAccuracyRow",
     "Reviewer",
     "Revision",
     "Run",
@@ -334,3 +335,30 @@ class WebSession(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     last_seen: Mapped[datetime] = mapped_column(UTCDateTime)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class NoteAccuracyRow(Base):
+    """A reviewed note's word figures (0013): its latest decision, no text; kept by a purge."""
+
+    __tablename__ = "note_accuracy"
+    __table_args__ = (
+        Index("ix_note_accuracy_reviewed_at", "reviewed_at"),
+        Index("ix_note_accuracy_author", "author", "reviewed_at"),
+        Index("ix_note_accuracy_department", "department", "reviewed_at"),
+        Index("ix_note_accuracy_language", "language", "reviewed_at"),
+    )
+
+    item_id: Mapped[int] = mapped_column(
+        ForeignKey("items.id", ondelete="CASCADE"), primary_key=True
+    )
+    revision: Mapped[int] = mapped_column(Integer)  # 0: the machine's text accepted as is
+    reviewer: Mapped[str] = mapped_column(String(255))
+    reviewed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    language: Mapped[str] = mapped_column(String(16))
+    author: Mapped[str | None] = mapped_column(String(255))
+    department: Mapped[str | None] = mapped_column(String(255))
+    words: Mapped[int] = mapped_column(Integer)
+    substitutions: Mapped[int] = mapped_column(Integer)
+    deletions: Mapped[int] = mapped_column(Integer)
+    insertions: Mapped[int] = mapped_column(Integer)
+    accuracy: Mapped[float] = mapped_column(Float)

@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
+from storage.accuracy_interface import AccuracyRepository
 from storage.interface import ChunkRepository, ReviewRepository, UnitOfWork
 from storage.records import (
     ItemRecord,
@@ -164,6 +165,11 @@ class ReviewUnitOfWork(UnitOfWork, Protocol):
     @property
     def web_sessions(self) -> WebSessionRepository:
         """Signed-in browsers."""
+        ...
+
+    @property
+    def accuracy(self) -> AccuracyRepository:
+        """Reviewed notes' word figures."""
         ...
 
 

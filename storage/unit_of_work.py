@@ -2,9 +2,9 @@
 
 As in cosmicpython's unit_of_work.py: `with store.unit_of_work() as uow:` opens a
 transaction; `uow.items`, `uow.claims`, `uow.item_queries`, `uow.chunks`,
-`uow.deliveries`, `uow.runs`, `uow.listings`, `uow.reviews`, `uow.audit` and
-`uow.retention` all work inside it; it commits when the block ends normally (or at
-`uow.commit()`) and rolls back on an error. storage/interface.py gives each part its
+`uow.deliveries`, `uow.runs`, `uow.listings`, `uow.reviews`, `uow.audit`,
+`uow.retention` and `uow.accuracy` all work inside it; it commits when the block ends
+normally (or at `uow.commit()`) and rolls back on an error. storage/interface.py gives each part its
 Protocol. A savepoint lets many callers share one transaction
 (tasks/work/group_commit.py): one caller's error rolls back its own writes only.
 """
@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from storage.accuracy_figures import AccuracyFigures
 from storage.audit_log import AuditLog
 from storage.chunks import Chunks
 from storage.claims import Claims
@@ -50,6 +51,7 @@ class SqlUnitOfWork:
         self.web_sessions = WebSessions(session)
         self.audit = AuditLog(session)
         self.retention = Retention(session)
+        self.accuracy = AccuracyFigures(session)
 
     def commit(self) -> None:
         """Commit now (e.g. after each chunk); the next statement starts a new transaction."""

@@ -3,7 +3,8 @@
 Without options it lists the needs_review items (id, source, language, flags, audio),
 never their text; each recording is named by its path relative to the source of a
 recorded run, escaped onto one line.
-`--accept ID` makes an item done as it is; `--resend ID` forgets its
+`--accept ID` makes an item done as it is (its words counted as read and right in the
+quality figures: tasks/review/decisions.py); `--resend ID` forgets its
 transcript and chunks and puts it back to pending, so the next `medasr run` over its
 source sends every chunk again. All the decisions of one command are made in one
 transaction: one ID that is not waiting for review changes nothing and exits 2.
@@ -21,11 +22,12 @@ from config.errors import ConfigError
 from config.settings import load_settings
 from flows.cli.store import _command_errors
 from service.contract import is_supported_language
-from storage import open_store
+from storage import open_review_store
 from storage.database import database_exists
-from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord
+from storage.review_interface import ReviewStore
 from tasks.discovery.recording_names import one_line, recording_name
+from tasks.review import decisions
 
 _HEADER = "id\tsource\tlanguage\tflags\taudio_min\tupdated_at"
 
@@ -66,27 +68,27 @@ def _check_options(accepted: list[int], resent: list[int], *, language: str | No
         raise ConfigError(f"unsupported language {language[:16]!r}")
 
 
-def _open_store() -> UnitOfWorkFactory:
+def _open_store() -> ReviewStore:
     storage = load_settings().storage
     if not database_exists(storage.database_url):
         raise ConfigError(f"no database at {storage.database_url_redacted}: nothing to review")
-    return open_store(storage)
+    return open_review_store(storage)
 
 
-def _decide(store: UnitOfWorkFactory, *, accepted: list[int], resent: list[int]) -> None:
+def _decide(store: ReviewStore, *, accepted: list[int], resent: list[int]) -> None:
     """Accept and re-queue in one transaction (all or nothing), each decision an audit
     event committed with it; prints one line per item."""
     lines, actor = [], command_actor()
-    decisions = [(AuditAction.ACCEPTED, i) for i in accepted]
-    decisions += [(AuditAction.SENT_BACK, i) for i in resent]
+    planned = [(AuditAction.ACCEPTED, i) for i in accepted]
+    planned += [(AuditAction.SENT_BACK, i) for i in resent]
     with store.unit_of_work() as uow:
         roots = uow.runs.run_sources()
-        for action, item_id in decisions:
+        for action, item_id in planned:
             if action is AuditAction.ACCEPTED:
-                item = uow.reviews.accept_review(item_id)
+                item = decisions.accept_as_is(uow, item_id=item_id, author=actor)
                 lines.append(f"accepted item {item.id} ({_source(item, roots)}): done")
             else:
-                item = uow.reviews.resend_review(item_id)
+                item = decisions.send_back(uow, item_id=item_id)
                 lines.append(
                     f"re-queued item {item.id} ({_source(item, roots)}): pending; "
                     "the next `medasr run` over its source sends its chunks again"
@@ -97,7 +99,7 @@ def _decide(store: UnitOfWorkFactory, *, accepted: list[int], resent: list[int])
         typer.echo(line)
 
 
-def _list(store: UnitOfWorkFactory, *, language: str | None, limit: int) -> None:
+def _list(store: ReviewStore, *, language: str | None, limit: int) -> None:
     with store.unit_of_work(read_only=True) as uow:
         items = uow.reviews.list_needs_review(language=language, limit=limit)
         roots = uow.runs.run_sources()

@@ -6,12 +6,15 @@ delivery files it next, as a replacement where an earlier version was filed.
 accept_as_is: a held transcript becomes done unchanged. send_back: a held one is
 transcribed again from scratch (`medasr review --resend`). A save based on a version
 someone else has saved over since raises StaleRevision and changes nothing.
+Finalizing and accepting keep the note's word figures in the same unit of work
+(tasks/review/measured_notes.py): the measure is taken where the decision is made.
 """
 
 from __future__ import annotations
 
 from storage.records import ItemRecord, RevisionRecord
 from storage.review_interface import ReviewUnitOfWork
+from tasks.review.measured_notes import record_accepted, record_finalized
 
 DRAFT = "draft"
 FINAL = "final"
@@ -33,12 +36,16 @@ def finalize(
     revision = uow.revisions.add_revision(
         item_id, text=text, author=author, base_revision=base_revision, kind=FINAL
     )
-    return revision, uow.revisions.sign_off(revision)
+    item = uow.revisions.sign_off(revision)
+    record_finalized(uow.accuracy, item, revision=revision.number, reviewer=author)
+    return revision, item
 
 
 def accept_as_is(uow: ReviewUnitOfWork, *, item_id: int, author: str) -> ItemRecord:
     """needs_review -> done with the machine's text; raises NotUnderReview."""
-    return uow.reviews.accept_review(item_id, by=author)
+    item = uow.reviews.accept_review(item_id, by=author)
+    record_accepted(uow.accuracy, item, reviewer=author)
+    return item
 
 
 def send_back(uow: ReviewUnitOfWork, *, item_id: int) -> ItemRecord:

@@ -26,6 +26,7 @@ TABLES = {
     "deliveries",
     "audit_events",
     "reviewers",
+    "note_accuracy",
     "revisions",
     "web_sessions",
     "store_identity",

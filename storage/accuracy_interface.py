@@ -1,0 +1,42 @@
+"""The store's reviewed-note figures as the review and quality code sees them (`uow.accuracy`)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from storage.accuracy_records import AccuracyFilter, CorrectedNote, NoteAccuracy
+from storage.records import ItemRecord
+
+__all__ = ["AccuracyRepository"]
+
+
+class AccuracyRepository(Protocol):
+    """One row of figures per reviewed note; never any of its text."""
+
+    def record_accuracy(self, figures: NoteAccuracy) -> NoteAccuracy:
+        """Keep a note's figures (replacing an earlier decision's)."""
+        ...
+
+    def note_figures(
+        self, selection: AccuracyFilter, *, metadata_column: str | None = None
+    ) -> list[tuple[NoteAccuracy, str | None]]:
+        """The figures of the notes selected, oldest first, each with its manifest
+        `metadata_column` value (None when not asked for, or gone with a purge)."""
+        ...
+
+    def recent_figures(self, *, column: str, value: str, limit: int) -> list[NoteAccuracy]:
+        """The newest `limit` notes whose `column` (author, department or language) is
+        `value`, newest first."""
+        ...
+
+    def reviewed_count(self, *, column: str, value: str) -> int:
+        """How many notes of this `column` value were ever reviewed."""
+        ...
+
+    def corrected_notes(self, selection: AccuracyFilter) -> list[CorrectedNote]:
+        """Finalized notes of the selection whose machine and final texts are still kept."""
+        ...
+
+    def unmeasured_reviews(self, *, limit: int) -> list[ItemRecord]:
+        """Reviewed recordings (done, signed off or accepted) without figures yet."""
+        ...

@@ -1,0 +1,57 @@
+"""Plain records of reviewed notes' word accuracy (no text: figures and group names only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class NoteAccuracy:
+    """One reviewed note's figures: its latest decision (finalized or accepted as is).
+
+    `revision` is the final revision's number, 0 when the machine's text was accepted.
+    `author` and `department` are the manifest's columns of that name when the note was
+    reviewed (the dictating clinician and the ward: not patient data), kept after a purge.
+    """
+
+    item_id: int
+    revision: int
+    reviewer: str
+    reviewed_at: datetime
+    language: str
+    author: str | None
+    department: str | None
+    words: int
+    substitutions: int
+    deletions: int
+    insertions: int
+    accuracy: float
+
+    @property
+    def errors(self) -> int:
+        """Words changed, missed or removed."""
+        return self.substitutions + self.deletions + self.insertions
+
+
+@dataclass(frozen=True)
+class AccuracyFilter:
+    """Which notes a reading takes: reviewed in [since, until), of `language`."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    language: str | None = None
+
+
+@dataclass(frozen=True)
+class CorrectedNote:
+    """A finalized note whose texts are still in the store (a purge removes them)."""
+
+    item_id: int
+    language: str
+    author: str | None
+    department: str | None
+    reviewer: str
+    metadata: dict[str, str]
+    machine_text: str
+    final_text: str
