@@ -99,6 +99,7 @@ class AccuracyFigures:
                 author=row.author,
                 department=row.department,
                 reviewer=row.reviewer,
+                reviewed_at=row.reviewed_at,
                 metadata=dict(metadata or {}),
                 machine_text=machine_text or "",
                 final_text=text or "",

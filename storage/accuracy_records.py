@@ -52,6 +52,7 @@ class CorrectedNote:
     author: str | None
     department: str | None
     reviewer: str
+    reviewed_at: datetime
     metadata: dict[str, str]
     machine_text: str
     final_text: str

@@ -25,6 +25,8 @@
                                        (fail closed), items go back to pending
         └── RetentionInvalid           "retention_invalid": a purge period that is not
                                        like 90d, 12w or 1y (exit 2)
+        └── QualityOptionInvalid       "quality_option_invalid": a `medasr quality` grouping
+                                       or count that names nothing (exit 2)
 
 Every message is one sentence that names the file and says what is wrong, e.g.
 "not an audio file: /x/y.wav (ffmpeg found no audio stream)". ffmpeg's stderr is
@@ -142,3 +144,9 @@ class RetentionInvalid(ConfigError):
     weeks or years, or is zero."""
 
     kind = "retention_invalid"
+
+
+class QualityOptionInvalid(ConfigError):
+    """A `medasr quality` option that names nothing: an unknown grouping, a bad count."""
+
+    kind = "quality_option_invalid"

@@ -110,6 +110,12 @@ COMMANDS = (
         "Read the audit trail (who saw, changed, sent or removed which recording);\n"
         "`medasr audit verify` checks its hash chain.",
     ),
+    LazyCommand(
+        "quality",
+        "flows.cli.quality:quality_app",
+        "Reviewed notes' word accuracy by group, with a 95 % interval and the change\n"
+        "against the previous period; `medasr quality corrections` lists recurring fixes.",
+    ),
     LazyCommand("db", "flows.cli.store:db_app", "Database schema commands."),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}

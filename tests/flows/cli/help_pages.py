@@ -33,6 +33,8 @@ HELP_PAGES: list[list[str]] = [
     ["audit"],
     ["audit", "verify"],
     ["purge"],
+    ["quality"],
+    ["quality", "corrections"],
 ]
 
 

@@ -1,0 +1,155 @@
+"""`medasr quality` (reviewed notes' word accuracy by group) and `medasr quality corrections`
+(the recurring substitutions reviewers made).
+
+Reading figures is not access to patient data and is not recorded; writing them out as
+jsonl or csv is an export, recorded as a `quality_exported` event after the rows are
+written. Exit codes: 0 done, 2 a bad option or no database, 1 a store error.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from audit import AuditAction, command_actor, record_event
+from audit.filters import parse_when
+from config.errors import ConfigError
+from config.settings import load_settings
+from flows.cli.quality_tables import (
+    CORRECTION_COLUMNS,
+    GROUP_COLUMNS,
+    QualityFormat,
+    correction_record,
+    group_record,
+    write_records,
+)
+from flows.cli.store import _command_errors
+from service.contract import is_supported_language
+from storage import open_review_store
+from storage.accuracy_records import AccuracyFilter
+from storage.database import database_exists
+from storage.review_interface import ReviewStore
+from tasks.review.quality_reading import (
+    QualityQuestion,
+    checked_grouping,
+    read_corrections,
+    read_quality,
+)
+
+quality_app = typer.Typer(invoke_without_command=True)
+
+_By = Annotated[
+    str | None,
+    typer.Option(
+        "--by", help="Group by author, department, language, reviewer, month or a manifest column."
+    ),
+]
+_Since = Annotated[
+    str | None, typer.Option("--since", help="Notes reviewed at or after DATE (ISO, UTC).")
+]
+_Until = Annotated[
+    str | None, typer.Option("--until", help="Notes reviewed before DATE's end (ISO, UTC).")
+]
+_Language = Annotated[str | None, typer.Option("--language", help="Only notes of CODE.")]
+_Format = Annotated[
+    QualityFormat,
+    typer.Option("--format", help="table (default), jsonl or csv (an export: recorded)."),
+]
+
+
+@quality_app.callback()
+def quality_command(
+    ctx: typer.Context,
+    by: _By = None,
+    since: _Since = None,
+    until: _Until = None,
+    language: _Language = None,
+    min_notes: Annotated[
+        int, typer.Option("--min-notes", min=1, help="Leave out groups of fewer notes.")
+    ] = 1,
+    quality_format: _Format = QualityFormat.table,
+) -> None:
+    """Reviewed notes' word accuracy by group, with a 95 % interval and the change
+    against the previous period; `medasr quality corrections` lists recurring fixes."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with _command_errors():
+        question = _question(by, since=since, until=until, language=language, min_notes=min_notes)
+        store = _open_store()
+        try:
+            groups = read_quality(store, question)
+            records = [group_record(group) for group in groups]
+            count = write_records(
+                records, sys.stdout, columns=GROUP_COLUMNS, quality_format=quality_format
+            )
+            if quality_format is not QualityFormat.table:
+                _record_export(store, what="figures", count=count, ctx=ctx)
+        finally:
+            store.dispose()
+    typer.echo(f"{count} group(s), {sum(group.notes for group in groups)} note(s)", err=True)
+
+
+@quality_app.command("corrections")
+def corrections_command(
+    ctx: typer.Context,
+    by: _By = None,
+    since: _Since = None,
+    until: _Until = None,
+    language: _Language = None,
+    top: Annotated[int, typer.Option("--top", min=1, help="The N most frequent per group.")] = 50,
+    quality_format: _Format = QualityFormat.table,
+) -> None:
+    """The recurring substitutions (machine words -> final words), counted over notes,
+    with how many authors; only from notes whose texts are still kept."""
+    with _command_errors():
+        question = _question(by, since=since, until=until, language=language, min_notes=1)
+        store = _open_store()
+        try:
+            found = read_corrections(store, question, top=top)
+            records = [correction_record(correction) for correction in found]
+            count = write_records(
+                records, sys.stdout, columns=CORRECTION_COLUMNS, quality_format=quality_format
+            )
+            if quality_format is not QualityFormat.table:
+                _record_export(store, what="corrections", count=count, ctx=ctx)
+        finally:
+            store.dispose()
+    typer.echo(f"{count} correction(s)", err=True)
+
+
+def _question(
+    by: str | None, *, since: str | None, until: str | None, language: str | None, min_notes: int
+) -> QualityQuestion:
+    if language is not None and not is_supported_language(language):
+        raise ConfigError(f"unsupported language {language[:16]!r}")
+    selection = AccuracyFilter(
+        since=parse_when(since, option="--since") if since else None,
+        until=parse_when(until, option="--until", end_of_day=True) if until else None,
+        language=language,
+    )
+    return QualityQuestion(by=checked_grouping(by), selection=selection, min_notes=min_notes)
+
+
+def _open_store() -> ReviewStore:
+    storage = load_settings().storage
+    if not database_exists(storage.database_url):
+        raise ConfigError(f"no database at {storage.database_url_redacted}: nothing reviewed yet")
+    return open_review_store(storage)
+
+
+def _record_export(store: ReviewStore, *, what: str, count: int, ctx: typer.Context) -> None:
+    """Figures left medasr as a file: one event with what was asked and how many rows."""
+    asked: dict[str, Any] = {
+        k: str(v)[:64] for k, v in ctx.params.items() if v is not None and k != "quality_format"
+    }
+    fmt = str(ctx.params.get("quality_format", ""))
+    with store.unit_of_work() as uow:
+        record_event(
+            uow,
+            action=AuditAction.QUALITY_EXPORTED,
+            actor=command_actor(),
+            target=fmt,
+            detail={"what": what, "rows": count, "format": fmt, **asked},
+        )

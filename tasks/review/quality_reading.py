@@ -1,0 +1,72 @@
+"""One reading of the quality figures, as `medasr quality` and the Quality page ask for it.
+
+Each reading first measures the reviewed notes that have no figures yet (notes reviewed
+before medasr measured them), then reads the period and the one before it. Reading
+figures is not access to patient data: no audit event (an export is the face's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from storage import clock
+from storage.accuracy_records import AccuracyFilter
+from storage.review_interface import ReviewStore
+from tasks.errors import QualityOptionInvalid
+from tasks.review.corrections import Correction, recurring_corrections
+from tasks.review.group_quality import GROUPINGS, GroupQuality, previous_period, summarize_groups
+from tasks.review.measured_notes import measure_earlier_reviews
+
+_MAX_COLUMN_CHARS = 64
+
+
+@dataclass(frozen=True)
+class QualityQuestion:
+    """What a reader asks: a grouping, a period, a language, the smallest group shown."""
+
+    by: str | None = None
+    selection: AccuracyFilter = field(default_factory=AccuracyFilter)
+    min_notes: int = 1
+
+
+def checked_grouping(by: str | None) -> str | None:
+    """`by` if it names a grouping or a manifest column; raises QualityOptionInvalid."""
+    if by is None or by in GROUPINGS:
+        return by
+    if not by.strip() or len(by) > _MAX_COLUMN_CHARS or by == "path" or not by.isprintable():
+        known = "|".join(GROUPINGS)
+        raise QualityOptionInvalid(
+            f"--by takes {known} or a manifest column name (up to 64 characters, not path); "
+            f"got {by[:40]!r}"
+        )
+    return by
+
+
+def read_quality(store: ReviewStore, question: QualityQuestion) -> list[GroupQuality]:
+    """Each group's figures over the period, with the previous period's accuracy."""
+    metadata_column = None if question.by in GROUPINGS or question.by is None else question.by
+    _measure_earlier(store)
+    with store.unit_of_work(read_only=True) as uow:
+        rows = uow.accuracy.note_figures(question.selection, metadata_column=metadata_column)
+        earlier = previous_period(question.selection, now=clock.host_now())
+        before = (
+            []
+            if earlier is None
+            else uow.accuracy.note_figures(earlier, metadata_column=metadata_column)
+        )
+    return summarize_groups(rows, by=question.by, min_notes=question.min_notes, previous=before)
+
+
+def read_corrections(
+    store: ReviewStore, question: QualityQuestion, *, top: int
+) -> list[Correction]:
+    """The recurring substitutions of the period's notes whose texts are still kept."""
+    _measure_earlier(store)
+    with store.unit_of_work(read_only=True) as uow:
+        notes = uow.accuracy.corrected_notes(question.selection)
+    return recurring_corrections(notes, by=question.by, top=top)
+
+
+def _measure_earlier(store: ReviewStore) -> None:
+    with store.unit_of_work() as uow:
+        measure_earlier_reviews(uow.accuracy)
