@@ -65,7 +65,8 @@ async def _recorded_steps(run: Run, steps: FlowSteps) -> RunSummary:
             requeued=prepared.requeued,
             source_roots=run.source_roots,
         )
-        if run.settings.review.required == "all":
+        review = run.settings.review
+        if review.required != "flagged" or review.effective_sample_rate() > 0:
             record.summary = _with_review_queue(run, record.summary)
         if result.stopped is None and steps.after is not None:
             delivery = await steps.after(run)

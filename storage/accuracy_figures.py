@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, and_, cast, delete, func, select
+from sqlalchemy import ColumnElement, String, and_, case, cast, delete, func, select
 from sqlalchemy.orm import Session
 
-from storage.accuracy_records import AccuracyFilter, CorrectedNote, NoteAccuracy
+from storage.accuracy_records import AccuracyFilter, CorrectedNote, NoteAccuracy, Standing
 from storage.models import Item, NoteAccuracyRow
 from storage.queries import items_where
 from storage.records import ItemRecord
@@ -62,22 +62,37 @@ class AccuracyFigures:
             for row in self._session.execute(joined)
         ]
 
-    def recent_figures(self, *, column: str, value: str, limit: int) -> list[NoteAccuracy]:
-        """The newest `limit` notes whose author, department or language is `value`."""
-        rows = self._session.scalars(
-            select(NoteAccuracyRow)
-            .where(_GROUP_COLUMNS[column] == value)
-            .order_by(NoteAccuracyRow.reviewed_at.desc(), NoteAccuracyRow.item_id.desc())
-            .limit(limit)
-        )
-        return [_record(row) for row in rows]
-
-    def reviewed_count(self, *, column: str, value: str) -> int:
-        """How many notes of this author, department or language were ever reviewed."""
-        found = self._session.scalar(
-            select(func.count()).select_from(NoteAccuracyRow).where(_GROUP_COLUMNS[column] == value)
-        )
-        return int(found or 0)
+    def standings(self, *, window_notes: int) -> list[Standing]:
+        """Each author's, department's and language's reviewed count and newest window."""
+        found = []
+        for name, column in _GROUP_COLUMNS.items():
+            newest = func.row_number().over(
+                partition_by=column,
+                order_by=(_TABLE.c.reviewed_at.desc(), _TABLE.c.item_id.desc()),
+            )
+            errors = _TABLE.c.substitutions + _TABLE.c.deletions + _TABLE.c.insertions
+            ranked = (
+                select(
+                    column.label("value"),
+                    _TABLE.c.words,
+                    errors.label("errors"),
+                    newest.label("rank"),
+                )
+                .where(column.is_not(None))
+                .subquery()
+            )
+            window = ranked.c.rank <= window_notes
+            query = select(
+                ranked.c.value,
+                func.count(),
+                func.sum(case((window, ranked.c.words), else_=0)),
+                func.sum(case((window, ranked.c.errors), else_=0)),
+            ).group_by(ranked.c.value)
+            found += [
+                Standing(name, value, int(count), int(words or 0), int(errors or 0))
+                for value, count, words, errors in self._session.execute(query)
+            ]
+        return found
 
     def corrected_notes(self, selection: AccuracyFilter) -> list[CorrectedNote]:
         """Finalized notes of the selection whose texts are still kept."""

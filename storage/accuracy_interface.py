@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from storage.accuracy_records import AccuracyFilter, CorrectedNote, NoteAccuracy
+from storage.accuracy_records import AccuracyFilter, CorrectedNote, NoteAccuracy, Standing
 from storage.records import ItemRecord
 
 __all__ = ["AccuracyRepository"]
@@ -24,13 +24,9 @@ class AccuracyRepository(Protocol):
         `metadata_column` value (None when not asked for, or gone with a purge)."""
         ...
 
-    def recent_figures(self, *, column: str, value: str, limit: int) -> list[NoteAccuracy]:
-        """The newest `limit` notes whose `column` (author, department or language) is
-        `value`, newest first."""
-        ...
-
-    def reviewed_count(self, *, column: str, value: str) -> int:
-        """How many notes of this `column` value were ever reviewed."""
+    def standings(self, *, window_notes: int) -> list[Standing]:
+        """Every author's, department's and language's count of reviewed notes, and the
+        words and errors of their newest `window_notes`."""
         ...
 
     def corrected_notes(self, selection: AccuracyFilter) -> list[CorrectedNote]:

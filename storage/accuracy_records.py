@@ -56,3 +56,22 @@ class CorrectedNote:
     metadata: dict[str, str]
     machine_text: str
     final_text: str
+
+
+@dataclass(frozen=True)
+class Standing:
+    """An author's (or department's, or language's) reviewed notes: how many ever, and the
+    words and errors of the newest `window` of them."""
+
+    column: str  # author, department or language
+    value: str
+    reviewed: int
+    window_words: int
+    window_errors: int
+
+    @property
+    def accuracy(self) -> float:
+        """Word accuracy over the window (1.0 with no words)."""
+        if self.window_words == 0:
+            return 1.0 if self.window_errors == 0 else 0.0
+        return max(0.0, 1.0 - self.window_errors / self.window_words)

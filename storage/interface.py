@@ -23,6 +23,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
+from storage.accuracy_interface import AccuracyRepository
 from storage.audit_interface import AuditRepository
 from storage.delivery_interface import DeliveryRepository
 from storage.records import (
@@ -388,6 +389,11 @@ class UnitOfWork(Protocol):
     @property
     def retention(self) -> RetentionRepository:
         """Purge candidates and the purge of their patient data."""
+        ...
+
+    @property
+    def accuracy(self) -> AccuracyRepository:
+        """Reviewed notes' word figures (the `measured` review routing reads them)."""
         ...
 
     def commit(self) -> None:

@@ -12,7 +12,6 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
-from storage.accuracy_interface import AccuracyRepository
 from storage.interface import ChunkRepository, ReviewRepository, UnitOfWork
 from storage.records import (
     ItemRecord,
@@ -165,11 +164,6 @@ class ReviewUnitOfWork(UnitOfWork, Protocol):
     @property
     def web_sessions(self) -> WebSessionRepository:
         """Signed-in browsers."""
-        ...
-
-    @property
-    def accuracy(self) -> AccuracyRepository:
-        """Reviewed notes' word figures."""
         ...
 
 

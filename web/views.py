@@ -53,7 +53,7 @@ def queue_rows(items: list[ItemRecord], *, roots: list[str], now: datetime) -> l
             name=recording_name(item.source_uri, roots=roots),
             language=item.language,
             duration=clock(item.duration_ms or 0),
-            flags=", ".join(item.flags) or "routine",
+            flags=", ".join(item.flags) or str(item.extras.get("review_reason") or "routine"),
             age=age(now - item.updated_at),
             status=item.status,
         )

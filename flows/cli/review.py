@@ -1,7 +1,8 @@
 """`medasr review`: the recordings the quality gate held back, and a person's decision on them.
 
-Without options it lists the needs_review items (id, source, language, flags, audio),
-never their text; each recording is named by its path relative to the source of a
+Without options it lists the needs_review items (id, source, language, flags, audio,
+why it waits: `flag: ...`, `author below 0.97`, `new author`, `sample`, `all`), never
+their text; each recording is named by its path relative to the source of a
 recorded run, escaped onto one line.
 `--accept ID` makes an item done as it is (its words counted as read and right in the
 quality figures: tasks/review/decisions.py); `--resend ID` forgets its
@@ -28,8 +29,9 @@ from storage.records import ItemRecord
 from storage.review_interface import ReviewStore
 from tasks.discovery.recording_names import one_line, recording_name
 from tasks.review import decisions
+from tasks.review.decisions import waiting_reason
 
-_HEADER = "id\tsource\tlanguage\tflags\taudio_min\tupdated_at"
+_HEADER = "id\tsource\tlanguage\tflags\taudio_min\tupdated_at\treason"
 
 
 def review_command(
@@ -109,7 +111,8 @@ def _list(store: ReviewStore, *, language: str | None, limit: int) -> None:
         flags = one_line(",".join(item.flags))
         updated = item.updated_at.isoformat(timespec="seconds")
         source, language = _source(item, roots), one_line(item.language)
-        typer.echo(f"{item.id}\t{source}\t{language}\t{flags}\t{minutes}\t{updated}")
+        reason = one_line(waiting_reason(item))
+        typer.echo(f"{item.id}\t{source}\t{language}\t{flags}\t{minutes}\t{updated}\t{reason}")
     typer.echo(f"{len(items)} item(s) need review", err=True)
 
 

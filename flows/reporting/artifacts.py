@@ -149,10 +149,14 @@ def _verdict(summary: RunSummary) -> str:
 
 def _review_queue(summary: RunSummary) -> list[tuple[str, str]]:
     """The queue a person works through, when every transcript waits for one."""
-    if summary.review_waiting is None:
-        return []
-    oldest = "" if summary.review_oldest_h is None else f" (oldest {summary.review_oldest_h} h)"
-    return [("Waiting for a reviewer", f"{summary.review_waiting}{oldest}")]
+    rows = []
+    if summary.review_waiting is not None:
+        oldest = "" if summary.review_oldest_h is None else f" (oldest {summary.review_oldest_h} h)"
+        rows.append(("Waiting for a reviewer", f"{summary.review_waiting}{oldest}"))
+    if summary.review_held:
+        held = ", ".join(f"{key} {count}" for key, count in summary.review_held)
+        rows.append(("Held for review by this run, by reason", held))
+    return rows
 
 
 def _headline(summary: RunSummary, night: Night) -> list[tuple[str, str]]:

@@ -26,6 +26,7 @@ from flows.reporting.attention import CheckRow, recordings_to_check
 from service.errors import CredentialsRejected
 from storage.records import ItemStatus, QueueSize
 from tasks.discovery.discover import Discovery
+from tasks.transcription.review_routing import REASON_KEYS
 
 if TYPE_CHECKING:  # the batch loops import the claim machinery; a summary needs only the type
     from flows.batch_loops import DrainResult
@@ -90,6 +91,10 @@ class RunSummary:
     # MEDASR_REVIEW__REQUIRED=all: the queue a person works through (not a failure).
     review_waiting: int | None = None
     review_oldest_h: float | None = None  # how long its oldest recording has waited, hours
+    # Holds for review by reason (flag, below, new, sample, all): shown once any hold was
+    # routine (MEDASR_REVIEW__REQUIRED=all or measured, or a sample), so a flag-only
+    # night reads as it always has.
+    review_held: tuple[tuple[str, int], ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -130,6 +135,7 @@ class RunSummary:
         ]
         rows += [(reason.value, self.stopped is reason) for reason in StopReason]
         rows += [(name, value) for name, value in self._optional_counts() if value is not None]
+        rows += [(f"review_held_{key}", count) for key, count in self.review_held]
         if self.review_oldest_h is not None:
             rows.append(("review_oldest_waiting_h", self.review_oldest_h))
         rows += [("recordings_to_check_total", self.to_check_total), ("exit_code", self.exit_code)]
@@ -181,6 +187,7 @@ class RunSummary:
         renamed |= {"files_purged": "purged_unchanged"}
         renamed |= {"not_audio_ignored": "not_audio_ignored", "review_waiting": "review_waiting"}
         counts |= {renamed[k]: v for k, v in optional.items() if v is not None}
+        counts |= {f"review_held_{key}": count for key, count in self.review_held}
         return counts
 
     def run_status(self) -> str:
@@ -249,4 +256,12 @@ def summarize(
         files_purged=files.get(ItemStatus.PURGED) or None,
         to_check=tuple(to_check),
         to_check_total=total,
+        review_held=_held(result.stats.held),
     )
+
+
+def _held(held: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    """Holds by reason, once any was routine (not only the gate's flags)."""
+    if not any(count for key, count in held.items() if key != "flag"):
+        return ()
+    return tuple((key, held[key]) for key in REASON_KEYS if held.get(key))

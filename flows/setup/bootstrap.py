@@ -28,10 +28,12 @@ from storage.owners import new_lease_owner
 from storage.sources import SourceLocation, parse_source
 from tasks.discovery.discover import check_source, manifest_metadata
 from tasks.errors import SharedLimitUnavailable
+from tasks.review.measured_notes import measure_earlier_reviews
 from tasks.throttle.gate import RequestGate
 from tasks.transcription.batch import BatchContext
 from tasks.transcription.bookkeeping import known_sources
 from tasks.transcription.progress import RunStats
+from tasks.transcription.review_routing import ReviewRouting
 from tasks.work.journal import Journal
 
 if TYPE_CHECKING:  # Prefect's client: imported only by a run with a shared limit
@@ -147,9 +149,28 @@ class Run:
             stats=self.stats,
             quality=self.settings.quality,
             hold_all=self.settings.review.required == "all",
+            routing=self.review_routing(),
             journal=self.journal,
             store_retry_s=self.settings.storage.store_retry_s,
             source_roots=self.source_roots,
+        )
+
+    def review_routing(self) -> ReviewRouting:
+        """Which transcripts wait for a person this run; under `measured`, judged by the
+        standings read once now (reviews made during the run count from the next)."""
+        review = self.settings.review
+        standings = []
+        if review.required == "measured":
+            with self.store.unit_of_work() as uow:
+                measure_earlier_reviews(uow.accuracy)  # notes reviewed before they were measured
+            with self.store.unit_of_work(read_only=True) as uow:
+                standings = uow.accuracy.standings(window_notes=review.window_notes)
+        return ReviewRouting.of(
+            mode=review.required,
+            min_accuracy=review.min_accuracy,
+            min_notes=review.min_notes,
+            sample_rate=review.effective_sample_rate(),
+            standings=standings,
         )
 
     def close(self) -> None:

@@ -51,3 +51,10 @@ def accept_as_is(uow: ReviewUnitOfWork, *, item_id: int, author: str) -> ItemRec
 def send_back(uow: ReviewUnitOfWork, *, item_id: int) -> ItemRecord:
     """needs_review -> pending, to be transcribed again; raises NotUnderReview."""
     return uow.reviews.resend_review(item_id)
+
+
+def waiting_reason(item: ItemRecord) -> str:
+    """Why a held recording waits: the gate's flags, the routing's reason, or `all`."""
+    if item.flags:
+        return "flag: " + ", ".join(item.flags)
+    return str(item.extras.get("review_reason") or "all")

@@ -20,6 +20,7 @@ from tasks.throttle.gate import RequestGate
 from tasks.transcription.progress import RunStats
 from tasks.transcription.recorder import FileRecorder
 from tasks.transcription.reuse import ContentInFlight
+from tasks.transcription.review_routing import ReviewRouting
 from tasks.work.group_commit import GroupWriter
 from tasks.work.journal import Journal
 from tasks.work.lease_keeper import LeaseKeeper
@@ -47,11 +48,14 @@ class BatchContext:
         store_retry_s: float | None = None,
         source_roots: tuple[str, ...] = (),
         hold_all: bool = False,
+        routing: ReviewRouting | None = None,
     ) -> None:
         self.pipeline = pipeline
-        # MEDASR_REVIEW__REQUIRED=all: every transcript waits for a person (needs_review);
-        # the run still counts an unflagged one as done (its routine review is no failure).
+        # MEDASR_REVIEW__REQUIRED=all or measured, or a sample: transcripts the gate did not
+        # flag may wait for a person (needs_review); the run still counts them as done
+        # (a routine review is no failure).
         self.hold_all = hold_all
+        self.routing = routing or ReviewRouting(mode="all" if hold_all else "flagged")
         self.source_roots = source_roots  # log lines name files relative to these
         self.store = store
         self.client = client

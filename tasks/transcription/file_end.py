@@ -23,6 +23,7 @@ from tasks.transcription.batch import BatchContext
 from tasks.transcription.progress import FileOutcome
 from tasks.transcription.quality_gate import review_transcript
 from tasks.transcription.recorder import FileEnd, FileRecorder
+from tasks.transcription.review_routing import ALL, recording_identity
 
 
 @dataclass
@@ -96,13 +97,25 @@ def ending(run: FileRun, *, ctx: BatchContext) -> Ending:
     review = review_transcript(
         run.texts, run.voiced_ms, language=run.item.language, extras=extras, settings=ctx.quality
     )
+    item = run.item
+    hold_reason = ctx.routing.reason_for(
+        flags=review.flags,
+        metadata=item.metadata,
+        language=item.language,
+        identity=recording_identity(
+            source_uri=item.source_uri, language=item.language, source_version=item.source_version
+        ),
+    )
+    routine = hold_reason is not None and not review.flags
+    if routine and hold_reason != ALL:  # under `all` every transcript waits: no reason kept
+        extras["review_reason"] = hold_reason
     end = FileEnd(
         text=text,
         duration_ms=last.end_ms,
         chunk_count=last.index,
         extras=review.annotated(extras),
         flags=review.flags,
-        hold_for_review=ctx.hold_all,
+        hold_for_review=routine,
     )
     outcome = FileOutcome(
         run.item.source_uri,
@@ -111,6 +124,7 @@ def ending(run: FileRun, *, ctx: BatchContext) -> Ending:
         requests=run.requests,
         chunks=last.index,
         reason=f"held for review: {', '.join(review.flags)}" if review.flags else None,
+        hold_reason=hold_reason,
     )
     return Ending(end, outcome)
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from storage.records import ItemStatus
+from tasks.transcription.review_routing import reason_key
 
 logger = logging.getLogger("medasr.progress")
 
@@ -31,6 +32,7 @@ class FileOutcome:
     error_kind: str | None = None
     retryable: bool = False
     reason: str | None = None  # why it failed or was skipped, in words (the error's message)
+    hold_reason: str | None = None  # why it waits for a person (review_routing.py), if it does
 
 
 @dataclass
@@ -43,6 +45,7 @@ class RunStats:
     retries: int = 0
     chunks_sent: int = 0
     chunks_reused: int = 0
+    held: dict[str, int] = field(default_factory=dict)  # holds for review by reason key
 
     def count_sent(self, *, retry: bool) -> None:
         """Count one attempt as it goes on the wire (`retry`: not its call's first): a
@@ -56,6 +59,9 @@ class RunStats:
         self.files[outcome.outcome] = self.files.get(outcome.outcome, 0) + 1
         if outcome.outcome == ItemStatus.DONE and outcome.duration_ms:
             self.audio_ms_done += outcome.duration_ms
+        if outcome.hold_reason is not None:
+            key = reason_key(outcome.hold_reason)
+            self.held[key] = self.held.get(key, 0) + 1
 
     @property
     def failed(self) -> int:

@@ -101,6 +101,7 @@ class FakeUnitOfWork:
         self.deliveries = FakeDeliveries(state)
         self.audit = FakeAudit(state.audit_events)
         self.retention = FakeRetention(state.items)
+        self.accuracy = FakeAccuracy()
 
     def commit(self) -> None:
         """The fake publishes at the end of the block only."""
@@ -341,3 +342,11 @@ class FakeChunks:
         record = ChunkRecord(item_id=item_id, status="done", updated_at=fake_now(), **chunk)
         self._s.chunks[(item_id, record.index)] = record
         return True
+
+
+class FakeAccuracy:
+    """No note was ever reviewed in the fake: no standings, no figures."""
+
+    def standings(self, *, window_notes: int) -> list[Any]:
+        """Nobody is known yet."""
+        return []

@@ -14,6 +14,7 @@ from storage.interface import UnitOfWorkFactory
 from storage.sources import list_audio
 from tasks.throttle.gate import RequestGate
 from tasks.transcription.file_run import BatchContext, process_batch
+from tasks.transcription.review_routing import ReviewRouting
 from tests.servers import client_settings
 
 # ~7 s of 16 kHz audio per chunk: several chunks for a short dictation.
@@ -31,6 +32,7 @@ def run_once(
     on_retry: Callable[[RetryEvent], None] | None = None,
     lease_s: float = 60,
     cap_bytes: int | None = CAP_BYTES,
+    routing: ReviewRouting | None = None,
     **pipeline: object,
 ) -> list:
     """Register `folder`, claim up to 10 files and process them; `cap_bytes=None`: the
@@ -47,6 +49,7 @@ def run_once(
                 gate=gate or RequestGate(concurrency=4),
                 owner="test-owner",
                 lease_s=lease_s,
+                routing=routing,
             )
             try:
                 with store.unit_of_work() as uow:

@@ -56,10 +56,11 @@ def test_review_lists_flagged_items_without_their_text(runner: CliRunner, ids) -
 
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0] == "id\tsource\tlanguage\tflags\taudio_min\tupdated_at"
+    assert lines[0] == "id\tsource\tlanguage\tflags\taudio_min\tupdated_at\treason"
     rows = {line.split("\t")[0]: line.split("\t") for line in lines[1:]}
     assert set(rows) == {str(ids["loop"]), str(ids["tamil"])}
     assert rows[str(ids["tamil"])][1:5] == ["/a/tamil.wav", LANG, "script_mismatch,partial", "1.0"]
+    assert rows[str(ids["tamil"])][6] == "flag: script_mismatch, partial"
     assert "looped" not in result.stdout
     assert "2 item(s) need review" in result.stderr
 
@@ -180,3 +181,17 @@ def test_status_counts_what_waits_for_review_and_what_was_corrected(
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("review: ")]
     assert line.startswith("review: 1 waiting (oldest since ")
     assert line.endswith("), 1 corrected")
+
+
+def test_review_says_why_a_routine_hold_waits(runner: CliRunner, store: UnitOfWorkFactory) -> None:
+    with store.unit_of_work() as uow:
+        uow.items.register_items([SourceFile("/a/new.wav", 10, "v1")], language=LANG)
+        [claimed] = uow.claims.claim_batch(owner="w", language=LANG, limit=1, lease_s=60)
+        uow.claims.finish_item(
+            claimed.id, lease_token=claimed.lease_token, text="words", duration_ms=1000,
+            chunk_count=1, extras={"review_reason": "new author"}, flags=[], hold_for_review=True,
+        )  # fmt: skip
+    result = runner.invoke(app, ["review"])
+    assert result.exit_code == 0, result.output
+    [row] = [line.split("\t") for line in result.stdout.splitlines()[1:]]
+    assert (row[3], row[6]) == ("", "new author")
