@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from flows.drain import drain_pending
 from flows.prefect_runtime.head_start import HeadStart
@@ -20,6 +20,7 @@ from flows.reporting.run_names import tag_flow_run
 from flows.reporting.run_record import recorded_run
 from flows.reporting.summary import DeliveryCounts, RunSummary, summarize
 from flows.setup.bootstrap import Run
+from storage.accuracy_records import AccuracyFilter
 from tasks.discovery.discover import Discovery
 
 
@@ -68,6 +69,7 @@ async def _recorded_steps(run: Run, steps: FlowSteps) -> RunSummary:
         review = run.settings.review
         if review.required != "flagged" or review.effective_sample_rate() > 0:
             record.summary = _with_review_queue(run, record.summary)
+        record.summary = _with_reviewed_day(run, record.summary)
         if result.stopped is None and steps.after is not None:
             delivery = await steps.after(run)
             if delivery is not None:
@@ -75,6 +77,14 @@ async def _recorded_steps(run: Run, steps: FlowSteps) -> RunSummary:
         summary = record.summary
     await publish_summary(run, summary, title=steps.title)
     return summary
+
+
+def _with_reviewed_day(run: Run, summary: RunSummary) -> RunSummary:
+    """The word accuracy of the notes reviewed in the 24 hours before the run's summary."""
+    now = datetime.now(UTC)
+    with run.store.unit_of_work(read_only=True) as uow:
+        rows = uow.accuracy.note_figures(AccuracyFilter(since=now - timedelta(days=1)))
+    return summary.with_reviewed([note for note, _ in rows])
 
 
 def _with_review_queue(run: Run, summary: RunSummary) -> RunSummary:

@@ -153,6 +153,12 @@ def _review_queue(summary: RunSummary) -> list[tuple[str, str]]:
     if summary.review_waiting is not None:
         oldest = "" if summary.review_oldest_h is None else f" (oldest {summary.review_oldest_h} h)"
         rows.append(("Waiting for a reviewer", f"{summary.review_waiting}{oldest}"))
+    if summary.reviewed_notes is not None:
+        reviewed = (
+            f"{summary.reviewed_notes} note(s), {summary.reviewed_words} words, "
+            f"word accuracy {summary.reviewed_accuracy}"
+        )
+        rows.append(("Reviewed in the last 24 h", reviewed))
     if summary.review_held:
         held = ", ".join(f"{key} {count}" for key, count in summary.review_held)
         rows.append(("Held for review by this run, by reason", held))

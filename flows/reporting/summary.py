@@ -24,6 +24,7 @@ from config.errors import (
 )
 from flows.reporting.attention import CheckRow, recordings_to_check
 from service.errors import CredentialsRejected
+from storage.accuracy_records import NoteAccuracy
 from storage.records import ItemStatus, QueueSize
 from tasks.discovery.discover import Discovery
 from tasks.transcription.review_routing import REASON_KEYS
@@ -95,6 +96,11 @@ class RunSummary:
     # routine (MEDASR_REVIEW__REQUIRED=all or measured, or a sample), so a flag-only
     # night reads as it always has.
     review_held: tuple[tuple[str, int], ...] = ()
+    # Notes a person reviewed in the 24 hours before the summary, their final words and
+    # word accuracy (None: none reviewed).
+    reviewed_notes: int | None = None
+    reviewed_words: int | None = None
+    reviewed_accuracy: float | None = None
 
     @property
     def exit_code(self) -> int:
@@ -136,6 +142,8 @@ class RunSummary:
         rows += [(reason.value, self.stopped is reason) for reason in StopReason]
         rows += [(name, value) for name, value in self._optional_counts() if value is not None]
         rows += [(f"review_held_{key}", count) for key, count in self.review_held]
+        if self.reviewed_accuracy is not None:
+            rows.append(("reviewed_accuracy", self.reviewed_accuracy))
         if self.review_oldest_h is not None:
             rows.append(("review_oldest_waiting_h", self.review_oldest_h))
         rows += [("recordings_to_check_total", self.to_check_total), ("exit_code", self.exit_code)]
@@ -161,6 +169,8 @@ class RunSummary:
             ("requeued", self.requeued),
             ("files_purged", self.files_purged),
             ("review_waiting", self.review_waiting),
+            ("reviewed_notes", self.reviewed_notes),
+            ("reviewed_words", self.reviewed_words),
         ]
 
     def run_counts(self) -> dict[str, int]:
@@ -186,6 +196,7 @@ class RunSummary:
         renamed |= {"files_unreadable": "unreadable", "requeued": "requeued"}
         renamed |= {"files_purged": "purged_unchanged"}
         renamed |= {"not_audio_ignored": "not_audio_ignored", "review_waiting": "review_waiting"}
+        renamed |= {"reviewed_notes": "reviewed_notes", "reviewed_words": "reviewed_words"}
         counts |= {renamed[k]: v for k, v in optional.items() if v is not None}
         counts |= {f"review_held_{key}": count for key, count in self.review_held}
         return counts
@@ -203,6 +214,20 @@ class RunSummary:
         if queue.oldest is not None:
             oldest_h = round((now - queue.oldest).total_seconds() / 3600, 2)
         return replace(self, review_waiting=queue.waiting, review_oldest_h=oldest_h)
+
+    def with_reviewed(self, notes: Sequence[NoteAccuracy]) -> RunSummary:
+        """This summary with the word accuracy of these reviewed notes (unchanged if none)."""
+        if not notes:
+            return self
+        words = sum(note.words for note in notes)
+        errors = sum(note.errors for note in notes)
+        accuracy = 1.0 if words == 0 else max(0.0, 1.0 - errors / words)
+        return replace(
+            self,
+            reviewed_notes=len(notes),
+            reviewed_words=words,
+            reviewed_accuracy=round(accuracy, 4),
+        )
 
     def with_delivery(self, delivery: DeliveryCounts) -> RunSummary:
         """This summary with the delivery step's counts."""

@@ -350,3 +350,7 @@ class FakeAccuracy:
     def standings(self, *, window_notes: int) -> list[Any]:
         """Nobody is known yet."""
         return []
+
+    def note_figures(self, selection: Any, *, metadata_column: str | None = None) -> list[Any]:
+        """No note was reviewed."""
+        return []

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from flows.batch_loops import DrainResult
 from flows.reporting.artifacts import _review_queue
 from flows.reporting.summary import summarize
+from storage.accuracy_records import NoteAccuracy
 from storage.records import ItemStatus
 from tasks.transcription.progress import FileOutcome, RunStats
 
@@ -42,3 +45,19 @@ def test_a_flag_only_night_reads_as_before() -> None:
     )
     assert not any(name.startswith("review_held") for name, _ in summary.rows())
     assert summary.exit_code == 1
+
+
+def test_the_night_reports_the_accuracy_of_what_was_reviewed() -> None:
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    notes = [
+        NoteAccuracy(1, 1, "ann", at, "en-IN", "dr-a", None, 100, 2, 1, 0, 0.97),
+        NoteAccuracy(2, 0, "bob", at, "en-IN", "dr-b", None, 300, 0, 0, 0, 1.0),
+    ]
+    summary = summary_of(FileOutcome("/a", ItemStatus.DONE)).with_reviewed(notes)
+    rows = dict(summary.rows())
+    assert rows["reviewed_accuracy"] == round(1 - 3 / 400, 4)
+    assert summary.run_counts()["reviewed_notes"] == 2
+    assert ("Reviewed in the last 24 h", "2 note(s), 400 words, word accuracy 0.9925") in (
+        _review_queue(summary)
+    )
+    assert "reviewed_accuracy" not in dict(summary_of().with_reviewed([]).rows())
