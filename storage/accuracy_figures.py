@@ -94,8 +94,9 @@ class AccuracyFigures:
             ]
         return found
 
-    def corrected_notes(self, selection: AccuracyFilter) -> list[CorrectedNote]:
-        """Finalized notes of the selection whose texts are still kept."""
+    def corrected_notes(self, selection: AccuracyFilter, *, limit: int = 0) -> list[CorrectedNote]:
+        """Finalized notes of the selection whose texts are still kept (the newest `limit`
+        of them, oldest first; 0: all)."""
         query = (
             select(NoteAccuracyRow, Item.machine_text, Item.text, Item.item_metadata)
             .join(Item, Item.id == NoteAccuracyRow.item_id)
@@ -105,9 +106,11 @@ class AccuracyFigures:
                 Item.machine_text.is_not(None),
                 Item.text.is_not(None),
             )
-            .order_by(NoteAccuracyRow.reviewed_at, NoteAccuracyRow.item_id)
+            .order_by(NoteAccuracyRow.reviewed_at.desc(), NoteAccuracyRow.item_id.desc())
         )
-        return [
+        if limit:
+            query = query.limit(limit)
+        found = [
             CorrectedNote(
                 item_id=row.item_id,
                 language=row.language,
@@ -121,6 +124,7 @@ class AccuracyFigures:
             )
             for row, machine_text, text, metadata in self._session.execute(query)
         ]
+        return found[::-1]
 
     def unmeasured_reviews(self, *, limit: int) -> list[ItemRecord]:
         """Done recordings a person signed off or accepted, without figures yet."""

@@ -29,8 +29,9 @@ class AccuracyRepository(Protocol):
         words and errors of their newest `window_notes`."""
         ...
 
-    def corrected_notes(self, selection: AccuracyFilter) -> list[CorrectedNote]:
-        """Finalized notes of the selection whose machine and final texts are still kept."""
+    def corrected_notes(self, selection: AccuracyFilter, *, limit: int = 0) -> list[CorrectedNote]:
+        """Finalized notes of the selection whose machine and final texts are still kept
+        (the newest `limit`, oldest first; 0: all)."""
         ...
 
     def unmeasured_reviews(self, *, limit: int) -> list[ItemRecord]:

@@ -9,7 +9,7 @@ from starlette.staticfiles import StaticFiles
 
 from config.workstation import WebSettings
 from storage.review_interface import ReviewStore
-from web import admin, audio_stream, pages, review_actions, sessions
+from web import admin, audio_stream, pages, quality_page, review_actions, sessions
 from web.context import HERE, Workstation, new_templates
 from web.security import SecurityHeaders
 from web.sessions import signed_in
@@ -33,6 +33,8 @@ def build_app(store: ReviewStore, *, web: WebSettings, tls: bool) -> Starlette:
         Route(
             "/items/{item_id:int}/send-back", signed_in(review_actions.send_back), methods=["POST"]
         ),
+        Route("/quality", signed_in(quality_page.quality_page), methods=["GET"]),
+        Route("/quality.json", signed_in(quality_page.quality_data), methods=["GET"]),
         Route("/admin", signed_in(admin.admin_page), methods=["GET"]),
         Route("/admin/reviewers", signed_in(admin.add_account), methods=["POST"]),
         Route("/admin/unlock", signed_in(admin.unlock_account), methods=["POST"]),

@@ -26,7 +26,6 @@ from flows.cli.quality_tables import (
     write_records,
 )
 from flows.cli.store import _command_errors
-from service.contract import is_supported_language
 from storage import open_review_store
 from storage.accuracy_records import AccuracyFilter
 from storage.database import database_exists
@@ -34,6 +33,7 @@ from storage.review_interface import ReviewStore
 from tasks.review.quality_reading import (
     QualityQuestion,
     checked_grouping,
+    checked_language,
     read_corrections,
     read_quality,
 )
@@ -122,8 +122,7 @@ def corrections_command(
 def _question(
     by: str | None, *, since: str | None, until: str | None, language: str | None, min_notes: int
 ) -> QualityQuestion:
-    if language is not None and not is_supported_language(language):
-        raise ConfigError(f"unsupported language {language[:16]!r}")
+    language = checked_language(language)
     selection = AccuracyFilter(
         since=parse_when(since, option="--since") if since else None,
         until=parse_when(until, option="--until", end_of_day=True) if until else None,

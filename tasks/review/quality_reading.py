@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from service.contract import is_supported_language
 from storage import clock
 from storage.accuracy_records import AccuracyFilter
 from storage.review_interface import ReviewStore
@@ -16,8 +17,17 @@ from tasks.errors import QualityOptionInvalid
 from tasks.review.corrections import Correction, recurring_corrections
 from tasks.review.group_quality import GROUPINGS, GroupQuality, previous_period, summarize_groups
 from tasks.review.measured_notes import measure_earlier_reviews
+from tasks.review.quality_series import (
+    AccuracyPoint,
+    HistogramBin,
+    accuracy_histogram,
+    accuracy_points,
+)
 
 _MAX_COLUMN_CHARS = 64
+# The Quality page's corrections come from the newest corrected notes of the period: an
+# alignment per note, so a bound keeps the page quick over years of notes.
+PAGE_CORRECTED_NOTES = 2_000
 
 
 @dataclass(frozen=True)
@@ -40,6 +50,13 @@ def checked_grouping(by: str | None) -> str | None:
             f"got {by[:40]!r}"
         )
     return by
+
+
+def checked_language(language: str | None) -> str | None:
+    """`language` if the service knows it; raises QualityOptionInvalid."""
+    if language is not None and not is_supported_language(language):
+        raise QualityOptionInvalid(f"unsupported language {language[:16]!r}")
+    return language
 
 
 def read_quality(store: ReviewStore, question: QualityQuestion) -> list[GroupQuality]:
@@ -65,6 +82,36 @@ def read_corrections(
     with store.unit_of_work(read_only=True) as uow:
         notes = uow.accuracy.corrected_notes(question.selection)
     return recurring_corrections(notes, by=question.by, top=top)
+
+
+@dataclass(frozen=True)
+class QualityOverview:
+    """The Quality page: the table, the chart's points, the histogram, the corrections."""
+
+    groups: list[GroupQuality]
+    points: list[AccuracyPoint]
+    histogram: list[HistogramBin]
+    corrections: list[Correction]
+
+
+def read_overview(store: ReviewStore, question: QualityQuestion, *, top: int) -> QualityOverview:
+    """Everything the Quality page shows, grouped by `question.by` (department or language)."""
+    by = question.by or "department"
+    _measure_earlier(store)
+    with store.unit_of_work(read_only=True) as uow:
+        rows = uow.accuracy.note_figures(question.selection)
+        earlier = previous_period(question.selection, now=clock.host_now())
+        before = [] if earlier is None else uow.accuracy.note_figures(earlier)
+        corrected = uow.accuracy.corrected_notes(question.selection, limit=PAGE_CORRECTED_NOTES)
+    groups = summarize_groups(rows, by=by, min_notes=question.min_notes, previous=before)
+    shown = {group.group for group in groups}
+    points = [point for point in accuracy_points(rows, by=by) if point.series in shown]
+    return QualityOverview(
+        groups=groups,
+        points=points,
+        histogram=accuracy_histogram(note for note, _ in rows),
+        corrections=recurring_corrections(corrected, by=None, top=top),
+    )
 
 
 def _measure_earlier(store: ReviewStore) -> None:
