@@ -9,12 +9,19 @@ those pairs, and keeps the figures.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, String, and_, case, cast, delete, func, select
 from sqlalchemy.orm import Session
 
-from storage.accuracy_records import AccuracyFilter, CorrectedNote, NoteAccuracy, Standing
+from storage.accuracy_records import (
+    AccuracyFilter,
+    CorrectedNote,
+    GroupSums,
+    NoteAccuracy,
+    Standing,
+)
 from storage.models import Item, NoteAccuracyRow
 from storage.queries import items_where
 from storage.records import ItemRecord
@@ -61,6 +68,46 @@ class AccuracyFigures:
             (_record(row), (row.item_metadata or {}).get(metadata_column))
             for row in self._session.execute(joined)
         ]
+
+    def group_sums(self, selection: AccuracyFilter, *, keys: Sequence[str]) -> list[GroupSums]:
+        """The selected notes' sums per value of `keys` (author, department, language,
+        reviewer, month, bin: the accuracy histogram's bin number), summed by the database."""
+        columns = [self._key_column(key).label(f"k{n}") for n, key in enumerate(keys)]
+        errors = _TABLE.c.substitutions + _TABLE.c.deletions + _TABLE.c.insertions
+        words = _TABLE.c.words
+        query = (
+            select(
+                *columns,
+                func.count(),
+                func.sum(words),
+                func.sum(_TABLE.c.substitutions),
+                func.sum(_TABLE.c.deletions),
+                func.sum(_TABLE.c.insertions),
+                func.sum(case((errors > 0, 1), else_=0)),
+                func.sum(errors * errors),
+                func.sum(errors * words),
+                func.sum(words * words),
+            )
+            .where(_selected(selection))
+            .group_by(*columns)
+        )
+        found = []
+        for row in self._session.execute(query):
+            key, sums = tuple(row[: len(keys)]), [int(v or 0) for v in row[len(keys) :]]
+            found.append(GroupSums(tuple(None if k is None else str(k) for k in key), *sums))
+        return found
+
+    def _key_column(self, key: str) -> ColumnElement[Any]:
+        if key == "month":
+            if self._session.get_bind().dialect.name == "postgresql":
+                return func.to_char(func.timezone("UTC", _TABLE.c.reviewed_at), "YYYY-MM")
+            return func.strftime("%Y-%m", _TABLE.c.reviewed_at)
+        if key == "bin":  # the histogram's: 0 below 0.80, 1-10 steps of 0.02, 11 exactly 1.0
+            steps = [(_TABLE.c.accuracy >= 1.0, 11), (_TABLE.c.accuracy < 0.80, 0)]
+            steps += [(_TABLE.c.accuracy < round(0.80 + 0.02 * n, 2), n) for n in range(1, 11)]
+            return case(*steps, else_=10)
+        column: ColumnElement[Any] = _TABLE.c[key]
+        return column
 
     def standings(self, *, window_notes: int) -> list[Standing]:
         """Each author's, department's and language's reviewed count and newest window."""

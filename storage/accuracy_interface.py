@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
-from storage.accuracy_records import AccuracyFilter, CorrectedNote, NoteAccuracy, Standing
+from storage.accuracy_records import (
+    AccuracyFilter,
+    CorrectedNote,
+    GroupSums,
+    NoteAccuracy,
+    Standing,
+)
 from storage.records import ItemRecord
 
 __all__ = ["AccuracyRepository"]
@@ -22,6 +29,11 @@ class AccuracyRepository(Protocol):
     ) -> list[tuple[NoteAccuracy, str | None]]:
         """The figures of the notes selected, oldest first, each with its manifest
         `metadata_column` value (None when not asked for, or gone with a purge)."""
+        ...
+
+    def group_sums(self, selection: AccuracyFilter, *, keys: Sequence[str]) -> list[GroupSums]:
+        """The selected notes' sums per value of `keys` (author, department, language,
+        reviewer, month, bin), summed by the database."""
         ...
 
     def standings(self, *, window_notes: int) -> list[Standing]:

@@ -75,3 +75,23 @@ class Standing:
         if self.window_words == 0:
             return 1.0 if self.window_errors == 0 else 0.0
         return max(0.0, 1.0 - self.window_errors / self.window_words)
+
+
+@dataclass(frozen=True)
+class GroupSums:
+    """The sums of one group's notes: enough for its accuracy and its interval.
+
+    `errors_sq`, `errors_words` and `words_sq` are the sums of e², e·w and w² over the
+    notes (e a note's errors, w its words), from which Σ(e − R·w)² follows for any R.
+    """
+
+    key: tuple[str | None, ...]
+    notes: int
+    words: int
+    substitutions: int
+    deletions: int
+    insertions: int
+    changed: int
+    errors_sq: int
+    errors_words: int
+    words_sq: int

@@ -14,11 +14,11 @@ gives the change (in accuracy, 0.01 = one point).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from storage.accuracy_records import AccuracyFilter, NoteAccuracy
+from storage.accuracy_records import AccuracyFilter, GroupSums, NoteAccuracy
 
 GROUPINGS = ("author", "department", "language", "reviewer", "month")
 NONE_GROUP = "(none)"
@@ -72,29 +72,32 @@ def group_key(by: str | None) -> Callable[[NoteAccuracy, str | None], str]:
     return lambda note, column: column or NONE_GROUP
 
 
-def summarize_groups(
-    rows: Iterable[tuple[NoteAccuracy, str | None]],
-    *,
-    by: str | None,
-    min_notes: int = 1,
-    previous: Iterable[tuple[NoteAccuracy, str | None]] = (),
-) -> list[GroupQuality]:
-    """Each group's figures (groups under `min_notes` notes left out), by group name."""
+def sums_of(rows: Iterable[tuple[NoteAccuracy, str | None]], *, by: str | None) -> list[GroupSums]:
+    """The notes' sums per group, as the database sums them (`uow.accuracy.group_sums`)."""
     key = group_key(by)
-    groups: dict[str, list[NoteAccuracy]] = {}
+    sums: dict[str, list[int]] = {}
     for note, column in rows:
-        groups.setdefault(key(note, column), []).append(note)
-    before: dict[str, list[NoteAccuracy]] = {}
-    for note, column in previous:
-        before.setdefault(key(note, column), []).append(note)
-    found = []
-    for name in sorted(groups):
-        notes = groups[name]
-        if len(notes) < min_notes:
-            continue
-        earlier = _figures(name, before[name]).accuracy if name in before else None
-        found.append(_with_previous(_figures(name, notes), earlier))
-    return found
+        entry = sums.setdefault(key(note, column), [0] * 9)
+        errors = note.errors
+        for n, value in enumerate((
+            1, note.words, note.substitutions, note.deletions, note.insertions,
+            1 if errors else 0, errors * errors, errors * note.words, note.words * note.words,
+        )):  # fmt: skip
+            entry[n] += value
+    return [GroupSums((name,), *values) for name, values in sums.items()]
+
+
+def groups_of(
+    sums: Iterable[GroupSums], *, min_notes: int = 1, previous: Iterable[GroupSums] = ()
+) -> list[GroupQuality]:
+    """Each group's figures from its sums, by group name, with the previous period's."""
+    before = {_name(group.key): _figures(_name(group.key), group).accuracy for group in previous}
+    found = [
+        _figures(_name(group.key), group, previous_accuracy=before.get(_name(group.key)))
+        for group in sums
+        if group.notes >= min_notes
+    ]
+    return sorted(found, key=lambda group: group.group)
 
 
 def previous_period(selection: AccuracyFilter, *, now: datetime) -> AccuracyFilter | None:
@@ -107,38 +110,37 @@ def previous_period(selection: AccuracyFilter, *, now: datetime) -> AccuracyFilt
     )
 
 
-def _figures(name: str, notes: Sequence[NoteAccuracy]) -> GroupQuality:
-    words = sum(note.words for note in notes)
-    errors = sum(note.errors for note in notes)
-    accuracy = None if words == 0 else max(0.0, 1.0 - errors / words)
-    low, high = _interval(notes, words=words, errors=errors)
+def _name(key: tuple[str | None, ...]) -> str:
+    if not key:
+        return ALL_GROUP
+    return key[0] if key[0] else NONE_GROUP
+
+
+def _figures(name: str, sums: GroupSums, *, previous_accuracy: float | None = None) -> GroupQuality:
+    errors = sums.substitutions + sums.deletions + sums.insertions
+    accuracy = None if sums.words == 0 else max(0.0, 1.0 - errors / sums.words)
+    low, high = _interval(sums, errors=errors)
     return GroupQuality(
         group=name,
-        notes=len(notes),
-        words=words,
-        substitutions=sum(note.substitutions for note in notes),
-        deletions=sum(note.deletions for note in notes),
-        insertions=sum(note.insertions for note in notes),
-        changed_notes=sum(1 for note in notes if note.errors),
+        notes=sums.notes,
+        words=sums.words,
+        substitutions=sums.substitutions,
+        deletions=sums.deletions,
+        insertions=sums.insertions,
+        changed_notes=sums.changed,
         accuracy=accuracy,
         ci_low=low,
         ci_high=high,
+        previous_accuracy=previous_accuracy,
     )
 
 
-def _interval(
-    notes: Sequence[NoteAccuracy], *, words: int, errors: int
-) -> tuple[float | None, float | None]:
-    count = len(notes)
+def _interval(sums: GroupSums, *, errors: int) -> tuple[float | None, float | None]:
+    """Σ(e − R·w)² = Σe² − 2R·Σe·w + R²·Σw²: the interval from the sums alone."""
+    count, words = sums.notes, sums.words
     if count < 2 or words == 0:
         return None, None
     rate = errors / words
-    spread = sum((note.errors - rate * note.words) ** 2 for note in notes)
-    half = _Z95 * math.sqrt(count / (count - 1) * spread) / words
+    spread = sums.errors_sq - 2 * rate * sums.errors_words + rate * rate * sums.words_sq
+    half = _Z95 * math.sqrt(count / (count - 1) * max(0.0, spread)) / words
     return max(0.0, 1.0 - rate - half), min(1.0, max(0.0, 1.0 - rate + half))
-
-
-def _with_previous(group: GroupQuality, previous_accuracy: float | None) -> GroupQuality:
-    if previous_accuracy is None:
-        return group
-    return GroupQuality(**{**group.__dict__, "previous_accuracy": previous_accuracy})

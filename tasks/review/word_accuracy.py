@@ -5,9 +5,9 @@ hypothesis. Both are normalized first (`words_of`), so only what a listener woul
 call a different word counts:
 
 - Unicode NFKC and case folded ("Metformin" = "metformin", full-width digits = digits);
-- punctuation is a word boundary, not a word ("follow-up," = "follow up"), except
-  between two digits, where it is part of the number ("2.5", "120/80", "10:30");
-- whitespace of any kind and amount is one boundary;
+- a word is a run of letters and digits: punctuation, symbols and whitespace of any
+  kind and amount are boundaries, not words ("follow-up," = "follow up"), except
+  . , : / between two digits, which are part of the number ("2.5", "120/80", "10:30");
 - in English, the number words zero to twenty and the tens become digits ("five" =
   "5"), the usual dictation/typing difference; compounds ("five hundred") are left
   as words. Other languages keep their number words (their compounds are written as
@@ -28,11 +28,13 @@ import unicodedata
 from dataclasses import dataclass
 
 import jiwer
+from rapidfuzz.distance import Levenshtein, Opcode
 
 MAX_PHRASE_WORDS = 3
 
-_BETWEEN_DIGITS = re.compile(r"(?<=\d)[.,:/](?=\d)")
-_KEEP = "\x00"  # a punctuation mark held inside a number while the rest is split off
+# A word: letters and digits, with . , : / kept between two digits ("2.5", "120/80").
+# One C-level findall: a note of 9,000 words is split in a few milliseconds.
+_WORD = re.compile(r"(?:[^\W_]|(?<=\d)[.,:/](?=\d))+")
 
 _EN_UNITS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
@@ -70,10 +72,9 @@ class WordFigures:
 def words_of(text: str, *, language: str) -> list[str]:
     """The normalized words of a text (see the module's docstring)."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    held = _BETWEEN_DIGITS.sub(lambda match: _KEEP + str(ord(match.group())) + _KEEP, folded)
-    spaced = "".join(" " if _is_punctuation(char) else char for char in held)
     numbers = _NUMBER_WORDS.get(language.split("-")[0], {})
-    return [numbers.get(word, word) for word in _unhold(spaced).split()]
+    words = _WORD.findall(folded)
+    return [numbers.get(word, word) for word in words] if numbers else words
 
 
 def measure_words(machine_text: str, final_text: str, *, language: str) -> WordFigures:
@@ -95,32 +96,26 @@ def accepted_figures(text: str, *, language: str) -> WordFigures:
 
 def corrections_of(machine_text: str, final_text: str, *, language: str) -> list[tuple[str, str]]:
     """The stretches a reviewer changed, as (machine words, final words), in text order;
-    a side may be empty (words added or removed); longer stretches are left out."""
-    reference, hypothesis = (
-        words_of(final_text, language=language),
+    a side may be empty (words added or removed); longer stretches are left out.
+
+    rapidfuzz's opcodes (the alignment jiwer itself runs on) straight over the word
+    lists: the corrections of thousands of notes are read at once."""
+    said_words, meant_words = (
         words_of(machine_text, language=language),
+        words_of(final_text, language=language),
     )
-    if not reference or not hypothesis:
+    if not said_words or not meant_words:
         return []
-    found = jiwer.process_words(" ".join(reference), " ".join(hypothesis))
     pairs: list[tuple[str, str]] = []
-    pending: list[jiwer.AlignmentChunk] = []
-    for chunk in [*found.alignments[0], None]:
-        if chunk is not None and chunk.type != "equal":
-            pending.append(chunk)
+    pending: list[Opcode] = []
+    for opcode in [*Levenshtein.opcodes(said_words, meant_words), None]:
+        if opcode is not None and opcode.tag != "equal":
+            pending.append(opcode)
             continue
         if pending:
-            said = hypothesis[pending[0].hyp_start_idx : pending[-1].hyp_end_idx]
-            meant = reference[pending[0].ref_start_idx : pending[-1].ref_end_idx]
+            said = said_words[pending[0].src_start : pending[-1].src_end]
+            meant = meant_words[pending[0].dest_start : pending[-1].dest_end]
             if max(len(said), len(meant)) <= MAX_PHRASE_WORDS:
                 pairs.append((" ".join(said), " ".join(meant)))
             pending = []
     return pairs
-
-
-def _is_punctuation(char: str) -> bool:
-    return unicodedata.category(char).startswith("P")
-
-
-def _unhold(text: str) -> str:
-    return re.sub(_KEEP + r"(\d+)" + _KEEP, lambda match: chr(int(match.group(1))), text)
