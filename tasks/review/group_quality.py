@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from datetime import datetime
 
 from storage.accuracy_records import AccuracyFilter, GroupSums, NoteAccuracy
@@ -85,6 +85,17 @@ def sums_of(rows: Iterable[tuple[NoteAccuracy, str | None]], *, by: str | None) 
         )):  # fmt: skip
             entry[n] += value
     return [GroupSums((name,), *values) for name, values in sums.items()]
+
+
+def merged_sums(sums: Iterable[GroupSums]) -> list[GroupSums]:
+    """Sums keyed (group, month, ...) added up per group: the page reads its groups' table
+    from the monthly sums its chart needs, one scan of the notes for both."""
+    merged: dict[str | None, list[int]] = {}
+    for group in sums:
+        entry = merged.setdefault(group.key[0], [0] * 9)
+        for n, value in enumerate(astuple(group)[1:]):
+            entry[n] += value
+    return [GroupSums((name,), *values) for name, values in merged.items()]
 
 
 def groups_of(

@@ -19,6 +19,7 @@ from tasks.review.group_quality import (
     GROUPINGS,
     GroupQuality,
     groups_of,
+    merged_sums,
     previous_period,
     sums_of,
 )
@@ -117,12 +118,11 @@ def read_overview(store: ReviewStore, question: QualityQuestion, *, top: int) ->
     _measure_earlier(store)
     earlier = previous_period(question.selection, now=clock.host_now())
     with store.unit_of_work(read_only=True) as uow:
-        sums = uow.accuracy.group_sums(question.selection, keys=[by])
-        before = [] if earlier is None else uow.accuracy.group_sums(earlier, keys=[by])
         monthly = uow.accuracy.group_sums(question.selection, keys=[by, "month"])
+        before = [] if earlier is None else uow.accuracy.group_sums(earlier, keys=[by])
         bins = uow.accuracy.group_sums(question.selection, keys=["bin"])
         corrected = uow.accuracy.corrected_notes(question.selection, limit=PAGE_CORRECTED_NOTES)
-    groups = groups_of(sums, min_notes=question.min_notes, previous=before)
+    groups = groups_of(merged_sums(monthly), min_notes=question.min_notes, previous=before)
     shown = {group.group for group in groups}
     points = [point for point in accuracy_points(monthly) if point.series in shown]
     return QualityOverview(

@@ -13,7 +13,7 @@ from storage import open_store
 from storage.accuracy_records import AccuracyFilter, NoteAccuracy
 from storage.interface import UnitOfWorkFactory
 from storage.sources import SourceFile
-from tasks.review.group_quality import groups_of, sums_of
+from tasks.review.group_quality import groups_of, merged_sums, sums_of
 from tasks.review.quality_series import accuracy_histogram
 
 START = datetime(2026, 9, 30, 23, 0, tzinfo=UTC)
@@ -63,3 +63,10 @@ def test_the_database_bins_are_the_notes_accuracies(notes_store: UnitOfWorkFacto
                 histogram_bin.low <= n.accuracy < histogram_bin.high)
         ]  # fmt: skip
         assert histogram_bin.notes == len(inside), histogram_bin
+
+
+def test_monthly_sums_merged_are_the_groups_sums(notes_store: UnitOfWorkFactory) -> None:
+    with notes_store.unit_of_work(read_only=True) as uow:
+        monthly = uow.accuracy.group_sums(AccuracyFilter(), keys=["department", "month"])
+        direct = uow.accuracy.group_sums(AccuracyFilter(), keys=["department"])
+    assert groups_of(merged_sums(monthly)) == groups_of(direct)
