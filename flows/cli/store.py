@@ -34,7 +34,7 @@ from storage.export import (
     write_jsonl,
     write_txt_tree,
 )
-from storage.interface import UnitOfWorkFactory
+from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.records import (
     ITEM_STATUSES,
     DeliveryCount,
@@ -314,6 +314,8 @@ def export_command(
             raise ConfigError(
                 f"--status must be one of {', '.join(ITEM_STATUSES)} (got {status!r})"
             )
+        if status is None and export_format is ExportFormat.txt:
+            status = ItemStatus.DONE  # a .txt file carries no state: only what is final
         storage = load_settings().storage
         if not database_exists(storage.database_url):
             where = storage.database_url_redacted
@@ -366,9 +368,14 @@ def _export(
             # The layout follows every item, not only those exported, so it is stable.
             root = common_local_root(uow.item_queries.source_uris())
             rows = uow.item_queries.export_rows(status=status)
-            result = write_txt_tree(rows, out, local_root=root, force=force)
+            keys = uow.item_queries.export_keys()
+            result = write_txt_tree(rows, out, local_root=root, force=force, keys=keys)
             roots = uow.runs.run_sources()
+            waiting = _count_waiting(uow) if status == ItemStatus.DONE else 0
         _print_refusals(result, roots=roots)
+        if waiting:
+            typer.echo(f"medasr: {waiting} waiting for review not exported (machine text: "
+                       "--status needs_review exports them)", err=True)  # fmt: skip
         return result.written, len(result.refused)
     if out.is_dir():
         raise ConfigError(
@@ -380,6 +387,12 @@ def _export(
         if export_format is ExportFormat.jsonl:
             return write_jsonl(rows_iter, out, force=force), 0
         return write_csv(rows_iter, out, force=force), 0
+
+
+def _count_waiting(uow: UnitOfWork) -> int:
+    """Recordings whose text waits for a person (machine text, not final)."""
+    counts = uow.item_queries.status_counts()
+    return sum(c.items for c in counts if c.status == ItemStatus.NEEDS_REVIEW)
 
 
 def _named_rows(rows: Iterable[ExportRow], *, roots: list[str]) -> Iterator[ExportRow]:
