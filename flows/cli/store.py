@@ -23,6 +23,7 @@ from rich.text import Text
 from audit import AuditAction, command_actor, record_event
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
+from flows.cli.console import print_store
 from storage import open_review_store, open_store
 from storage.audit_records import AuditEvent
 from storage.database import database_exists, upgrade_database
@@ -93,6 +94,7 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
     if not database_exists(storage.database_url):
         where = storage.database_url_redacted
         typer.echo(f"nothing recorded yet (no database at {where})")
+        print_store(storage.store_location, err=True)
         return
     store = open_review_store(storage)
     try:
@@ -125,6 +127,7 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
         typer.echo(line, err=True)
     if queue.waiting or corrected:
         typer.echo(_review_line(queue, corrected=corrected))
+    print_store(storage.store_location, err=True)  # for a person; stdout stays the tables
 
 
 def _not_audio_lines(listings: list[NotAudioListing]) -> list[str]:
@@ -344,6 +347,7 @@ def export_command(
             store.dispose()
     refusals = f"; {refused} refused (above)" if refused else ""
     typer.echo(f"exported {written} item(s) to {shown}{refusals}", err=True)
+    print_store(storage.store_location, err=True)
     if refused:
         raise typer.Exit(EXIT_SOME_FAILED)
 

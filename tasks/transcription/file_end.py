@@ -111,6 +111,7 @@ def ending(run: FileRun, *, ctx: BatchContext) -> Ending:
         requests=run.requests,
         chunks=last.index,
         reason=f"held for review: {', '.join(review.flags)}" if review.flags else None,
+        held_for_review=ctx.hold_all,
     )
     return Ending(end, outcome)
 

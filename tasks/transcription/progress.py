@@ -31,6 +31,16 @@ class FileOutcome:
     error_kind: str | None = None
     retryable: bool = False
     reason: str | None = None  # why it failed or was skipped, in words (the error's message)
+    # Counted as done (MEDASR_REVIEW__REQUIRED=all: a routine hold), yet waiting for a person.
+    held_for_review: bool = False
+
+    @property
+    def word(self) -> str:
+        """The outcome as a progress line says it: `review` for a transcript that waits
+        for a person (flagged or routinely held), else the outcome itself."""
+        if self.outcome == ItemStatus.NEEDS_REVIEW or self.held_for_review:
+            return "review"
+        return str(self.outcome)
 
 
 @dataclass
