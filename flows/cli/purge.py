@@ -31,7 +31,7 @@ def purge_command(
         typer.Option("--older-than", help="Purge recordings finished longer ago: 90d, 12w, 1y."),
     ],
     language: Annotated[
-        str | None, typer.Option("--language", help="Only recordings of this language.")
+        str | None, typer.Option("--language", "-l", help="Only recordings of this language.")
     ] = None,
     include_undelivered: Annotated[
         bool,

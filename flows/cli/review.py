@@ -39,7 +39,7 @@ def review_command(
         typer.Option("--resend", help="Re-queue item ID: its chunks are sent again."),
     ] = None,
     language: Annotated[
-        str | None, typer.Option("--language", help="Only list items of this language.")
+        str | None, typer.Option("--language", "-l", help="Only list items of this language.")
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=0, help="List at most N (0: all).")] = 0,
 ) -> None:

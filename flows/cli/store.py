@@ -245,6 +245,7 @@ def _print_plain(
     for status, items in latest.items():
         if items:
             typer.echo(f"{_section_title(status)}:")
+            typer.echo("source\tlanguage\terror_kind\tattempts\tretry\tmessage")
         for item in items:
             source, message = _named(item, roots=roots)
             kind, retry = one_line(item.error_kind), _retry_cell(item, plain=True)
@@ -295,7 +296,8 @@ def export_command(
     ],
     out: Annotated[Path, typer.Option("--out", help="Output file (jsonl, csv) or folder (txt).")],
     status: Annotated[
-        str | None, typer.Option("--status", help="Only items with this status.")
+        str | None,
+        typer.Option("--status", help="Only items with this status (txt: done unless given)."),
     ] = None,
     force: Annotated[
         bool,
@@ -308,8 +310,9 @@ def export_command(
     """Export items: jsonl or csv rows, one .txt transcript per source in a tree, or a FHIR
     R4 Bundle (fhir).
 
-    Files are 0600 in 0700 folders and never written through a link; a refused file is
-    a line on stderr and exit code 1 (the rest is still written).
+    A .txt file carries no state: txt writes only final transcripts (status done) unless
+    --status asks for another. Files are 0600 in 0700 folders and never written through a
+    link; a refused file is a line on stderr and exit code 1 (the rest is still written).
     """
     shown = one_line(str(out))
     with _command_errors():
