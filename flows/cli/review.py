@@ -19,6 +19,7 @@ import typer
 from audit import AuditAction, command_actor, record_event
 from config.errors import ConfigError
 from config.settings import load_settings
+from flows.cli.console import print_store
 from flows.cli.store import _command_errors
 from service.contract import is_supported_language
 from storage import open_store
@@ -109,6 +110,7 @@ def _list(store: UnitOfWorkFactory, *, language: str | None, limit: int) -> None
         source, language = _source(item, roots), one_line(item.language)
         typer.echo(f"{item.id}\t{source}\t{language}\t{flags}\t{minutes}\t{updated}")
     typer.echo(f"{len(items)} item(s) need review", err=True)
+    print_store(load_settings().storage.store_location, err=True)
 
 
 def _source(item: ItemRecord, roots: list[str]) -> str:

@@ -50,6 +50,10 @@ def test_status_and_export_say_where_the_store_is(
     assert where in status.stderr.splitlines(), status.output
     export = runner.invoke(app, ["export", "--format", "jsonl", "--out", "x.jsonl"])
     assert where in export.stderr.splitlines(), export.output
+    review = runner.invoke(app, ["review"])
+    assert where in review.stderr.splitlines(), review.output
+    purge = runner.invoke(app, ["purge", "--older-than", "90d", "--dry-run"])
+    assert where in purge.stdout.splitlines(), purge.output
     os.chdir(tmp_path / "..")  # started elsewhere: the summary names the store it found
     nothing = runner.invoke(app, ["status"])
     assert f"store: {tmp_path.parent / 'try.db'}" in nothing.stderr, nothing.output
