@@ -147,7 +147,9 @@ class StorageSettings(BaseModel):
     database_url: str = Field(
         "sqlite:///./medasr.db",
         repr=False,
-        description="SQLAlchemy URL: SQLite file or PostgreSQL.",
+        validate_default=True,  # the default's relative path is resolved too
+        description="SQLAlchemy URL: SQLite file (a relative path: from the current folder) "
+        "or PostgreSQL.",
     )
     lease_s: float = Field(
         900.0, ge=5, le=86_400, description="How long a claimed item stays ours, seconds."
@@ -165,6 +167,20 @@ class StorageSettings(BaseModel):
         le=3600,
         description="How long a paid answer's store write is retried before it is journaled, s.",
     )
+
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _sqlite_file_absolute(cls, value: str) -> str:
+        return absolute_sqlite_url(value)
+
+    @property
+    def store_location(self) -> str:
+        """Where the store is, for a person: the SQLite file's path, else the redacted URL."""
+        scheme, _, rest = self.database_url.partition("://")
+        database = rest.partition("?")[0]
+        if scheme.split("+")[0].lower() == "sqlite" and database.startswith("//"):
+            return database[1:]
+        return self.database_url_redacted
 
     @property
     def database_url_redacted(self) -> str:
@@ -348,6 +364,21 @@ class DeliverySettings(DeliveryTargetSettings):
         pattern=r"^[0-9]{1,7}-[0-9]$",
         description="LOINC code of the FHIR DocumentReference type (11506-3: progress note).",
     )
+
+
+def absolute_sqlite_url(database_url: str) -> str:
+    """An SQLite URL whose file path is relative, made absolute against the current folder
+    once (when settings are read), so every later step and process uses the same file
+    whatever its own folder; other URLs, in-memory ones and SQLite URI filenames as given."""
+    scheme, sep, rest = database_url.partition("://")
+    if not sep or scheme.split("+")[0].lower() != "sqlite" or is_in_memory_sqlite(database_url):
+        return database_url
+    database, question, query = rest.partition("?")
+    path = database.removeprefix("/")
+    if not database.startswith("/") or path.startswith(("/", "file:")):
+        return database_url
+    absolute = os.path.normpath(os.path.join(os.getcwd(), path))
+    return f"{scheme}:///{absolute}{question}{query}"
 
 
 def is_in_memory_sqlite(database_url: str) -> bool:

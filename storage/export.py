@@ -137,29 +137,39 @@ def write_csv(rows: Iterable[ExportRow], out_path: Path, *, force: bool = False)
 
 
 def write_txt_tree(
-    rows: Iterable[ExportRow], out_dir: Path, *, local_root: str | None, force: bool = False
+    rows: Iterable[ExportRow],
+    out_dir: Path,
+    *,
+    local_root: str | None,
+    force: bool = False,
+    keys: Iterable[tuple[str, str]] | None = None,
 ) -> TreeResult:
     """One .txt transcript per source with text, mirroring the sources under `out_dir`.
 
     Local paths are made relative to `local_root`: give the common folder of every item
     in the store (common_local_root over all sources, whatever the status exported), so
     the layout does not change with the rows chosen. Bucket objects go under bucket/key.
-    A name already written (a.wav and a.mp3, one source in two languages, different
-    case) gets the language and then a number added until it is free, so no transcript
-    overwrites another; a name too long for the disk is shortened with a hash. A file
-    that cannot be written (a link in the way, a full disk) is refused and the rest go
-    on. Raises OSError only when `out_dir` itself cannot be made or opened.
+    A name already taken (a.wav and a.mp3, one source in two languages, different case)
+    goes to the item met first in `keys` (every item's (source, language), oldest first:
+    the store's order, so a recording added later never takes an earlier one's name on a
+    re-export); the others get their extension and language added, then a number. Without
+    `keys`, the rows' own order decides. A name too long for the disk is shortened with a
+    hash. A file that cannot be written (a link in the way, a full disk) is refused and
+    the rest go on. Raises OSError only when `out_dir` itself cannot be made or opened.
     """
     folder = ExportFolder(out_dir, force=force)
     room = PATH_MAX_BYTES - len(os.fsencode(os.path.abspath(out_dir))) - 1
     used: set[str] = set()
+    names = _names_in_order(keys or (), used, local_root=local_root, room_bytes=room)
     result = TreeResult()
     try:
         for row in rows:
             if row.text is None:
                 continue
-            relative = transcript_path(row.source, local_root=local_root)
-            target = _free_name(relative, row.language, used, room_bytes=room)
+            target = names.get((row.source, row.language))
+            if target is None:
+                relative = transcript_path(row.source, local_root=local_root)
+                target = _free_name(relative, row.language, used, room_bytes=room)
             reason = _write_transcript(folder, target, row.text)
             if reason is None:
                 result.written += 1
@@ -168,6 +178,18 @@ def write_txt_tree(
     finally:
         folder.close()
     return result
+
+
+def _names_in_order(
+    keys: Iterable[tuple[str, str]], used: set[str], *, local_root: str | None, room_bytes: int
+) -> dict[tuple[str, str], PurePosixPath]:
+    """Each (source, language)'s file name, given in `keys`' order (adds them to `used`)."""
+    names: dict[tuple[str, str], PurePosixPath] = {}
+    for source, language in keys:
+        if (source, language) not in names:
+            relative = transcript_path(source, local_root=local_root)
+            names[source, language] = _free_name(relative, language, used, room_bytes=room_bytes)
+    return names
 
 
 def _write_transcript(folder: ExportFolder, target: PurePosixPath, text: str) -> str | None:

@@ -231,6 +231,10 @@ class ItemQueryRepository(Protocol):
         """Every item (or those with `status`) sorted by source, streamed."""
         ...
 
+    def export_keys(self) -> Iterator[tuple[str, str]]:
+        """Every item's (source URI, language), oldest item first, streamed."""
+        ...
+
     def source_uris(self) -> Iterator[str]:
         """Every item's source URI (all statuses and languages, duplicates possible), streamed."""
         ...

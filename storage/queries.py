@@ -186,6 +186,12 @@ class ItemQueries:
         for row in self._session.execute(query.execution_options(yield_per=1000)):
             yield _export_row(row)
 
+    def export_keys(self) -> Iterator[tuple[str, str]]:
+        """Every item's (source URI, language), oldest item first, streamed."""
+        query = select(Item.source_uri, Item.language).order_by(Item.id)
+        rows = self._session.execute(query.execution_options(yield_per=5000))
+        yield from ((source_uri, language) for source_uri, language in rows)
+
     def source_uris(self) -> Iterator[str]:
         """Every item's source URI (all statuses and languages, duplicates possible), streamed."""
         query = select(Item.source_uri).execution_options(yield_per=5000)

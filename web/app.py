@@ -21,6 +21,7 @@ def build_app(store: ReviewStore, *, web: WebSettings, tls: bool) -> Starlette:
         Route("/login", sessions.login_page, methods=["GET"]),
         Route("/login", sessions.login, methods=["POST"]),
         Route("/logout", signed_in(sessions.logout), methods=["POST"]),
+        Route("/keepalive", signed_in(sessions.keep_alive), methods=["POST"]),
         Route("/", signed_in(pages.queue_page), methods=["GET"]),
         Route("/items", signed_in(pages.search_page), methods=["GET"]),
         Route("/items/{item_id:int}", signed_in(pages.item_page), methods=["GET"]),

@@ -56,7 +56,10 @@ async def in_unit_of_work(
 def render(
     request: Request, name: str, context: dict[str, Any], *, status_code: int = 200
 ) -> Response:
-    """A template's page (autoescaped)."""
-    templates = workstation(request).templates
-    page: Response = templates.TemplateResponse(request, name, context, status_code=status_code)
+    """A template's page (autoescaped); the page's script learns the idle timeout from it."""
+    found = workstation(request)
+    context = {"idle_timeout_s": found.web.idle_timeout_s, **context}
+    page: Response = found.templates.TemplateResponse(
+        request, name, context, status_code=status_code
+    )
     return page

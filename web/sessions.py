@@ -8,7 +8,9 @@ field that must match), so a page of another site cannot sign a browser in eithe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
@@ -29,6 +31,7 @@ from web.security import (
     same_token,
     token_digest,
 )
+from web.views import duration_words
 
 Handler = Callable[[Request, WebSessionRecord], Awaitable[Response]]
 CSRF_REFUSED = "refused: this request carried no valid CSRF token; nothing was changed"
@@ -42,6 +45,11 @@ _LOGIN_NOTICES = {
     LoginResult.DISABLED: "This account is disabled.",
 }
 _LOGIN_STATUS = {LoginResult.WRONG: 401}
+_RETURN_TO = re.compile(r"(/items/[0-9]{1,18})(?:/[a-z-]+)?")
+_KEPT_NOTICE = (
+    " Anything you typed but had not saved is kept in this browser tab: sign in again"
+    " and the recording's page offers it back."
+)
 
 
 async def current_session(request: Request) -> WebSessionRecord | None:
@@ -61,10 +69,7 @@ def signed_in(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         session = await current_session(request)
         if session is None:
-            if request.method == "GET" and not request.url.path.endswith("/audio"):
-                expired = "?expired=1" if request.cookies.get(SESSION_COOKIE) else ""
-                return RedirectResponse(f"/login{expired}", status_code=303)
-            return PlainTextResponse("sign in first", status_code=401)
+            return _signed_out(request)
         if request.method != "GET":
             form = await request.form()
             given = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
@@ -75,15 +80,45 @@ def signed_in(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     return endpoint
 
 
+def _signed_out(request: Request) -> Response:
+    """No live session: a page goes to the sign-in form (back here after it); a form sent
+    by a session that ended too, its text kept by the page (static/session.js); audio,
+    the page's own requests and a stranger's form get 401."""
+    expired = bool(request.cookies.get(SESSION_COOKIE))
+    page = request.method == "GET" and not request.url.path.endswith("/audio")
+    ended_form = expired and request.method == "POST" and CSRF_HEADER not in request.headers
+    if not (page or ended_form):
+        return PlainTextResponse("sign in first", status_code=401)
+    query: dict[str, str] = {"expired": "1"} if expired else {}
+    back = return_path(request.url.path)
+    if back is not None:
+        query["next"] = back
+    return RedirectResponse(f"/login?{urlencode(query)}" if query else "/login", status_code=303)
+
+
+def return_path(path: str | None) -> str | None:
+    """The recording's page a sign-in returns to (only such local paths: no open redirect)."""
+    found = _RETURN_TO.fullmatch(path or "")
+    return found.group(1) if found else None
+
+
+async def keep_alive(request: Request, session: WebSessionRecord) -> Response:
+    """POST /keepalive: the page's reviewer is working (typing, listening); `signed_in`
+    restarted the idle time, nothing else happens."""
+    return Response(status_code=204)
+
+
 async def login_page(request: Request) -> Response:
     """GET /login: the sign-in form (a signed-in browser goes to the queue)."""
     if await current_session(request) is not None:
         return RedirectResponse("/", status_code=303)
     notice = ""
+    back = return_path(request.query_params.get("next"))
     if request.query_params.get("expired"):
-        minutes = workstation(request).web.idle_timeout_s / 60
-        notice = f"Your session ended after {minutes:g} minutes without activity."
-    return _login_form(request, notice=notice)
+        idle = duration_words(workstation(request).web.idle_timeout_s)
+        notice = f"Your session ended after {idle} without activity."
+        notice += _KEPT_NOTICE if back else ""
+    return _login_form(request, notice=notice, back=back)
 
 
 async def login(request: Request) -> Response:
@@ -95,6 +130,7 @@ async def login(request: Request) -> Response:
         return PlainTextResponse(CSRF_REFUSED, status_code=403)
     name = str(form.get("name") or "")[:_NAME_MAX_CHARS]
     password = str(form.get("password") or "")
+    back = return_path(str(form.get("next") or ""))
     settings = workstation(request).web
     session_token = new_token()
     outcome = await in_unit_of_work(
@@ -103,8 +139,10 @@ async def login(request: Request) -> Response:
     )
     if outcome.result is not LoginResult.OK:
         status = _LOGIN_STATUS.get(outcome.result, 403)
-        return _login_form(request, notice=_LOGIN_NOTICES[outcome.result], status_code=status)
-    response = RedirectResponse("/", status_code=303)
+        return _login_form(
+            request, notice=_LOGIN_NOTICES[outcome.result], status_code=status, back=back
+        )
+    response = RedirectResponse(back or "/", status_code=303)
     tls = workstation(request).tls
     response.set_cookie(SESSION_COOKIE, session_token, **cookie_options(tls=tls))
     response.delete_cookie(LOGIN_COOKIE, **cookie_options(tls=tls, path="/login"))
@@ -145,14 +183,12 @@ def _judge(
     return outcome
 
 
-def _login_form(request: Request, *, notice: str = "", status_code: int = 200) -> Response:
+def _login_form(
+    request: Request, *, notice: str = "", status_code: int = 200, back: str | None = None
+) -> Response:
     token = new_token()
-    response: Response = render(
-        request,
-        "login.html",
-        {"login_token": token, "notice": notice, "csrf_field": CSRF_FIELD},
-        status_code=status_code,
-    )
+    context = {"login_token": token, "notice": notice, "csrf_field": CSRF_FIELD, "next": back}
+    response: Response = render(request, "login.html", context, status_code=status_code)
     tls = workstation(request).tls
     response.set_cookie(LOGIN_COOKIE, token, **cookie_options(tls=tls, path="/login"))
     return response

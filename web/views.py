@@ -110,6 +110,17 @@ def age(elapsed: timedelta) -> str:
     return f"{seconds // 86_400} d"
 
 
+def duration_words(seconds: float) -> str:
+    """A span in words a person says: '20 seconds', '15 minutes', '1 hour 30 minutes'."""
+    rest = max(round(seconds), 0)
+    parts = []
+    for size, unit in ((3600, "hour"), (60, "minute"), (1, "second")):
+        count, rest = divmod(rest, size)
+        if count:
+            parts.append(f"{count} {unit}{'' if count == 1 else 's'}")
+    return " ".join(parts) or "0 seconds"
+
+
 def cursor_of(item: ItemRecord) -> str:
     """The queue's next-page cursor after `item`."""
     return f"{item.updated_at.isoformat()}~{item.id}"

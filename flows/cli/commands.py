@@ -12,6 +12,7 @@ its docstring (tests/flows/cli/test_quick_commands.py keeps the two equal).
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -133,7 +134,26 @@ def load_command(entry: LazyCommand) -> click.Command:
     holder.callback()(_no_options)  # a group, whatever it holds: commands keep their names
     command = typer.main.get_group(holder).commands[entry.name]
     name_values(command)
+    unwrap_help(command)
     return command
+
+
+def unwrap_help(command: click.Command) -> None:
+    """The command's help (and its subcommands') with each paragraph on one line.
+
+    Typer's Rich help keeps a docstring's single line breaks after the first paragraph,
+    so a sentence broke where the source was wrapped at 100 columns; one line a
+    paragraph lets Rich wrap it to the terminal. A paragraph starting with \\b (kept
+    as written, click's convention) is left as it is.
+    """
+    if command.help:
+        command.help = "\n\n".join(
+            part if part.lstrip().startswith("\b") else " ".join(part.split())
+            for part in inspect.cleandoc(command.help).split("\n\n")
+        )
+    subcommands: dict[str, click.Command] = getattr(command, "commands", {})
+    for sub in subcommands.values():
+        unwrap_help(sub)
 
 
 def _no_options() -> None:

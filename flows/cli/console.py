@@ -73,7 +73,7 @@ class _LineObserver:
         if outcome.reason:
             why = ": " + reason_about(outcome.reason, uri=outcome.source_uri, roots=self._roots)
         print(
-            f"[{self._done}/{self._planned}] {outcome.outcome}{detail}: "
+            f"[{self._done}/{self._planned}] {outcome.word}{detail}: "
             f"{recording_name(outcome.source_uri, roots=self._roots)} ({elapsed:.1f}s){why}",
             flush=True,
         )
@@ -158,17 +158,24 @@ def _rich_console_handlers() -> list[Any]:
 
 
 def print_summary(
-    summary: RunSummary | Mapping[str, Any], *, title: str, skipped_rejudged: bool = False
+    summary: RunSummary | Mapping[str, Any],
+    *,
+    title: str,
+    store: str | None = None,
+    skipped_rejudged: bool = False,
 ) -> None:
-    """A short two-column table of the run's counts, then the recordings to check.
+    """A short two-column table of the run's counts, where the store is (`store: PATH`),
+    then the recordings to check.
 
     Yes/no rows (credentials rejected, interrupted...) are shown only when true. A plain
     mapping (the delivery command's counts) is shown as it is.
     """
     if not isinstance(summary, RunSummary):
         print_table(summary.items(), title=title)
+        print_store(store)
         return
     print_table(summary.rows(), title=title)
+    print_store(store)
     legend = summary_legend(summary)
     if legend:
         print(legend, flush=True)
@@ -176,6 +183,12 @@ def print_summary(
         summary.to_check, total=summary.to_check_total, skipped_rejudged=skipped_rejudged
     ):  # one line each: never wrapped, no markup
         print(line, flush=True)
+
+
+def print_store(store: str | None, *, err: bool = False) -> None:
+    """`store: /abs/path/medasr.db` (or the redacted URL): which store a command used."""
+    if store is not None:
+        print(f"store: {one_line(store)}", file=sys.stderr if err else sys.stdout, flush=True)
 
 
 # The rows whose name alone does not say what happened to the file; the table keeps

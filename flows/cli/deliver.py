@@ -138,7 +138,8 @@ def deliver_command(
         )
     finally:
         store.dispose()
-    print_summary(summary, title=f"medasr deliver ({_what(target, format_name)})")
+    title = f"medasr deliver ({_what(target, format_name)})"
+    print_summary(summary, title=title, store=settings.storage.store_location)
     if summary["credentials_rejected"]:
         typer.echo(
             "medasr: stopped: credentials rejected; undelivered documents stay pending "
@@ -357,7 +358,7 @@ def _print_plan(
         needs_a_person=preview.missing_metadata + preview.in_doubt > 0
     )
     title = f"medasr deliver dry run ({_what(target, format_name)}): nothing sent"
-    print_summary(summary, title=title)
+    print_summary(summary, title=title, store=settings.storage.store_location)
     raise typer.Exit(summary["exit_code"])
 
 

@@ -68,13 +68,13 @@ def demo_command(
             else:
                 console.rule("first run: everything is new")
             first = _run(samples, language)
-            print_summary(first, title="first run")
+            print_summary(first, title="first run", store=settings.storage.store_location)
             _print_transcripts(settings.storage, console, samples=samples)
             print_status(settings.storage)
             sent_before = len(server.ledger.entries())
             console.rule("second run: nothing changed")
             second = _run(samples, language)
-            print_summary(second, title="second run")
+            print_summary(second, title="second run", store=settings.storage.store_location)
             sent_after = len(server.ledger.entries())
         console.print(
             f"requests the devserver saw: first run {sent_before}, "

@@ -44,7 +44,7 @@ def nothing_to_claim(run: Run, *, listed: Listed | None = None) -> bool:
 
 
 def end_with_nothing_to_do(
-    api: PrefectApi, *, title: str, listed: Listed | None, requeued: int | None
+    api: PrefectApi, *, title: str, listed: Listed | None, requeued: int | None, store: str
 ) -> NoReturn:
     """Stop the temporary server, print the run's usual table (all zeros but what was
     listed), say there was nothing to do, exit 0."""
@@ -57,7 +57,7 @@ def end_with_nothing_to_do(
         not_audio_ignored=None if discovery is None else discovery.ignored.count,
         requeued=requeued,
     )
-    print_summary(summary, title=title)
+    print_summary(summary, title=title, store=store)
     what = "no new, changed or pending recordings" if listed is not None else "no failure is due"
     typer.echo(f"medasr: nothing to do: {what} (Prefect was not started)")
     raise typer.Exit(summary.exit_code)

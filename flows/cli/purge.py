@@ -16,6 +16,7 @@ import typer
 from audit import command_actor
 from config.errors import ConfigError
 from config.settings import Settings, load_settings
+from flows.cli.console import print_store
 from flows.cli.store import _command_errors
 from service.contract import is_supported_language
 from storage import open_store
@@ -31,7 +32,7 @@ def purge_command(
         typer.Option("--older-than", help="Purge recordings finished longer ago: 90d, 12w, 1y."),
     ],
     language: Annotated[
-        str | None, typer.Option("--language", help="Only recordings of this language.")
+        str | None, typer.Option("--language", "-l", help="Only recordings of this language.")
     ] = None,
     include_undelivered: Annotated[
         bool,
@@ -73,6 +74,7 @@ def purge_command(
             store.dispose()
         for line in result_lines(result, request):
             typer.echo(line)
+        print_store(settings.storage.store_location)
         if not dry_run:
             from flows.prefect_retention import forget_old_flow_runs  # Prefect: only here
 

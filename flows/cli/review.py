@@ -21,6 +21,7 @@ import typer
 from audit import AuditAction, command_actor, record_event
 from config.errors import ConfigError
 from config.settings import load_settings
+from flows.cli.console import print_store
 from flows.cli.store import _command_errors
 from service.contract import is_supported_language
 from storage import open_review_store
@@ -43,7 +44,7 @@ def review_command(
         typer.Option("--resend", help="Re-queue item ID: its chunks are sent again."),
     ] = None,
     language: Annotated[
-        str | None, typer.Option("--language", help="Only list items of this language.")
+        str | None, typer.Option("--language", "-l", help="Only list items of this language.")
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=0, help="List at most N (0: all).")] = 0,
 ) -> None:
@@ -114,6 +115,7 @@ def _list(store: ReviewStore, *, language: str | None, limit: int) -> None:
         reason = one_line(waiting_reason(item))
         typer.echo(f"{item.id}\t{source}\t{language}\t{flags}\t{minutes}\t{updated}\t{reason}")
     typer.echo(f"{len(items)} item(s) need review", err=True)
+    print_store(load_settings().storage.store_location, err=True)
 
 
 def _source(item: ItemRecord, roots: list[str]) -> str:

@@ -25,7 +25,13 @@ from config.errors import (
     ConfigError,
 )
 from config.settings import Settings, StorageSettings
-from flows.cli.console import print_named, print_summary, print_table, show_progress
+from flows.cli.console import (
+    print_named,
+    print_store,
+    print_summary,
+    print_table,
+    show_progress,
+)
 from flows.cli.flow_run import (
     FlowRun,
     credentials_rejected,
@@ -201,7 +207,10 @@ def _end_if_idle(
     server would be waited for; a long-running server (PREFECT_API_URL) still gets the
     night's flow run and artifact, which carry the problems still open."""
     if api.starting and nothing_to_claim(run, listed=listed):
-        end_with_nothing_to_do(api, title=title, listed=listed, requeued=requeued)
+        end_with_nothing_to_do(
+            api, title=title, listed=listed, requeued=requeued,
+            store=run.settings.storage.store_location,
+        )  # fmt: skip
 
 
 def _end_if_unlisted(api: PrefectApi, listed: Listed) -> None:
@@ -340,7 +349,8 @@ def _run_and_report(
         summary = run_flow(flow_run, api=api, run=run, early=early, held=held)
     if summary.stopped is StopReason.CONFIGURATION:  # one line, as before the flow
         usage_error("configuration error", summary.stop_message or "a setting stopped the run")
-    print_summary(summary, title=title, skipped_rejudged=skipped_rejudged)
+    store = run.settings.storage.store_location
+    print_summary(summary, title=title, store=store, skipped_rejudged=skipped_rejudged)
     if summary.stopped is StopReason.CREDENTIALS:
         credentials_rejected(summary.stop_message or "")
     if summary.stopped is StopReason.INTERRUPTED:
@@ -359,6 +369,7 @@ def _print_plan(
             store.dispose()
     rows = [*plan_rows(plan).items(), ("sent", 0)]
     print_table(rows, title=f"medasr dry run ({language}): nothing sent")
+    print_store(settings.storage.store_location)
     print_named("not decodable", plan.undecodable_uris, total=plan.undecodable, root=source.uri)
 
 

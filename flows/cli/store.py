@@ -23,6 +23,7 @@ from rich.text import Text
 from audit import AuditAction, command_actor, record_event
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
+from flows.cli.console import print_store
 from storage import open_review_store, open_store
 from storage.audit_records import AuditEvent
 from storage.database import database_exists, upgrade_database
@@ -34,7 +35,7 @@ from storage.export import (
     write_jsonl,
     write_txt_tree,
 )
-from storage.interface import UnitOfWorkFactory
+from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.records import (
     ITEM_STATUSES,
     DeliveryCount,
@@ -93,6 +94,7 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
     if not database_exists(storage.database_url):
         where = storage.database_url_redacted
         typer.echo(f"nothing recorded yet (no database at {where})")
+        print_store(storage.store_location, err=True)
         return
     store = open_review_store(storage)
     try:
@@ -125,6 +127,7 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
         typer.echo(line, err=True)
     if queue.waiting or corrected:
         typer.echo(_review_line(queue, corrected=corrected))
+    print_store(storage.store_location, err=True)  # for a person; stdout stays the tables
 
 
 def _not_audio_lines(listings: list[NotAudioListing]) -> list[str]:
@@ -242,6 +245,7 @@ def _print_plain(
     for status, items in latest.items():
         if items:
             typer.echo(f"{_section_title(status)}:")
+            typer.echo("source\tlanguage\terror_kind\tattempts\tretry\tmessage")
         for item in items:
             source, message = _named(item, roots=roots)
             kind, retry = one_line(item.error_kind), _retry_cell(item, plain=True)
@@ -292,7 +296,8 @@ def export_command(
     ],
     out: Annotated[Path, typer.Option("--out", help="Output file (jsonl, csv) or folder (txt).")],
     status: Annotated[
-        str | None, typer.Option("--status", help="Only items with this status.")
+        str | None,
+        typer.Option("--status", help="Only items with this status (txt: done unless given)."),
     ] = None,
     force: Annotated[
         bool,
@@ -305,8 +310,9 @@ def export_command(
     """Export items: jsonl or csv rows, one .txt transcript per source in a tree, or a FHIR
     R4 Bundle (fhir).
 
-    Files are 0600 in 0700 folders and never written through a link; a refused file is
-    a line on stderr and exit code 1 (the rest is still written).
+    A .txt file carries no state: txt writes only final transcripts (status done) unless
+    --status asks for another. Files are 0600 in 0700 folders and never written through a
+    link; a refused file is a line on stderr and exit code 1 (the rest is still written).
     """
     shown = one_line(str(out))
     with _command_errors():
@@ -314,6 +320,8 @@ def export_command(
             raise ConfigError(
                 f"--status must be one of {', '.join(ITEM_STATUSES)} (got {status!r})"
             )
+        if status is None and export_format is ExportFormat.txt:
+            status = ItemStatus.DONE  # a .txt file carries no state: only what is final
         storage = load_settings().storage
         if not database_exists(storage.database_url):
             where = storage.database_url_redacted
@@ -342,6 +350,7 @@ def export_command(
             store.dispose()
     refusals = f"; {refused} refused (above)" if refused else ""
     typer.echo(f"exported {written} item(s) to {shown}{refusals}", err=True)
+    print_store(storage.store_location, err=True)
     if refused:
         raise typer.Exit(EXIT_SOME_FAILED)
 
@@ -366,9 +375,14 @@ def _export(
             # The layout follows every item, not only those exported, so it is stable.
             root = common_local_root(uow.item_queries.source_uris())
             rows = uow.item_queries.export_rows(status=status)
-            result = write_txt_tree(rows, out, local_root=root, force=force)
+            keys = uow.item_queries.export_keys()
+            result = write_txt_tree(rows, out, local_root=root, force=force, keys=keys)
             roots = uow.runs.run_sources()
+            waiting = _count_waiting(uow) if status == ItemStatus.DONE else 0
         _print_refusals(result, roots=roots)
+        if waiting:
+            typer.echo(f"medasr: {waiting} waiting for review not exported (machine text: "
+                       "--status needs_review exports them)", err=True)  # fmt: skip
         return result.written, len(result.refused)
     if out.is_dir():
         raise ConfigError(
@@ -380,6 +394,12 @@ def _export(
         if export_format is ExportFormat.jsonl:
             return write_jsonl(rows_iter, out, force=force), 0
         return write_csv(rows_iter, out, force=force), 0
+
+
+def _count_waiting(uow: UnitOfWork) -> int:
+    """Recordings whose text waits for a person (machine text, not final)."""
+    counts = uow.item_queries.status_counts()
+    return sum(c.items for c in counts if c.status == ItemStatus.NEEDS_REVIEW)
 
 
 def _named_rows(rows: Iterable[ExportRow], *, roots: list[str]) -> Iterator[ExportRow]:

@@ -98,7 +98,7 @@ class FileLines:
         self._done += 1
         detail = f" ({outcome.error_kind})" if outcome.error_kind else ""
         name = recording_name(outcome.source_uri, roots=self._roots)
-        line = f"[{self._done}/{self._planned}] {outcome.outcome}{detail}: {name}"
+        line = f"[{self._done}/{self._planned}] {outcome.word}{detail}: {name}"
         if outcome.outcome not in (ItemStatus.DONE, ItemStatus.PURGED, "released"):
             self.flush()
             self._logger.warning("%s", line)

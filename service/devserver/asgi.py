@@ -13,13 +13,13 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from service.contract import MESSAGE_NO_FILE
-from service.devserver import asr_route, docs_route, fhir_route
+from service.devserver import asr_route, docs_route, fhir_route, received_route
 from service.devserver.config import DevServerConfig
 from service.devserver.routes_common import message
 from service.devserver.state import DevServerState, build_state
 
 # Every route module of the devserver; a new endpoint is one module and one entry here.
-ROUTE_MODULES = (asr_route, docs_route, fhir_route)
+ROUTE_MODULES = (asr_route, docs_route, fhir_route, received_route)
 
 
 def all_routes() -> list[BaseRoute]:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import UTC, datetime
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from service.contract import DOCS_PATH
+from service.devserver.received import ReceivedDocument
 from service.devserver.routes_common import (
     Trace,
     answer_and_record,
@@ -44,7 +46,27 @@ async def _answer(request: Request, state: DevServerState, trace: Trace) -> Resp
     document = await read_upload(request, state=state, trace=trace)  # Refusal if bad
     note_upload(document, trace=trace)
     payload = {"document_id": str(uuid.uuid4())}
+    state.received.keep(
+        _received(request, document, trace=trace, document_id=payload["document_id"])
+    )
     return success_response(payload, state=state, trace=trace, fault=fault)
+
+
+def _received(
+    request: Request, content: bytes, *, trace: Trace, document_id: str
+) -> ReceivedDocument:
+    """What GET /received shows of an accepted document."""
+    at = datetime.fromtimestamp(trace.time, tz=UTC).isoformat(timespec="seconds")
+    return ReceivedDocument(
+        document_id=document_id,
+        received_at=at.replace("+00:00", "Z"),
+        filename=trace.filename,
+        query=dict(request.query_params),
+        encrypted=trace.encrypted,
+        bytes=len(content),
+        sha256=trace.sha256 or "",
+        text=content.decode("utf-8", errors="replace"),
+    )
 
 
 ROUTES = (Route(DOCS_PATH, docs_endpoint, methods=["POST"]),)

@@ -12,6 +12,7 @@ from service.devserver.engines import Engine, make_engine
 from service.devserver.faults import FaultInjector
 from service.devserver.fhir_store import FhirStore
 from service.devserver.ledger import Ledger
+from service.devserver.received import ReceivedDocuments
 from service.devserver.text_faults import TextFaults
 from service.devserver.tokens import TokenAuthority
 
@@ -30,6 +31,7 @@ class DevServerState:
     capacity: CapacityGuard
     txn_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     fhir: FhirStore = field(default_factory=FhirStore)  # /fhir/DocumentReference resources
+    received: ReceivedDocuments = field(default_factory=ReceivedDocuments)  # GET /received
 
 
 def build_state(config: DevServerConfig) -> DevServerState:

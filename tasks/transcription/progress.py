@@ -34,6 +34,14 @@ class FileOutcome:
     reason: str | None = None  # why it failed or was skipped, in words (the error's message)
     hold_reason: str | None = None  # why it waits for a person (review_routing.py), if it does
 
+    @property
+    def word(self) -> str:
+        """The outcome as a progress line says it: `review` for a transcript that waits
+        for a person (flagged or routinely held), else the outcome itself."""
+        if self.outcome == ItemStatus.NEEDS_REVIEW or self.hold_reason is not None:
+            return "review"
+        return str(self.outcome)
+
 
 @dataclass
 class RunStats:

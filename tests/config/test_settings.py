@@ -23,7 +23,7 @@ from config.settings import (
         ("MEDASR_BASE_URL", "http://127.0.0.1:9", "service", "base_url", "http://127.0.0.1:9"),
         ("MEDASR_ENCRYPT", "true", "encryption", "enabled", True),
         ("MEDASR_JWE_KID", "key-7", "encryption", "jwe_kid", "key-7"),
-        ("MEDASR_DATABASE_URL", "sqlite:///x.db", "storage", "database_url", "sqlite:///x.db"),
+        ("MEDASR_DATABASE_URL", "sqlite:////x.db", "storage", "database_url", "sqlite:////x.db"),
         ("MEDASR_CONCURRENCY", "3", "pipeline", "concurrency", 3),
         ("MEDASR_MAX_UPLOAD_BYTES", "1000000", "service", "max_upload_bytes", 1_000_000),
         ("MEDASR_REQUEST_TIMEOUT_S", "2.5", "service", "request_timeout_s", 2.5),
@@ -41,10 +41,10 @@ def test_documented_flat_variables(
     assert getattr(getattr(settings, section), field) == expected
 
 
-def test_defaults_match_the_contract() -> None:
+def test_defaults_match_the_contract(tmp_path: Path) -> None:
     settings = load_settings()
     assert settings.service.effective_base_url == "https://api.eka.care"
-    assert settings.storage.database_url == "sqlite:///./medasr.db"
+    assert settings.storage.database_url == f"sqlite:///{tmp_path / 'medasr.db'}"  # ./medasr.db
     assert settings.service.max_upload_bytes == 5_000_000
     assert settings.pipeline.concurrency == 8
     assert settings.service.max_attempts == 5

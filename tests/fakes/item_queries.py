@@ -98,5 +98,9 @@ class FakeItemQueries:
                 metadata=dict(i.metadata),
             )  # fmt: skip
 
+    def export_keys(self) -> Iterator[tuple[str, str]]:
+        for i in sorted(self._s.items.values(), key=lambda i: i.id):
+            yield i.source_uri, i.language
+
     def source_uris(self) -> Iterator[str]:
         yield from (i.source_uri for i in self._s.items.values())

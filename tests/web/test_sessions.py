@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from config.workstation import WebSettings
 from storage.review_interface import ReviewStore
 from tests.helpers.review import PASSWORD, audit_actions, audit_events, get_item
 from tests.web.workstation import Served, csrf_of, serve, sign_in
@@ -153,8 +154,70 @@ def test_a_session_idle_past_its_timeout_ends(
         db.execute("UPDATE web_sessions SET expires_at = '2000-01-01 00:00:00.000000'")
     ended = client.get(f"/items/{recording}")
     assert ended.status_code == 303
-    assert ended.headers["location"] == "/login?expired=1"
+    assert ended.headers["location"] == f"/login?expired=1&next=%2Fitems%2F{recording}"
     notice = client.get("/login?expired=1").text
     assert "15 minutes without activity" in notice
     with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
         assert db.execute("SELECT count(*) FROM web_sessions").fetchone() == (0,)
+
+
+def test_the_page_keeps_its_session_alive_with_its_csrf_token(
+    client: httpx.Client, sqlite_url: str
+) -> None:
+    sign_in(client, "ann")
+    token = csrf_of(client.get("/").text)
+    assert client.post("/keepalive").status_code == 403
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
+        db.execute("UPDATE web_sessions SET expires_at = '2999-01-01 00:00:00.000000'")
+    assert client.post("/keepalive", headers={"x-csrf-token": token}).status_code == 204
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
+        (expires,) = db.execute("SELECT expires_at FROM web_sessions").fetchone()
+    assert expires < "2999"  # the idle time restarted from now
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
+        db.execute("UPDATE web_sessions SET expires_at = '2000-01-01 00:00:00.000000'")
+    assert client.post("/keepalive", headers={"x-csrf-token": token}).status_code == 401
+
+
+def test_a_form_sent_after_the_session_ended_leads_back_through_sign_in(
+    client: httpx.Client, served: Served, sqlite_url: str, recording: int
+) -> None:
+    sign_in(client, "ann")
+    token = csrf_of(client.get(f"/items/{recording}").text)
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
+        db.execute("UPDATE web_sessions SET expires_at = '2000-01-01 00:00:00.000000'")
+    sent = client.post(
+        f"/items/{recording}/draft", data={"text": "x", "base_revision": "0", "csrf_token": token}
+    )
+    assert sent.status_code == 303
+    login = client.get(sent.headers["location"])
+    assert "kept in this browser tab" in login.text
+    assert f'name="next" value="/items/{recording}"' in login.text
+    back = sign_in_to(client, login.text, next_path=f"/items/{recording}")
+    assert back.headers["location"] == f"/items/{recording}"
+    assert get_item(served.store, recording).status == "needs_review"
+
+
+@pytest.mark.parametrize("next_path", ["https://elsewhere.example/", "//elsewhere", "/admin"])
+def test_sign_in_returns_only_to_a_recording_of_this_workstation(
+    client: httpx.Client, next_path: str
+) -> None:
+    form = client.get("/login", params={"next": next_path})
+    assert 'name="next"' not in form.text
+    assert sign_in_to(client, form.text, next_path=next_path).headers["location"] == "/"
+
+
+def sign_in_to(client: httpx.Client, form: str, *, next_path: str) -> httpx.Response:
+    data = {"name": "ann", "password": PASSWORD, "csrf_token": csrf_of(form), "next": next_path}
+    return client.post("/login", data=data)
+
+
+@pytest.mark.parametrize(
+    ("idle_s", "words"),
+    [(20, "20 seconds"), (60, "1 minute"), (900, "15 minutes"), (5400, "1 hour 30 minutes")],
+)
+def test_the_idle_timeout_is_said_in_words_a_person_uses(
+    review_store: ReviewStore, idle_s: float, words: str
+) -> None:
+    with serve(review_store, web=WebSettings(idle_timeout_s=idle_s)) as running:
+        notice = httpx.get(f"{running.url}/login?expired=1").text
+    assert f"Your session ended after {words} without activity." in notice

@@ -158,6 +158,7 @@ def test_run_prints_plain_lines_and_a_summary(
     assert {name for _, name in progress} == set(TEXTS)  # the path in the source, not the URI
     summary = table_rows(out)
     assert (summary["files done"], summary["files failed"], summary["requests"]) == ("3", "0", "3")
+    assert f"store: {tmp_path / 'medasr.db'}" in out.splitlines()
     assert service.ledger.statuses() == [200, 200, 200]
     assert not any(text in out + result.stderr for text in TEXTS.values()), "transcript printed"
 
@@ -340,6 +341,10 @@ def test_without_a_terminal_each_failure_is_printed_once_as_a_warning(
         assert len(told) == 1, "\n".join(told)
         assert told[0].startswith("["), told  # the per-file line, with its reason
         assert told[0].count(": ") >= 2, told  # "[n/N] outcome (kind): name (s): reason"
+    # Recordings that failed are the run's result, told by the summary: not a program error.
+    finished = [ln for ln in both if "Finished in state Failed" in ln]
+    assert len(finished) == 1, both
+    assert "ERROR" not in finished[0], finished
 
 
 def test_quiet_run_logs_a_failed_and_a_silent_file_at_warning(

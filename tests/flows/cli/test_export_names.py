@@ -1,53 +1,67 @@
-"""Export names recordings as a person reads them, and keeps the full URI for machines."""
+"""`medasr export --format txt`: what is final by default, and names that stay each
+recording's own from one export to the next."""
 
 from __future__ import annotations
 
-import csv
-import json
-import subprocess
 from pathlib import Path
 
+from typer.testing import CliRunner
+
 from config.settings import StorageSettings
-from storage import open_store
-from storage.records import SourceFile
-from tests.flows.prefect_server import MEDASR, stripped_env
+from flows.cli import app
+from storage import open_review_store
+from storage.review_interface import ReviewStore
+from tests.helpers.review import Segment, add_transcribed
 
-LANG = "en-IN"
+
+def store_at(sqlite_url: str) -> ReviewStore:
+    return open_review_store(StorageSettings(database_url=sqlite_url))
 
 
-def test_export_source_is_relative_and_source_uri_is_the_full_uri(tmp_path: Path) -> None:
-    archive = tmp_path / "archive"
-    failed_uri = str(archive / "b.mp3")
-    url = f"sqlite:///{tmp_path / 'medasr.db'}"
-    store = open_store(StorageSettings(database_url=url))
-    with store.unit_of_work() as uow:
-        uow.runs.start_run(source=str(archive), language=LANG)
-        uow.items.register_items([SourceFile(failed_uri, 10, "v1")], language=LANG)
-    with store.unit_of_work() as uow:
-        [item] = uow.claims.claim_batch(owner="w", language=LANG, limit=1, lease_s=60)
-        uow.claims.fail_item(
-            item.id,
-            lease_token=item.lease_token,
-            error_kind="corrupt_audio",
-            message=f"damaged or truncated audio file: {failed_uri} (no frames)",
-            retryable=False,
-            next_attempt_at=None,
-        )
+def finished(store: ReviewStore, uri: str, text: str, *, review: bool = False) -> int:
+    """A recording transcribed with `text`; flagged for review or done."""
+    flags = ("repetition",) if review else ()
+    return add_transcribed(store, uri, segments=[Segment(0, 1000, text)], flags=flags)
+
+
+def exported(runner: CliRunner, out: Path, *options: str) -> dict[str, str]:
+    result = runner.invoke(app, ["export", "--format", "txt", "--out", str(out), *options])
+    assert result.exit_code == 0, result.output
+    return {
+        p.relative_to(out).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted(out.rglob("*.txt"))
+    }
+
+
+def test_txt_exports_only_final_transcripts_unless_asked(
+    runner: CliRunner, sqlite_url: str, tmp_path: Path
+) -> None:
+    store = store_at(sqlite_url)
+    finished(store, str(tmp_path / "ward" / "signed.wav"), "final words")
+    finished(store, str(tmp_path / "ward" / "waiting.wav"), "machine words", review=True)
     store.dispose()
-    env = stripped_env() | {"MEDASR_DATABASE_URL": url}
-    for fmt in ("jsonl", "csv"):
-        out = tmp_path / f"items.{fmt}"
-        done = subprocess.run(
-            [MEDASR, "export", "--format", fmt, "--out", str(out)],
-            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        text = out.read_text(encoding="utf-8")
-        rows = (
-            [json.loads(line) for line in text.splitlines()]
-            if fmt == "jsonl"
-            else list(csv.DictReader(text.splitlines()))
-        )
-        [row] = rows
-        assert (row["source"], row["source_uri"]) == ("b.mp3", failed_uri)
-        assert row["error_message"] == "damaged or truncated audio file: b.mp3 (no frames)"
+    assert exported(runner, tmp_path / "out") == {"signed.txt": "final words\n"}
+    result = runner.invoke(app, ["export", "--format", "txt", "--out", str(tmp_path / "o2")])
+    assert "1 waiting for review not exported" in result.stderr
+    waiting = exported(runner, tmp_path / "review", "--status", "needs_review")
+    assert waiting == {"waiting.txt": "machine words\n"}
+
+
+def test_a_new_recording_never_takes_another_ones_export_name(
+    runner: CliRunner, sqlite_url: str, tmp_path: Path
+) -> None:
+    store = store_at(sqlite_url)
+    finished(store, str(tmp_path / "formats" / "wardround.opus"), "opus words")
+    finished(store, str(tmp_path / "formats" / "other.wav"), "other words")
+    first = exported(runner, tmp_path / "out")
+    assert first["wardround.txt"] == "opus words\n"
+    finished(store, str(tmp_path / "formats" / "wardround.mp3"), "mp3 words")
+    finished(store, str(tmp_path / "formats" / "WARDROUND.wav"), "upper words")
+    store.dispose()
+    second = exported(runner, tmp_path / "out2")
+    assert second.get("wardround.txt") == "opus words\n", second
+    assert second.get("other.txt") == "other words\n"
+    assert sorted(second.values()) == [
+        "mp3 words\n", "opus words\n", "other words\n", "upper words\n"
+    ]  # fmt: skip
+    assert exported(runner, tmp_path / "out") == second  # the first export's files, updated

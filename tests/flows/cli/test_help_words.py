@@ -47,3 +47,27 @@ def test_devserver_help_names_every_variable_whole() -> None:
     shown = CliRunner().invoke(app, ["devserver", "--help"], env={"COLUMNS": "100"}).output
     for name in ("RETRY_AFTER_HTTP_DATE", "LEGACY_RESPONSE_TAG", "P_WRONG_SCRIPT"):
         assert f"MEDASR_DEVSERVER_{name}" in shown.replace("│", "").replace(" ", "")
+
+
+@pytest.mark.parametrize("command", ["status", "export", "purge", "audit", "web", "serve"])
+def test_a_help_paragraph_is_never_cut_where_its_docstring_had_a_line_break(
+    command: str,
+) -> None:
+    """Each paragraph of the command's docstring is one flowing paragraph: wide enough,
+    it fills one line; the docstring's own line breaks never show."""
+    from flows.cli.commands import LazyGroup
+
+    loaded = LazyGroup(name="medasr").get_command(None, command)  # type: ignore[arg-type]
+    assert loaded is not None
+    assert loaded.help
+    shown = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "1000"}).output
+    lines = [line.strip(" │") for line in shown.splitlines()]
+    for paragraph in loaded.help.split("\n\n"):
+        words = " ".join(paragraph.split())
+        assert any(line.strip() == words for line in lines), (words, shown)
+
+
+@pytest.mark.parametrize("command", ["run", "rerun-failures", "deliver", "demo", "review", "purge"])
+def test_every_language_option_has_its_short_flag(command: str) -> None:
+    shown = help_of(command)
+    assert "--language -l" in shown, shown

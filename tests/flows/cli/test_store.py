@@ -230,7 +230,7 @@ def test_plain_status_escapes_control_characters(runner: CliRunner, tmp_path: Pa
     result = runner.invoke(app, ["status"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    failure = lines[lines.index("latest failures:") + 1 :]
+    failure = lines[lines.index("latest failures:") + 2 :]  # after the title and header
     assert len(failure) == 1
     assert failure[0].count("\t") == 5
     shown_source, _, _, _, _, shown_message = failure[0].split("\t")
@@ -273,9 +273,9 @@ def test_status_lists_skipped_recordings_in_their_own_section(
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert "en-IN\tskipped\t1\t0.00" in lines
-    failures = lines[lines.index("latest failures:") + 1 : lines.index("latest skipped:")]
+    failures = lines[lines.index("latest failures:") + 2 : lines.index("latest skipped:")]
     assert [line.split("\t")[0] for line in failures] == [broken]
-    skipped = lines[lines.index("latest skipped:") + 1 :]
+    skipped = lines[lines.index("latest skipped:") + 2 :]
     assert skipped[0] == (
         f"{quiet}\t{LANG}\tsilent_audio\t1\tskipped\tno speech: a steady tone, hum or noise"
     )

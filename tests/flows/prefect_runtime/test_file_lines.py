@@ -92,3 +92,27 @@ def test_a_name_with_a_percent_sign_is_logged_as_it_is(records: Records) -> None
     lines = FileLines(source_roots=[ROOT], planned=1)
     lines.on_file_finished(done("100%s.wav"))  # no event loop here: sent at once
     assert records.seen == [("INFO", "[1/1] done: 100%s.wav")]
+
+
+def test_a_recording_waiting_for_review_is_said_review(
+    records: Records, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Flagged by the gate, or held because every transcript waits (REQUIRED=all):
+    `review` in Prefect's lines and on the terminal, never `done`."""
+    from flows.cli.console import _LineObserver
+
+    flagged = FileOutcome(f"{ROOT}/a.wav", ItemStatus.NEEDS_REVIEW, reason="held for review: x")
+    routine = FileOutcome(f"{ROOT}/b.wav", ItemStatus.DONE, hold_reason="all")
+    lines = FileLines(source_roots=[ROOT], planned=2)
+    terminal = _LineObserver(source_roots=[ROOT])
+    terminal.on_planned(files=2)
+    for outcome in (flagged, routine):
+        lines.on_file_finished(outcome)
+        terminal.on_file_finished(outcome)
+    lines.flush()
+    assert records.seen == [("WARNING", "[1/2] review: a.wav"), ("INFO", "[2/2] review: b.wav")]
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in printed[1:]] == [
+        "[1/2] review: a.wav",
+        "[2/2] review: b.wav",
+    ]
