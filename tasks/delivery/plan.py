@@ -156,7 +156,8 @@ def preview_deliveries(
 def _current_delivered(uow: Any, language: str | None, after_id: int, target: str) -> int:
     page = uow.item_queries.done_items_page(language=language, after_id=after_id, limit=_PAGE)
     delivered = uow.deliveries.delivered_versions([i.id for i in page], target=target)
-    return sum(1 for i in page if item_version(i) in delivered.get(i.id, ()))
+    # the target holds the current version when it is the newest it was given
+    return sum(1 for i in page if delivered.get(i.id, [])[-1:] == [item_version(i)])
 
 
 def _claim_all(
