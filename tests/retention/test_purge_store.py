@@ -14,6 +14,7 @@ from sqlalchemy import text as sql
 from storage.database import normalize_database_url
 from storage.interface import UnitOfWorkFactory
 from storage.records import DeliveryStatus, WantedDelivery
+from storage.versions import item_version
 from tasks.errors import RetentionInvalid
 from tasks.retention.durations import parse_retention
 from tasks.retention.recording_purge import PurgeRequest, purge_recordings
@@ -38,7 +39,7 @@ def deliver_rows(store: UnitOfWorkFactory, statuses: dict[int, str]) -> None:
         items = {i: uow.item_queries.get_item(i) for i in statuses}
         uow.deliveries.plan_deliveries(
             [
-                WantedDelivery(item_id=i, language=it.language, version=f"v{i}")
+                WantedDelivery(item_id=i, language=it.language, version=item_version(it))
                 for i, it in items.items()
             ],
             format_name="txt",
