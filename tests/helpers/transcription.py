@@ -31,6 +31,7 @@ def run_once(
     on_retry: Callable[[RetryEvent], None] | None = None,
     lease_s: float = 60,
     cap_bytes: int | None = CAP_BYTES,
+    hold_all: bool = False,
     **pipeline: object,
 ) -> list:
     """Register `folder`, claim up to 10 files and process them; `cap_bytes=None`: the
@@ -47,6 +48,7 @@ def run_once(
                 gate=gate or RequestGate(concurrency=4),
                 owner="test-owner",
                 lease_s=lease_s,
+                hold_all=hold_all,
             )
             try:
                 with store.unit_of_work() as uow:
