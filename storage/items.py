@@ -202,11 +202,12 @@ class Items:
     def set_item_metadata(
         self, metadata_by_uri: Mapping[str, Mapping[str, str]], *, language: str | None
     ) -> int:
-        """Store the manifest's columns on the items (of `language`); returns rows changed."""
+        """Store the manifest's columns on the items (of `language`); returns rows changed.
+        A purged item never takes patient data again."""
         changed = 0
         uris = list(metadata_by_uri)
         for batch in batches(uris, uri_batch_size(self._session)):
-            condition = uri_in(self._session, batch)
+            condition = and_(uri_in(self._session, batch), Item.status != ItemStatus.PURGED)
             if language is not None:
                 condition = and_(condition, Item.language == language)
             rows = self._session.execute(

@@ -2,21 +2,24 @@
 
 A purged item keeps its row: key (source URI, language, source version), size, the
 recording's SHA-256, duration and chunk count, status `purged`, and under
-extras["purged"] when and by whom, its status before, and the SHA-256 of every text
+extras["purged"] when and by whom, its status before, and the HMAC-SHA256 of every text
 removed (transcript, each chunk, the manifest's metadata, the extras, the error
-message, each delivery's response). So a run over the unchanged source finds it
-settled and sends nothing, and `deliver` (which plans done items only) files nothing.
-Its chunks are deleted; its deliveries lose their response bodies and messages, and
-those never sent become superseded. A recording with a delivery another process holds
-or that may be in the record (in doubt) is never taken, `--include-undelivered` or not;
-by default neither is a done one whose current version is not the newest delivered to
-every target it went to (a correction not filed yet). The SQLite connection deletes with
-`secure_delete` on (freed pages are zeroed); `reclaim_space` then VACUUMs.
+message, each delivery's response) under a key the store does not hold (an unkeyed
+hash of a six-digit patient id is undone by trying every id). So a run over the
+unchanged source finds it settled and sends nothing, and `deliver` (which plans done
+items only) files nothing. Its chunks are deleted; its deliveries lose their response
+bodies and messages, and those never sent become superseded. A recording with a
+delivery another process holds or that may be in the record (in doubt) is never
+taken, `--include-undelivered` or not; by default neither is a done one whose current
+version is not the newest delivered to every target it went to (a correction not
+filed yet). The SQLite connection deletes with `secure_delete` on (freed pages are
+zeroed); `reclaim_space` then VACUUMs.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -95,9 +98,14 @@ class Retention:
             after_id = ids[-1]
         return [KeptCount(r, language, n) for (r, language), n in sorted(counts.items())]
 
-    def purge_items(self, item_ids: Sequence[int], *, purged_by: str) -> list[PurgedItem]:
+    def purge_items(
+        self, item_ids: Sequence[int], *, purged_by: str, receipt_key: bytes
+    ) -> list[PurgedItem]:
         """Remove the patient data of these items (those not purged already); returns what
-        was purged, in id order."""
+        was purged, in id order. Each removed text is kept as its HMAC-SHA256 under
+        `receipt_key`, a key the store does not hold: a value cannot be found again by
+        hashing candidates (a six-digit patient id) without it."""
+        keyed = _Keyed(receipt_key)
         if self._session.get_bind().dialect.name == "sqlite":
             self._session.connection().exec_driver_sql("PRAGMA secure_delete = ON")
         rows = self._session.execute(
@@ -107,23 +115,25 @@ class Retention:
         ).all()
         ids = [row.id for row in rows]
         chunks = _hashes_by_item(
+            keyed,
             self._session.execute(
                 select(ChunkRow.item_id, ChunkRow.index, ChunkRow.text).where(
                     ChunkRow.item_id.in_(ids)
                 )
-            ).all()
+            ).all(),
         )
         responses = _hashes_by_item(
+            keyed,
             self._session.execute(
                 select(
                     Delivery.item_id, Delivery.id, Delivery.response, Delivery.error_message
                 ).where(Delivery.item_id.in_(ids))
-            ).all()
+            ).all(),
         )
         now, purged, changes = clock.host_now(), [], []
         for row in rows:
             hashes = _item_hashes(
-                row, chunks=chunks.get(row.id, {}), responses=responses.get(row.id, {})
+                keyed, row, chunks=chunks.get(row.id, {}), responses=responses.get(row.id, {})
             )
             digest = _sha(json.dumps(hashes, sort_keys=True))
             finished_at = row.done_at or row.updated_at
@@ -133,7 +143,8 @@ class Retention:
                 "by": purged_by,
                 "status": row.status,
                 "finished_at": finished_at.isoformat(),
-                "sha256": hashes,
+                "hmac_sha256": hashes,
+                "key_id": keyed.key_id,
                 "digest": digest,
             }
             changes.append({"id": row.id, "extras": {"purged": receipt}})
@@ -238,20 +249,33 @@ def _kept_reason() -> ColumnElement[str]:
     )
 
 
-def _hashes_by_item(rows: Sequence[Any]) -> dict[int, dict[str, str]]:
-    """{item id: {label: sha256}} for rows (item_id, key, text...) with any text."""
+class _Keyed:
+    """HMAC-SHA256 of texts under the receipt key; `key_id` names the key, not its value."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+        self.key_id = _sha("receipt key\n" + key.hex())[:16]
+
+    def __call__(self, text: str) -> str:
+        return hmac.new(self._key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _hashes_by_item(keyed: _Keyed, rows: Sequence[Any]) -> dict[int, dict[str, str]]:
+    """{item id: {label: keyed hash}} for rows (item_id, key, text...) with any text."""
     found: dict[int, dict[str, str]] = {}
     for item_id, key, *texts in rows:
         for number, text in enumerate(texts):
             if text is not None:
                 label = f"{key}" if number == 0 else f"{key}.{number}"
-                found.setdefault(item_id, {})[label] = _sha(_as_text(text))
+                found.setdefault(item_id, {})[label] = keyed(_as_text(text))
     return found
 
 
-def _item_hashes(row: Any, *, chunks: dict[str, str], responses: dict[str, str]) -> dict[str, Any]:
+def _item_hashes(
+    keyed: _Keyed, row: Any, *, chunks: dict[str, str], responses: dict[str, str]
+) -> dict[str, Any]:
     hashes: dict[str, Any] = {
-        name: _sha(_as_text(value))
+        name: keyed(_as_text(value))
         for name, value in (
             ("text", row.text),
             ("machine_text", row.machine_text),

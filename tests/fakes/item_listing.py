@@ -82,7 +82,7 @@ class FakeItems:
         changed = 0
         for item in list(self._s.items.values()):
             wanted = metadata_by_uri.get(item.source_uri)
-            if wanted is None or language not in (None, item.language):
+            if wanted is None or language not in (None, item.language) or item.status == "purged":
                 continue
             if dict(item.metadata) != dict(wanted):
                 put_row(self._s, replace(item, metadata=dict(wanted)))

@@ -100,7 +100,7 @@ def test_a_delivered_recording_loses_its_text_and_keeps_its_key_and_hashes(
     assert (purged.text, purged.metadata, purged.flags) == (None, {}, [])
     assert purged.sha256 == items["/ward/a.wav"].sha256  # the recording's fingerprint stays
     assert purged.source_uri == "/ward/a.wav"
-    hashes = purged.extras["purged"]["sha256"]
+    hashes = purged.extras["purged"]["hmac_sha256"]
     assert set(hashes) >= {"text", "metadata", "chunks", "deliveries"}
     assert purged.extras["purged"]["by"] == "os:officer@host"
     assert chunks == {}
