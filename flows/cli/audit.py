@@ -1,9 +1,11 @@
 """`medasr audit` (read the trail) and `medasr audit verify` (check its hash chain).
 
-Reading prints no PHI (the trail holds none) and is not itself recorded; writing the
-trail out as jsonl or csv is an export, recorded as an `audit_exported` event after the
-rows are written. `verify` exits 0 when the chain is whole, 1 naming the first event
-that does not match (or an anchor the chain no longer holds), 2 for a bad option.
+Reading is not itself recorded, though paths are recording names (PHI): the command line
+is used by whoever can open the database itself (docs/audit.md, "Which reads are
+recorded"); writing the trail out as jsonl or csv is an export, recorded as an
+`audit_exported` event after the rows are written. `verify` exits 0 when the chain is
+whole, 1 naming the first event that does not match (or an anchor the chain no longer
+holds), 2 for a bad option.
 """
 
 from __future__ import annotations
