@@ -7,6 +7,7 @@ Real parts: python-hl7's MLLP listener, the store on SQLite.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +21,7 @@ from storage.versions import item_version
 from tasks.retention.durations import parse_retention
 from tasks.retention.recording_purge import PurgeRequest, purge_recordings
 from tasks.review.decisions import finalize
+from tests.flows.prefect_server import wait_until
 from tests.service.mllp_listener import MllpListener, running_listener
 from tests.tasks.delivery.delivery_helpers import deliver, make_done, rows_of, target_settings
 
@@ -113,3 +115,30 @@ def _set_done_at(url: str, when: datetime) -> None:
             connection.execute(sql("UPDATE items SET done_at = :t, updated_at = :t"), {"t": when})
     finally:
         engine.dispose()
+
+
+def test_a_purge_during_a_delivery_leaves_the_notes_in_flight_alone(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, tmp_path: Path
+) -> None:
+    texts = {f"/d/{n}.wav": f"note {n}" for n in range(3)}
+    meta = {uri: {"patient_id": f"PAT-{n}"} for n, uri in enumerate(texts)}
+    items = make_done(store, texts, metadata=meta)
+    listener = MllpListener(script=deque(["late"] * 3), late_s=1.5)  # slow ACKs
+    with running_listener(listener):
+        target = f"mllp://127.0.0.1:{listener.port}"
+        settings = target_settings(devserver_factory(), sqlite_url, target=target)
+        settings = settings.model_copy(
+            update={"delivery": settings.delivery.model_copy(update={"hl7_ack_timeout_s": 10})}
+        )
+        outcome: list[object] = []
+        worker = threading.Thread(target=lambda: outcome.append(deliver(settings, store)))
+        worker.start()
+        wait_until(lambda: listener.received or None, timeout_s=30, what="the first MDM")
+        purged = _purge(store, tmp_path, now=LATER, include_undelivered=True)
+        worker.join(timeout=60)
+    (stats,) = outcome
+    assert purged.total == 0
+    assert stats.delivered == 3  # type: ignore[attr-defined]
+    for item in items.values():
+        assert [r.status for r in rows_of(store, item)] == ["delivered"]
+        assert _status(store, item.id) == "done"
