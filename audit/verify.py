@@ -36,7 +36,7 @@ class Verdict:
         if report.broken is not None:
             return (
                 f"audit trail broken at event {report.broken.seq}: {report.broken.reason}; "
-                f"{report.events} event(s) before it match"
+                f"{report.events} event(s) before it match{self._newest()}"
             )
         if self.anchor is not None and not report.anchor_seen:
             return (
@@ -45,7 +45,19 @@ class Verdict:
             )
         anchored = f"; it contains the anchor {self.anchor}" if self.anchor else ""
         newest = report.newest_hash
-        return f"audit trail whole: {report.events} event(s), newest hash {newest}{anchored}"
+        return (
+            f"audit trail whole: {report.events} event(s), newest hash {newest}"
+            f"{self._newest()}{anchored}"
+        )
+
+    def _newest(self) -> str:
+        """When the newest matching event was written: a trail whose newest events were
+        removed ends too early, and only a person who knows when the last one was made
+        (or an anchor) can tell."""
+        at = self.report.newest_at
+        if at is None:
+            return "; no event: without an anchor an empty trail proves nothing"
+        return f"; the newest written {at.isoformat(timespec='seconds')}"
 
 
 def checked_anchor(anchor: str) -> str:
@@ -63,3 +75,19 @@ def verify_trail(store: UnitOfWorkFactory, *, since_anchor: str | None = None) -
     with store.unit_of_work(read_only=True) as uow:
         report = walk_chain(uow.audit.chain(), anchor=since_anchor)
     return Verdict(report=report, anchor=since_anchor)
+
+
+def anchor_line(store: UnitOfWorkFactory) -> str:
+    """The line the nightly run logs: the anchor to keep outside the database (the newest
+    hash, after a walk of the chain) with how many events and when the newest was
+    written; or, when the chain is broken, where."""
+    verdict = verify_trail(store)
+    if not verdict.whole:
+        return verdict.sentence()
+    report = verdict.report
+    newest = report.newest_at.isoformat(timespec="seconds") if report.newest_at else "none"
+    return (
+        f"audit anchor {report.newest_hash} ({report.events} event(s), the newest written "
+        f"{newest}): keep it outside the database; `medasr audit verify --since-anchor` "
+        "checks it later"
+    )

@@ -75,21 +75,27 @@ class ChainReport:
     newest_hash: str
     broken: ChainBreak | None
     anchor_seen: bool
+    newest_at: datetime | None = None  # the time of the newest event that matched
 
 
 def walk_chain(events: Iterable[AuditEvent], *, anchor: str | None = None) -> ChainReport:
     """Check every link in order of `seq`; stop at the first event that does not match."""
     previous_hash, previous_seq, count, anchor_seen = GENESIS, 0, 0, False
+    newest_at: datetime | None = None
     for event in events:
         reason = _mismatch(event, previous_hash=previous_hash, previous_seq=previous_seq)
         if reason is not None:
-            return ChainReport(count, previous_hash, ChainBreak(event.seq, reason), anchor_seen)
+            broken = ChainBreak(event.seq, reason)
+            return ChainReport(count, previous_hash, broken, anchor_seen, newest_at)
         previous_hash, previous_seq, count = event.hash, event.seq, count + 1
+        newest_at = event.occurred_at
         anchor_seen = anchor_seen or event.hash == anchor
-    return ChainReport(count, previous_hash, None, anchor_seen)
+    return ChainReport(count, previous_hash, None, anchor_seen, newest_at)
 
 
 def _mismatch(event: AuditEvent, *, previous_hash: str, previous_seq: int) -> str | None:
+    if event.unreadable is not None:
+        return f"it cannot be read ({event.unreadable})"
     if event.seq != previous_seq + 1:
         return f"its sequence number follows {previous_seq} (an event before it is missing)"
     if event.prev_hash != previous_hash:

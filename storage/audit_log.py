@@ -9,11 +9,12 @@ back) with the change it describes and no two appends ever see the same newest e
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Row, Select, insert, or_, select, text
+from sqlalchemy import Row, Select, String, Text, insert, or_, select, text, type_coerce
 from sqlalchemy.orm import Session
 
 from storage.audit_chain import GENESIS, seal_event
@@ -35,6 +36,7 @@ _NEWEST = (
 _NEWEST_SQLITE = text(_NEWEST.format(now="strftime('%Y-%m-%d %H:%M:%f', 'now')"))
 _NEWEST_POSTGRESQL = text(_NEWEST.format(now="clock_timestamp()"))
 _INSERT = insert(AuditEventRow)
+_UNREADABLE_TIME = datetime(1970, 1, 1, tzinfo=UTC)  # shown for a time that cannot be read
 
 
 class AuditLog:
@@ -55,7 +57,7 @@ class AuditLog:
             seq, prev_hash, now = connection.execute(_NEWEST_SQLITE).one()
         seq, prev_hash = (seq + 1, prev_hash) if seq is not None else (1, GENESIS)
         stored = seal_event(event, seq=seq, occurred_at=_as_utc(now), prev_hash=prev_hash)
-        connection.execute(_INSERT, vars(stored))
+        connection.execute(_INSERT, {k: v for k, v in vars(stored).items() if k != "unreadable"})
         return stored
 
     def newest_event(self, *, action: str | None = None) -> AuditEvent | None:
@@ -94,7 +96,17 @@ class AuditLog:
 
 
 def _select_events() -> Select[Any]:
-    return select(AuditEventRow.__table__)
+    """Every column, the time and detail as the database holds them: one row written by
+    hand (SQLite keeps any value) must not stop the reading of the others."""
+    raw = {"occurred_at": String(), "detail": Text()}
+    return select(
+        *(
+            type_coerce(column, raw[column.name]).label(column.name)
+            if column.name in raw
+            else column
+            for column in _COLUMNS
+        )
+    )
 
 
 def _conditions(selection: AuditFilter) -> list[Any]:
@@ -127,15 +139,55 @@ def _as_utc(value: datetime | str) -> datetime:
 
 
 def _event(row: Row[Any]) -> AuditEvent:
+    problems: list[str] = []
+    texts = {
+        name: _text(getattr(row, name), name, problems)
+        for name in ("actor", "action", "path", "target", "prev_hash", "hash")
+    }
+    seq, item_id = row.seq, row.item_id
+    if not isinstance(seq, int) or not isinstance(item_id, int | None):
+        problems.append("its number or item is not an integer")
     return AuditEvent(
-        seq=row.seq,
-        occurred_at=row.occurred_at,  # UTCDateTime: aware UTC on every dialect
-        actor=row.actor,
-        action=row.action,
-        item_id=row.item_id,
-        path=row.path,
-        target=row.target,
-        detail=row.detail,
-        prev_hash=row.prev_hash,
-        hash=row.hash,
+        seq=seq if isinstance(seq, int) else -1,
+        occurred_at=_time(row.occurred_at, problems),
+        actor=texts["actor"] or "",
+        action=texts["action"] or "",
+        item_id=item_id if isinstance(item_id, int) else None,
+        path=texts["path"],
+        target=texts["target"],
+        detail=_detail(row.detail, problems),
+        prev_hash=texts["prev_hash"] or "",
+        hash=texts["hash"] or "",
+        unreadable="; ".join(problems) or None,
     )
+
+
+def _text(value: object, name: str, problems: list[str]) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    problems.append(f"its {name} is stored as {type(value).__name__}, not text")
+    return None
+
+
+def _time(value: object, problems: list[str]) -> datetime:
+    """The stored time as aware UTC (SQLite holds text, PostgreSQL a timestamp)."""
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    try:
+        parsed = datetime.fromisoformat(str(value))
+    except ValueError:
+        problems.append("its time is not a date and time")
+        return _UNREADABLE_TIME
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _detail(value: object, problems: list[str]) -> dict[str, str | int] | None:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            value = ...
+    if value is None or isinstance(value, dict):
+        return value
+    problems.append("its detail is not a JSON object")
+    return None

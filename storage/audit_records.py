@@ -33,6 +33,9 @@ class AuditEvent:
     detail: Mapping[str, str | int] | None
     prev_hash: str
     hash: str
+    # Why a stored row cannot be read as an event (a time with trailing text, a BLOB
+    # where text belongs); None for every row a writer of medasr made.
+    unreadable: str | None = None
 
 
 @dataclass(frozen=True)

@@ -208,6 +208,37 @@ class Claims:
         purge receipt in extras stays); raises LeaseLost."""
         self._settle(item_id, lease_token=lease_token, status=ItemStatus.PURGED, attempts=0)
 
+    def keep_result(
+        self, item_id: int, *, lease_token: str | None, extras: Mapping[str, Any]
+    ) -> None:
+        """Settle our touched item as it was: its file holds the same bytes (transcript,
+        review and finish time unchanged; status and duration from extras["touched"], the
+        rest of `extras` as before it was listed again); raises LeaseLost."""
+        kept = {k: v for k, v in extras.items() if k != "touched"}
+        touched = extras["touched"]
+        self._settle(
+            item_id,
+            lease_token=lease_token,
+            status=touched["status"],
+            duration_ms=touched.get("duration_ms"),
+            extras=kept or None,
+        )
+
+    def forget_result(self, item_id: int, *, lease_token: str | None) -> None:
+        """Our touched item's bytes changed: the transcript it kept is not theirs;
+        raises LeaseLost."""
+        self._queue.touch(
+            item_id,
+            lease_token=lease_token,
+            text=None,
+            machine_text=None,
+            duration_ms=None,
+            chunk_count=None,
+            extras=None,
+            flags=None,
+            done_at=None,
+        )
+
     def skip_item(
         self,
         item_id: int,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Row, Table, exists, func, select, update
+from sqlalchemy import ColumnElement, Table, exists, func, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, aliased
@@ -30,7 +30,7 @@ from storage.errors import SchemaOutdated
 from storage.models import Delivery, StoreIdentity
 from storage.queries import batches
 from storage.records import DeliveryCount, DeliveryRecord, SentIdentity, WantedDelivery
-from storage.versions import item_version, transcript_version
+from storage.versions import item_version, plan_version, transcript_version
 from storage.work_queue import WorkQueue, ended_with_error
 
 DELIVERIES = cast(Table, Delivery.__table__)
@@ -47,12 +47,6 @@ __all__ = [
 ]
 
 
-def _latest_delivered(rows: Sequence[Any]) -> int | None:
-    """The id of the last delivered row among `rows` (oldest first), if any."""
-    delivered = [r.id for r in rows if r.status == "delivered"]
-    return delivered[-1] if delivered else None
-
-
 class Deliveries:
     """Plan, claim, settle and read deliveries inside one session."""
 
@@ -61,11 +55,13 @@ class Deliveries:
         self._queue = WorkQueue(session, Delivery, doubt_when=Delivery.sending_at.is_not(None))
 
     def plan_deliveries(self, wanted: Sequence[WantedDelivery], *, format_name: str) -> int:
-        """Add a pending row for each version not seen yet; returns how many were added.
+        """Add a pending row for each current version a target does not hold; returns how
+        many were added (or revived).
 
         A new row names the latest delivered version of its item (`replaces_id`); older
-        versions never delivered become `superseded`. Rows already there are left as
-        they are, so a delivered version is never queued again.
+        versions never sent become `superseded`. A version delivered once is queued again
+        (a new `filing`) only when the target holds another version that replaced it:
+        storage/versions.py `plan_version` decides.
         """
         added = 0
         for batch in batches(list(wanted)):
@@ -73,15 +69,20 @@ class Deliveries:
             inserts = []
             for want in batch:
                 rows = [r for r in known.get(want.item_id, []) if r.target == want.target]
-                same = [r for r in rows if r.version == want.version]
                 others = [r for r in rows if r.version != want.version]
-                if same and same[0].status != "superseded":
-                    continue
                 self._supersede([r.id for r in others if _never_sent(r)])
-                if same:  # back to a version set aside before it was sent
-                    added += self._revive(same[0].id, replaces_id=_latest_delivered(others))
-                else:
-                    inserts.append(self._new_row(want, others, format_name=format_name))
+                plan = plan_version(rows, version=want.version)
+                if plan.action == "revive" and plan.row_id is not None:
+                    added += self._revive(plan.row_id, replaces_id=plan.replaces_id)
+                elif plan.action in ("new", "refile"):
+                    inserts.append(
+                        self._new_row(
+                            want,
+                            replaces_id=plan.replaces_id,
+                            filing=plan.filing,
+                            format_name=format_name,
+                        )
+                    )
             if inserts:
                 added += self._insert_new_rows(inserts)
         return added
@@ -96,6 +97,7 @@ class Deliveries:
                 Delivery.delivered_at,
                 Delivery.target,
                 Delivery.control_id,
+                Delivery.filing,
             )
             .where(Delivery.item_id.in_(item_ids))
             .order_by(Delivery.id)
@@ -135,7 +137,7 @@ class Deliveries:
 
     @staticmethod
     def _new_row(
-        want: WantedDelivery, rows: Sequence[Row[Any]], *, format_name: str
+        want: WantedDelivery, *, replaces_id: int | None, filing: int, format_name: str
     ) -> dict[str, Any]:
         now = clock.host_now()
         return {
@@ -147,7 +149,8 @@ class Deliveries:
             "status": "pending",
             "attempts": 0,
             "retryable": False,
-            "replaces_id": _latest_delivered(rows),
+            "replaces_id": replaces_id,
+            "filing": filing,
             "created_at": now,
             "updated_at": now,
         }
@@ -158,7 +161,7 @@ class Deliveries:
         statement = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(DELIVERIES)
         inserted = self._session.execute(
             statement.on_conflict_do_nothing(
-                index_elements=["item_id", "version", "target"]
+                index_elements=["item_id", "version", "target", "filing"]
             ).returning(DELIVERIES.c.id),
             rows,
         )

@@ -154,6 +154,16 @@ class ClaimRepository(Protocol):
         """Settle our purged item purged again (same bytes); raises LeaseLost."""
         ...
 
+    def keep_result(
+        self, item_id: int, *, lease_token: str | None, extras: Mapping[str, Any]
+    ) -> None:
+        """Settle our touched item as it was (same bytes); raises LeaseLost."""
+        ...
+
+    def forget_result(self, item_id: int, *, lease_token: str | None) -> None:
+        """Our touched item's bytes changed: forget the result it kept; raises LeaseLost."""
+        ...
+
     def skip_item(
         self,
         item_id: int,

@@ -38,6 +38,8 @@ __all__ = ["UNREADABLE_VERSION", "Items"]
 UNREADABLE_VERSION = "unreadable"
 # ... and a folder or bucket prefix that could not be listed: its row goes once it is.
 UNLISTED_FOLDER_VERSION = "unlisted folder"
+# Relisted with their old size, these keep what they hold until the bytes are hashed.
+_KEPT_WHEN_TOUCHED = (ItemStatus.PURGED, ItemStatus.DONE, ItemStatus.NEEDS_REVIEW)
 
 
 class Items:
@@ -89,37 +91,44 @@ class Items:
     def _back_to_pending(self, relisted: Mapping[int, SourceFile], *, now: datetime) -> None:
         """Changed files go back to pending, except those a worker holds under a live lease.
 
-        A purged file listed with a new version but its old size keeps its purge receipt
-        (extras) and sha256: the worker that hashes it settles it purged again when the
-        bytes are the same, so touching a file never buys its transcript twice. The one
-        query that finds the leased rows finds these too."""
+        A file listed with a new version but its old size may hold the same bytes (touched:
+        a backup restored, a copy). A purged one keeps its purge receipt (extras) and
+        sha256: the worker that hashes it settles it purged again when the bytes are the
+        same, so touching a file never buys its transcript twice. A done or held one keeps
+        its transcript, review and finish time, its status noted under extras["touched"]:
+        the worker settles it as it was when the bytes are the same (storage/claims.py
+        `keep_result`), and forgets it all when they are not. The one query that finds
+        the leased rows finds these too."""
         live_lease = and_(
             Item.status == ItemStatus.PROCESSING,
             Item.lease_expires_at.is_not(None),
             Item.lease_expires_at > now,
         )
         special = self._session.execute(
-            select(Item.id, Item.status, Item.size_bytes).where(
-                Item.id.in_(list(relisted)), or_(live_lease, Item.status == ItemStatus.PURGED)
+            select(Item.id, Item.status, Item.size_bytes, Item.extras, Item.duration_ms).where(
+                Item.id.in_(list(relisted)), or_(live_lease, Item.status.in_(_KEPT_WHEN_TOUCHED))
             )
         ).all()
-        leased = {row.id for row in special if row.status != ItemStatus.PURGED}
-        purged = {
-            row.id
+        leased = {row.id for row in special if row.status == ItemStatus.PROCESSING}
+        same_size = {
+            row.id: row
             for row in special
-            if row.status == ItemStatus.PURGED and row.size_bytes == relisted[row.id].size_bytes
+            if row.status in _KEPT_WHEN_TOUCHED and row.size_bytes == relisted[row.id].size_bytes
         }
-        updates = [
-            _pending_again(i, f, now=now, keep_receipt=i in purged)
-            for i, f in relisted.items()
-            if i not in leased
-        ]
-        for batch in (
-            [u for u in updates if "extras" in u],
-            [u for u in updates if "extras" not in u],
-        ):
-            if batch:  # one statement per set of columns
-                self._session.execute(update(Item), batch)
+        updates = []
+        for i, f in relisted.items():
+            if i in leased:
+                continue
+            row = same_size.get(i)
+            if row is not None and row.status != ItemStatus.PURGED:
+                updates.append(_touched(i, f, now=now, before=row))
+            else:
+                updates.append(_pending_again(i, f, now=now, keep_receipt=row is not None))
+        by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for values in updates:  # one statement per set of columns
+            by_columns.setdefault(tuple(sorted(values)), []).append(values)
+        for batch in by_columns.values():
+            self._session.execute(update(Item), batch)
 
     def _insert_new_items(self, rows: list[dict[str, Any]]) -> int:
         """Insert items another run may be registering at this moment; returns how many were ours.
@@ -193,11 +202,12 @@ class Items:
     def set_item_metadata(
         self, metadata_by_uri: Mapping[str, Mapping[str, str]], *, language: str | None
     ) -> int:
-        """Store the manifest's columns on the items (of `language`); returns rows changed."""
+        """Store the manifest's columns on the items (of `language`); returns rows changed.
+        A purged item never takes patient data again."""
         changed = 0
         uris = list(metadata_by_uri)
         for batch in batches(uris, uri_batch_size(self._session)):
-            condition = uri_in(self._session, batch)
+            condition = and_(uri_in(self._session, batch), Item.status != ItemStatus.PURGED)
             if language is not None:
                 condition = and_(condition, Item.language == language)
             rows = self._session.execute(
@@ -315,3 +325,21 @@ def _pending_again(
     if keep_receipt:
         del values["extras"]
     return values
+
+
+def _touched(item_id: int, listed: SourceFile, *, now: datetime, before: Any) -> dict[str, Any]:
+    """A finished file listed again with its old size: back to pending to be hashed, its
+    transcript, review and finish time kept, its status and audio duration noted under
+    extras["touched"] (a pending row counts no audio hours)."""
+    touched = {"status": before.status, "duration_ms": before.duration_ms}
+    return {
+        "id": item_id,
+        "source_version": listed.version,
+        "status": "pending",
+        "attempts": 0,
+        "next_attempt_at": None,
+        "duration_ms": None,
+        "extras": {**(before.extras or {}), "touched": touched},
+        "updated_at": now,
+        **cleared_lease(),
+    }

@@ -189,7 +189,7 @@ class Delivery(Base):
 
     __tablename__ = "deliveries"
     __table_args__ = (
-        UniqueConstraint("item_id", "version", "target"),
+        UniqueConstraint("item_id", "version", "target", "filing"),
         CheckConstraint(f"status IN ({_in(DELIVERY_STATUSES)})", name="status"),
         Index("ix_deliveries_status_id", "status", "id"),
     )
@@ -221,6 +221,9 @@ class Delivery(Base):
     series: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     document_id: Mapped[str | None] = mapped_column(String(128))  # TXA-12 / masterIdentifier
     sent_text: Mapped[str | None] = mapped_column(Text)  # kept while the answer may be missing
+    # The times this version went to this target before (0013): a version that is the note
+    # again after another replaced it is filed again, under identifiers of its own.
+    filing: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class StoreIdentity(Base):

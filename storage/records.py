@@ -242,6 +242,7 @@ class DeliveryRecord:
     series: int = 0  # attempt series: a new one after each definitive answer
     document_id: str | None = None  # what the target knows the note by (TXA-12, masterIdentifier)
     sent_text: str | None = field(default=None, repr=False)  # kept while in doubt
+    filing: int = 0  # the times this version went to this target before (filed again)
 
 
 @dataclass(frozen=True)

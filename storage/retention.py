@@ -2,19 +2,26 @@
 
 A purged item keeps its row: key (source URI, language, source version), size, the
 recording's SHA-256, duration and chunk count, status `purged`, and under
-extras["purged"] when and by whom, its status before, and the SHA-256 of every text
+extras["purged"] when and by whom, its status before, and the HMAC-SHA256 of every text
 removed (transcript, each chunk, the manifest's metadata, the extras, the error
-message, each delivery's response). So a run over the unchanged source finds it
-settled and sends nothing, and `deliver` (which plans done items only) files nothing.
-Its chunks are deleted; its deliveries lose their response bodies and messages, and
-those still unsettled become superseded. The SQLite connection deletes with
-`secure_delete` on (freed pages are zeroed); `reclaim_space` then VACUUMs.
+message, each delivery's response) under a key the store does not hold (an unkeyed
+hash of a six-digit patient id is undone by trying every id). So a run over the
+unchanged source finds it settled and sends nothing, and `deliver` (which plans done
+items only) files nothing. Its chunks are deleted; its deliveries lose their response
+bodies and messages, and those never sent become superseded. A recording with a
+delivery another process holds or that may be in the record (in doubt) is never
+taken, `--include-undelivered` or not; by default neither is a done one whose current
+version is not the newest delivered to every target it went to (a correction not
+filed yet). The SQLite connection deletes with `secure_delete` on (freed pages are
+zeroed); `reclaim_space` then VACUUMs.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +31,7 @@ from sqlalchemy.orm import Session
 from storage import clock
 from storage.models import ChunkRow, Delivery, Item, Revision
 from storage.records import DeliveryStatus, ItemStatus
+from storage.retention_current import behind_the_record
 from storage.retention_records import KeptCount, PurgedItem, PurgeSelection
 
 _FINISHED = (ItemStatus.DONE, ItemStatus.NEEDS_REVIEW, ItemStatus.FAILED, ItemStatus.SKIPPED)
@@ -34,6 +42,10 @@ _UNSETTLED = (
     DeliveryStatus.IN_DOUBT,
 )
 _FINISHED_AT = func.coalesce(Item.done_at, Item.updated_at)
+# Held by a deliverer, or went out unanswered: the receiver may have it. Never touched.
+_MAY_BE_FILED = (DeliveryStatus.PROCESSING, DeliveryStatus.IN_DOUBT)
+_NEVER_SENT = (DeliveryStatus.PENDING, DeliveryStatus.FAILED)
+_PAGE = 2_000
 
 
 class Retention:
@@ -43,7 +55,21 @@ class Retention:
         self._session = session
 
     def purgeable_ids(self, selection: PurgeSelection, *, after_id: int, limit: int) -> list[int]:
-        """Up to `limit` ids of items the selection takes, above `after_id`, in id order."""
+        """Up to `limit` ids of items the selection takes, above `after_id`, in id order.
+
+        By default a done note some target holds another version of (a correction not
+        filed yet) is left out (storage/retention_current.py)."""
+        while True:
+            ids = self._candidates(selection, after_id=after_id, limit=limit)
+            if not ids or selection.include_undelivered:
+                return ids
+            behind = behind_the_record(self._session, ids)
+            chosen = [i for i in ids if i not in behind]
+            if chosen:
+                return chosen
+            after_id = ids[-1]
+
+    def _candidates(self, selection: PurgeSelection, *, after_id: int, limit: int) -> list[int]:
         query = (
             select(Item.id)
             .where(_old_enough(selection), _taken(selection), Item.id > after_id)
@@ -54,46 +80,60 @@ class Retention:
 
     def kept_counts(self, selection: PurgeSelection) -> list[KeptCount]:
         """Items old enough that the selection keeps, by reason and language."""
-        if selection.include_undelivered:
-            return []
         reason = _kept_reason()
+        kept = not_(_taken(selection))
         query = (
             select(reason, Item.language, func.count())
-            .where(_old_enough(selection), not_(_taken(selection)))
+            .where(_old_enough(selection), kept)
             .group_by(reason, Item.language)
-            .order_by(reason, Item.language)
         )
-        return [KeptCount(r, language, n) for r, language, n in self._session.execute(query)]
+        counts = Counter({(r, language): n for r, language, n in self._session.execute(query)})
+        after_id = 0
+        while not selection.include_undelivered:
+            ids = self._candidates(selection, after_id=after_id, limit=_PAGE)
+            if not ids:
+                break
+            for language in behind_the_record(self._session, ids).values():
+                counts[("undelivered", language)] += 1
+            after_id = ids[-1]
+        return [KeptCount(r, language, n) for (r, language), n in sorted(counts.items())]
 
-    def purge_items(self, item_ids: Sequence[int], *, purged_by: str) -> list[PurgedItem]:
+    def purge_items(
+        self, item_ids: Sequence[int], *, purged_by: str, receipt_key: bytes
+    ) -> list[PurgedItem]:
         """Remove the patient data of these items (those not purged already); returns what
-        was purged, in id order."""
+        was purged, in id order. Each removed text is kept as its HMAC-SHA256 under
+        `receipt_key`, a key the store does not hold: a value cannot be found again by
+        hashing candidates (a six-digit patient id) without it."""
+        keyed = _Keyed(receipt_key)
         if self._session.get_bind().dialect.name == "sqlite":
             self._session.connection().exec_driver_sql("PRAGMA secure_delete = ON")
         rows = self._session.execute(
             select(Item.__table__)
-            .where(Item.id.in_(item_ids), Item.status != ItemStatus.PURGED)
+            .where(Item.id.in_(item_ids), Item.status != ItemStatus.PURGED, not_(_in_flight()))
             .order_by(Item.id)
         ).all()
         ids = [row.id for row in rows]
         chunks = _hashes_by_item(
+            keyed,
             self._session.execute(
                 select(ChunkRow.item_id, ChunkRow.index, ChunkRow.text).where(
                     ChunkRow.item_id.in_(ids)
                 )
-            ).all()
+            ).all(),
         )
         responses = _hashes_by_item(
+            keyed,
             self._session.execute(
                 select(
                     Delivery.item_id, Delivery.id, Delivery.response, Delivery.error_message
                 ).where(Delivery.item_id.in_(ids))
-            ).all()
+            ).all(),
         )
         now, purged, changes = clock.host_now(), [], []
         for row in rows:
             hashes = _item_hashes(
-                row, chunks=chunks.get(row.id, {}), responses=responses.get(row.id, {})
+                keyed, row, chunks=chunks.get(row.id, {}), responses=responses.get(row.id, {})
             )
             digest = _sha(json.dumps(hashes, sort_keys=True))
             finished_at = row.done_at or row.updated_at
@@ -103,7 +143,8 @@ class Retention:
                 "by": purged_by,
                 "status": row.status,
                 "finished_at": finished_at.isoformat(),
-                "sha256": hashes,
+                "hmac_sha256": hashes,
+                "key_id": keyed.key_id,
                 "digest": digest,
             }
             changes.append({"id": row.id, "extras": {"purged": receipt}})
@@ -114,7 +155,7 @@ class Retention:
         self._session.execute(delete(Revision).where(Revision.item_id.in_(ids)))
         self._session.execute(
             update(Delivery)
-            .where(Delivery.item_id.in_(ids))
+            .where(Delivery.item_id.in_(ids), Delivery.status.not_in(_MAY_BE_FILED))
             .values(
                 response=None,
                 error_message=None,
@@ -128,7 +169,11 @@ class Retention:
         )
         self._session.execute(
             update(Delivery)
-            .where(Delivery.item_id.in_(ids), Delivery.status.in_(_UNSETTLED))
+            .where(
+                Delivery.item_id.in_(ids),
+                Delivery.status.in_(_NEVER_SENT),
+                Delivery.control_id.is_(None),
+            )
             .values(status=DeliveryStatus.SUPERSEDED)
             .execution_options(synchronize_session=False)
         )
@@ -169,9 +214,21 @@ def _old_enough(selection: PurgeSelection) -> ColumnElement[bool]:
     return condition
 
 
+def _in_flight() -> ColumnElement[bool]:
+    """A delivery of the item is held by a deliverer or may be in the record (in doubt,
+    or sent and queued again by a person)."""
+    return exists().where(
+        Delivery.item_id == Item.id,
+        or_(
+            Delivery.status.in_(_MAY_BE_FILED),
+            and_(Delivery.status == DeliveryStatus.PENDING, Delivery.control_id.is_not(None)),
+        ),
+    )
+
+
 def _taken(selection: PurgeSelection) -> ColumnElement[bool]:
     if selection.include_undelivered:
-        return Item.id.is_not(None)
+        return not_(_in_flight())
     unsettled = exists().where(Delivery.item_id == Item.id, Delivery.status.in_(_UNSETTLED))
     done = and_(Item.status == ItemStatus.DONE, not_(unsettled))
     if selection.delivery_configured:  # a done recording not yet planned is undelivered
@@ -184,27 +241,41 @@ def _kept_reason() -> ColumnElement[str]:
         Delivery.item_id == Item.id, Delivery.status == DeliveryStatus.IN_DOUBT
     )
     return case(
+        (_in_flight() & not_(in_doubt), "sending"),
+        (in_doubt, "in_doubt"),
         (Item.status == ItemStatus.NEEDS_REVIEW, "held"),
         (Item.status == ItemStatus.FAILED, "failed"),
-        (in_doubt, "in_doubt"),
         else_="undelivered",
     )
 
 
-def _hashes_by_item(rows: Sequence[Any]) -> dict[int, dict[str, str]]:
-    """{item id: {label: sha256}} for rows (item_id, key, text...) with any text."""
+class _Keyed:
+    """HMAC-SHA256 of texts under the receipt key; `key_id` names the key, not its value."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+        self.key_id = _sha("receipt key\n" + key.hex())[:16]
+
+    def __call__(self, text: str) -> str:
+        return hmac.new(self._key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _hashes_by_item(keyed: _Keyed, rows: Sequence[Any]) -> dict[int, dict[str, str]]:
+    """{item id: {label: keyed hash}} for rows (item_id, key, text...) with any text."""
     found: dict[int, dict[str, str]] = {}
     for item_id, key, *texts in rows:
         for number, text in enumerate(texts):
             if text is not None:
                 label = f"{key}" if number == 0 else f"{key}.{number}"
-                found.setdefault(item_id, {})[label] = _sha(_as_text(text))
+                found.setdefault(item_id, {})[label] = keyed(_as_text(text))
     return found
 
 
-def _item_hashes(row: Any, *, chunks: dict[str, str], responses: dict[str, str]) -> dict[str, Any]:
+def _item_hashes(
+    keyed: _Keyed, row: Any, *, chunks: dict[str, str], responses: dict[str, str]
+) -> dict[str, Any]:
     hashes: dict[str, Any] = {
-        name: _sha(_as_text(value))
+        name: keyed(_as_text(value))
         for name, value in (
             ("text", row.text),
             ("machine_text", row.machine_text),

@@ -22,8 +22,11 @@ class RetentionRepository(Protocol):
         """Items old enough that the selection keeps, by reason and language."""
         ...
 
-    def purge_items(self, item_ids: Sequence[int], *, purged_by: str) -> list[PurgedItem]:
-        """Remove the patient data of these items; returns what was purged, in id order."""
+    def purge_items(
+        self, item_ids: Sequence[int], *, purged_by: str, receipt_key: bytes
+    ) -> list[PurgedItem]:
+        """Remove the patient data of these items; returns what was purged, in id order.
+        `receipt_key`: the key of the receipt's keyed hashes (kept outside the store)."""
         ...
 
     def delivery_ids_of(self, item_ids: Sequence[int]) -> list[int]:

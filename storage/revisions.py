@@ -110,6 +110,7 @@ class Revisions:
                 status="done",
                 flags=None,
                 extras={**item.extras, "review": review},
+                done_at=revision.created_at,  # the retention clock: this version's finish
                 updated_at=revision.created_at,
             )
             .execution_options(synchronize_session=False)

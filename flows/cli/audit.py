@@ -1,14 +1,17 @@
 """`medasr audit` (read the trail) and `medasr audit verify` (check its hash chain).
 
-Reading prints no PHI (the trail holds none) and is not itself recorded; writing the
-trail out as jsonl or csv is an export, recorded as an `audit_exported` event after the
-rows are written. `verify` exits 0 when the chain is whole, 1 naming the first event
-that does not match (or an anchor the chain no longer holds), 2 for a bad option.
+Reading is not itself recorded, though paths are recording names (PHI): the command line
+is used by whoever can open the database itself (docs/audit.md, "Which reads are
+recorded"); writing the trail out as jsonl or csv is an export, recorded as an
+`audit_exported` event after the rows are written. `verify` exits 0 when the chain is
+whole, 1 naming the first event that does not match (or an anchor the chain no longer
+holds), 2 for a bad option.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Iterator
 from typing import Annotated
 
 import typer
@@ -21,6 +24,7 @@ from config.errors import EXIT_SOME_FAILED, ConfigError
 from config.settings import load_settings
 from flows.cli.store import _command_errors
 from storage import open_store
+from storage.audit_records import AuditEvent
 from storage.database import database_exists
 from storage.interface import UnitOfWorkFactory
 
@@ -59,16 +63,35 @@ def audit_command(
     with _command_errors():
         selection = audit_filter(since=since, until=until, user=user, item_id=item, action=action)
         store = _open_store()
+        unreadable: list[AuditEvent] = []
         try:
             with store.unit_of_work(read_only=True) as uow:
-                count = write_events(
-                    uow.audit.events(selection), sys.stdout, trail_format=trail_format
-                )
+                events = _readable(uow.audit.events(selection), unreadable=unreadable)
+                count = write_events(events, sys.stdout, trail_format=trail_format)
             if trail_format is not TrailFormat.table:
                 _record_export(store, count=count, trail_format=trail_format, ctx=ctx)
         finally:
             store.dispose()
     typer.echo(f"{count} event(s)", err=True)
+    for event in unreadable:
+        typer.echo(
+            f"medasr: event {event.seq} cannot be read ({event.unreadable}); left out, "
+            "`medasr audit verify` names it",
+            err=True,
+        )
+    if unreadable:
+        raise typer.Exit(EXIT_SOME_FAILED)
+
+
+def _readable(
+    events: Iterable[AuditEvent], *, unreadable: list[AuditEvent]
+) -> Iterator[AuditEvent]:
+    """The events that can be read; the others are kept in `unreadable` to be named."""
+    for event in events:
+        if event.unreadable is None:
+            yield event
+        else:
+            unreadable.append(event)
 
 
 @audit_app.command("verify")

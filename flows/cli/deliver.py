@@ -355,7 +355,7 @@ def _print_plan(
     summary: dict[str, Any] = {"target": target.name, **vars(preview), "sent": 0}
     # As the real run would end: a document it cannot send, or one in doubt, needs a person.
     summary["exit_code"] = exit_code_of(
-        needs_a_person=preview.missing_metadata + preview.in_doubt > 0
+        needs_a_person=preview.missing_metadata + preview.invalid_metadata + preview.in_doubt > 0
     )
     title = f"medasr deliver dry run ({_what(target, format_name)}): nothing sent"
     print_summary(summary, title=title, store=settings.storage.store_location)

@@ -38,7 +38,7 @@ def purge_command(
         bool,
         typer.Option(
             "--include-undelivered",
-            help="Also held, failed, in-doubt and undelivered recordings (kept by default).",
+            help="Also held, failed and undelivered recordings (kept by default; in doubt: never).",
         ),
     ] = False,
     dry_run: Annotated[
@@ -116,7 +116,10 @@ def result_lines(result: PurgeResult, request: PurgeRequest) -> list[str]:
     kept = sum(k.items for k in result.kept)
     if kept:
         reasons = ", ".join(f"{k.reason} {k.items} ({k.language})" for k in result.kept)
-        lines.append(f"kept {kept} recording(s): {reasons}; --include-undelivered purges them")
+        lines.append(
+            f"kept {kept} recording(s): {reasons}; --include-undelivered purges the held, "
+            "failed and undelivered ones (in doubt or sending: never)"
+        )
     if not request.dry_run and result.total:
         lines.append(
             f"receipts in the audit trail: {result.receipts}; digest {result.digest}; "

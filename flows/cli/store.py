@@ -27,7 +27,7 @@ from flows.cli.console import print_store
 from storage import open_review_store, open_store
 from storage.audit_records import AuditEvent
 from storage.database import database_exists, upgrade_database
-from storage.errors import ExportRefused, NotUnderReview
+from storage.errors import ExportRefused, NotUnderReview, StoreError
 from storage.export import (
     TreeResult,
     common_local_root,
@@ -35,6 +35,7 @@ from storage.export import (
     write_jsonl,
     write_txt_tree,
 )
+from storage.export_rollback import Snapshot, files_under, remove_written
 from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.records import (
     ITEM_STATUSES,
@@ -328,20 +329,15 @@ def export_command(
             raise ConfigError(f"no database at {where}: nothing to export")
         store = open_store(storage)
         try:
+            before = files_under(out)
             written, refused = _export(store, export_format, out, status, force=force)
-            with store.unit_of_work() as uow:  # PHI left medasr: who, where, how many
-                record_event(
-                    uow,
-                    action=AuditAction.EXPORTED,
-                    actor=command_actor(),
-                    target=str(out.absolute()),
-                    detail={
-                        "format": export_format.value,
-                        "records": written,
-                        "refused": refused,
-                        "status": status or "any",
-                    },
-                )
+            detail: dict[str, str | int] = {
+                "format": export_format.value,
+                "records": written,
+                "refused": refused,
+                "status": status or "any",
+            }
+            _record_exported(store, out, detail=detail, before=before)
         except ExportRefused as exc:
             raise ExportRefused(f"not written: {out}: {exc.message}") from exc
         except OSError as exc:
@@ -353,6 +349,29 @@ def export_command(
     print_store(storage.store_location, err=True)
     if refused:
         raise typer.Exit(EXIT_SOME_FAILED)
+
+
+def _record_exported(
+    store: UnitOfWorkFactory, out: Path, *, detail: dict[str, str | int], before: Snapshot
+) -> None:
+    """The `exported` event (PHI left medasr: who, where, how many); when the store
+    cannot take it, the files this export wrote are removed: no export without its event."""
+    try:
+        with store.unit_of_work() as uow:
+            record_event(
+                uow,
+                action=AuditAction.EXPORTED,
+                actor=command_actor(),
+                target=str(out.absolute()),
+                detail=detail,
+            )
+    except StoreError as exc:
+        removed = remove_written(out, before=before)
+        exc.message = (
+            f"{exc.message}; the export's audit event could not be written, so the "
+            f"{removed} file(s) it wrote were removed: export again once the store answers"
+        )
+        raise
 
 
 def _export(

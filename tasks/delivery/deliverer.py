@@ -32,6 +32,7 @@ from tasks.delivery.audit_trail import journal_recorder, record_delivery_event
 from tasks.delivery.document_sender import DocumentSender, remote_id_of
 from tasks.delivery.documents import parse_docs_query, require_patient_link
 from tasks.delivery.errors import DeliveryInDoubt, ReceiverSilent, stored_message
+from tasks.delivery.identifiers import check_identifiers
 from tasks.delivery.outgoing import Prepared, Sending, prepare_outgoing
 from tasks.delivery.plan import plan_deliveries
 from tasks.delivery.senders import configured_target, sender_for
@@ -258,6 +259,7 @@ class _Run:
         outgoing, name = prepared.outgoing, prepared.name
         if outgoing is None or prepared.sent is None:
             return _Outcome(prepared.outcome)  # a failed one is counted: a person decided
+        check_identifiers(outgoing.note.metadata, source=name)  # before anything goes out
         await self.keeper.require(row)
         await in_store(self.store, _marker(row, prepared.sent))
         try:

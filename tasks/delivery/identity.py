@@ -6,7 +6,8 @@ identifier. The store's part is its identity (`uow.deliveries.store_identity()`,
 once per database by a migration, 8 characters of Crockford base32: 40 random bits).
 
 - TXA-12 and the FHIR masterIdentifier name one version of one recording's note in
-  one store: stable across sends and runs, new per version.
+  one store: stable across sends and runs, new per version, and new again when a
+  version is filed once more as the replacement of another (its `filing`).
 - MSH-10 names one attempt series of one delivery row: the store identity, the row id
   and the series, `<store:8><row id, base 36>-<series, base 36>`, at most 20 characters
   (HL7 2.5.1 ST). Within a store it is unique by construction; across stores two
@@ -37,9 +38,12 @@ class NoteKey:
     item_id: int  # the recording, in its language, in this store
     language: str
     version: str  # storage.versions.transcript_version
+    filing: int = 0  # filed again after another version replaced it (the row's `filing`)
 
     def named(self) -> str:
-        return f"{self.store_id}\n{self.item_id}\n{self.language}\n{self.version}"
+        named = f"{self.store_id}\n{self.item_id}\n{self.language}\n{self.version}"
+        # A first filing keeps the identifiers receivers have seen since 0011.
+        return named if self.filing == 0 else f"{named}\n{self.filing}"
 
 
 def note_urn(key: NoteKey) -> str:

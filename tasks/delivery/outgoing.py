@@ -53,7 +53,7 @@ def prepare_outgoing(uow: Any, row: DeliveryRecord, *, sending: Sending) -> Prep
         return Prepared(None, name, None, "superseded")
     if item is None or (not current and row.sent_text is None):
         return _unsendable(uow, row, name, person_resends=sending.person_resends)
-    key = NoteKey(sending.store_id, item.id, item.language, row.version)
+    key = NoteKey(sending.store_id, item.id, item.language, row.version, row.filing)
     replaced = uow.deliveries.latest_delivered_before(row.id)
     note = note_of(
         item,
@@ -108,4 +108,5 @@ def _document_id(kind: TargetKind, key: NoteKey, replaced: DeliveryRecord | None
     """What the target knows the replaced version by (as it went out)."""
     if replaced is None:
         return None
-    return replaced.document_id or document_id_for(kind, replace(key, version=replaced.version))
+    earlier = replace(key, version=replaced.version, filing=replaced.filing)
+    return replaced.document_id or document_id_for(kind, earlier)

@@ -21,6 +21,8 @@ from storage.records import WantedDelivery
 from storage.versions import item_version
 from tasks.delivery.audit_trail import record_resent
 from tasks.delivery.documents import DocsQuery
+from tasks.delivery.errors import MetadataInvalid
+from tasks.delivery.identifiers import check_identifiers
 from tasks.delivery.targets import Target, TargetKind
 
 _PAGE = 500
@@ -96,6 +98,7 @@ class PlanPreview:
     documents_to_send: int = 0
     already_delivered: int = 0
     missing_metadata: int = 0
+    invalid_metadata: int = 0  # an identifier every target refuses (metadata_invalid)
     unlinked: int = 0  # of those to send: no patient link, filed on purpose
     in_doubt: int = 0  # every target's, as the real run's summary counts them
     waiting: int = 0  # newer versions behind one in doubt
@@ -156,7 +159,8 @@ def preview_deliveries(
 def _current_delivered(uow: Any, language: str | None, after_id: int, target: str) -> int:
     page = uow.item_queries.done_items_page(language=language, after_id=after_id, limit=_PAGE)
     delivered = uow.deliveries.delivered_versions([i.id for i in page], target=target)
-    return sum(1 for i in page if item_version(i) in delivered.get(i.id, ()))
+    # the target holds the current version when it is the newest it was given
+    return sum(1 for i in page if delivered.get(i.id, [])[-1:] == [item_version(i)])
 
 
 def _claim_all(
@@ -173,12 +177,16 @@ def _claim_all(
         for row in claimed:
             item = uow.item_queries.get_item(row.item_id)
             columns = item.metadata if item is not None else {}
-            if item is None or any(not columns.get(name) for name in rules.needed):
-                preview.missing_metadata += 1
+            refused = _refusal(item, columns, rules)
+            if refused is not None:
+                if refused == "metadata_missing":
+                    preview.missing_metadata += 1
+                else:
+                    preview.invalid_metadata += 1
                 uow.deliveries.record_delivery_failed(
                     row.id,
                     lease_token=row.lease_token,
-                    error_kind="metadata_missing",
+                    error_kind=refused,
                     message="",
                     retryable=False,
                 )
@@ -186,6 +194,17 @@ def _claim_all(
             preview.documents_to_send += 1
             preview.unlinked += not rules.linked(columns)
             uow.deliveries.record_delivered(row.id, lease_token=row.lease_token, response={})
+
+
+def _refusal(item: Any, columns: Mapping[str, str], rules: PlanRules) -> str | None:
+    """Why the real run would refuse this document before sending it, if it would."""
+    if item is None or any(not columns.get(name) for name in rules.needed):
+        return "metadata_missing"
+    try:
+        check_identifiers(columns, source="")
+    except MetadataInvalid:
+        return "metadata_invalid"
+    return None
 
 
 def _count_left(uow: Any, preview: PlanPreview, *, target: str) -> None:
@@ -196,7 +215,8 @@ def _count_left(uow: Any, preview: PlanPreview, *, target: str) -> None:
         elif mine and count.status == "pending":
             preview.waiting += count.rows
         elif mine and count.status == "failed":
-            preview.not_retried += count.rows - preview.missing_metadata
+            refused = preview.missing_metadata + preview.invalid_metadata
+            preview.not_retried += count.rows - refused
 
 
 def plan_rules(target: Target, query: DocsQuery, *, allow_unlinked: bool) -> PlanRules:

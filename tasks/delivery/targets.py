@@ -15,7 +15,9 @@ tasks/delivery/target_aliases.py refuses it unless the operator says it is new.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
+import string
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -48,6 +50,10 @@ class Target:
     port: int = 0
     tls: bool = False
     base_url: str = ""  # FHIR: the http(s) base URL, no trailing slash
+
+
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
 
 
 def parse_target(text: str, *, allow_insecure: bool = False) -> Target:
@@ -90,15 +96,40 @@ def canonical_host(host: str) -> str:
     """`host` in lower case; an IP address in its standard form (127.1 -> 127.0.0.1)."""
     bare = host.strip("[]").lower()
     try:
-        return str(ipaddress.ip_address(bare))
+        address = ipaddress.ip_address(bare)
     except ValueError:
         pass
+    else:  # ::ffff:127.0.0.1 is 127.0.0.1 (RFC 4291 2.5.5.2)
+        mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+        return str(mapped or address)
     if bare and all(c in "0123456789abcdefx." for c in bare) and bare[0].isdigit():
         try:  # the shorthand forms every resolver reads: 127.1, 0x7f.1, 2130706433
             return socket.inet_ntoa(socket.inet_aton(bare))
         except OSError:
             pass
     return bare
+
+
+def canonical_path(path: str) -> str:
+    """A URL path as the URL standard compares it: percent-encoded unreserved characters
+    decoded (`%66hir` is `fhir`), other escapes in upper case, dot segments removed
+    (`/./fhir`, `/r4/../fhir`; `%2e` is a dot too), RFC 3986 5.2.4."""
+    decoded = _ESCAPE.sub(_unescaped, path)
+    kept: list[str] = []
+    for segment in decoded.split("/")[1:]:
+        if segment == "..":
+            if kept:
+                kept.pop()
+        elif segment != ".":
+            kept.append(segment)
+    last = decoded.rsplit("/", 1)[-1]
+    tail = "/" if last in (".", "..") and kept else ""
+    return ("/" + "/".join(kept) + tail) if decoded.startswith("/") else decoded
+
+
+def _unescaped(found: re.Match[str]) -> str:
+    char = chr(int(found.group(1), 16))
+    return char if char in _UNRESERVED else found.group(0).upper()
 
 
 def _shown_host(host: str) -> str:
@@ -121,7 +152,7 @@ def _fhir_target(scheme: str, host: str, port: int | None, *, path: str) -> Targ
     if port == _DEFAULT_PORTS[http]:
         port = None
     where = _shown_host(host) + (f":{port}" if port else "")
-    base = f"{http}://{where}{path.rstrip('/')}"
+    base = f"{http}://{where}{canonical_path(path).rstrip('/')}"
     return Target(
         TargetKind.FHIR,
         f"fhir+{base}",

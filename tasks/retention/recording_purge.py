@@ -26,6 +26,7 @@ from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.retention_records import KeptCount, PurgedItem, PurgeSelection
 from tasks.retention.durations import Retention
 from tasks.retention.journal_entries import remove_journal_entries
+from tasks.retention.receipt_key import receipt_key
 
 PAGE = 2_000
 
@@ -70,9 +71,12 @@ def purge_recordings(
     journal_folder: Path,
     now: datetime | None = None,
     page: int = PAGE,
+    key_folder: Path | None = None,
 ) -> PurgeResult:
     """Purge (or with `dry_run` count) what `request` takes; returns the result.
-    Raises StoreUnavailable or StoreFailed (pages already committed stay purged)."""
+    `key_folder`: where the receipt key is (tasks/retention/receipt_key.py), the data
+    dir (the journal's parent) by default. Raises StoreUnavailable or StoreFailed (pages
+    already committed stay purged)."""
     cutoff = request.retention.cutoff(now or datetime.now(UTC))
     selection = PurgeSelection(
         finished_before=cutoff,
@@ -86,13 +90,14 @@ def purge_recordings(
     if request.dry_run:
         _count_dry(store, selection, result, page=page)
         return result
+    key = receipt_key(key_folder or journal_folder.parent)
     running, run_id, after_id, number = hashlib.sha256(), uuid.uuid4().hex[:12], 0, 0
     while True:
         with store.unit_of_work() as uow:
             ids = uow.retention.purgeable_ids(selection, after_id=after_id, limit=page)
             if not ids:
                 break
-            purged = uow.retention.purge_items(ids, purged_by=request.actor)
+            purged = uow.retention.purge_items(ids, purged_by=request.actor, receipt_key=key)
             deliveries = uow.retention.delivery_ids_of(ids)
             number += 1
             _record_page(uow, request, purged, cutoff=cutoff, run_id=run_id, page=number)

@@ -116,7 +116,7 @@ class _Reader:
             with fetch_and_fingerprint(file.uri, storage_options=self.storage_options) as fetched:
                 sha256 = fetched.fingerprint.sha256
                 decision = self._decide(item, sha256=sha256)
-                if decision.stays_purged:  # touched, same bytes: the run leaves it purged
+                if decision.stays_purged or decision.stays_as_was:  # touched, same bytes
                     return FilePlan("unchanged")
                 if decision.reuses_transcript or sha256 in self.planned:
                     return FilePlan("reused")

@@ -104,6 +104,8 @@ async def _settle(run: FileRun, *, ctx: BatchContext) -> FileOutcome:
             decision = await recorder.settle_content(fetched.fingerprint)
             if decision.stays_purged:
                 return FileOutcome(item.source_uri, ItemStatus.PURGED)
+            if decision.stays_as_was:  # touched, same bytes: settled as it was
+                return FileOutcome(item.source_uri, ItemStatus(item.extras["touched"]["status"]))
             if decision.transcript is not None:
                 return FileOutcome(
                     item.source_uri, ItemStatus.DONE, duration_ms=decision.transcript.duration_ms

@@ -121,6 +121,12 @@ class FileRecorder:
         if decision.stays_purged:
             uow.claims.keep_purged(item.id, lease_token=self._token)
             return decision
+        touched = (item.extras or {}).get("touched")
+        if decision.stays_as_was:
+            uow.claims.keep_result(item.id, lease_token=self._token, extras=item.extras)
+            return decision
+        if touched is not None:  # touched, and other bytes: what it held is not theirs
+            uow.claims.forget_result(item.id, lease_token=self._token)
         if decision.reset_chunks:
             uow.chunks.reset_chunks(item.id)
         uow.claims.set_fingerprint(  # the decision compared it with the claim's and reset

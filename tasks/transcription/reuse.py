@@ -11,7 +11,9 @@ run) and `tasks/transcription/backlog_plan.py` (`--dry-run`) both read the facts
 run. Copies of content being sent right now wait for that answer (`ContentInFlight`),
 and the plan counts them as reused the same way. A purged item whose file was touched
 (new mtime or ETag) but holds the same bytes stays purged: nothing is sent, nothing is
-filed.
+filed. A done or held item whose file was touched keeps its transcript, review and
+finish time while it waits to be hashed (extras["touched"]): the same bytes settle it
+as it was (`stays_as_was`), a reviewer's correction included; other bytes forget it.
 """
 
 from __future__ import annotations
@@ -41,11 +43,13 @@ class ReuseDecision:
     reset_chunks: bool  # the content changed: the item's old chunks must not be reused
     answered: Mapping[int, ChunkRecord]  # this content's finished chunks, reused by range
     stays_purged: bool = False  # purged, and the content is unchanged: nothing is sent
+    stays_as_was: bool = False  # touched, the content unchanged: its result stands as it was
 
     @property
     def settled(self) -> bool:
-        """Nothing is decoded or sent: a transcript is reused, or the item stays purged."""
-        return self.transcript is not None or self.stays_purged
+        """Nothing is decoded or sent: a transcript is reused, or the item stays as it was
+        (purged, or finished)."""
+        return self.transcript is not None or self.stays_purged or self.stays_as_was
 
     @property
     def reuses_transcript(self) -> bool:
@@ -87,6 +91,8 @@ def decide_reuse(item: ItemRecord | None, *, sha256: str, facts: ReuseFacts) -> 
     """The decision for content `sha256` of `item` (None: not registered yet). Pure."""
     if _purged_unchanged(item, sha256=sha256):
         return ReuseDecision(transcript=None, reset_chunks=False, answered={}, stays_purged=True)
+    if touched_unchanged(item, sha256=sha256):
+        return ReuseDecision(transcript=None, reset_chunks=False, answered={}, stays_as_was=True)
     changed = item is not None and item.sha256 is not None and item.sha256 != sha256
     if _own_transcript(item, sha256=sha256):
         transcript: ItemRecord | None = item
@@ -104,7 +110,7 @@ def read_reuse_facts(
 ) -> ReuseFacts:
     """Read what `decide_reuse` needs, and nothing it would ignore (no twin query when the
     item holds its own transcript; no chunk query for new or changed content)."""
-    if _purged_unchanged(item, sha256=sha256):
+    if _purged_unchanged(item, sha256=sha256) or touched_unchanged(item, sha256=sha256):
         return ReuseFacts()
     own = _own_transcript(item, sha256=sha256)
     twin = None if own else uow.item_queries.find_done_with_sha(sha256=sha256, language=language)
@@ -121,6 +127,16 @@ def reused_extras(item: ItemRecord, transcript: ItemRecord) -> dict[str, Any]:
 
 def _own_transcript(item: ItemRecord | None, *, sha256: str) -> bool:
     return item is not None and item.sha256 == sha256 and item.text is not None
+
+
+def touched_unchanged(item: ItemRecord | None, *, sha256: str) -> bool:
+    """A finished item listed again (touched) whose bytes are the same."""
+    return (
+        item is not None
+        and item.sha256 == sha256
+        and item.text is not None
+        and "touched" in (item.extras or {})
+    )
 
 
 def _purged_unchanged(item: ItemRecord | None, *, sha256: str) -> bool:

@@ -71,7 +71,7 @@ class FakeRetention:
     def kept_counts(self, selection: Any) -> list[Any]:
         return []
 
-    def purge_items(self, item_ids: Any, *, purged_by: str) -> list[Any]:
+    def purge_items(self, item_ids: Any, *, purged_by: str, receipt_key: bytes) -> list[Any]:
         from dataclasses import replace
 
         from storage.retention_records import PurgedItem

@@ -82,7 +82,7 @@ class FakeItems:
         changed = 0
         for item in list(self._s.items.values()):
             wanted = metadata_by_uri.get(item.source_uri)
-            if wanted is None or language not in (None, item.language):
+            if wanted is None or language not in (None, item.language) or item.status == "purged":
                 continue
             if dict(item.metadata) != dict(wanted):
                 put_row(self._s, replace(item, metadata=dict(wanted)))
@@ -159,6 +159,21 @@ def _leased(item: ItemRecord, *, now: datetime) -> bool:
 
 
 def _back_to_pending(item: ItemRecord, listed: SourceFile, *, now: datetime) -> ItemRecord:
+    if item.status in ("done", "needs_review") and item.size_bytes == listed.size_bytes:
+        return replace(  # touched: kept until hashed (storage/items.py `_touched`)
+            item,
+            source_version=listed.version,
+            status="pending",
+            attempts=0,
+            next_attempt_at=None,
+            duration_ms=None,
+            extras={
+                **item.extras,
+                "touched": {"status": item.status, "duration_ms": item.duration_ms},
+            },
+            updated_at=now,
+            **NO_LEASE,
+        )
     return replace(
         item,
         source_version=listed.version,

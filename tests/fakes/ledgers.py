@@ -24,6 +24,7 @@ from storage.records import (
     SentIdentity,
     WantedDelivery,
 )
+from storage.versions import plan_version
 
 if TYPE_CHECKING:
     from tests.fakes.store import _State
@@ -169,19 +170,19 @@ class FakeDeliveries:
         added = 0
         for want in wanted:
             rows = [r for r in self._rows(want.item_id) if r.target == want.target]
-            same = [r for r in rows if r.version == want.version]
-            others = [r for r in rows if r.version != want.version]
-            if same and same[0].status != "superseded":
-                continue
-            for row in others:
-                if row.status in _UNSENT and row.control_id is None:
+            for row in rows:
+                if row.version != want.version and row.status in _UNSENT and not row.control_id:
                     self._put(replace(row, status="superseded"))
-            latest = [r.id for r in others if r.status == "delivered"]
-            replaces = latest[-1] if latest else None
-            if same:
-                self._put(replace(same[0], status="pending", attempts=0, replaces_id=replaces))
+            plan = plan_version(rows, version=want.version)
+            if plan.action == "revive" and plan.row_id is not None:
+                row = self._s.deliveries[plan.row_id]
+                self._put(replace(row, status="pending", attempts=0, replaces_id=plan.replaces_id))
+            elif plan.action in ("new", "refile"):
+                self._insert(
+                    want, format_name=format_name, replaces_id=plan.replaces_id, filing=plan.filing
+                )
             else:
-                self._insert(want, format_name=format_name, replaces_id=replaces)
+                continue
             added += 1
         return added
 
@@ -442,7 +443,9 @@ class FakeDeliveries:
             (r for r in self._s.deliveries.values() if r.item_id == item_id), key=lambda r: r.id
         )
 
-    def _insert(self, want: WantedDelivery, *, format_name: str, replaces_id: int | None) -> None:
+    def _insert(
+        self, want: WantedDelivery, *, format_name: str, replaces_id: int | None, filing: int = 0
+    ) -> None:
         now = _now()
         row_id = max(self._s.deliveries, default=0) + 1
         self._s.deliveries[row_id] = DeliveryRecord(
@@ -464,6 +467,7 @@ class FakeDeliveries:
             updated_at=now,
             delivered_at=None,
             target=want.target,
+            filing=filing,
         )
 
     def _put(self, row: DeliveryRecord) -> None:

@@ -247,6 +247,19 @@ class FakeClaims:
     def keep_purged(self, item_id: int, *, lease_token: str | None) -> None:
         self._settle(item_id, lease_token, status="purged", attempts=0)
 
+    def keep_result(
+        self, item_id: int, *, lease_token: str | None, extras: Mapping[str, Any]
+    ) -> None:
+        kept = {k: v for k, v in extras.items() if k != "touched"}
+        touched = extras["touched"]
+        status, duration_ms = touched["status"], touched.get("duration_ms")
+        self._settle(item_id, lease_token, status=status, duration_ms=duration_ms, extras=kept)
+
+    def forget_result(self, item_id: int, *, lease_token: str | None) -> None:
+        item = held_row(self._s, item_id, lease_token)
+        forgotten = {"text": None, "machine_text": None, "duration_ms": None, "extras": {}}
+        put_row(self._s, replace(item, **forgotten, chunk_count=None, flags=[], done_at=None))
+
     def skip_item(
         self,
         item_id: int,

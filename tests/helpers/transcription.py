@@ -33,6 +33,7 @@ def run_once(
     lease_s: float = 60,
     cap_bytes: int | None = CAP_BYTES,
     routing: ReviewRouting | None = None,
+    hold_all: bool = False,
     **pipeline: object,
 ) -> list:
     """Register `folder`, claim up to 10 files and process them; `cap_bytes=None`: the
@@ -50,6 +51,7 @@ def run_once(
                 owner="test-owner",
                 lease_s=lease_s,
                 routing=routing,
+                hold_all=hold_all,
             )
             try:
                 with store.unit_of_work() as uow:

@@ -14,6 +14,7 @@ from sqlalchemy import text as sql
 from storage.database import normalize_database_url
 from storage.interface import UnitOfWorkFactory
 from storage.records import DeliveryStatus, WantedDelivery
+from storage.versions import item_version
 from tasks.errors import RetentionInvalid
 from tasks.retention.durations import parse_retention
 from tasks.retention.recording_purge import PurgeRequest, purge_recordings
@@ -38,7 +39,7 @@ def deliver_rows(store: UnitOfWorkFactory, statuses: dict[int, str]) -> None:
         items = {i: uow.item_queries.get_item(i) for i in statuses}
         uow.deliveries.plan_deliveries(
             [
-                WantedDelivery(item_id=i, language=it.language, version=f"v{i}")
+                WantedDelivery(item_id=i, language=it.language, version=item_version(it))
                 for i, it in items.items()
             ],
             format_name="txt",
@@ -99,7 +100,7 @@ def test_a_delivered_recording_loses_its_text_and_keeps_its_key_and_hashes(
     assert (purged.text, purged.metadata, purged.flags) == (None, {}, [])
     assert purged.sha256 == items["/ward/a.wav"].sha256  # the recording's fingerprint stays
     assert purged.source_uri == "/ward/a.wav"
-    hashes = purged.extras["purged"]["sha256"]
+    hashes = purged.extras["purged"]["hmac_sha256"]
     assert set(hashes) >= {"text", "metadata", "chunks", "deliveries"}
     assert purged.extras["purged"]["by"] == "os:officer@host"
     assert chunks == {}

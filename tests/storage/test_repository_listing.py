@@ -72,7 +72,7 @@ def test_changed_version_sends_done_item_back_to_pending(store: UnitOfWorkFactor
             item.id, sha256="a" * 64, size_bytes=1000, lease_token=item.lease_token
         )
     finish(store, item)
-    register(store, listed(1, version="v2"))
+    register(store, [SourceFile(listed(1)[0].uri, 999, "v2")])  # another size
     again = get(store, item.id)
     assert again.status == "pending"
     assert again.attempts == 0
@@ -80,6 +80,20 @@ def test_changed_version_sends_done_item_back_to_pending(store: UnitOfWorkFactor
     assert again.sha256 == "a" * 64  # kept until re-fingerprinted
     assert again.text is None
     assert again.done_at is None
+
+
+def test_a_touched_done_item_keeps_its_result_until_its_bytes_are_hashed(
+    store: UnitOfWorkFactory,
+) -> None:
+    register(store, listed(1))
+    [item] = claim(store)
+    finish(store, item)
+    done = get(store, item.id)
+    register(store, listed(1, version="v2"))  # a new mtime, the old size
+    again = get(store, item.id)
+    assert (again.status, again.source_version, again.duration_ms) == ("pending", "v2", None)
+    assert (again.text, again.done_at) == (done.text, done.done_at)
+    assert again.extras["touched"] == {"status": "done", "duration_ms": done.duration_ms}
 
 
 @pytest.mark.parametrize("settle", ["skip", "fail"])
@@ -152,7 +166,7 @@ def test_back_to_pending_forgets_the_old_result(store: UnitOfWorkFactory) -> Non
             chunk_count=12,
             extras={"txn_ids": ["t1"]},
         )
-    register(store, listed(1, version="v2"))
+    register(store, [SourceFile(listed(1)[0].uri, 999, "v2")])  # another size
     again = get(store, item.id)
     assert (again.text, again.duration_ms, again.chunk_count, again.extras) == (
         None,

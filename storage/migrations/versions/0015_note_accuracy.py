@@ -7,7 +7,7 @@ deletions, insertions, accuracy). A purge keeps it (figures, not patient data).
 Notes reviewed before this revision get their figures on first use: `medasr quality`
 and the routing measure the ones still missing (tasks/review/backfill.py).
 
-Revision ID: 0013_h44_note_accuracy
+Revision ID: 0015_note_accuracy
 Revises: 0012_not_audio_files
 Create Date: 2026-12-02 01:30:00
 """
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0013_h44_note_accuracy"
-down_revision: str | Sequence[str] | None = "0012_not_audio_files"
+revision: str = "0015_note_accuracy"
+down_revision: str | Sequence[str] | None = "0014_unkeyed_receipts"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

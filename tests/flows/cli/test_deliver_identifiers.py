@@ -1,0 +1,70 @@
+"""One rule for patient identifiers on every target: a control character or an
+identifier longer than any real one is `metadata_invalid` for that recording alone, on
+the docs upload and FHIR as over MLLP; the dry run counts it as the real run refuses it.
+
+Real parts: the devserver (docs upload, FHIR endpoint), python-hl7's MLLP listener,
+`medasr deliver` from the command line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from config.settings import StorageSettings
+from flows.cli import app
+from storage import open_store
+from tests.helpers.cli import table_rows
+from tests.service.mllp_listener import MllpListener, running_listener
+from tests.tasks.delivery.delivery_helpers import make_done
+
+PATIENTS = {
+    "/d/good.wav": "PAT-1",
+    "/d/ctrl.wav": "PAT\r2",
+    "/d/long.wav": "9" * 20_000,
+}
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, devserver_factory):
+    server = devserver_factory()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MEDASR_CONFIG", raising=False)
+    url = f"sqlite:///{tmp_path / 'medasr.db'}"
+    for name, value in {
+        "MEDASR_DATABASE_URL": url,
+        "MEDASR_BASE_URL": server.url,
+        "MEDASR_TOKEN": server.token,
+        "MEDASR_FHIR_TOKEN": server.token,
+        "MEDASR_MAX_ATTEMPTS": "1",
+        "MEDASR_DOCS_QUERY": "patient_id={patient_id}",
+    }.items():
+        monkeypatch.setenv(name, value)
+    store = open_store(StorageSettings(database_url=url))
+    texts = dict.fromkeys(PATIENTS, "a note")
+    make_done(store, texts, metadata={u: {"patient_id": p} for u, p in PATIENTS.items()})
+    store.dispose()
+    return server
+
+
+def _target(server, kind: str, port: int) -> str:
+    return {"docs": "docs", "fhir": f"fhir+{server.url}/fhir", "mllp": f"mllp://127.0.0.1:{port}"}[
+        kind
+    ]
+
+
+@pytest.mark.parametrize("kind", ["docs", "fhir", "mllp"])
+def test_every_target_refuses_the_same_identifiers_and_the_dry_run_says_so(env, kind: str) -> None:
+    with running_listener(MllpListener()) as listener:
+        target = _target(env, kind, listener.port)
+        planned = CliRunner().invoke(app, ["deliver", "--dry-run", "--to", target])
+        real = CliRunner().invoke(app, ["deliver", "--to", target])
+    rows = table_rows(planned.output)
+    assert rows["documents to send"] == "1", planned.output
+    assert real.exit_code == planned.exit_code == 1, real.output
+    sent = table_rows(real.output)
+    assert (sent["documents delivered"], sent["documents failed"]) == ("1", "2")
+    assert rows["invalid metadata"] == "2"
+    assert "metadata_invalid" in real.output
