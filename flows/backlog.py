@@ -70,11 +70,13 @@ async def transcribe_backlog(
     include: list[str] | None = None,
     exclude: list[str] | None = None,
     manifest: str | None = None,
+    max_audio_hours: float | None = None,
 ) -> State[Any]:
     """Transcribe every new or changed file under `source`; ends in the state its summary
     says (flows/reporting/states.py), the summary its data.
 
     With MEDASR_DELIVER=true, done transcripts are then delivered (flows/deliver_step.py).
+    `max_audio_hours`: the run's audio cap (MEDASR_PIPELINE__MAX_AUDIO_HOURS_PER_RUN).
     """
     request = backlog_request(
         source=source,
@@ -86,6 +88,7 @@ async def transcribe_backlog(
         include=include,
         exclude=exclude,
         manifest=manifest,
+        max_audio_hours=max_audio_hours,
     )
     with bootstrap(settings_for(request), request) as run:
         return final_state(await run_backlog(run))

@@ -21,6 +21,7 @@ from flows.reporting.run_record import recorded_run
 from flows.reporting.summary import DeliveryCounts, RunSummary, summarize
 from flows.setup.bootstrap import Run
 from tasks.discovery.discover import Discovery
+from tasks.transcription.audio_budget import left_for_next_run
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ async def _recorded_steps(run: Run, steps: FlowSteps) -> RunSummary:
         )
         if run.settings.review.required == "all":
             record.summary = _with_review_queue(run, record.summary)
+        if run.audio_budget is not None and run.audio_budget.reached:
+            record.summary = _with_budget_left(run, record.summary)
         if result.stopped is None and steps.after is not None:
             delivery = await steps.after(run)
             if delivery is not None:
@@ -74,6 +77,18 @@ async def _recorded_steps(run: Run, steps: FlowSteps) -> RunSummary:
         summary = record.summary
     await publish_summary(run, summary, title=steps.title)
     return summary
+
+
+def _with_budget_left(run: Run, summary: RunSummary) -> RunSummary:
+    """The audio cap stopped the claims: the summary says what is left for the next run."""
+    assert run.audio_budget is not None
+    left = left_for_next_run(
+        run.store,
+        run.audio_budget,
+        language=run.request.language,
+        source_prefix=run.source_prefix,
+    )
+    return summary.with_budget_left(left)
 
 
 def _with_review_queue(run: Run, summary: RunSummary) -> RunSummary:

@@ -30,6 +30,7 @@ from storage.reviewer_accounts import Reviewers, WebSessions
 from storage.reviews import Reviews
 from storage.revisions import Revisions
 from storage.runs import Runs
+from storage.spend import Spend
 
 
 class SqlUnitOfWork:
@@ -50,6 +51,7 @@ class SqlUnitOfWork:
         self.web_sessions = WebSessions(session)
         self.audit = AuditLog(session)
         self.retention = Retention(session)
+        self.spend = Spend(session)
 
     def commit(self) -> None:
         """Commit now (e.g. after each chunk); the next statement starts a new transaction."""

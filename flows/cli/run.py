@@ -102,6 +102,14 @@ def run_command(
         Path | None,
         typer.Option("--manifest", help="Metadata CSV (default: medasr.csv at the source root)."),
     ] = None,
+    max_audio_hours: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            metavar="H",
+            help="Send at most H audio hours; a recording that would not fit waits, whole.",
+        ),
+    ] = None,
 ) -> None:
     """Transcribe every new or changed recording under SOURCE."""
     request = backlog_request(
@@ -114,6 +122,7 @@ def run_command(
         include=include,
         exclude=exclude,
         manifest=manifest,
+        max_audio_hours=max_audio_hours,
     )
     settings = _checked(request)
     prepared = _prepared_source(request)
@@ -161,9 +170,19 @@ def rerun_command(
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    max_audio_hours: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            metavar="H",
+            help="Send at most H audio hours; a recording that would not fit waits, whole.",
+        ),
+    ] = None,
 ) -> None:
     """Re-queue failures that may succeed now and transcribe them."""
-    request = RunRequest(language=language, concurrency=concurrency)
+    request = RunRequest(
+        language=language, concurrency=concurrency, max_audio_hours=max_audio_hours
+    )
     settings = _checked(request)
     with _started(request, settings, None) as (api, run):
         requeued: dict[str, int] = {}
@@ -357,7 +376,8 @@ def _print_plan(
     finally:
         if store is not None:
             store.dispose()
-    rows = [*plan_rows(plan).items(), ("sent", 0)]
+    price = settings.service.price_per_audio_min
+    rows = [*plan_rows(plan, price_per_audio_min=price).items(), ("sent", 0)]
     print_table(rows, title=f"medasr dry run ({language}): nothing sent")
     print_named("not decodable", plan.undecodable_uris, total=plan.undecodable, root=source.uri)
 
@@ -381,6 +401,7 @@ def _planned(
             settle_s=settings.pipeline.settle_s,
             include=request.include,
             exclude=request.exclude,
+            billed_min_ms=round(settings.service.billed_min_s_per_request * 1000),
         )
     except (SourceNotFound, SourceUnreadable) as exc:
         usage_error("usage error", exc)

@@ -170,7 +170,14 @@ def _headline(summary: RunSummary, night: Night) -> list[tuple[str, str]]:
         ("Retries", str(summary.retries)),
         ("Time taken", f"{summary.wall_s:.1f} s"),
         ("Exit code", str(summary.exit_code)),
+        *_budget(summary),
     ]
+
+
+def _budget(summary: RunSummary) -> list[tuple[str, str]]:
+    """The audio cap, when it stopped the claims."""
+    message = summary.budget_message
+    return [] if message is None else [("Audio budget", message)]
 
 
 def _item_row(item: ItemRecord, *, roots: Sequence[str]) -> str:

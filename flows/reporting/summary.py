@@ -26,6 +26,7 @@ from flows.reporting.attention import CheckRow, recordings_to_check
 from service.errors import CredentialsRejected
 from storage.records import ItemStatus, QueueSize
 from tasks.discovery.discover import Discovery
+from tasks.transcription.audio_budget import MS_PER_HOUR, LeftForNextRun
 
 if TYPE_CHECKING:  # the batch loops import the claim machinery; a summary needs only the type
     from flows.batch_loops import DrainResult
@@ -90,6 +91,17 @@ class RunSummary:
     # MEDASR_REVIEW__REQUIRED=all: the queue a person works through (not a failure).
     review_waiting: int | None = None
     review_oldest_h: float | None = None  # how long its oldest recording has waited, hours
+    # The audio cap stopped the claims: recordings (and their hours) left pending.
+    budget_left: int | None = None
+    budget_left_hours: float | None = None
+
+    @property
+    def budget_message(self) -> str | None:
+        """The sentence "budget reached: N recordings (H hours) left for the next run", or None."""
+        if self.budget_left is None or self.budget_left_hours is None:
+            return None
+        left = LeftForNextRun(self.budget_left, round(self.budget_left_hours * MS_PER_HOUR))
+        return left.sentence()
 
     @property
     def exit_code(self) -> int:
@@ -132,6 +144,8 @@ class RunSummary:
         rows += [(name, value) for name, value in self._optional_counts() if value is not None]
         if self.review_oldest_h is not None:
             rows.append(("review_oldest_waiting_h", self.review_oldest_h))
+        if self.budget_left_hours is not None:
+            rows.append(("budget_left_hours", self.budget_left_hours))
         rows += [("recordings_to_check_total", self.to_check_total), ("exit_code", self.exit_code)]
         if self.delivery is not None:
             d = self.delivery
@@ -155,6 +169,7 @@ class RunSummary:
             ("requeued", self.requeued),
             ("files_purged", self.files_purged),
             ("review_waiting", self.review_waiting),
+            ("budget_left", self.budget_left),
         ]
 
     def run_counts(self) -> dict[str, int]:
@@ -180,12 +195,18 @@ class RunSummary:
         renamed |= {"files_unreadable": "unreadable", "requeued": "requeued"}
         renamed |= {"files_purged": "purged_unchanged"}
         renamed |= {"not_audio_ignored": "not_audio_ignored", "review_waiting": "review_waiting"}
+        renamed |= {"budget_left": "budget_left"}
         counts |= {renamed[k]: v for k, v in optional.items() if v is not None}
+        if self.budget_left_hours is not None:
+            counts["budget_left_audio_s"] = round(self.budget_left_hours * 3600)
         return counts
 
     def run_status(self) -> str:
-        """done, some_failed, some_skipped or some_to_review (none failed), stopped, interrupted."""
+        """done (budget_reached: done, the audio cap left some for the next run),
+        some_failed, some_skipped or some_to_review (none failed), stopped, interrupted."""
         status = _RUN_STATUS[self.exit_code]
+        if status == "done" and self.budget_left is not None:
+            return "budget_reached"  # done as told; the rest waits for the next run
         if status == "some_failed" and not self.failed_total:
             return "some_skipped" if self.files_skipped else "some_to_review"
         return status
@@ -196,6 +217,10 @@ class RunSummary:
         if queue.oldest is not None:
             oldest_h = round((now - queue.oldest).total_seconds() / 3600, 2)
         return replace(self, review_waiting=queue.waiting, review_oldest_h=oldest_h)
+
+    def with_budget_left(self, left: LeftForNextRun) -> RunSummary:
+        """This summary with what the audio cap left for the next run."""
+        return replace(self, budget_left=left.recordings, budget_left_hours=left.hours)
 
     def with_delivery(self, delivery: DeliveryCounts) -> RunSummary:
         """This summary with the delivery step's counts."""

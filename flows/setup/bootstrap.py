@@ -29,6 +29,7 @@ from storage.sources import SourceLocation, parse_source
 from tasks.discovery.discover import check_source, manifest_metadata
 from tasks.errors import SharedLimitUnavailable
 from tasks.throttle.gate import RequestGate
+from tasks.transcription.audio_budget import AudioBudget
 from tasks.transcription.batch import BatchContext
 from tasks.transcription.bookkeeping import known_sources
 from tasks.transcription.progress import RunStats
@@ -58,6 +59,7 @@ class RunRequest:
     exclude: tuple[str, ...] = ()
     manifest: str | None = None  # the metadata CSV (default: medasr.csv at the source root)
     limit: int | None = None
+    max_audio_hours: float | None = None  # over MEDASR_PIPELINE__MAX_AUDIO_HOURS_PER_RUN
 
 
 def backlog_request(
@@ -71,6 +73,7 @@ def backlog_request(
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
     manifest: str | PathLike[str] | None = None,
+    max_audio_hours: float | None = None,
 ) -> RunRequest:
     """A backlog run's request from its options as `medasr run` and the deployment's flow
     take them (globs as lists, the manifest as a path)."""
@@ -84,6 +87,7 @@ def backlog_request(
         exclude=tuple(exclude or ()),
         manifest=None if manifest is None else str(manifest),
         limit=limit,
+        max_audio_hours=max_audio_hours,
     )
 
 
@@ -119,6 +123,8 @@ class Run:
         self.owner = new_lease_owner()
         self.stats = RunStats()
         self.journal = Journal.in_data_dir(settings.storage.data_dir)
+        # The audio cap, shared by the head start and the flow's batches (one per run).
+        self.audio_budget = AudioBudget.of_hours(settings.pipeline.max_audio_hours_per_run)
 
     def batch_context(self, *, shared: SharedLimit | SharedLimitUnavailable | None) -> BatchContext:
         """The client, the request gate and what every batch shares; call once per run."""
@@ -150,6 +156,7 @@ class Run:
             journal=self.journal,
             store_retry_s=self.settings.storage.store_retry_s,
             source_roots=self.source_roots,
+            audio_budget=self.audio_budget,
         )
 
     def close(self) -> None:
@@ -171,7 +178,14 @@ def settings_for(request: RunRequest) -> Settings:
     if language is not None and not is_supported_language(language):
         raise ConfigError(f"unsupported language {language!r}; use one of: {', '.join(LANGUAGES)}")
     settings = load_settings()
-    overrides = {"concurrency": request.concurrency, "batch_size": request.batch_size}
+    hours = request.max_audio_hours
+    if hours is not None and not 0 < hours <= 1_000_000:
+        raise ConfigError(f"--max-audio-hours must be a number of hours above 0, got {hours:g}")
+    overrides: dict[str, float | None] = {
+        "concurrency": request.concurrency,
+        "batch_size": request.batch_size,
+        "max_audio_hours_per_run": hours,
+    }
     pipeline = settings.pipeline.model_copy(
         update={k: v for k, v in overrides.items() if v is not None}
     )

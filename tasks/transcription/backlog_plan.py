@@ -28,6 +28,7 @@ from storage.records import ChunkRecord, ItemRecord, ItemStatus, SourceFile
 from storage.sources import SourceLocation, fetch_and_fingerprint, iter_audio
 from tasks.audio import iter_chunks
 from tasks.errors import AudioError, DamagedTail, SilentAudio
+from tasks.transcription.billing import MS_PER_MIN, billed_ms, cost_of
 from tasks.transcription.coverage import Coverage
 from tasks.transcription.reuse import ReuseDecision, ReuseFacts, decide_reuse, read_reuse_facts
 
@@ -65,6 +66,7 @@ class Plan:
     requests: int  # chunks that would be sent: not silent, not finished earlier
     not_listed: int  # skipped by the listing (still being written, unreadable)
     undecodable_uris: tuple[str, ...] = ()  # the first NAMED_UNDECODABLE of them
+    billed_ms: int = 0  # the requests' audio as billed (each at least the billed minimum)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class FilePlan:
     chunks: int = 0
     requests: int = 0
     uri: str | None = None  # named for a file not decodable only
+    billed_ms: int = 0
 
 
 class _PlannedContent:
@@ -109,6 +112,7 @@ class _Reader:
     max_wav_bytes: int
     min_pause_ms: int
     storage_options: Mapping[str, Any] | None
+    billed_min_ms: int = 0
     planned: _PlannedContent = field(default_factory=_PlannedContent)
 
     def plan(self, file: SourceFile, item: ItemRecord | None) -> FilePlan:
@@ -131,7 +135,7 @@ class _Reader:
         return planned
 
     def _split(self, path: Path, *, finished: Mapping[int, ChunkRecord]) -> FilePlan:
-        chunks = requests = audio_ms = 0
+        chunks = requests = audio_ms = billed = 0
         coverage = Coverage(finished)  # what the run reuses: answered audio, by range
         split = iter_chunks(
             path,
@@ -142,11 +146,17 @@ class _Reader:
         with contextlib.suppress(DamagedTail):  # the run keeps the readable part
             for chunk in split:
                 chunks, audio_ms = chunks + 1, chunk.end_ms
-                reused = coverage.reused_text(chunk) is not None
-                requests += not (chunk.silent or reused)
+                if chunk.silent or coverage.reused_text(chunk) is not None:
+                    continue
+                requests += 1
+                billed += billed_ms(
+                    audio_ms=chunk.end_ms - chunk.start_ms, billed_min_ms=self.billed_min_ms
+                )
         if chunks == 0:
             return FilePlan("silent")
-        return FilePlan("transcribe", audio_ms=audio_ms, chunks=chunks, requests=requests)
+        return FilePlan(
+            "transcribe", audio_ms=audio_ms, chunks=chunks, requests=requests, billed_ms=billed
+        )
 
     def _decide(self, item: ItemRecord | None, *, sha256: str) -> ReuseDecision:
         """The run's own reuse decision (tasks/transcription/reuse.py), read in one transaction."""
@@ -169,6 +179,7 @@ def plan_backlog(
     exclude: Sequence[str] = (),
     storage_options: Mapping[str, Any] | None = None,
     workers: int = 4,
+    billed_min_ms: int = 0,
 ) -> Plan:
     """What a run over `source` would do; `store` None: nothing recorded yet.
 
@@ -179,7 +190,7 @@ def plan_backlog(
     stream = iter_audio(
         source, include=include, exclude=exclude, settle_s=settle_s, storage_options=storage_options
     )
-    reader = _Reader(store, language, max_wav_bytes, min_pause_ms, storage_options)
+    reader = _Reader(store, language, max_wav_bytes, min_pause_ms, storage_options, billed_min_ms)
     totals = _Totals()
     known = _with_known_items(store, stream.files, language=language)
     to_read = _counting_settled(known, totals=totals)
@@ -225,6 +236,7 @@ class _Totals:
     audio_ms: int = 0
     chunks: int = 0
     requests: int = 0
+    billed_ms: int = 0
     undecodable_uris: list[str] = field(default_factory=list)
 
     def add(self, file_plan: FilePlan) -> None:
@@ -234,6 +246,7 @@ class _Totals:
         self.audio_ms += file_plan.audio_ms
         self.chunks += file_plan.chunks
         self.requests += file_plan.requests
+        self.billed_ms += file_plan.billed_ms
 
     def plan(self, *, not_listed: int) -> Plan:
         return Plan(
@@ -248,6 +261,7 @@ class _Totals:
             requests=self.requests,
             not_listed=not_listed,
             undecodable_uris=tuple(self.undecodable_uris),
+            billed_ms=self.billed_ms,
         )
 
 
@@ -259,8 +273,9 @@ def total_plan(plans: Sequence[FilePlan], *, not_listed: int) -> Plan:
     return totals.plan(not_listed=not_listed)
 
 
-def plan_rows(plan: Plan) -> dict[str, int | float]:
-    """The plan as named numbers, in the order a person reads them (no names, no text)."""
+def plan_rows(plan: Plan, *, price_per_audio_min: float = 0.0) -> dict[str, int | float]:
+    """The plan as named numbers, in the order a person reads them (no names, no text):
+    the billed minutes and their cost bill each planned request once (no retries)."""
     return {
         "files": plan.files,
         "files_unchanged": plan.unchanged,
@@ -272,6 +287,10 @@ def plan_rows(plan: Plan) -> dict[str, int | float]:
         "audio_hours": round(plan.audio_ms / 3_600_000, 3),
         "chunks": plan.chunks,
         "requests": plan.requests,
+        "billed_minutes": round(plan.billed_ms / MS_PER_MIN, 2),
+        "estimated_cost": cost_of(
+            billed_ms=plan.billed_ms, price_per_audio_min=price_per_audio_min
+        ),
     }
 
 

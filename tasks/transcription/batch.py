@@ -17,6 +17,7 @@ from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord
 from tasks.audio import DecoderPool
 from tasks.throttle.gate import RequestGate
+from tasks.transcription.audio_budget import AudioBudget
 from tasks.transcription.progress import RunStats
 from tasks.transcription.recorder import FileRecorder
 from tasks.transcription.reuse import ContentInFlight
@@ -47,8 +48,10 @@ class BatchContext:
         store_retry_s: float | None = None,
         source_roots: tuple[str, ...] = (),
         hold_all: bool = False,
+        audio_budget: AudioBudget | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.audio_budget = audio_budget  # the run's audio cap, if it has one
         # MEDASR_REVIEW__REQUIRED=all: every transcript waits for a person (needs_review);
         # the run still counts an unflagged one as done (its routine review is no failure).
         self.hold_all = hold_all

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 from config.errors import InternalError, MedasrError
@@ -28,7 +29,7 @@ from service.client import Transcription
 from service.contract import chunk_filename
 from storage.errors import LeaseLost, StoreError
 from storage.records import ItemRecord, ItemStatus
-from tasks.audio import Chunk, iter_chunks
+from tasks.audio import Chunk, audio_length_ms, iter_chunks
 from tasks.discovery.fetch import fetched_file
 from tasks.discovery.recording_names import reason_about, recording_name
 from tasks.errors import DamagedTail, SilentAudio
@@ -108,6 +109,8 @@ async def _settle(run: FileRun, *, ctx: BatchContext) -> FileOutcome:
                 return FileOutcome(
                     item.source_uri, ItemStatus.DONE, duration_ms=decision.transcript.duration_ms
                 )
+            if not await _fits_budget(fetched.path, item=item, ctx=ctx):
+                return await _release(recorder)  # whole or not at all: the next run's
             return await _split_and_send(fetched.path, decision, run=run, ctx=ctx)
     except RUN_STOP_ERRORS as exc:  # the run stops, not the file
         ctx.gate.stop(exc)
@@ -132,6 +135,20 @@ async def _settle(run: FileRun, *, ctx: BatchContext) -> FileOutcome:
         logger.exception("unexpected error on %s", _name(item, ctx))
         internal = InternalError(f"unexpected internal error ({type(exc).__name__}); see the logs")
         return await _fail(run, internal, ctx=ctx)
+
+
+async def _fits_budget(path: Path, *, item: ItemRecord, ctx: BatchContext) -> bool:
+    """Whether the run's audio cap (if any) has room for the whole recording, reserved
+    now; measured in a decode thread before any of it is sent."""
+    budget = ctx.audio_budget
+    if budget is None:
+        return True
+    if budget.reached:
+        return False
+    length_ms = await asyncio.get_running_loop().run_in_executor(
+        ctx.decode_pool, partial(audio_length_ms, path, timeout_s=ctx.pipeline.ffmpeg_timeout_s)
+    )
+    return budget.take(audio_ms=length_ms, size_bytes=item.size_bytes)
 
 
 async def _split_and_send(
@@ -308,7 +325,7 @@ async def _fail(run: FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOut
 
 
 async def _release(recorder: FileRecorder) -> FileOutcome:
-    """Give a claimed item back untouched (the run stopped for credentials)."""
+    """Give a claimed item back untouched (the run stopped, or its audio cap is reached)."""
     await recorder.release()
     return FileOutcome(recorder.item.source_uri, "released")
 
