@@ -33,8 +33,7 @@ async def run_backlog(
 ) -> RunSummary:
     """List and register the run's source (unless `listed`), transcribe what is pending
     (carrying on `head_start`), deliver with MEDASR_DELIVER=true; returns the summary."""
-    language = run.request.language
-    assert language is not None, "a backlog run has a language"
+    language = run.claim_language  # None: the manifest names each recording's language
     assert run.source is not None, "a backlog run has a source"
 
     def prepare(run: Run) -> Prepared:
@@ -46,7 +45,7 @@ async def run_backlog(
         return await deliver_after_backlog(run.settings, run.store, language=language)
 
     steps = FlowSteps(
-        title=f"medasr backlog run ({language})",
+        title=f"medasr backlog run ({language or 'every language'})",
         prepare=prepare,
         after=deliver,
         head_start=head_start,
@@ -62,7 +61,7 @@ async def run_backlog(
 )
 async def transcribe_backlog(
     source: str,
-    language: str,
+    language: str | None = None,
     limit: int | None = None,
     concurrency: int | None = None,
     encrypt: bool | None = None,
@@ -109,7 +108,7 @@ def backlog_flow(
     built: Flow[[], Coroutine[Any, Any, State[Any]]] = Flow(
         fn=backlog,
         name=FLOW_NAME,
-        flow_run_name=run_name("backlog", run.request.language),
+        flow_run_name=run_name("backlog", run.claim_language),
         log_prints=False,
     )
     return built

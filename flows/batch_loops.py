@@ -92,7 +92,7 @@ class DrainStart:
         run = self._run
         self.result.planned = await count(
             run.store,
-            language=run.request.language,
+            language=run.claim_language,
             source_prefix=run.source_prefix,
             limit=run.request.limit,
         )

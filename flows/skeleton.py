@@ -85,7 +85,7 @@ def _with_budget_left(run: Run, summary: RunSummary) -> RunSummary:
     left = left_for_next_run(
         run.store,
         run.audio_budget,
-        language=run.request.language,
+        language=run.claim_language,
         source_prefix=run.source_prefix,
     )
     return summary.with_budget_left(left)

@@ -15,6 +15,9 @@
             │                          message names the format and what to do
             ├── DecodeFailed           "decode_failed": ffmpeg failed otherwise, or timed out
             └── SilentAudio            "silent_audio": decodes, but holds no speech to send
+        └── LanguageInvalid            "metadata_invalid": the manifest's language for this
+                                       recording is not one the service takes (or none is
+                                       given): that recording fails, nothing is sent
     RunStop (config/errors.py)         the whole run stops; RunInterrupted lives there too
     └── RunInterrupted (config/errors.py)
         └── DecoderInterrupted         "decoder_interrupted": ffmpeg ended by a signal (a Ctrl-C, a
@@ -36,6 +39,12 @@ from __future__ import annotations
 import signal
 
 from config.errors import ConfigError, RunInterrupted, TerminalError
+
+
+class LanguageInvalid(TerminalError):
+    """A recording's language, from its manifest row, is not one the service takes."""
+
+    kind = "metadata_invalid"
 
 
 class AudioError(TerminalError):

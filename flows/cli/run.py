@@ -64,7 +64,7 @@ from storage.errors import (
     StoreError,
 )
 from storage.interface import UnitOfWorkFactory
-from storage.sources import SourceLocation
+from tasks.discovery.languages import manifest_gives_languages
 from tasks.transcription.backlog_plan import Plan, plan_backlog, plan_rows
 from tasks.transcription.bookkeeping import requeue_failed
 from tasks.work.journal import Journal
@@ -72,7 +72,15 @@ from tasks.work.journal import Journal
 
 def run_command(
     source: Annotated[str, typer.Argument(help="Folder, file:// URL or s3://bucket/prefix.")],
-    language: Annotated[str, typer.Option("--language", "-l", help="Language code, e.g. en-IN.")],
+    language: Annotated[
+        str | None,
+        typer.Option(
+            "--language",
+            "-l",
+            help="Language code, e.g. en-IN: of every recording, or of those whose manifest "
+            "row gives none (needed unless the manifest has a language column).",
+        ),
+    ] = None,
     encrypt: Annotated[
         bool | None, typer.Option("--encrypt/--no-encrypt", help="JWE-encrypt requests.")
     ] = None,
@@ -126,8 +134,13 @@ def run_command(
     )
     settings = _checked(request)
     prepared = _prepared_source(request)
+    if language is None and not manifest_gives_languages(prepared.metadata):
+        usage_error(
+            "usage error",
+            "--language is needed: give it, or a manifest with a 'language' column",
+        )
     if dry_run:
-        _print_plan(prepared.location, settings=settings, language=language, request=request)
+        _print_plan(prepared, settings=settings, language=language, request=request)
         return
     with _started(request, settings, prepared) as (api, run):
         listing: dict[str, Listed] = {}
@@ -368,33 +381,37 @@ def _run_and_report(
 
 
 def _print_plan(
-    source: SourceLocation, *, settings: Settings, language: str, request: RunRequest
+    prepared: PreparedSource, *, settings: Settings, language: str | None, request: RunRequest
 ) -> None:
+    source = prepared.location
     store = _existing_store(settings.storage)
     try:
-        plan = _planned(source, settings=settings, language=language, request=request, store=store)
+        plan = _planned(
+            prepared, settings=settings, language=language, request=request, store=store
+        )
     finally:
         if store is not None:
             store.dispose()
     price = settings.service.price_per_audio_min
     rows = [*plan_rows(plan, price_per_audio_min=price).items(), ("sent", 0)]
-    print_table(rows, title=f"medasr dry run ({language}): nothing sent")
+    print_table(rows, title=f"medasr dry run ({language or 'manifest languages'}): nothing sent")
     print_named("not decodable", plan.undecodable_uris, total=plan.undecodable, root=source.uri)
 
 
 def _planned(
-    source: SourceLocation,
+    prepared: PreparedSource,
     *,
     settings: Settings,
-    language: str,
+    language: str | None,
     request: RunRequest,
     store: UnitOfWorkFactory | None,
 ) -> Plan:
     """The dry run's plan; a source that cannot be listed exits 2, as a real run does."""
     try:
         return plan_backlog(
-            source=source,
+            source=prepared.location,
             language=language,
+            metadata=prepared.metadata,
             store=store,
             max_wav_bytes=max_wav_bytes_for(settings.service, settings.encryption),
             min_pause_ms=settings.pipeline.min_pause_ms,

@@ -94,6 +94,8 @@ class RunSummary:
     # The audio cap stopped the claims: recordings (and their hours) left pending.
     budget_left: int | None = None
     budget_left_hours: float | None = None
+    # (language, done, to check) per language, when the run saw more than one.
+    by_language: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def budget_message(self) -> str | None:
@@ -146,6 +148,8 @@ class RunSummary:
             rows.append(("review_oldest_waiting_h", self.review_oldest_h))
         if self.budget_left_hours is not None:
             rows.append(("budget_left_hours", self.budget_left_hours))
+        for language, done, to_check in self.by_language:
+            rows += [(f"done_{language}", done), (f"to_check_{language}", to_check)]
         rows += [("recordings_to_check_total", self.to_check_total), ("exit_code", self.exit_code)]
         if self.delivery is not None:
             d = self.delivery
@@ -274,4 +278,16 @@ def summarize(
         files_purged=files.get(ItemStatus.PURGED) or None,
         to_check=tuple(to_check),
         to_check_total=total,
+        by_language=_by_language(result.stats.by_language),
+    )
+
+
+def _by_language(counts: dict[str, dict[str, int]]) -> tuple[tuple[str, int, int], ...]:
+    """(language, done, to check) of each language, when there were several."""
+    if len(counts) < 2:
+        return ()
+    to_check = (ItemStatus.FAILED, ItemStatus.SKIPPED, ItemStatus.NEEDS_REVIEW)
+    return tuple(
+        (language, by.get(ItemStatus.DONE, 0), sum(by.get(s, 0) for s in to_check))
+        for language, by in sorted(counts.items())
     )

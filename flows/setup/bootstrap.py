@@ -27,6 +27,7 @@ from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.sources import SourceLocation, parse_source
 from tasks.discovery.discover import check_source, manifest_metadata
+from tasks.discovery.languages import manifest_gives_languages
 from tasks.errors import SharedLimitUnavailable
 from tasks.throttle.gate import RequestGate
 from tasks.transcription.audio_budget import AudioBudget
@@ -65,7 +66,7 @@ class RunRequest:
 def backlog_request(
     *,
     source: str,
-    language: str,
+    language: str | None,
     limit: int | None = None,
     concurrency: int | None = None,
     encrypt: bool | None = None,
@@ -119,7 +120,11 @@ class Run:
         root = source.location.uri if source is not None else None
         self.source_prefix = root  # a backlog claims only its own source's items
         self.record_source = root or RERUN_SOURCE
-        self.record_language = request.language or ANY_LANGUAGE
+        # A manifest that names languages makes one run of every language of its source;
+        # --language is then the default of the rows without one (tasks/discovery/languages.py).
+        mixed = source is not None and manifest_gives_languages(source.metadata)
+        self.claim_language = None if mixed else request.language
+        self.record_language = self.claim_language or ANY_LANGUAGE
         self.owner = new_lease_owner()
         self.stats = RunStats()
         self.journal = Journal.in_data_dir(settings.storage.data_dir)

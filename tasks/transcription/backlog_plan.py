@@ -27,6 +27,7 @@ from storage.interface import UnitOfWorkFactory
 from storage.records import ChunkRecord, ItemRecord, ItemStatus, SourceFile
 from storage.sources import SourceLocation, fetch_and_fingerprint, iter_audio
 from tasks.audio import iter_chunks
+from tasks.discovery.languages import FileLanguages
 from tasks.errors import AudioError, DamagedTail, SilentAudio
 from tasks.transcription.billing import MS_PER_MIN, billed_ms, cost_of
 from tasks.transcription.coverage import Coverage
@@ -108,7 +109,7 @@ class _Reader:
     """Reads one file the way the run would, against what the store already holds."""
 
     store: UnitOfWorkFactory | None
-    language: str
+    languages: FileLanguages
     max_wav_bytes: int
     min_pause_ms: int
     storage_options: Mapping[str, Any] | None
@@ -119,7 +120,8 @@ class _Reader:
         try:
             with fetch_and_fingerprint(file.uri, storage_options=self.storage_options) as fetched:
                 sha256 = fetched.fingerprint.sha256
-                decision = self._decide(item, sha256=sha256)
+                language = self.languages.of(file.uri)
+                decision = self._decide(item, sha256=sha256, language=language)
                 if decision.stays_purged:  # touched, same bytes: the run leaves it purged
                     return FilePlan("unchanged")
                 if decision.reuses_transcript or sha256 in self.planned:
@@ -158,19 +160,19 @@ class _Reader:
             "transcribe", audio_ms=audio_ms, chunks=chunks, requests=requests, billed_ms=billed
         )
 
-    def _decide(self, item: ItemRecord | None, *, sha256: str) -> ReuseDecision:
+    def _decide(self, item: ItemRecord | None, *, sha256: str, language: str) -> ReuseDecision:
         """The run's own reuse decision (tasks/transcription/reuse.py), read in one transaction."""
         if self.store is None:
             return decide_reuse(item, sha256=sha256, facts=ReuseFacts())
         with self.store.unit_of_work(read_only=True) as uow:
-            facts = read_reuse_facts(uow, item, sha256=sha256, language=self.language)
+            facts = read_reuse_facts(uow, item, sha256=sha256, language=language)
         return decide_reuse(item, sha256=sha256, facts=facts)
 
 
 def plan_backlog(
     *,
     source: SourceLocation | str,
-    language: str,
+    language: str | None,
     store: UnitOfWorkFactory | None,
     max_wav_bytes: int,
     min_pause_ms: int,
@@ -180,6 +182,7 @@ def plan_backlog(
     storage_options: Mapping[str, Any] | None = None,
     workers: int = 4,
     billed_min_ms: int = 0,
+    metadata: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Plan:
     """What a run over `source` would do; `store` None: nothing recorded yet.
 
@@ -190,9 +193,10 @@ def plan_backlog(
     stream = iter_audio(
         source, include=include, exclude=exclude, settle_s=settle_s, storage_options=storage_options
     )
-    reader = _Reader(store, language, max_wav_bytes, min_pause_ms, storage_options, billed_min_ms)
+    languages = FileLanguages(metadata, default=language)  # the manifest's, else `language`
+    reader = _Reader(store, languages, max_wav_bytes, min_pause_ms, storage_options, billed_min_ms)
     totals = _Totals()
-    known = _with_known_items(store, stream.files, language=language)
+    known = _with_known_items(store, stream.files, languages=languages)
     to_read = _counting_settled(known, totals=totals)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for file_plan in bounded_map(
@@ -306,7 +310,7 @@ def _counting_settled(
 
 
 def _with_known_items(
-    store: UnitOfWorkFactory | None, files: Iterator[SourceFile], *, language: str
+    store: UnitOfWorkFactory | None, files: Iterator[SourceFile], *, languages: FileLanguages
 ) -> Iterator[tuple[SourceFile, ItemRecord | None, bool]]:
     """Each streamed file with what the store holds for it, and whether it is settled:
     finished earlier with this version, so a run will not claim it. Two queries per
@@ -316,9 +320,14 @@ def _with_known_items(
             for file in batch:
                 yield file, None, False
             continue
+        to_read: set[str] = set()
+        known: dict[str, ItemRecord] = {}
         with store.unit_of_work(read_only=True) as uow:
-            unsettled = uow.item_queries.find_unsettled(batch, language=language, settled=_FINISHED)
-            known = uow.item_queries.find_items(source_uris=unsettled, language=language)
-        to_read = set(unsettled)
+            for language, files_in_language in languages.grouped(batch):
+                unsettled = uow.item_queries.find_unsettled(
+                    files_in_language, language=language, settled=_FINISHED
+                )
+                known |= uow.item_queries.find_items(source_uris=unsettled, language=language)
+                to_read.update(unsettled)
         for file in batch:
             yield file, known.get(file.uri), file.uri not in to_read

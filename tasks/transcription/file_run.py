@@ -42,6 +42,7 @@ from tasks.transcription.file_end import (
     is_last_answer,
     require_finishable,
 )
+from tasks.transcription.item_language import require_known_language
 from tasks.transcription.progress import TRANSCRIBE_LOGGER, FileOutcome, progress_observer
 from tasks.transcription.recorder import FileRecorder
 from tasks.transcription.reuse import ReuseDecision
@@ -66,7 +67,7 @@ async def process_batch(items: Sequence[ItemRecord], *, ctx: BatchContext) -> li
                 outcome = await _transcribe_with(recorder, ctx=ctx)
         finally:
             recorder.let_go()
-        ctx.stats.add(outcome)
+        ctx.stats.add(outcome, language=item.language)
         progress_observer().on_file_finished(outcome)
         return outcome
 
@@ -101,6 +102,7 @@ async def _settle(run: FileRun, *, ctx: BatchContext) -> FileOutcome:
     item, recorder = run.item, run.recorder
     try:
         await recorder.require_lease()  # taken over while it waited for a slot?
+        require_known_language(item, roots=ctx.source_roots)  # before a byte is read
         async with fetched_file(item.source_uri, storage_options=ctx.storage_options) as fetched:
             decision = await recorder.settle_content(fetched.fingerprint)
             if decision.stays_purged:
