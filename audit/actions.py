@@ -31,3 +31,4 @@ class AuditAction(StrEnum):
     REVIEWER_UNLOCKED = "reviewer_unlocked"
     REQUEUED = "requeued"
     PURGE_PAGE = "purge_page"
+    LANGUAGE_CHANGED = "language_changed"

@@ -33,6 +33,11 @@ def build_app(store: ReviewStore, *, web: WebSettings, tls: bool) -> Starlette:
         Route(
             "/items/{item_id:int}/send-back", signed_in(review_actions.send_back), methods=["POST"]
         ),
+        Route(
+            "/items/{item_id:int}/language",
+            signed_in(review_actions.change_language),
+            methods=["POST"],
+        ),
         Route("/admin", signed_in(admin.admin_page), methods=["GET"]),
         Route("/admin/reviewers", signed_in(admin.add_account), methods=["POST"]),
         Route("/admin/unlock", signed_in(admin.unlock_account), methods=["POST"]),
