@@ -128,7 +128,7 @@ def night_report(
         return "\n".join(lines) + "\n"
     lines += [
         "",
-        "| Recording | Language | Status | Kind | Retryable | Reason | Fix |",
+        "| Recording | Status | Kind | Retryable | Reason | Fix | Language |",
         "|---|---|---|---|---|---|---|",
     ]
     lines += [_item_row(item, roots=roots) for item in items]
@@ -198,7 +198,8 @@ def _item_row(item: ItemRecord, *, roots: Sequence[str]) -> str:
         kind = item.error_kind or "-"
         retryable = "yes" if item.retryable else "no"
         reason = reason_about(item.error_message, uri=item.source_uri, roots=roots) or "-"
-    cells = [name, item.language, item.status, kind, retryable, reason, fix_command(item)]
+    # Language last: readers of the columns before it keep their places.
+    cells = [name, item.status, kind, retryable, reason, fix_command(item), item.language]
     return "| " + " | ".join(_cell(cell) for cell in cells) + " |"
 
 
