@@ -32,3 +32,4 @@ class AuditAction(StrEnum):
     REQUEUED = "requeued"
     PURGE_PAGE = "purge_page"
     QUALITY_EXPORTED = "quality_exported"
+    LANGUAGE_CHANGED = "language_changed"

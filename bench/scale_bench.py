@@ -11,6 +11,8 @@ tiers run (1 = linear).
     .venv/bin/python bench/scale_bench.py --tiers 1e4 1e5        # listing tiers
     .venv/bin/python bench/scale_bench.py --tiers 1e4 --copies 1e4 --distinct 1e4
     .venv/bin/python bench/scale_bench.py --code /path/to/old/checkout ...   # "before"
+    .venv/bin/python bench/scale_bench.py --tiers --dry-run-against /path/to/old/checkout
+        # the dry run over 10^5 files, this checkout against another, in paired rounds
 """
 
 from __future__ import annotations
@@ -255,6 +257,32 @@ def listing_tier(code: Path, n: int, *, work: Path) -> dict[str, float]:
     return tier.figures
 
 
+PAIRED_ROUNDS = 3
+
+
+def dry_run_pairs(code: Path, before: Path, n: int, *, work: Path) -> None:
+    """The dry run over n linked files with `code` and with `before`, taking turns for
+    PAIRED_ROUNDS rounds: wall and medasr's own CPU, and their ratios (after / before)."""
+    tree = linked_tree(work / "src", n)
+    rounds: list[tuple[RunResult, RunResult]] = []
+    for _ in range(PAIRED_ROUNDS):
+        pair = []
+        for checkout in (before, code):
+            tier = Tier(code=checkout, work=work, tree=tree, n=n)
+            pair.append(tier.run("dry", "run", str(tree), "--language", LANGUAGE, "--dry-run"))
+        rounds.append((pair[0], pair[1]))
+    for i, (old, new) in enumerate(rounds, 1):
+        print(
+            f"round {i}: dry run over {n} files: before {old.wall_s:.2f} s wall / "
+            f"{old.own_cpu_s:.2f} s CPU; after {new.wall_s:.2f} s / {new.own_cpu_s:.2f} s; "
+            f"ratio wall {new.wall_s / old.wall_s:.3f}, CPU {new.own_cpu_s / old.own_cpu_s:.3f}"
+        )
+    best_old = min(old.own_cpu_s for old, _ in rounds)
+    best_new = min(new.own_cpu_s for _, new in rounds)
+    ratio = best_new / best_old
+    print(f"least CPU: before {best_old:.2f} s, after {best_new:.2f} s, ratio {ratio:.3f}")
+
+
 def request_tier(code: Path, n: int, *, work: Path, copies: bool) -> dict[str, float]:
     """A real first run over n files (copies of one, or distinct), then its start-up."""
     tree = (linked_tree if copies else distinct_tree)(work / "src", n)
@@ -337,6 +365,10 @@ def main() -> None:
     parser.add_argument("--copies", nargs="*", default=[], help="first runs over N copies")
     parser.add_argument("--distinct", nargs="*", default=[], help="first runs over N files")
     parser.add_argument("--code", type=Path, default=ROOT, help="checkout to measure")
+    parser.add_argument(
+        "--dry-run-against", type=Path, default=None, help="paired dry runs against a checkout"
+    )
+    parser.add_argument("--dry-run-files", default="1e5", help="files of the paired dry runs")
     args = parser.parse_args()
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; code {args.code}")
     by_n: dict[int, dict[str, float]] = {}
@@ -344,6 +376,10 @@ def main() -> None:
         with scratch_dir("medasr-scale-") as work:
             by_n[n] = listing_tier(args.code, n, work=work)
     growth(by_n)
+    if args.dry_run_against is not None:
+        with scratch_dir("medasr-scale-") as work:
+            n = int(float(args.dry_run_files))
+            dry_run_pairs(args.code, args.dry_run_against, n, work=work)
     for copies, sizes in ((True, args.copies), (False, args.distinct)):
         for n in (int(float(t)) for t in sizes):
             with scratch_dir("medasr-scale-") as work:

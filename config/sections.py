@@ -96,6 +96,24 @@ class ServiceSettings(BaseModel):
         False, description="Allow http:// to a non-loopback host (patient audio in clear text)."
     )
     ca_bundle: Path | None = Field(None, description="Custom CA bundle (PEM) for TLS checks.")
+    price_per_audio_min: float = Field(
+        0.0,
+        ge=0,
+        le=1_000_000,
+        description=(
+            "The vendor's price of one billed audio minute (a number, no currency assumed); "
+            "the dry run and `medasr status --by` multiply billed minutes by it."
+        ),
+    )
+    billed_min_s_per_request: float = Field(
+        0.0,
+        ge=0,
+        le=3600,
+        description=(
+            "The least audio the vendor bills per request, seconds (a shorter chunk is "
+            "billed as this much); 0: billed as long as it is."
+        ),
+    )
 
     @field_validator("token", mode="after")
     @classmethod
@@ -241,6 +259,16 @@ class PipelineSettings(BaseModel):
     )
     batch_size: int = Field(
         50, ge=1, le=10_000, description="Files per Prefect task run (a claim batch)."
+    )
+    max_audio_hours_per_run: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        description=(
+            "Most audio hours one run sends (`--max-audio-hours`): a recording that would "
+            "take the run past it is not sent, never half sent, and stays pending for the "
+            "next run; per run, not across workers; unset: no cap."
+        ),
     )
     decode_workers: int = Field(
         max(1, os.cpu_count() or 1),

@@ -35,8 +35,7 @@ async def run_backlog(
 ) -> RunSummary:
     """List and register the run's source (unless `listed`), transcribe what is pending
     (carrying on `head_start`), deliver with MEDASR_DELIVER=true; returns the summary."""
-    language = run.request.language
-    assert language is not None, "a backlog run has a language"
+    language = run.claim_language  # None: the manifest names each recording's language
     assert run.source is not None, "a backlog run has a source"
 
     def prepare(run: Run) -> Prepared:
@@ -48,7 +47,7 @@ async def run_backlog(
         return await deliver_after_backlog(run.settings, run.store, language=language)
 
     steps = FlowSteps(
-        title=f"medasr backlog run ({language})",
+        title=f"medasr backlog run ({language or 'every language'})",
         prepare=prepare,
         after=deliver,
         head_start=head_start,
@@ -64,7 +63,7 @@ async def run_backlog(
 )
 async def transcribe_backlog(
     source: str,
-    language: str,
+    language: str | None = None,
     limit: int | None = None,
     concurrency: int | None = None,
     encrypt: bool | None = None,
@@ -72,11 +71,13 @@ async def transcribe_backlog(
     include: list[str] | None = None,
     exclude: list[str] | None = None,
     manifest: str | None = None,
+    max_audio_hours: float | None = None,
 ) -> State[Any]:
     """Transcribe every new or changed file under `source`; ends in the state its summary
     says (flows/reporting/states.py), the summary its data.
 
     With MEDASR_DELIVER=true, done transcripts are then delivered (flows/deliver_step.py).
+    `max_audio_hours`: the run's audio cap (MEDASR_PIPELINE__MAX_AUDIO_HOURS_PER_RUN).
     """
     request = backlog_request(
         source=source,
@@ -88,6 +89,7 @@ async def transcribe_backlog(
         include=include,
         exclude=exclude,
         manifest=manifest,
+        max_audio_hours=max_audio_hours,
     )
     with bootstrap(settings_for(request), request) as run:
         summary = await run_backlog(run)
@@ -118,7 +120,7 @@ def backlog_flow(
     built: Flow[[], Coroutine[Any, Any, State[Any]]] = Flow(
         fn=backlog,
         name=FLOW_NAME,
-        flow_run_name=run_name("backlog", run.request.language),
+        flow_run_name=run_name("backlog", run.claim_language),
         log_prints=False,
     )
     return built

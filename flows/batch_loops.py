@@ -92,7 +92,7 @@ class DrainStart:
         run = self._run
         self.result.planned = await count(
             run.store,
-            language=run.request.language,
+            language=run.claim_language,
             source_prefix=run.source_prefix,
             limit=run.request.limit,
         )
@@ -119,6 +119,8 @@ class BatchLoops:
     async def run(self) -> None:
         """One loop; several run side by side over the same budget."""
         while self.ctx.gate.stopped is None and not self.drained and self.keep_claiming():
+            if self.ctx.audio_budget is not None and self.ctx.audio_budget.reached:
+                return  # the audio cap: what is left stays pending for the next run
             size = self.budget.take(self.batch_size)
             if size == 0:
                 return

@@ -12,7 +12,7 @@ from tasks.steps import deliver_task
 
 
 async def deliver_after_backlog(
-    settings: Settings, store: UnitOfWorkFactory, *, language: str
+    settings: Settings, store: UnitOfWorkFactory, *, language: str | None
 ) -> DeliveryCounts:
     """Deliver the language's done transcripts; returns counts for the run summary.
 

@@ -61,6 +61,7 @@ def build_deployments(
     timezone: str = DEFAULT_TIMEZONE,
     purge_cron: str | None = None,
     retention: str = DEFAULT_RETENTION,
+    max_audio_hours: float | None = None,
 ) -> list[RunnerDeployment]:
     """The two deployments, and the purge with `purge_cron`; parameters hold no secret
     (settings come from MEDASR_*).
@@ -71,13 +72,15 @@ def build_deployments(
         raise ConfigError(f"unsupported language {language!r}; use one of: {', '.join(LANGUAGES)}")
     check_schedule(cron=nightly_cron, timezone=timezone, option="--nightly-cron")
     check_schedule(cron=rerun_cron, timezone=timezone, option="--rerun-cron")
+    # The audio cap of each night's runs (MEDASR_PIPELINE__MAX_AUDIO_HOURS_PER_RUN otherwise).
+    cap = {} if max_audio_hours is None else {"max_audio_hours": max_audio_hours}
     # to_deployment dispatches to a coroutine only inside a running event loop.
     nightly = cast(
         RunnerDeployment,
         transcribe_backlog.to_deployment(
             name="nightly-backlog",
             schedules=[Cron(nightly_cron, timezone=timezone)],
-            parameters={"source": source, "language": language},
+            parameters={"source": source, "language": language, **cap},
             # With MEDASR_DELIVER=true the same flow then delivers (flows/deliver_step.py).
             description="Transcribe new and changed recordings under the source, then "
             "deliver done transcripts when MEDASR_DELIVER=true.",
@@ -90,7 +93,7 @@ def build_deployments(
         rerun_failures.to_deployment(
             name="rerun-failures",
             schedules=[Cron(rerun_cron, timezone=timezone)],
-            parameters={"language": language},
+            parameters={"language": language, **cap},
             description="Re-queue due retryable failures and transcribe them.",
             tags=["medasr"],
             concurrency_limit=1,
@@ -148,6 +151,14 @@ def serve_command(
     retention: Annotated[
         str, typer.Option(help="What the purge removes: recordings older than 90d, 12w, 1y.")
     ] = DEFAULT_RETENTION,
+    max_audio_hours: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            metavar="H",
+            help="Most audio hours each nightly and rerun run sends (the rest waits).",
+        ),
+    ] = None,
 ) -> None:
     """Register the nightly and rerun deployments with their schedules and serve them.
 
@@ -163,6 +174,7 @@ def serve_command(
         timezone=timezone,
         purge_cron=purge_cron,
         retention=retention,
+        max_audio_hours=max_audio_hours,
     )
     require_prefect_server()
     serve_deployments(*deployments)

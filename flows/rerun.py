@@ -75,10 +75,13 @@ async def rerun_failures(
     include_permanent: bool = False,
     concurrency: int | None = None,
     include_skipped: bool = False,
+    max_audio_hours: float | None = None,
 ) -> State[Any]:
     """Re-queue failures that may succeed now and transcribe them; ends in the state its
     summary says (flows/reporting/states.py)."""
-    request = RunRequest(language=language, concurrency=concurrency)
+    request = RunRequest(
+        language=language, concurrency=concurrency, max_audio_hours=max_audio_hours
+    )
     with bootstrap(settings_for(request), request) as run:
         summary = await run_rerun(
             run, include_permanent=include_permanent, include_skipped=include_skipped

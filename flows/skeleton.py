@@ -22,6 +22,7 @@ from flows.reporting.summary import DeliveryCounts, RunSummary, summarize
 from flows.setup.bootstrap import Run
 from storage.accuracy_records import AccuracyFilter
 from tasks.discovery.discover import Discovery
+from tasks.transcription.audio_budget import left_for_next_run
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ async def _recorded_steps(run: Run, steps: FlowSteps) -> RunSummary:
         if review.required != "flagged" or review.effective_sample_rate() > 0:
             record.summary = _with_review_queue(run, record.summary)
         record.summary = _with_reviewed_day(run, record.summary)
+        if run.audio_budget is not None and run.audio_budget.reached:
+            record.summary = _with_budget_left(run, record.summary)
         if result.stopped is None and steps.after is not None:
             delivery = await steps.after(run)
             if delivery is not None:
@@ -85,6 +88,18 @@ def _with_reviewed_day(run: Run, summary: RunSummary) -> RunSummary:
     with run.store.unit_of_work(read_only=True) as uow:
         rows = uow.accuracy.note_figures(AccuracyFilter(since=now - timedelta(days=1)))
     return summary.with_reviewed([note for note, _ in rows])
+
+
+def _with_budget_left(run: Run, summary: RunSummary) -> RunSummary:
+    """The audio cap stopped the claims: the summary says what is left for the next run."""
+    assert run.audio_budget is not None
+    left = left_for_next_run(
+        run.store,
+        run.audio_budget,
+        language=run.claim_language,
+        source_prefix=run.source_prefix,
+    )
+    return summary.with_budget_left(left)
 
 
 def _with_review_queue(run: Run, summary: RunSummary) -> RunSummary:

@@ -31,9 +31,11 @@ from storage.records import (
     ExportRow,
     ItemRecord,
     NotAudioListing,
+    PendingAudio,
     QueueSize,
     RegisterResult,
     RunRecord,
+    SentRecording,
     SkippedFile,
     SourceFile,
     StatusCount,
@@ -352,6 +354,26 @@ class ReviewRepository(Protocol):
         ...
 
 
+class SpendRepository(Protocol):
+    """What was sent, per recording (`medasr status --by`)."""
+
+    def sent_recordings(
+        self,
+        *,
+        billed_min_ms: int,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        language: str | None = None,
+    ) -> Iterator[SentRecording]:
+        """Recordings that sent a request, finished (or last changed) in [since, until),
+        with their requests and billed ms (each attempt at least `billed_min_ms`)."""
+        ...
+
+    def pending_audio(self, *, language: str | None, source_prefix: str | None) -> PendingAudio:
+        """Recordings waiting to be claimed, with their stored audio length or size."""
+        ...
+
+
 class UnitOfWork(Protocol):
     """One transaction's repositories."""
 
@@ -408,6 +430,11 @@ class UnitOfWork(Protocol):
     @property
     def accuracy(self) -> AccuracyRepository:
         """Reviewed notes' word figures (the `measured` review routing reads them)."""
+        ...
+
+    @property
+    def spend(self) -> SpendRepository:
+        """What recordings cost: requests and billed audio as sent."""
         ...
 
     def commit(self) -> None:

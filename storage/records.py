@@ -354,3 +354,27 @@ class Listing:
     files: list[SourceFile]
     skipped: list[SkippedFile]
     ignored: IgnoredFiles = field(default_factory=IgnoredFiles)
+
+
+@dataclass(frozen=True)
+class SentRecording:
+    """What one recording cost: its requests and billed audio as the store recorded them
+    (no name, no text); `finished_at` is when it was done, else when it last changed."""
+
+    language: str
+    status: str
+    finished_at: datetime
+    metadata: dict[str, str]
+    duration_ms: int
+    requests: int  # every attempt of its answered chunks, retries included
+    billed_ms: int  # each attempt billed at its chunk's length, at least the billed minimum
+
+
+@dataclass(frozen=True)
+class PendingAudio:
+    """Recordings waiting to be claimed and their audio: measured where a run stored
+    their length, else only their size in bytes."""
+
+    recordings: int
+    measured_ms: int
+    unmeasured_bytes: int

@@ -31,6 +31,7 @@ from storage.reviewer_accounts import Reviewers, WebSessions
 from storage.reviews import Reviews
 from storage.revisions import Revisions
 from storage.runs import Runs
+from storage.spend import Spend
 
 
 class SqlUnitOfWork:
@@ -52,6 +53,7 @@ class SqlUnitOfWork:
         self.audit = AuditLog(session)
         self.retention = Retention(session)
         self.accuracy = AccuracyFigures(session)
+        self.spend = Spend(session)
 
     def commit(self) -> None:
         """Commit now (e.g. after each chunk); the next statement starts a new transaction."""

@@ -15,6 +15,11 @@
             │                          message names the format and what to do
             ├── DecodeFailed           "decode_failed": ffmpeg failed otherwise, or timed out
             └── SilentAudio            "silent_audio": decodes, but holds no speech to send
+        └── MetadataInvalid            "metadata_invalid": a manifest value this recording
+            │                          needs cannot be used; that recording alone fails
+            │                          (tasks/delivery/errors.py: an identifier)
+            └── LanguageInvalid        the manifest's language for this recording is not one
+                                       the service takes (or none is given): nothing is sent
     RunStop (config/errors.py)         the whole run stops; RunInterrupted lives there too
     └── RunInterrupted (config/errors.py)
         └── DecoderInterrupted         "decoder_interrupted": ffmpeg ended by a signal (a Ctrl-C, a
@@ -38,6 +43,16 @@ from __future__ import annotations
 import signal
 
 from config.errors import ConfigError, RunInterrupted, TerminalError
+
+
+class MetadataInvalid(TerminalError):
+    """A manifest value this recording needs cannot be used: that recording fails alone."""
+
+    kind = "metadata_invalid"
+
+
+class LanguageInvalid(MetadataInvalid):
+    """A recording's language, from its manifest row, is not one the service takes."""
 
 
 class AudioError(TerminalError):

@@ -36,6 +36,11 @@ def build_app(store: ReviewStore, *, web: WebSettings, tls: bool) -> Starlette:
         ),
         Route("/quality", signed_in(quality_page.quality_page), methods=["GET"]),
         Route("/quality.json", signed_in(quality_page.quality_data), methods=["GET"]),
+        Route(
+            "/items/{item_id:int}/language",
+            signed_in(review_actions.change_language),
+            methods=["POST"],
+        ),
         Route("/admin", signed_in(admin.admin_page), methods=["GET"]),
         Route("/admin/reviewers", signed_in(admin.add_account), methods=["POST"]),
         Route("/admin/unlock", signed_in(admin.unlock_account), methods=["POST"]),

@@ -140,6 +140,8 @@ _NOTICES = {
     "finalized": "Finalized: your text is the transcript now, signed off by you.",
     "accepted": "Accepted as it is.",
     "sent-back": "Sent back: the next run transcribes it again.",
+    "language": "Language changed: a new item in that language waits for the next run; "
+    "this one is kept as it is.",
 }
 
 

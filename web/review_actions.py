@@ -18,7 +18,7 @@ from config.errors import MedasrError
 from storage.errors import StaleRevision
 from storage.records import WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
-from tasks.review import decisions
+from tasks.review import decisions, language_change
 from web.context import in_unit_of_work
 from web.pages import read_item, render_item
 
@@ -55,6 +55,18 @@ async def send_back(request: Request, session: WebSessionRecord) -> Response:
         record_event(uow, action=AuditAction.SENT_BACK, actor=author, item_id=item_id)
 
     return await _decide(request, session, work, notice="sent-back")
+
+
+async def change_language(request: Request, session: WebSessionRecord) -> Response:
+    """POST /items/ID/language: the recording again, in another language (a new item)."""
+    form = await request.form()
+    language = str(form.get("language") or "").strip()[:64]
+    author = session.reviewer.name
+
+    def work(uow: ReviewUnitOfWork, item_id: int) -> None:
+        language_change.change_language(uow, item_id=item_id, language=language, author=author)
+
+    return await _decide(request, session, work, notice="language")
 
 
 async def _edit(request: Request, session: WebSessionRecord, *, final: bool) -> Response:

@@ -179,6 +179,8 @@ def print_summary(
     legend = summary_legend(summary)
     if legend:
         print(legend, flush=True)
+    if summary.budget_message:  # the run did what it was told: exit 0, this line says why
+        print(summary.budget_message, flush=True)
     for line in to_check_lines(
         summary.to_check, total=summary.to_check_total, skipped_rejudged=skipped_rejudged
     ):  # one line each: never wrapped, no markup

@@ -30,7 +30,7 @@ def nothing_to_claim(run: Run, *, listed: Listed | None = None) -> bool:
             return False  # listing failed: the flow says why
         if listed.discovery.unreadable or listed.discovery.not_listed:
             return False  # the flow's summary reports them
-    language = run.request.language
+    language = run.claim_language
     try:
         with run.store.unit_of_work(read_only=True) as uow:
             if uow.item_queries.pending_count(language=language, source_prefix=run.source_prefix):

@@ -24,14 +24,9 @@ from config.errors import (
     EXIT_USAGE,
     ConfigError,
 )
-from config.settings import Settings, StorageSettings
-from flows.cli.console import (
-    print_named,
-    print_store,
-    print_summary,
-    print_table,
-    show_progress,
-)
+from config.settings import Settings
+from flows.cli.console import print_summary, show_progress
+from flows.cli.dry_run import print_plan
 from flows.cli.flow_run import (
     FlowRun,
     credentials_rejected,
@@ -58,10 +53,7 @@ from flows.setup.bootstrap import (
 )
 from flows.setup.bootstrap import prepare_source as prepare_run_source
 from flows.setup.listing import Listed, listed_now
-from service.client import max_wav_bytes_for
 from service.status import require_token
-from storage import open_store
-from storage.database import database_exists
 from storage.errors import (
     ManifestInvalid,
     SourceError,
@@ -69,16 +61,32 @@ from storage.errors import (
     SourceUnreadable,
     StoreError,
 )
-from storage.interface import UnitOfWorkFactory
-from storage.sources import SourceLocation
-from tasks.transcription.backlog_plan import Plan, plan_backlog, plan_rows
+from tasks.discovery.languages import manifest_gives_languages
 from tasks.transcription.bookkeeping import requeue_failed
 from tasks.work.journal import Journal
+
+# `run` and `rerun-failures` alike: the run's audio cap (tasks/transcription/audio_budget.py).
+MaxAudioHours = Annotated[
+    float | None,
+    typer.Option(
+        min=0.001,
+        metavar="H",
+        help="Send at most H audio hours; a recording that would not fit waits, whole.",
+    ),
+]
 
 
 def run_command(
     source: Annotated[str, typer.Argument(help="Folder, file:// URL or s3://bucket/prefix.")],
-    language: Annotated[str, typer.Option("--language", "-l", help="Language code, e.g. en-IN.")],
+    language: Annotated[
+        str | None,
+        typer.Option(
+            "--language",
+            "-l",
+            help="Language code, e.g. en-IN: of every recording, or of those whose manifest "
+            "row gives none (needed unless the manifest has a language column).",
+        ),
+    ] = None,
     encrypt: Annotated[
         bool | None, typer.Option("--encrypt/--no-encrypt", help="JWE-encrypt requests.")
     ] = None,
@@ -108,6 +116,7 @@ def run_command(
         Path | None,
         typer.Option("--manifest", help="Metadata CSV (default: medasr.csv at the source root)."),
     ] = None,
+    max_audio_hours: MaxAudioHours = None,
 ) -> None:
     """Transcribe every new or changed recording under SOURCE."""
     request = backlog_request(
@@ -120,11 +129,17 @@ def run_command(
         include=include,
         exclude=exclude,
         manifest=manifest,
+        max_audio_hours=max_audio_hours,
     )
     settings = _checked(request)
     prepared = _prepared_source(request)
+    if language is None and not manifest_gives_languages(prepared.metadata):
+        usage_error(
+            "usage error",
+            "--language is needed: give it, or a manifest with a 'language' column",
+        )
     if dry_run:
-        _print_plan(prepared.location, settings=settings, language=language, request=request)
+        print_plan(prepared, settings=settings, language=language, request=request)
         return
     with _started(request, settings, prepared) as (api, run):
         listing: dict[str, Listed] = {}
@@ -167,9 +182,12 @@ def rerun_command(
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    max_audio_hours: MaxAudioHours = None,
 ) -> None:
     """Re-queue failures that may succeed now and transcribe them."""
-    request = RunRequest(language=language, concurrency=concurrency)
+    request = RunRequest(
+        language=language, concurrency=concurrency, max_audio_hours=max_audio_hours
+    )
     settings = _checked(request)
     with _started(request, settings, None) as (api, run):
         requeued: dict[str, int] = {}
@@ -356,47 +374,3 @@ def _run_and_report(
     if summary.stopped is StopReason.INTERRUPTED:
         interrupted_line()
     raise typer.Exit(summary.exit_code)
-
-
-def _print_plan(
-    source: SourceLocation, *, settings: Settings, language: str, request: RunRequest
-) -> None:
-    store = _existing_store(settings.storage)
-    try:
-        plan = _planned(source, settings=settings, language=language, request=request, store=store)
-    finally:
-        if store is not None:
-            store.dispose()
-    rows = [*plan_rows(plan).items(), ("sent", 0)]
-    print_table(rows, title=f"medasr dry run ({language}): nothing sent")
-    print_store(settings.storage.store_location)
-    print_named("not decodable", plan.undecodable_uris, total=plan.undecodable, root=source.uri)
-
-
-def _planned(
-    source: SourceLocation,
-    *,
-    settings: Settings,
-    language: str,
-    request: RunRequest,
-    store: UnitOfWorkFactory | None,
-) -> Plan:
-    """The dry run's plan; a source that cannot be listed exits 2, as a real run does."""
-    try:
-        return plan_backlog(
-            source=source,
-            language=language,
-            store=store,
-            max_wav_bytes=max_wav_bytes_for(settings.service, settings.encryption),
-            min_pause_ms=settings.pipeline.min_pause_ms,
-            settle_s=settings.pipeline.settle_s,
-            include=request.include,
-            exclude=request.exclude,
-        )
-    except (SourceNotFound, SourceUnreadable) as exc:
-        usage_error("usage error", exc)
-
-
-def _existing_store(storage: StorageSettings) -> UnitOfWorkFactory | None:
-    """The store if one exists: a dry run never creates a database."""
-    return open_store(storage) if database_exists(storage.database_url) else None

@@ -24,6 +24,7 @@ from audit import AuditAction, command_actor, record_event
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
 from flows.cli.console import print_store
+from flows.cli.spend import SpendFormat, print_spend
 from storage import open_review_store, open_store
 from storage.audit_records import AuditEvent
 from storage.database import database_exists, upgrade_database
@@ -177,11 +178,46 @@ def status_command(
             "--failures", min=0, help="How many of the latest failed (and skipped) items to list."
         ),
     ] = 10,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            metavar="COLUMN",
+            help="Cost per value of a manifest column, `language` or `month` (of finishing).",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="With --by: finished at or after DATE (UTC).")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", help="With --by: finished up to DATE (UTC).")
+    ] = None,
+    language: Annotated[
+        str | None, typer.Option("--language", "-l", help="With --by: only this language.")
+    ] = None,
+    output: Annotated[
+        SpendFormat, typer.Option("--format", help="With --by: table, csv or jsonl.")
+    ] = SpendFormat.table,
 ) -> None:
     """Show items by status and language, audio hours done, the latest failed and skipped,
-    deliveries by status, and the files each source's latest listing ignored as not audio."""
+    deliveries by status, and the files each source's latest listing ignored as not audio.
+
+    With --by: recordings done, audio hours, requests, billed minutes and estimated cost
+    per value of a column."""
     with _command_errors():
-        print_status(load_settings().storage, failures=failures)
+        if by is None:
+            if since or until or language or output is not SpendFormat.table:
+                raise ConfigError("--since, --until, --language and --format go with --by COLUMN")
+            print_status(load_settings().storage, failures=failures)
+            return
+        print_spend(
+            load_settings(),
+            column=by.strip(),
+            since=since,
+            until=until,
+            language=language,
+            output=output,
+        )
 
 
 def _audio_hours(counts: list[StatusCount], status: str) -> float:

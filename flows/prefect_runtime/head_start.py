@@ -86,7 +86,7 @@ class HeadStart(DrainStart):
         loops = BatchLoops(
             ctx=self.ctx,
             result=self.result,
-            language=run.request.language,
+            language=run.claim_language,
             source_prefix=run.source_prefix,
             batch_size=run.settings.pipeline.batch_size,
             budget=self.budget,

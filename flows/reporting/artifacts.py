@@ -46,7 +46,7 @@ class Night:
     def of(cls, run: Run) -> Night:
         """The night of this run (the date in UTC)."""
         return cls(
-            language=run.request.language or ALL_LANGUAGES, source=source_label(run), date=today()
+            language=run.claim_language or ALL_LANGUAGES, source=source_label(run), date=today()
         )
 
     @property
@@ -64,7 +64,7 @@ async def publish_summary(run: Run, summary: RunSummary, *, title: str) -> None:
     items, open_total = await asyncio.to_thread(
         open_backlog,
         run.store,
-        language=run.request.language,
+        language=run.claim_language,
         source_prefix=run.source_prefix,
         limit=ROWS_MAX,
     )
@@ -128,8 +128,8 @@ def night_report(
         return "\n".join(lines) + "\n"
     lines += [
         "",
-        "| Recording | Status | Kind | Retryable | Reason | Fix |",
-        "|---|---|---|---|---|---|",
+        "| Recording | Status | Kind | Retryable | Reason | Fix | Language |",
+        "|---|---|---|---|---|---|---|",
     ]
     lines += [_item_row(item, roots=roots) for item in items]
     if store:  # a worker's store is not the operator's shell default
@@ -180,7 +180,23 @@ def _headline(summary: RunSummary, night: Night) -> list[tuple[str, str]]:
         ("Retries", str(summary.retries)),
         ("Time taken", f"{summary.wall_s:.1f} s"),
         ("Exit code", str(summary.exit_code)),
+        *_budget(summary),
+        *_languages(summary),
     ]
+
+
+def _languages(summary: RunSummary) -> list[tuple[str, str]]:
+    """A mixed archive's run, language by language."""
+    return [
+        (f"Language {language}", f"{done} done, {to_check} to check")
+        for language, done, to_check in summary.by_language
+    ]
+
+
+def _budget(summary: RunSummary) -> list[tuple[str, str]]:
+    """The audio cap, when it stopped the claims."""
+    message = summary.budget_message
+    return [] if message is None else [("Audio budget", message)]
 
 
 def _item_row(item: ItemRecord, *, roots: Sequence[str]) -> str:
@@ -192,7 +208,8 @@ def _item_row(item: ItemRecord, *, roots: Sequence[str]) -> str:
         kind = item.error_kind or "-"
         retryable = "yes" if item.retryable else "no"
         reason = reason_about(item.error_message, uri=item.source_uri, roots=roots) or "-"
-    cells = [name, item.status, kind, retryable, reason, fix_command(item)]
+    # Language last: readers of the columns before it keep their places.
+    cells = [name, item.status, kind, retryable, reason, fix_command(item), item.language]
     return "| " + " | ".join(_cell(cell) for cell in cells) + " |"
 
 

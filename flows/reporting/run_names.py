@@ -49,7 +49,7 @@ def source_label(run: Run) -> str:
 
 def run_tags(run: Run) -> list[str]:
     """`medasr`, the language, `source:<label>`."""
-    return ["medasr", run.request.language or ALL_LANGUAGES, f"source:{source_label(run)}"]
+    return ["medasr", run.claim_language or ALL_LANGUAGES, f"source:{source_label(run)}"]
 
 
 async def tag_flow_run(run: Run) -> None:

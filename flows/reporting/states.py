@@ -31,7 +31,9 @@ def counts_message(summary: RunSummary) -> str:
     ]
     said = ", ".join(f"{n} {what}" for n, what in problems if n)
     done = f"{summary.files_done} done"
-    return f"{said}; {done}" if said else done
+    counts = f"{said}; {done}" if said else done
+    budget = summary.budget_message
+    return f"{counts}; {budget}" if budget else counts
 
 
 def final_state(summary: RunSummary) -> State[Any]:

@@ -27,6 +27,7 @@ from service.errors import CredentialsRejected
 from storage.accuracy_records import NoteAccuracy
 from storage.records import ItemStatus, QueueSize
 from tasks.discovery.discover import Discovery
+from tasks.transcription.audio_budget import MS_PER_HOUR, LeftForNextRun
 from tasks.transcription.review_routing import REASON_KEYS
 
 if TYPE_CHECKING:  # the batch loops import the claim machinery; a summary needs only the type
@@ -101,6 +102,19 @@ class RunSummary:
     reviewed_notes: int | None = None
     reviewed_words: int | None = None
     reviewed_accuracy: float | None = None
+    # The audio cap stopped the claims: recordings (and their hours) left pending.
+    budget_left: int | None = None
+    budget_left_hours: float | None = None
+    # (language, done, to check) per language, when the run saw more than one.
+    by_language: tuple[tuple[str, int, int], ...] = ()
+
+    @property
+    def budget_message(self) -> str | None:
+        """The sentence "budget reached: N recordings (H hours) left for the next run", or None."""
+        if self.budget_left is None or self.budget_left_hours is None:
+            return None
+        left = LeftForNextRun(self.budget_left, round(self.budget_left_hours * MS_PER_HOUR))
+        return left.sentence()
 
     @property
     def exit_code(self) -> int:
@@ -146,6 +160,10 @@ class RunSummary:
             rows.append(("reviewed_accuracy", self.reviewed_accuracy))
         if self.review_oldest_h is not None:
             rows.append(("review_oldest_waiting_h", self.review_oldest_h))
+        if self.budget_left_hours is not None:
+            rows.append(("budget_left_hours", self.budget_left_hours))
+        for language, done, to_check in self.by_language:
+            rows += [(f"done_{language}", done), (f"to_check_{language}", to_check)]
         rows += [("recordings_to_check_total", self.to_check_total), ("exit_code", self.exit_code)]
         if self.delivery is not None:
             d = self.delivery
@@ -171,6 +189,7 @@ class RunSummary:
             ("review_waiting", self.review_waiting),
             ("reviewed_notes", self.reviewed_notes),
             ("reviewed_words", self.reviewed_words),
+            ("budget_left", self.budget_left),
         ]
 
     def run_counts(self) -> dict[str, int]:
@@ -197,13 +216,19 @@ class RunSummary:
         renamed |= {"files_purged": "purged_unchanged"}
         renamed |= {"not_audio_ignored": "not_audio_ignored", "review_waiting": "review_waiting"}
         renamed |= {"reviewed_notes": "reviewed_notes", "reviewed_words": "reviewed_words"}
+        renamed |= {"budget_left": "budget_left"}
         counts |= {renamed[k]: v for k, v in optional.items() if v is not None}
         counts |= {f"review_held_{key}": count for key, count in self.review_held}
+        if self.budget_left_hours is not None:
+            counts["budget_left_audio_s"] = round(self.budget_left_hours * 3600)
         return counts
 
     def run_status(self) -> str:
-        """done, some_failed, some_skipped or some_to_review (none failed), stopped, interrupted."""
+        """done (budget_reached: done, the audio cap left some for the next run),
+        some_failed, some_skipped or some_to_review (none failed), stopped, interrupted."""
         status = _RUN_STATUS[self.exit_code]
+        if status == "done" and self.budget_left is not None:
+            return "budget_reached"  # done as told; the rest waits for the next run
         if status == "some_failed" and not self.failed_total:
             return "some_skipped" if self.files_skipped else "some_to_review"
         return status
@@ -228,6 +253,10 @@ class RunSummary:
             reviewed_words=words,
             reviewed_accuracy=round(accuracy, 4),
         )
+
+    def with_budget_left(self, left: LeftForNextRun) -> RunSummary:
+        """This summary with what the audio cap left for the next run."""
+        return replace(self, budget_left=left.recordings, budget_left_hours=left.hours)
 
     def with_delivery(self, delivery: DeliveryCounts) -> RunSummary:
         """This summary with the delivery step's counts."""
@@ -282,6 +311,18 @@ def summarize(
         to_check=tuple(to_check),
         to_check_total=total,
         review_held=_held(result.stats.held),
+        by_language=_by_language(result.stats.by_language),
+    )
+
+
+def _by_language(counts: dict[str, dict[str, int]]) -> tuple[tuple[str, int, int], ...]:
+    """(language, done, to check) of each language, when there were several."""
+    if len(counts) < 2:
+        return ()
+    to_check = (ItemStatus.FAILED, ItemStatus.SKIPPED, ItemStatus.NEEDS_REVIEW)
+    return tuple(
+        (language, by.get(ItemStatus.DONE, 0), sum(by.get(s, 0) for s in to_check))
+        for language, by in sorted(counts.items())
     )
 
 

@@ -27,9 +27,11 @@ from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.sources import SourceLocation, parse_source
 from tasks.discovery.discover import check_source, manifest_metadata
+from tasks.discovery.languages import manifest_gives_languages
 from tasks.errors import SharedLimitUnavailable
 from tasks.review.measured_notes import measure_earlier_reviews
 from tasks.throttle.gate import RequestGate
+from tasks.transcription.audio_budget import AudioBudget
 from tasks.transcription.batch import BatchContext
 from tasks.transcription.bookkeeping import known_sources
 from tasks.transcription.progress import RunStats
@@ -60,12 +62,13 @@ class RunRequest:
     exclude: tuple[str, ...] = ()
     manifest: str | None = None  # the metadata CSV (default: medasr.csv at the source root)
     limit: int | None = None
+    max_audio_hours: float | None = None  # over MEDASR_PIPELINE__MAX_AUDIO_HOURS_PER_RUN
 
 
 def backlog_request(
     *,
     source: str,
-    language: str,
+    language: str | None,
     limit: int | None = None,
     concurrency: int | None = None,
     encrypt: bool | None = None,
@@ -73,6 +76,7 @@ def backlog_request(
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
     manifest: str | PathLike[str] | None = None,
+    max_audio_hours: float | None = None,
 ) -> RunRequest:
     """A backlog run's request from its options as `medasr run` and the deployment's flow
     take them (globs as lists, the manifest as a path)."""
@@ -86,6 +90,7 @@ def backlog_request(
         exclude=tuple(exclude or ()),
         manifest=None if manifest is None else str(manifest),
         limit=limit,
+        max_audio_hours=max_audio_hours,
     )
 
 
@@ -117,10 +122,16 @@ class Run:
         root = source.location.uri if source is not None else None
         self.source_prefix = root  # a backlog claims only its own source's items
         self.record_source = root or RERUN_SOURCE
-        self.record_language = request.language or ANY_LANGUAGE
+        # A manifest that names languages makes one run of every language of its source;
+        # --language is then the default of the rows without one (tasks/discovery/languages.py).
+        mixed = source is not None and manifest_gives_languages(source.metadata)
+        self.claim_language = None if mixed else request.language
+        self.record_language = self.claim_language or ANY_LANGUAGE
         self.owner = new_lease_owner()
         self.stats = RunStats()
         self.journal = Journal.in_data_dir(settings.storage.data_dir)
+        # The audio cap, shared by the head start and the flow's batches (one per run).
+        self.audio_budget = AudioBudget.of_hours(settings.pipeline.max_audio_hours_per_run)
 
     def batch_context(self, *, shared: SharedLimit | SharedLimitUnavailable | None) -> BatchContext:
         """The client, the request gate and what every batch shares; call once per run."""
@@ -153,6 +164,7 @@ class Run:
             journal=self.journal,
             store_retry_s=self.settings.storage.store_retry_s,
             source_roots=self.source_roots,
+            audio_budget=self.audio_budget,
         )
 
     def review_routing(self) -> ReviewRouting:
@@ -192,7 +204,14 @@ def settings_for(request: RunRequest) -> Settings:
     if language is not None and not is_supported_language(language):
         raise ConfigError(f"unsupported language {language!r}; use one of: {', '.join(LANGUAGES)}")
     settings = load_settings()
-    overrides = {"concurrency": request.concurrency, "batch_size": request.batch_size}
+    hours = request.max_audio_hours
+    if hours is not None and not 0 < hours <= 1_000_000:
+        raise ConfigError(f"--max-audio-hours must be a number of hours above 0, got {hours:g}")
+    overrides: dict[str, float | None] = {
+        "concurrency": request.concurrency,
+        "batch_size": request.batch_size,
+        "max_audio_hours_per_run": hours,
+    }
     pipeline = settings.pipeline.model_copy(
         update={k: v for k, v in overrides.items() if v is not None}
     )

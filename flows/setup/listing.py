@@ -16,7 +16,6 @@ ListSource = Callable[..., Discovery]
 def list_source(run: Run, *, lister: ListSource = discover_and_register) -> Discovery:
     """The run's source listed and its files registered by `lister`."""
     assert run.source is not None, "a backlog run has a source"
-    assert run.request.language is not None, "a backlog run has a language"
     return lister(
         source=run.source.location,
         language=run.request.language,

@@ -14,6 +14,7 @@ What it offers (everything a caller needs is importable from `tasks.audio`):
     split_to_dir(path, out_dir, *, ...)     write chunk-NNNN.wav files (0700 folder, 0600
                                             files) -> SplitResult of ChunkFile (`medasr split`)
     probe_audio(path) -> AudioInfo          duration, rate, channels, codec, container
+    audio_length_ms(path)                   a recording's length before decoding (length.py)
     find_ffmpeg()                           the ffmpeg binary (imageio-ffmpeg's static build)
     WAV_HEADER_BYTES                        the 44 bytes each chunk's cap includes
 
@@ -26,6 +27,7 @@ Failures are the typed AudioError tree of tasks/errors.py, each with one sentenc
 """
 
 from tasks.audio.decoder_pool import DecoderPool
+from tasks.audio.length import audio_length_ms
 from tasks.audio.splitter import (
     WAV_HEADER_BYTES,
     AudioInfo,
@@ -46,6 +48,7 @@ __all__ = [
     "ChunkFile",
     "DecoderPool",
     "SplitResult",
+    "audio_length_ms",
     "find_ffmpeg",
     "is_all_silent",
     "iter_chunks",

@@ -5,7 +5,7 @@
     │   ├── MetadataMissing           "metadata_missing": MEDASR_DOCS_QUERY names a manifest
     │   │                             column this recording has no value for; retryable
     │   │                             once the manifest is fixed and the source listed again
-    │   ├── MetadataInvalid           "metadata_invalid": a manifest identifier (patient_id,
+    │   ├── MetadataInvalid           "metadata_invalid" (tasks/errors.py): an identifier (patient_id,
     │   │                             encounter, doc_type) holds a control character that
     │   │                             would split an HL7 message; retryable once fixed
     │   ├── DocumentInvalid           "document_invalid": the FHIR resource does not validate
@@ -33,18 +33,13 @@ from __future__ import annotations
 
 from config.errors import ConfigError, MedasrError, RunStop, TerminalError, TransientError
 from tasks.discovery.recording_names import one_line
+from tasks.errors import MetadataInvalid as MetadataInvalid  # one kind, shared with discovery
 
 
 class MetadataMissing(TerminalError):
     """The query template needs a manifest column this recording lacks."""
 
     kind = "metadata_missing"
-
-
-class MetadataInvalid(TerminalError):
-    """A manifest identifier this recording's document needs holds a control character."""
-
-    kind = "metadata_invalid"
 
 
 class DocumentInvalid(TerminalError):

@@ -18,6 +18,7 @@ from storage.manifest import default_manifest, metadata_by_uri, read_manifest
 from storage.query_plans import refresh_statistics
 from storage.records import IgnoredFiles, RegisterResult, SourceFile
 from storage.sources import SkippedFile, SourceLocation, iter_audio, parse_source
+from tasks.discovery.languages import FileLanguages
 from tasks.discovery.recording_names import one_line, recording_name
 
 logger = logging.getLogger("medasr.discover")
@@ -57,7 +58,7 @@ Metadata = Mapping[str, Mapping[str, str]]  # a manifest's columns by source URI
 def discover_and_register(
     *,
     source: SourceLocation | str,
-    language: str,
+    language: str | None,
     store: UnitOfWorkFactory,
     settle_s: float,
     include: Sequence[str] = (),
@@ -77,7 +78,8 @@ def discover_and_register(
     next run. The metadata manifest (`manifest`, else medasr.csv at a local source's root)
     is stored on the items it names; a bad one raises ManifestInvalid before anything is
     listed. A run that read it already passes its `metadata` (and its parsed `source`):
-    nothing is read twice.
+    nothing is read twice. A manifest's `language` cell sets a file's language
+    (tasks/discovery/languages.py); `language` is the default for the others.
     """
     location = as_location(source)
     if metadata is None:
@@ -89,9 +91,11 @@ def discover_and_register(
         settle_s=settle_s,
         storage_options=storage_options,
     )
+    languages = FileLanguages(metadata, default=language)
     listed, registered = _register_stream(
-        stream.files, store, language, source_uri=location.uri, batch_files=batch_files
+        stream.files, store, languages, source_uri=location.uri, batch_files=batch_files
     )
+    language = languages.default
     skipped = sorted(stream.skipped, key=lambda s: s.uri)
     unreadable = [s for s in skipped if s.unreadable]
     with store.unit_of_work() as uow:
@@ -101,10 +105,8 @@ def discover_and_register(
             unlisted=[s.uri for s in unreadable if s.folder],
             language=language,
         )
-        if metadata:
-            uow.items.set_item_metadata(
-                {uri: dict(columns) for uri, columns in metadata.items()}, language=language
-            )
+        for file_language, columns_by_uri in languages.metadata_by_language():
+            uow.items.set_item_metadata(columns_by_uri, language=file_language)
         uow.listings.record_not_audio(
             location.uri,
             count=stream.ignored.count,
@@ -130,7 +132,7 @@ def discover_and_register(
 def _register_stream(
     files: Iterator[SourceFile],
     store: UnitOfWorkFactory,
-    language: str,
+    languages: FileLanguages,
     *,
     source_uri: str,
     batch_files: int,
@@ -143,7 +145,14 @@ def _register_stream(
         with store.unit_of_work() as uow:
             if not listed:
                 uow.listings.note_source(source_uri)
-            done = uow.items.register_items(batch, language=language)
+            done = RegisterResult(new=0, changed=0, unchanged=0)
+            for language, files_in_language in languages.grouped(batch):
+                more = uow.items.register_items(files_in_language, language=language)
+                done = RegisterResult(
+                    new=done.new + more.new,
+                    changed=done.changed + more.changed,
+                    unchanged=done.unchanged + more.unchanged,
+                )
         listed += len(batch)
         new, changed, unchanged = new + done.new, changed + done.changed, unchanged + done.unchanged
     return listed, RegisterResult(new=new, changed=changed, unchanged=unchanged)

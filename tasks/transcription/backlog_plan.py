@@ -27,7 +27,9 @@ from storage.interface import UnitOfWorkFactory
 from storage.records import ChunkRecord, ItemRecord, ItemStatus, SourceFile
 from storage.sources import SourceLocation, fetch_and_fingerprint, iter_audio
 from tasks.audio import iter_chunks
+from tasks.discovery.languages import FileLanguages
 from tasks.errors import AudioError, DamagedTail, SilentAudio
+from tasks.transcription.billing import MS_PER_MIN, billed_ms, cost_of
 from tasks.transcription.coverage import Coverage
 from tasks.transcription.reuse import ReuseDecision, ReuseFacts, decide_reuse, read_reuse_facts
 
@@ -65,6 +67,7 @@ class Plan:
     requests: int  # chunks that would be sent: not silent, not finished earlier
     not_listed: int  # skipped by the listing (still being written, unreadable)
     undecodable_uris: tuple[str, ...] = ()  # the first NAMED_UNDECODABLE of them
+    billed_ms: int = 0  # the requests' audio as billed (each at least the billed minimum)
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class FilePlan:
     chunks: int = 0
     requests: int = 0
     uri: str | None = None  # named for a file not decodable only
+    billed_ms: int = 0
 
 
 class _PlannedContent:
@@ -105,17 +109,19 @@ class _Reader:
     """Reads one file the way the run would, against what the store already holds."""
 
     store: UnitOfWorkFactory | None
-    language: str
+    languages: FileLanguages
     max_wav_bytes: int
     min_pause_ms: int
     storage_options: Mapping[str, Any] | None
+    billed_min_ms: int = 0
     planned: _PlannedContent = field(default_factory=_PlannedContent)
 
     def plan(self, file: SourceFile, item: ItemRecord | None) -> FilePlan:
         try:
             with fetch_and_fingerprint(file.uri, storage_options=self.storage_options) as fetched:
                 sha256 = fetched.fingerprint.sha256
-                decision = self._decide(item, sha256=sha256)
+                language = self.languages.of(file.uri)
+                decision = self._decide(item, sha256=sha256, language=language)
                 if decision.stays_purged or decision.stays_as_was:  # touched, same bytes
                     return FilePlan("unchanged")
                 if decision.reuses_transcript or sha256 in self.planned:
@@ -131,7 +137,7 @@ class _Reader:
         return planned
 
     def _split(self, path: Path, *, finished: Mapping[int, ChunkRecord]) -> FilePlan:
-        chunks = requests = audio_ms = 0
+        chunks = requests = audio_ms = billed = 0
         coverage = Coverage(finished)  # what the run reuses: answered audio, by range
         split = iter_chunks(
             path,
@@ -142,25 +148,31 @@ class _Reader:
         with contextlib.suppress(DamagedTail):  # the run keeps the readable part
             for chunk in split:
                 chunks, audio_ms = chunks + 1, chunk.end_ms
-                reused = coverage.reused_text(chunk) is not None
-                requests += not (chunk.silent or reused)
+                if chunk.silent or coverage.reused_text(chunk) is not None:
+                    continue
+                requests += 1
+                billed += billed_ms(
+                    audio_ms=chunk.end_ms - chunk.start_ms, billed_min_ms=self.billed_min_ms
+                )
         if chunks == 0:
             return FilePlan("silent")
-        return FilePlan("transcribe", audio_ms=audio_ms, chunks=chunks, requests=requests)
+        return FilePlan(
+            "transcribe", audio_ms=audio_ms, chunks=chunks, requests=requests, billed_ms=billed
+        )
 
-    def _decide(self, item: ItemRecord | None, *, sha256: str) -> ReuseDecision:
+    def _decide(self, item: ItemRecord | None, *, sha256: str, language: str) -> ReuseDecision:
         """The run's own reuse decision (tasks/transcription/reuse.py), read in one transaction."""
         if self.store is None:
             return decide_reuse(item, sha256=sha256, facts=ReuseFacts())
         with self.store.unit_of_work(read_only=True) as uow:
-            facts = read_reuse_facts(uow, item, sha256=sha256, language=self.language)
+            facts = read_reuse_facts(uow, item, sha256=sha256, language=language)
         return decide_reuse(item, sha256=sha256, facts=facts)
 
 
 def plan_backlog(
     *,
     source: SourceLocation | str,
-    language: str,
+    language: str | None,
     store: UnitOfWorkFactory | None,
     max_wav_bytes: int,
     min_pause_ms: int,
@@ -169,6 +181,8 @@ def plan_backlog(
     exclude: Sequence[str] = (),
     storage_options: Mapping[str, Any] | None = None,
     workers: int = 4,
+    billed_min_ms: int = 0,
+    metadata: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Plan:
     """What a run over `source` would do; `store` None: nothing recorded yet.
 
@@ -179,9 +193,10 @@ def plan_backlog(
     stream = iter_audio(
         source, include=include, exclude=exclude, settle_s=settle_s, storage_options=storage_options
     )
-    reader = _Reader(store, language, max_wav_bytes, min_pause_ms, storage_options)
+    languages = FileLanguages(metadata, default=language)  # the manifest's, else `language`
+    reader = _Reader(store, languages, max_wav_bytes, min_pause_ms, storage_options, billed_min_ms)
     totals = _Totals()
-    known = _with_known_items(store, stream.files, language=language)
+    known = _with_known_items(store, stream.files, languages=languages)
     to_read = _counting_settled(known, totals=totals)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for file_plan in bounded_map(
@@ -225,6 +240,7 @@ class _Totals:
     audio_ms: int = 0
     chunks: int = 0
     requests: int = 0
+    billed_ms: int = 0
     undecodable_uris: list[str] = field(default_factory=list)
 
     def add(self, file_plan: FilePlan) -> None:
@@ -234,6 +250,7 @@ class _Totals:
         self.audio_ms += file_plan.audio_ms
         self.chunks += file_plan.chunks
         self.requests += file_plan.requests
+        self.billed_ms += file_plan.billed_ms
 
     def plan(self, *, not_listed: int) -> Plan:
         return Plan(
@@ -248,6 +265,7 @@ class _Totals:
             requests=self.requests,
             not_listed=not_listed,
             undecodable_uris=tuple(self.undecodable_uris),
+            billed_ms=self.billed_ms,
         )
 
 
@@ -259,8 +277,9 @@ def total_plan(plans: Sequence[FilePlan], *, not_listed: int) -> Plan:
     return totals.plan(not_listed=not_listed)
 
 
-def plan_rows(plan: Plan) -> dict[str, int | float]:
-    """The plan as named numbers, in the order a person reads them (no names, no text)."""
+def plan_rows(plan: Plan, *, price_per_audio_min: float = 0.0) -> dict[str, int | float]:
+    """The plan as named numbers, in the order a person reads them (no names, no text):
+    the billed minutes and their cost bill each planned request once (no retries)."""
     return {
         "files": plan.files,
         "files_unchanged": plan.unchanged,
@@ -272,6 +291,10 @@ def plan_rows(plan: Plan) -> dict[str, int | float]:
         "audio_hours": round(plan.audio_ms / 3_600_000, 3),
         "chunks": plan.chunks,
         "requests": plan.requests,
+        "billed_minutes": round(plan.billed_ms / MS_PER_MIN, 2),
+        "estimated_cost": cost_of(
+            billed_ms=plan.billed_ms, price_per_audio_min=price_per_audio_min
+        ),
     }
 
 
@@ -287,7 +310,7 @@ def _counting_settled(
 
 
 def _with_known_items(
-    store: UnitOfWorkFactory | None, files: Iterator[SourceFile], *, language: str
+    store: UnitOfWorkFactory | None, files: Iterator[SourceFile], *, languages: FileLanguages
 ) -> Iterator[tuple[SourceFile, ItemRecord | None, bool]]:
     """Each streamed file with what the store holds for it, and whether it is settled:
     finished earlier with this version, so a run will not claim it. Two queries per
@@ -297,9 +320,14 @@ def _with_known_items(
             for file in batch:
                 yield file, None, False
             continue
+        to_read: set[str] = set()
+        known: dict[str, ItemRecord] = {}
         with store.unit_of_work(read_only=True) as uow:
-            unsettled = uow.item_queries.find_unsettled(batch, language=language, settled=_FINISHED)
-            known = uow.item_queries.find_items(source_uris=unsettled, language=language)
-        to_read = set(unsettled)
+            for language, files_in_language in languages.grouped(batch):
+                unsettled = uow.item_queries.find_unsettled(
+                    files_in_language, language=language, settled=_FINISHED
+                )
+                known |= uow.item_queries.find_items(source_uris=unsettled, language=language)
+                to_read.update(unsettled)
         for file in batch:
             yield file, known.get(file.uri), file.uri not in to_read

@@ -17,6 +17,7 @@ from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord
 from tasks.audio import DecoderPool
 from tasks.throttle.gate import RequestGate
+from tasks.transcription.audio_budget import AudioBudget
 from tasks.transcription.progress import RunStats
 from tasks.transcription.recorder import FileRecorder
 from tasks.transcription.reuse import ContentInFlight
@@ -49,8 +50,10 @@ class BatchContext:
         source_roots: tuple[str, ...] = (),
         hold_all: bool = False,
         routing: ReviewRouting | None = None,
+        audio_budget: AudioBudget | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.audio_budget = audio_budget  # the run's audio cap, if it has one
         # MEDASR_REVIEW__REQUIRED=all or measured, or a sample: transcripts the gate did not
         # flag may wait for a person (needs_review); the run still counts them as done
         # (a routine review is no failure).

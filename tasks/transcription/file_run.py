@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 from config.errors import InternalError, MedasrError
@@ -28,7 +29,7 @@ from service.client import Transcription
 from service.contract import chunk_filename
 from storage.errors import LeaseLost, StoreError
 from storage.records import ItemRecord, ItemStatus
-from tasks.audio import Chunk, iter_chunks
+from tasks.audio import Chunk, audio_length_ms, iter_chunks
 from tasks.discovery.fetch import fetched_file
 from tasks.discovery.recording_names import reason_about, recording_name
 from tasks.errors import DamagedTail, SilentAudio
@@ -41,6 +42,7 @@ from tasks.transcription.file_end import (
     is_last_answer,
     require_finishable,
 )
+from tasks.transcription.item_language import require_known_language
 from tasks.transcription.progress import TRANSCRIBE_LOGGER, FileOutcome, progress_observer
 from tasks.transcription.recorder import FileRecorder
 from tasks.transcription.reuse import ReuseDecision
@@ -65,7 +67,7 @@ async def process_batch(items: Sequence[ItemRecord], *, ctx: BatchContext) -> li
                 outcome = await _transcribe_with(recorder, ctx=ctx)
         finally:
             recorder.let_go()
-        ctx.stats.add(outcome)
+        ctx.stats.add(outcome, language=item.language)
         progress_observer().on_file_finished(outcome)
         return outcome
 
@@ -100,6 +102,7 @@ async def _settle(run: FileRun, *, ctx: BatchContext) -> FileOutcome:
     item, recorder = run.item, run.recorder
     try:
         await recorder.require_lease()  # taken over while it waited for a slot?
+        require_known_language(item, roots=ctx.source_roots)  # before a byte is read
         async with fetched_file(item.source_uri, storage_options=ctx.storage_options) as fetched:
             decision = await recorder.settle_content(fetched.fingerprint)
             if decision.stays_purged:
@@ -110,6 +113,8 @@ async def _settle(run: FileRun, *, ctx: BatchContext) -> FileOutcome:
                 return FileOutcome(
                     item.source_uri, ItemStatus.DONE, duration_ms=decision.transcript.duration_ms
                 )
+            if not await _fits_budget(fetched.path, item=item, ctx=ctx):
+                return await _release(recorder)  # whole or not at all: the next run's
             return await _split_and_send(fetched.path, decision, run=run, ctx=ctx)
     except RUN_STOP_ERRORS as exc:  # the run stops, not the file
         ctx.gate.stop(exc)
@@ -134,6 +139,20 @@ async def _settle(run: FileRun, *, ctx: BatchContext) -> FileOutcome:
         logger.exception("unexpected error on %s", _name(item, ctx))
         internal = InternalError(f"unexpected internal error ({type(exc).__name__}); see the logs")
         return await _fail(run, internal, ctx=ctx)
+
+
+async def _fits_budget(path: Path, *, item: ItemRecord, ctx: BatchContext) -> bool:
+    """Whether the run's audio cap (if any) has room for the whole recording, reserved
+    now; measured in a decode thread before any of it is sent."""
+    budget = ctx.audio_budget
+    if budget is None:
+        return True
+    if budget.reached:
+        return False
+    length_ms = await asyncio.get_running_loop().run_in_executor(
+        ctx.decode_pool, partial(audio_length_ms, path, timeout_s=ctx.pipeline.ffmpeg_timeout_s)
+    )
+    return budget.take(audio_ms=length_ms, size_bytes=item.size_bytes)
 
 
 async def _split_and_send(
@@ -310,7 +329,7 @@ async def _fail(run: FileRun, exc: MedasrError, *, ctx: BatchContext) -> FileOut
 
 
 async def _release(recorder: FileRecorder) -> FileOutcome:
-    """Give a claimed item back untouched (the run stopped for credentials)."""
+    """Give a claimed item back untouched (the run stopped, or its audio cap is reached)."""
     await recorder.release()
     return FileOutcome(recorder.item.source_uri, "released")
 

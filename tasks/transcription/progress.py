@@ -54,6 +54,8 @@ class RunStats:
     chunks_sent: int = 0
     chunks_reused: int = 0
     held: dict[str, int] = field(default_factory=dict)  # holds for review by reason key
+    # Outcomes by the recording's language: a mixed archive's summary breaks them down.
+    by_language: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def count_sent(self, *, retry: bool) -> None:
         """Count one attempt as it goes on the wire (`retry`: not its call's first): a
@@ -62,9 +64,12 @@ class RunStats:
         if retry:
             self.retries += 1
 
-    def add(self, outcome: FileOutcome) -> None:
-        """Count one finished file."""
+    def add(self, outcome: FileOutcome, *, language: str | None = None) -> None:
+        """Count one finished file (and, given, under its language)."""
         self.files[outcome.outcome] = self.files.get(outcome.outcome, 0) + 1
+        if language is not None:
+            counts = self.by_language.setdefault(language, {})
+            counts[outcome.outcome] = counts.get(outcome.outcome, 0) + 1
         if outcome.outcome == ItemStatus.DONE and outcome.duration_ms:
             self.audio_ms_done += outcome.duration_ms
         if outcome.hold_reason is not None:

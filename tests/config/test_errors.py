@@ -32,6 +32,9 @@ SHARES_PARENT_KIND = {
     # Stored as "corrupt_audio" like the whole-file failure: the partial contract
     # (extras["partial"]["error_kind"]) and the export read that kind.
     "tasks.errors.DamagedTail",
+    # A manifest language the service does not take is one more unusable manifest value:
+    # the status, the export and a person read the one kind "metadata_invalid".
+    "tasks.errors.LanguageInvalid",
 }
 
 

@@ -34,6 +34,7 @@ from tests.fakes.item_listing import FakeItems
 from tests.fakes.item_queries import FakeItemQueries
 from tests.fakes.item_rows import NO_LEASE, drop_chunks, fake_now, held_row, put_row, under
 from tests.fakes.ledgers import FakeDeliveries, FakeListings, FakeReviews, FakeRuns
+from tests.fakes.spend import FakeSpend
 
 _FINISHED_CHUNKS = ("done", "silent")
 
@@ -102,6 +103,7 @@ class FakeUnitOfWork:
         self.audit = FakeAudit(state.audit_events)
         self.retention = FakeRetention(state.items)
         self.accuracy = FakeAccuracy()
+        self.spend = FakeSpend(state)
 
     def commit(self) -> None:
         """The fake publishes at the end of the block only."""

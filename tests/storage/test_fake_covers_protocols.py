@@ -55,6 +55,7 @@ def _fake_of(protocol: type) -> object:
         "RunRepository": uow.runs,
         "ListingRepository": uow.listings,
         "ReviewRepository": uow.reviews,
+        "SpendRepository": uow.spend,
     }
     return fakes[protocol.__name__]
 
@@ -63,7 +64,8 @@ def test_every_protocol_of_the_store_is_found() -> None:
     assert [p.__name__ for p in PROTOCOLS] == [
         "AuditRepository", "ChunkRepository", "ClaimRepository", "DeliveryRepository",
         "ItemQueryRepository", "ItemRepository", "ListingRepository", "RetentionRepository",
-        "ReviewRepository", "RunRepository", "UnitOfWork", "UnitOfWorkFactory",
+        "ReviewRepository", "RunRepository", "SpendRepository", "UnitOfWork",
+        "UnitOfWorkFactory",
     ]  # fmt: skip
 
 

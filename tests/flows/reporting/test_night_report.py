@@ -53,3 +53,30 @@ def test_the_fix_commands_say_which_store_they_apply_to() -> None:
         store="postgresql+psycopg://medasr:***@db.example/medasr",
     )
     assert "MEDASR_DATABASE_URL=postgresql+psycopg://medasr:***@db.example/medasr" in markdown
+
+
+def test_a_mixed_night_shows_each_recordings_language_and_the_counts_by_language() -> None:
+    now = datetime.now(UTC)
+    item = ItemRecord(
+        id=8, source_uri="/archive/b.wav", language="ta", source_version="1", sha256=None,
+        size_bytes=1, duration_ms=None, status="failed", error_kind="metadata_invalid",
+        error_message="bad", retryable=False, attempts=1, next_attempt_at=None,
+        lease_owner=None, lease_expires_at=None, text=None, extras={}, chunk_count=None,
+        created_at=now, updated_at=now, done_at=None,
+    )  # fmt: skip
+    summary = RunSummary(files_done=2, files_failed=1, by_language=(("hi", 2, 0), ("ta", 0, 1)))
+
+    markdown = night_report(
+        summary,
+        title="medasr backlog",
+        night=Night(language="all", source="archive", date="2026-12-02"),
+        items=[item],
+        open_total=1,
+        roots=("/archive",),
+    )
+
+    assert "| Recording | Status | Kind | Retryable | Reason | Fix | Language |" in markdown
+    [row] = [line for line in markdown.splitlines() if line.startswith("| b.wav")]
+    assert row.rstrip(" |").endswith("ta")
+    assert "| Language hi | 2 done, 0 to check |" in markdown
+    assert "| Language ta | 0 done, 1 to check |" in markdown

@@ -1,0 +1,104 @@
+"""What was sent (`uow.spend`): per recording, the requests and the billed audio its
+chunks cost, as the store recorded them (`medasr status --by`).
+
+One row per recording that sent anything, its chunks added up in SQL: requests are the
+attempts of its answered chunks (retries included), billed audio is each attempt billed
+at its chunk's length or at the vendor's least billed length, whichever is more.
+Silent chunks were never sent and cost nothing. Rows stream (`yield_per`), so a store
+of 10^6 recordings is read in pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import cast
+
+from sqlalchemy import Table, case, func, literal, select
+from sqlalchemy.orm import Session
+
+from storage.models import ChunkRow, Item
+from storage.queries import under_source
+from storage.records import ChunkStatus, ItemStatus, PendingAudio, SentRecording
+
+ITEMS = cast(Table, Item.__table__)
+CHUNKS = cast(Table, ChunkRow.__table__)
+_PAGE_ROWS = 2000
+
+
+class Spend:
+    """Reads what recordings cost; never writes."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def sent_recordings(
+        self,
+        *,
+        billed_min_ms: int,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        language: str | None = None,
+    ) -> Iterator[SentRecording]:
+        """Recordings that sent at least one request, finished (or last changed) in
+        [since, until); each with its requests and billed ms."""
+        length = CHUNKS.c.end_ms - CHUNKS.c.start_ms
+        least = literal(max(billed_min_ms, 0))
+        billed = case((length < least, least), else_=length) * CHUNKS.c.attempts
+        per_item = (
+            select(
+                CHUNKS.c.item_id,
+                func.sum(CHUNKS.c.attempts).label("requests"),
+                func.sum(billed).label("billed_ms"),
+            )
+            .where(CHUNKS.c.status != ChunkStatus.SILENT.value)
+            .group_by(CHUNKS.c.item_id)
+            .subquery()
+        )
+        finished = func.coalesce(ITEMS.c.done_at, ITEMS.c.updated_at)
+        query = (
+            select(
+                ITEMS.c.language,
+                ITEMS.c.status,
+                finished.label("finished_at"),
+                ITEMS.c.metadata,
+                ITEMS.c.duration_ms,
+                per_item.c.requests,
+                per_item.c.billed_ms,
+            )
+            .join(per_item, per_item.c.item_id == ITEMS.c.id)
+            .order_by(ITEMS.c.id)
+        )
+        if since is not None:
+            query = query.where(finished >= since)
+        if until is not None:
+            query = query.where(finished < until)
+        if language is not None:
+            query = query.where(ITEMS.c.language == language)
+        rows = self._session.execute(query.execution_options(yield_per=_PAGE_ROWS))
+        for row in rows:
+            yield SentRecording(
+                language=row.language,
+                status=row.status,
+                finished_at=row.finished_at,
+                metadata=dict(row.metadata or {}),
+                duration_ms=int(row.duration_ms or 0),
+                requests=int(row.requests or 0),
+                billed_ms=int(row.billed_ms or 0),
+            )
+
+    def pending_audio(self, *, language: str | None, source_prefix: str | None) -> PendingAudio:
+        """Recordings waiting to be claimed (of `language`, under `source_prefix`): how
+        many, the audio of those with a stored length, the bytes of the others."""
+        measured = ITEMS.c.duration_ms.is_not(None)
+        query = select(
+            func.count(),
+            func.coalesce(func.sum(case((measured, ITEMS.c.duration_ms), else_=0)), 0),
+            func.coalesce(func.sum(case((measured, 0), else_=ITEMS.c.size_bytes)), 0),
+        ).where(ITEMS.c.status == ItemStatus.PENDING.value)
+        if language is not None:
+            query = query.where(ITEMS.c.language == language)
+        if source_prefix is not None:
+            query = query.where(under_source(source_prefix))
+        count, measured_ms, unmeasured_bytes = self._session.execute(query).one()
+        return PendingAudio(int(count), int(measured_ms), int(unmeasured_bytes))
