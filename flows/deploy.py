@@ -165,4 +165,4 @@ def serve_command(
         retention=retention,
     )
     require_prefect_server()
-    serve_deployments(*deployments)
+    serve_deployments(*deployments, timezone=timezone)

@@ -23,6 +23,7 @@ from rich.text import Text
 from audit import AuditAction, command_actor, record_event
 from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
+from flows.prefect_runtime.next_nightly import next_nightly_line
 from storage import open_review_store, open_store
 from storage.audit_records import AuditEvent
 from storage.database import database_exists, upgrade_database
@@ -178,6 +179,9 @@ def status_command(
     deliveries by status, and the files each source's latest listing ignored as not audio."""
     with _command_errors():
         print_status(load_settings().storage, failures=failures)
+    nightly = next_nightly_line()
+    if nightly is not None:
+        typer.echo(nightly)
 
 
 def _audio_hours(counts: list[StatusCount], status: str) -> float:
