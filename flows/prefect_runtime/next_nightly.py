@@ -9,11 +9,12 @@ takes at most `_TIMEOUT_S`; a server that does not answer is one line, never an 
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
+
+from config.runtime import prefect_api_url_in_environment
 
 NIGHTLY = "transcribe-backlog/nightly-backlog"  # flows/deploy.py's NIGHTLY_DEPLOYMENT
 _TIMEOUT_S = 3.0
@@ -22,8 +23,8 @@ _TIMEOUT_S = 3.0
 def next_nightly_line() -> str | None:
     """One line saying when the nightly run is next due (in its schedule's time zone), that
     none is scheduled, or that the server did not answer; None without PREFECT_API_URL."""
-    api_url = os.environ.get("PREFECT_API_URL", "").rstrip("/")
-    if not api_url:
+    api_url = prefect_api_url_in_environment()
+    if api_url is None:
         return None
     try:
         with httpx.Client(base_url=api_url, timeout=_TIMEOUT_S) as http:

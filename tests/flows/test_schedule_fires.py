@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import re
+import subprocess
 import time
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -31,6 +32,7 @@ from tests.flows.prefect_server import (
     Background,
     PrefectServer,
     clean_env,
+    free_port,
     running_prefect_server,
     start_background,
     wait_until,
@@ -120,6 +122,10 @@ def test_schedules_fire_without_anyone_triggering_them(
                 prefect_server, _final, what="scheduled runs finished", serving=serving
             )
             done = time.monotonic()
+            status = subprocess.run(
+                [MEDASR, "status"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                timeout=120,
+            )  # fmt: skip
         finally:
             serving.stop()
         statuses = tone_server.ledger.statuses()
@@ -131,6 +137,9 @@ def test_schedules_fire_without_anyone_triggering_them(
     assert "Prefect UI at http://127.0.0.1:" in said, said
     for name in DEPLOYMENTS:  # in the schedules' zone
         assert re.search(rf"{name} next run \d{{4}}-\d\d-\d\d \d\d:\d\d IST", said), said
+    assert re.search(r"next nightly run: \d{4}-\d\d-\d\d \d\d:\d\d IST", status.stdout), (
+        status.stdout + status.stderr
+    )
     for name, run in finished.items():
         assert run.state.is_completed(), f"{name}: {run.state.type} {run.state.message}"
     assert _read_items(tmp_path / "medasr.db") == {
@@ -161,3 +170,29 @@ async def _checked(server: PrefectServer, deployments: list[Any], *, within_s: f
         with redirect_stdout(out):
             await check_schedules(ids, timezone="UTC", within_s=within_s, first_look_s=0.5)
     return out.getvalue().splitlines()
+
+
+@pytest.mark.parametrize(
+    ("api_url", "expected"),
+    [
+        pytest.param(None, None, id="no-server-named"),
+        pytest.param("unreachable", "next nightly run: unknown (the Prefect server", id="down"),
+    ],
+)
+def test_status_says_the_next_nightly_run_only_where_it_can_know(
+    api_url: str | None, expected: str | None, tmp_path: Path
+) -> None:
+    if api_url == "unreachable":
+        api_url = f"http://127.0.0.1:{free_port()}/api"  # nothing listens there
+    extra = {"PREFECT_API_URL": api_url} if api_url else {}
+    env = clean_env(
+        tmp_path / "prefect", MEDASR_DATABASE_URL=f"sqlite:///{tmp_path / 'm.db'}", **extra
+    )
+    status = subprocess.run(
+        [MEDASR, "status"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert status.returncode == 0, status.stderr
+    lines = [line for line in status.stdout.splitlines() if "next nightly run" in line]
+    assert lines == ([] if expected is None else [lines[0]]), status.stdout
+    if expected is not None:
+        assert lines[0].startswith(expected)
