@@ -67,27 +67,38 @@ async def check_schedules(
     await asyncio.sleep(first_look_s)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within_s - first_look_s
+    failure: Exception | None = None
     while waiting:
         try:
-            async with get_client() as client:
-                for name, deployment_id in list(waiting.items()):
-                    due = await next_run_at(client, deployment_id)
-                    if due is not None:
-                        del waiting[name]
-                        print(f"{_PREFIX} {name} next run {_local(due, zone)}", flush=True)
-        except Exception as exc:  # informing only: serving goes on
-            print(f"{_PREFIX} could not read the next runs ({type(exc).__name__})", flush=True)
-            return
+            await _say_scheduled(waiting, zone)
+        except Exception as exc:  # informing only: serving goes on; a busy server may answer later
+            failure = exc
         if waiting and loop.time() >= deadline:
-            names = ", ".join(waiting)
-            print(
-                f"{_PREFIX} the Prefect server has scheduled no run of {names} after "
-                f"{within_s:.0f} s: its scheduler is not working (see the server's log); "
-                "serving on",
-                flush=True,
-            )
+            print(_unscheduled_line(list(waiting), within_s=within_s, failure=failure), flush=True)
             return
         await asyncio.sleep(_LOOK_EVERY_S)
+
+
+async def _say_scheduled(waiting: dict[str, UUID], zone: ZoneInfo) -> None:
+    """Print the next run of each deployment in `waiting` that has one; forget those."""
+    async with get_client() as client:
+        for name, deployment_id in list(waiting.items()):
+            due = await next_run_at(client, deployment_id)
+            if due is not None:
+                del waiting[name]
+                print(f"{_PREFIX} {name} next run {_local(due, zone)}", flush=True)
+
+
+def _unscheduled_line(names: list[str], *, within_s: float, failure: Exception | None) -> str:
+    if failure is not None:
+        return (
+            f"{_PREFIX} could not read the next runs of {', '.join(names)} in {within_s:.0f} s "
+            f"({type(failure).__name__}); serving on"
+        )
+    return (
+        f"{_PREFIX} the Prefect server has scheduled no run of {', '.join(names)} after "
+        f"{within_s:.0f} s: its scheduler is not working (see the server's log); serving on"
+    )
 
 
 def _local(moment: datetime, zone: ZoneInfo) -> str:

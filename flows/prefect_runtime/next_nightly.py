@@ -17,7 +17,7 @@ import httpx
 from config.runtime import prefect_api_url_in_environment
 
 NIGHTLY = "transcribe-backlog/nightly-backlog"  # flows/deploy.py's NIGHTLY_DEPLOYMENT
-_TIMEOUT_S = 3.0
+_TIMEOUT_S = 10.0  # a busy server answers late; `status` waits no longer
 
 
 def next_nightly_line() -> str | None:
