@@ -20,6 +20,11 @@ _PREFECT_DEFAULTS = {
 }
 
 
+def prefect_api_url_in_environment() -> str | None:
+    """PREFECT_API_URL as the environment gives it (without its trailing slash), if set."""
+    return os.environ.get("PREFECT_API_URL", "").rstrip("/") or None
+
+
 def prefect_settings_beyond_environment() -> bool:
     """Whether Prefect's settings may name an API: PREFECT_API_URL in the environment, a
     profiles file, or a prefect.toml, .env or pyproject.toml [tool.prefect] in the

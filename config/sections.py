@@ -290,12 +290,22 @@ class PipelineSettings(BaseModel):
         "INFO", description="Log level of medasr's own loggers."
     )
     prefect_start_timeout_s: float = Field(
-        120.0,
+        900.0,
         gt=0,
         le=3600,
         description=(
-            "How long a run waits for Prefect's temporary server to start, seconds "
-            "(a loaded 2-core host needs more than Prefect's own 20 s)."
+            "Last-resort limit on the wait for Prefect's temporary server to start, "
+            "seconds: it is waited for while its process uses CPU (a busy host is slow, "
+            "not stuck) and given up on sooner if it stops using CPU or exits."
+        ),
+    )
+    prefect_start_stall_s: float = Field(
+        60.0,
+        gt=0,
+        le=3600,
+        description=(
+            "Prefect's temporary server is judged stuck, not slow, when its process has "
+            "used no CPU for this long while starting, seconds."
         ),
     )
 

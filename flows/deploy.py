@@ -177,4 +177,4 @@ def serve_command(
         max_audio_hours=max_audio_hours,
     )
     require_prefect_server()
-    serve_deployments(*deployments)
+    serve_deployments(*deployments, timezone=timezone)

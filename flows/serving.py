@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Any
+from typing import Any, cast
+from uuid import UUID
 
 from prefect.deployments.runner import RunnerDeployment
 from prefect.runner import Runner
+from prefect.settings import PREFECT_UI_URL
+
+from flows.schedule_check import check_schedules
 
 
 class _Terminated(Exception):
@@ -45,21 +49,32 @@ class _Runner(Runner):
             self._main.cancel()
 
 
-def serve_deployments(*deployments: RunnerDeployment) -> None:
+async def _serve_and_check(runner: _Runner, ids: dict[str, UUID], *, timezone: str) -> None:
+    """The runner, and beside it the one check that the server schedules its runs."""
+    check = asyncio.create_task(check_schedules(ids, timezone=timezone))
+    try:
+        await runner.serve()
+    finally:
+        check.cancel()
+
+
+def serve_deployments(*deployments: RunnerDeployment, timezone: str) -> None:
     """Register `deployments` with the Prefect server and run them as scheduled until
-    SIGTERM or Ctrl-C; on either, the call returns."""
+    SIGTERM or Ctrl-C; on either, the call returns. Their next runs are said in
+    `timezone` once the server has scheduled them (flows/schedule_check.py)."""
     runner = _Runner(pause_on_shutdown=True)
     # The runner installs the same handler when it starts; this one covers registering.
     signal.signal(signal.SIGTERM, runner.handle_sigterm)
     try:
-        for deployment in deployments:
-            runner.add_deployment(deployment)
-        names = ", ".join(f"{d.flow_name}/{d.name}" for d in deployments)
+        # Outside an event loop add_deployment registers at once and returns the id.
+        ids = {f"{d.flow_name}/{d.name}": cast(UUID, runner.add_deployment(d)) for d in deployments}
         print(
-            f"medasr serve: deployments being served and polling for scheduled runs: {names}",
+            "medasr serve: deployments being served and polling for scheduled runs: "
+            f"{', '.join(ids)}",
             flush=True,
         )
-        asyncio.run(runner.serve())
+        print(f"medasr serve: Prefect UI at {PREFECT_UI_URL.value()}", flush=True)
+        asyncio.run(_serve_and_check(runner, ids, timezone=timezone))
     except (_Terminated, asyncio.CancelledError):
         print("medasr serve: stopped; the next `medasr serve` resumes the schedules")
     except KeyboardInterrupt:

@@ -1,8 +1,9 @@
 """`medasr demo`: the whole job on embedded defaults, twice, to show nothing is sent twice.
 
-Devserver on loopback, SQLite and the data folder under .demo/, Prefect's ephemeral
-API, samples/. A later demo keeps .demo/ and shows the resumed run (nothing sent again);
-`--fresh` starts over.
+Devserver on loopback, SQLite and the data folder under .demo/, samples/, and Prefect's
+temporary server started the way `medasr run` starts it (flows/prefect_runtime/): a busy
+host is waited for, and a server that never comes up is one line and exit 75. A later
+demo keeps .demo/ and shows the resumed run (nothing sent again); `--fresh` starts over.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import typer
 from pydantic import SecretStr
 from rich.console import Console
 
-from config.settings import load_settings, pinned_settings
+from config.settings import Settings, load_settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from flows.cli.console import print_summary
+from flows.cli.flow_run import started_prefect_api, wait_for_prefect
 from flows.cli.store import print_status
 from flows.reporting.states import summary_from
 from flows.reporting.summary import RunSummary
-from service.devserver import DevServerConfig, start_devserver
+from service.devserver import DevServerConfig, RunningDevServer, start_devserver
 from storage import open_store
 from storage.records import ItemStatus
 from tasks.discovery.recording_names import reason_about, recording_name
@@ -46,42 +48,66 @@ def demo_command(
         shutil.rmtree(workdir, ignore_errors=True)
     resumed = (workdir / "medasr.db").exists()
     workdir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with start_devserver(DevServerConfig(token=DEMO_TOKEN, port=0)) as server:
-        base = load_settings()
-        settings = base.model_copy(
-            update={
-                "service": base.service.model_copy(
-                    update={"base_url": server.url, "token": SecretStr(DEMO_TOKEN)}
-                ),
-                "storage": base.storage.model_copy(
-                    update={
-                        "database_url": f"sqlite:///{(workdir / 'medasr.db').resolve()}",
-                        "data_dir": (workdir / "data").resolve(),  # nothing left in the checkout
-                    }
-                ),
-                "pipeline": base.pipeline.model_copy(update={"settle_s": 0.0}),
-            }
-        )
-        with pinned_settings(settings):
-            if resumed:
-                console.rule(f"first run: the store of the last demo ({workdir}) is kept")
-            else:
-                console.rule("first run: everything is new")
-            first = _run(samples, language)
-            print_summary(first, title="first run", store=settings.storage.store_location)
-            _print_transcripts(settings.storage, console, samples=samples)
-            print_status(settings.storage)
-            sent_before = len(server.ledger.entries())
-            console.rule("second run: nothing changed")
-            second = _run(samples, language)
-            print_summary(second, title="second run", store=settings.storage.store_location)
-            sent_after = len(server.ledger.entries())
-        console.print(
-            f"requests the devserver saw: first run {sent_before}, "
-            f"second run {sent_after - sent_before}"
-        )
-        if resumed:
-            console.print("(the demo resumed its earlier store; `medasr demo --fresh` starts over)")
+    base = load_settings()
+    # Started first: it boots while the devserver starts (flows/prefect_runtime/).
+    api = started_prefect_api(base.pipeline)
+    try:
+        with start_devserver(DevServerConfig(token=DEMO_TOKEN, port=0)) as server:
+            settings = _demo_settings(base, server_url=server.url, workdir=workdir)
+            wait_for_prefect(api)
+            with pinned_settings(settings), api.in_use():
+                sent = _first_and_second(
+                    console, settings, server, samples=samples, language=language,
+                    resumed=resumed, workdir=workdir,
+                )  # fmt: skip
+    finally:
+        api.stop()
+    console.print(f"requests the devserver saw: first run {sent[0]}, second run {sent[1]}")
+    if resumed:
+        console.print("(the demo resumed its earlier store; `medasr demo --fresh` starts over)")
+
+
+def _demo_settings(base: Settings, *, server_url: str, workdir: Path) -> Settings:
+    return base.model_copy(
+        update={
+            "service": base.service.model_copy(
+                update={"base_url": server_url, "token": SecretStr(DEMO_TOKEN)}
+            ),
+            "storage": base.storage.model_copy(
+                update={
+                    "database_url": f"sqlite:///{(workdir / 'medasr.db').resolve()}",
+                    "data_dir": (workdir / "data").resolve(),  # nothing left in the checkout
+                }
+            ),
+            "pipeline": base.pipeline.model_copy(update={"settle_s": 0.0}),
+        }
+    )
+
+
+def _first_and_second(
+    console: Console,
+    settings: Settings,
+    server: RunningDevServer,
+    *,
+    samples: Path,
+    language: str,
+    resumed: bool,
+    workdir: Path,
+) -> tuple[int, int]:
+    """Both runs, their summaries and transcripts; the requests each sent."""
+    if resumed:
+        console.rule(f"first run: the store of the last demo ({workdir}) is kept")
+    else:
+        console.rule("first run: everything is new")
+    first = _run(samples, language)
+    print_summary(first, title="first run", store=settings.storage.store_location)
+    _print_transcripts(settings.storage, console, samples=samples)
+    print_status(settings.storage)
+    sent_before = len(server.ledger.entries())
+    console.rule("second run: nothing changed")
+    second = _run(samples, language)
+    print_summary(second, title="second run", store=settings.storage.store_location)
+    return sent_before, len(server.ledger.entries()) - sent_before
 
 
 def _run(samples: Path, language: str) -> RunSummary:

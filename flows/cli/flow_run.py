@@ -28,10 +28,16 @@ from config.errors import (
     EXIT_USAGE,
     ConfigError,
 )
+from config.sections import PipelineSettings
 from flows.cli.interrupts import run_interruptibly
 from flows.prefect_runtime.head_start import HeadStart, may_start_early
 from flows.prefect_runtime.held_logs import HeldLogs
-from flows.prefect_runtime.prefect_api import PrefectApi, PrefectDidNotStart, PrefectUnavailable
+from flows.prefect_runtime.prefect_api import (
+    PrefectApi,
+    PrefectDidNotStart,
+    PrefectUnavailable,
+    start_prefect_api,
+)
 from flows.prefect_runtime.quiet_errors import typed_errors_without_traceback
 from flows.reporting.summary import RunSummary
 from flows.setup.bootstrap import Run
@@ -179,6 +185,30 @@ def interrupted_line() -> None:
         "run the same command again to go on",
         err=True,
     )
+
+
+def started_prefect_api(pipeline: PipelineSettings) -> PrefectApi:
+    """Prefect's API for a command that runs its flows itself (`medasr demo`), starting in
+    the background as for `medasr run`; else one line and exit 2. `wait_for_prefect`
+    waits for it."""
+    try:
+        return start_prefect_api(
+            start_timeout_s=pipeline.prefect_start_timeout_s,
+            stall_s=pipeline.prefect_start_stall_s,
+        )
+    except PrefectUnavailable as exc:
+        usage_error("configuration error", exc)
+
+
+def wait_for_prefect(api: PrefectApi) -> None:
+    """Return once `api` answers; else one line and exit 75 (it did not start) or 2."""
+    try:
+        asyncio.run(api.ready())
+    except PrefectUnavailable as exc:
+        usage_error("configuration error", exc)
+    except PrefectDidNotStart as exc:  # a busy host, not a setting: try again
+        typer.echo(f"medasr: Prefect did not start: {exc}; nothing was sent", err=True)
+        raise typer.Exit(EXIT_TEMPORARY) from None
 
 
 def usage_error(what: str, exc: Exception | str) -> NoReturn:

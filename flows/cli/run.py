@@ -287,7 +287,10 @@ def _started(
     except ConfigError as exc:
         usage_error("configuration error", exc)
     try:
-        api = start_prefect_api(start_timeout_s=settings.pipeline.prefect_start_timeout_s)
+        api = start_prefect_api(
+            start_timeout_s=settings.pipeline.prefect_start_timeout_s,
+            stall_s=settings.pipeline.prefect_start_stall_s,
+        )
     except PrefectUnavailable as exc:
         usage_error("configuration error", exc)
     try:

@@ -25,6 +25,7 @@ from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import StorageSettings, load_settings
 from flows.cli.console import print_store
 from flows.cli.spend import SpendFormat, print_spend
+from flows.prefect_runtime.next_nightly import next_nightly_line
 from storage import open_review_store, open_store
 from storage.audit_records import AuditEvent
 from storage.database import database_exists, upgrade_database
@@ -205,19 +206,19 @@ def status_command(
     With --by: recordings done, audio hours, requests, billed minutes and estimated cost
     per value of a column."""
     with _command_errors():
-        if by is None:
-            if since or until or language or output is not SpendFormat.table:
-                raise ConfigError("--since, --until, --language and --format go with --by COLUMN")
-            print_status(load_settings().storage, failures=failures)
+        if by is not None:
+            settings = load_settings()
+            print_spend(
+                settings, column=by.strip(), since=since, until=until, language=language,
+                output=output,
+            )  # fmt: skip
             return
-        print_spend(
-            load_settings(),
-            column=by.strip(),
-            since=since,
-            until=until,
-            language=language,
-            output=output,
-        )
+        if since or until or language or output is not SpendFormat.table:
+            raise ConfigError("--since, --until, --language and --format go with --by COLUMN")
+        print_status(load_settings().storage, failures=failures)
+    nightly = next_nightly_line()
+    if nightly is not None:
+        typer.echo(nightly)
 
 
 def _audio_hours(counts: list[StatusCount], status: str) -> float:

@@ -9,6 +9,7 @@ held_logs.py       log records of the head start, held until Prefect's logging i
 loggers.py         the names of medasr's loggers
 run_logs.py        medasr's lines in the flow run's logs (Prefect's Logs tab)
 quiet_errors.py    medasr's typed errors logged by Prefect without their traceback
+next_nightly.py    when the next nightly run is due, asked over HTTP (`medasr status`)
 
 Which set-up each part serves:
 

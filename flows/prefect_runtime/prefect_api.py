@@ -18,8 +18,10 @@ the whole CA bundle for each client it makes.
 It dies with the medasr process that started it, however that ends (SIGKILL, a
 second Ctrl-C): on Linux the kernel sends it SIGKILL when its parent goes
 (PR_SET_PDEATHSIG, set between fork and exec). A slow start on a busy host is waited
-for (MEDASR_PREFECT_START_TIMEOUT_S, said after a few seconds); one that never comes
-is PrefectDidNotStart (exit 75), not a configuration error.
+for while the server's process makes progress (start_progress.py; said after a few
+seconds), with MEDASR_PREFECT_START_TIMEOUT_S as the last resort; one that exits,
+stops progressing or outlasts that limit is PrefectDidNotStart (exit 75), not a
+configuration error.
 A command that has not imported Prefect yet (`medasr run` from a terminal) does not
 import it to start the server, so the command's first requests do not wait for
 Prefect's import; the flow imports it later. When only the environment and Prefect's
@@ -45,7 +47,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
@@ -57,6 +59,7 @@ from config.runtime import (
     temporary_server_environment,
 )
 from flows.prefect_runtime.prefect_schema import skip_migrations
+from flows.prefect_runtime.start_progress import STALL_S, StartProgress
 
 NO_API = (
     "no Prefect API: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api) or "
@@ -153,9 +156,10 @@ def _without_view_at_links() -> Iterator[None]:
             logger.removeFilter(link_filter)
 
 
-def start_prefect_api(*, start_timeout_s: float) -> PrefectApi:
-    """The configured API, or a temporary server starting in the background now, given
-    `start_timeout_s` to answer. Raises PrefectUnavailable."""
+def start_prefect_api(*, start_timeout_s: float, stall_s: float = STALL_S) -> PrefectApi:
+    """The configured API, or a temporary server starting in the background now, waited
+    for while it uses CPU (at most `stall_s` without) and at most `start_timeout_s`.
+    Raises PrefectUnavailable."""
     if "prefect" not in sys.modules and not prefect_settings_beyond_environment():
         # Only Prefect's defaults apply. Its bundled profile, read here, usually says
         # enough to start the server at once; else a launcher child reads them (and
@@ -165,7 +169,10 @@ def start_prefect_api(*, start_timeout_s: float) -> PrefectApi:
         if allowed is False:
             raise PrefectUnavailable(NO_API)
         launched = _TemporaryServer(
-            start_timeout_s=start_timeout_s, launcher=allowed is None, settings=profile
+            start_timeout_s=start_timeout_s,
+            launcher=allowed is None,
+            settings=profile,
+            stall_s=stall_s,
         )
         launched.start()
         return PrefectApi(server=launched)
@@ -177,7 +184,7 @@ def start_prefect_api(*, start_timeout_s: float) -> PrefectApi:
         return PrefectApi()
     if not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         raise PrefectUnavailable(NO_API)
-    server = _TemporaryServer(start_timeout_s=start_timeout_s)
+    server = _TemporaryServer(start_timeout_s=start_timeout_s, stall_s=stall_s)
     server.start()
     return PrefectApi(server=server)
 
@@ -213,9 +220,11 @@ class _TemporaryServer:
         start_timeout_s: float,
         launcher: bool = False,
         settings: dict[str, str] | None = None,
+        stall_s: float = STALL_S,
     ) -> None:
         self.port = 0
         self._start_timeout_s = start_timeout_s
+        self._stall_s = stall_s
         self._launcher = launcher  # started through flows/prefect_runtime/prefect_launch.py
         self._settings = settings  # Prefect's settings beyond the environment, if known
         self._process: subprocess.Popen[bytes] | None = None
@@ -262,7 +271,10 @@ class _TemporaryServer:
         return found
 
     async def wait_healthy(self) -> None:
-        """Return once the server answers; raises PrefectDidNotStart if it exits or is late."""
+        """Return once the server answers. Raises PrefectDidNotStart if it exits, stops
+        making progress (start_progress.py) or is later than the wall-clock limit."""
+        assert self._process is not None, "start() first"
+        progress = StartProgress(self._process.pid, stall_s=self._stall_s)
         noticed = False
         # Plain HTTP on loopback: a context of one certificate, not the whole CA bundle.
         trust = ssl.create_default_context(cafile=LOOPBACK_TRUST)
@@ -274,21 +286,25 @@ class _TemporaryServer:
                         return
                 except httpx.TransportError:
                     pass
+                if progress.stuck():
+                    self._give_up(f"made no progress (used no CPU) for {progress.stall_s:.0f} s")
                 if not noticed and waited_s >= WAIT_NOTICE_S:
                     noticed = True
                     # Progress, not an error: stdout, like "N files to process".
                     print(
-                        "medasr: waiting for Prefect's temporary server to start (up to "
+                        "medasr: waiting for Prefect's temporary server to start (the host "
+                        "is busy: waited for while it makes progress, at most "
                         f"{self._start_timeout_s:.0f} s, MEDASR_PREFECT_START_TIMEOUT_S)",
                         flush=True,
                     )
                 await asyncio.sleep(_POLL_S)
+        self._give_up(f"did not start in {waited_s:.0f} s (MEDASR_PREFECT_START_TIMEOUT_S)")
+
+    def _give_up(self, what: str) -> NoReturn:
         self.stop()
         raise PrefectDidNotStart(
-            f"Prefect's temporary server did not start in {waited_s:.0f} s "
-            "(MEDASR_PREFECT_START_TIMEOUT_S): try again when the host "
-            "is less busy, raise the timeout, or set PREFECT_API_URL to a running "
-            "`prefect server start`"
+            f"Prefect's temporary server {what}: try again, raise the limit, or set "
+            "PREFECT_API_URL to a running `prefect server start`"
         )
 
     def _require_running(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -168,13 +169,17 @@ def _healthy(api_url: str) -> bool | None:
 
 
 @contextmanager
-def running_prefect_server(home: Path, *, timeout_s: float = 90.0) -> Iterator[PrefectServer]:
-    """`prefect server start` with its own PREFECT_HOME (and SQLite) under `home`; stopped after."""
+def running_prefect_server(
+    home: Path, *, timeout_s: float = 90.0, **settings: str
+) -> Iterator[PrefectServer]:
+    """`prefect server start` with its own PREFECT_HOME (and SQLite) under `home` and
+    `settings` (PREFECT_* variables); stopped after. Fails the test if one of Prefect's
+    own services logged a failure meanwhile."""
     port = free_port()
     api_url = f"http://127.0.0.1:{port}/api"
     background = start_background(
         [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=clean_env(home),
+        env=clean_env(home, **settings),
         cwd=home,
         log_path=home / "prefect-server.log",
     )
@@ -188,6 +193,30 @@ def running_prefect_server(home: Path, *, timeout_s: float = 90.0) -> Iterator[P
         yield PrefectServer(api_url=api_url, background=background)
     finally:
         background.stop()
+    failures = service_failures(background.log_path.read_text(errors="replace"))
+    assert not failures, "Prefect's server logged a failing service:\n" + "\n".join(failures)
+
+
+# A line Prefect's server logs when one of its own services (scheduler, late runs,
+# foreman, ...) fails a pass: docket's task log at ERROR, or the service loop's own.
+_SERVICE_FAILURE = re.compile(
+    r"\| ERROR +\| (docket\.|prefect\.server\.services|prefect\.server\.events\.services)"
+)
+
+
+def service_failures(log: str) -> list[str]:
+    """The lines of a server log where one of Prefect's services failed, each with the
+    exception its traceback ends with."""
+    lines = log.splitlines()
+    found = []
+    for at, line in enumerate(lines):
+        if _SERVICE_FAILURE.search(line):
+            cause = next((x for x in lines[at + 1 :] if _EXCEPTION_LINE.match(x)), "")
+            found.append(f"{line.strip()} -> {cause.strip()}")
+    return found
+
+
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b.*")
 
 
 def flow_run_final_state(
