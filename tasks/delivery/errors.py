@@ -5,9 +5,9 @@
     │   ├── MetadataMissing           "metadata_missing": MEDASR_DOCS_QUERY names a manifest
     │   │                             column this recording has no value for; retryable
     │   │                             once the manifest is fixed and the source listed again
-    │   ├── MetadataInvalid           "metadata_invalid" (tasks/errors.py): an identifier (patient_id,
-    │   │                             encounter, doc_type) holds a control character that
-    │   │                             would split an HL7 message; retryable once fixed
+    │   ├── MetadataInvalid           "metadata_invalid" (tasks/errors.py): an identifier
+    │   │                             (patient_id, encounter, doc_type) holds a control
+    │   │                             character or is too long; retryable once fixed
     │   ├── DocumentInvalid           "document_invalid": the FHIR resource does not validate
     │   │                             (e.g. a manifest date that is not a date)
     │   └── Hl7Rejected               "hl7_rejected": AR/CR, the engine refuses the message
