@@ -31,3 +31,5 @@ class AuditAction(StrEnum):
     REVIEWER_UNLOCKED = "reviewer_unlocked"
     REQUEUED = "requeued"
     PURGE_PAGE = "purge_page"
+    RECORDINGS_SEARCHED = "recordings_searched"
+    AUDIO_CHANGED = "audio_changed"

@@ -132,6 +132,10 @@ class RevisionRepository(Protocol):
         """Save an edit made on `base_revision`; raises StaleRevision or NotEditable."""
         ...
 
+    def require_latest(self, item_id: int, *, base_revision: int) -> RevisionRecord | None:
+        """The latest revision when `base_revision` is it; raises StaleRevision otherwise."""
+        ...
+
     def sign_off(self, revision: RevisionRecord) -> ItemRecord:
         """Make a final revision the transcript's current version (status done)."""
         ...

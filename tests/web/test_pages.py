@@ -156,13 +156,14 @@ def test_the_second_save_of_a_stale_version_is_refused(served: Served, recording
 def test_accept_and_send_back(review_store: ReviewStore, ann: httpx.Client, recording: int) -> None:
     other = add_transcribed(review_store, "/src/b.wav", segments=SEGMENTS)
     page = ann.get(f"/items/{recording}").text
-    accepted = ann.post(f"/items/{recording}/accept", data={"csrf_token": csrf_of(page)})
+    form = {"csrf_token": csrf_of(page), "base_revision": "0"}
+    accepted = ann.post(f"/items/{recording}/accept", data=form)
     assert accepted.status_code == 303
     assert get_item(review_store, recording).status == "done"
-    sent = ann.post(f"/items/{other}/send-back", data={"csrf_token": csrf_of(page)})
+    sent = ann.post(f"/items/{other}/send-back", data=form)
     assert sent.status_code == 303
     assert get_item(review_store, other).status == "pending"
-    again = ann.post(f"/items/{other}/accept", data={"csrf_token": csrf_of(page)})
+    again = ann.post(f"/items/{other}/accept", data=form)
     assert again.status_code == 400
     assert "not needs_review" in again.text
 
