@@ -94,6 +94,7 @@ async def audio(request: Request, session: WebSessionRecord) -> Response:
     try:
         path = await _readable_path(item, roots=roots, copies=copies, request=request)
         if isinstance(path, AudioCheck):
+            await copies.aclose()  # the copy of another recording goes at once
             return await _changed_answer(request, session, item=item, found=path)
         if isinstance(path, Response):
             return path

@@ -15,6 +15,7 @@ from starlette.templating import Jinja2Templates
 from config.workstation import WebSettings
 from storage.review_interface import ReviewStore, ReviewUnitOfWork
 from tasks.review.recording_check import VerifiedFiles
+from web.throttle import SignInThrottle, Verifications
 
 HERE = Path(__file__).resolve().parent
 T = TypeVar("T")
@@ -30,6 +31,8 @@ class Workstation:
     templates: Jinja2Templates
     # The recordings' files this process has hashed and found unchanged (their identity).
     verified: VerifiedFiles = field(default_factory=VerifiedFiles)
+    throttle: SignInThrottle = field(default_factory=SignInThrottle)
+    verifications: Verifications = field(default_factory=Verifications)
 
 
 def new_templates() -> Jinja2Templates:

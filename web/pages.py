@@ -18,6 +18,7 @@ from storage.records import ItemRecord, RevisionRecord, WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.discovery.recording_names import recording_name
 from web.context import in_unit_of_work, render
+from web.limits import TEXT_MAX_CHARS
 from web.views import (
     PAGE_SIZE,
     SegmentRow,
@@ -134,6 +135,7 @@ def render_item(
     `over_draft`: the draft a repeated Send back confirms setting aside."""
     context = {
         "over_draft": over_draft,
+        "text_max_chars": TEXT_MAX_CHARS,
         "view": view,
         "session": session,
         "diff": word_diff(view.machine_text, view.editor_text),

@@ -22,9 +22,9 @@ from storage.records import WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.review import decisions
 from web.context import in_unit_of_work
+from web.limits import TEXT_MAX_CHARS
 from web.pages import read_item, render_item
 
-_TEXT_MAX_CHARS = 2_000_000
 _NO_BASE = "this decision names no revision of the page it was made on; reload the recording"
 
 
@@ -70,8 +70,13 @@ async def send_back(request: Request, session: WebSessionRecord) -> Response:
 
 async def _edit(request: Request, session: WebSessionRecord, *, final: bool) -> Response:
     form = await request.form()
-    text = str(form.get("text") or "").replace("\r\n", "\n")[:_TEXT_MAX_CHARS]
+    text = str(form.get("text") or "").replace("\r\n", "\n")
     base = _revision_of(form.get("base_revision"))
+    if len(text) > TEXT_MAX_CHARS:
+        item_id = int(request.path_params["item_id"])
+        notice = (f"a transcript holds at most {TEXT_MAX_CHARS:,} characters; this one has "
+                  f"{len(text):,}: nothing was saved")  # fmt: skip
+        return await _refused(request, session, item_id, notice=notice, status_code=400)
     author = session.reviewer.name
 
     def work(uow: ReviewUnitOfWork, item_id: int, base: int) -> None:

@@ -14,11 +14,11 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from audit import AuditAction, record_event
-from config.workstation import WebSettings
 from storage.records import WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
-from tasks.review.accounts import Login, LoginResult, sign_in
+from tasks.review.accounts import LoginResult
 from web.context import in_unit_of_work, render, workstation
+from web.limits import read_form
 from web.security import (
     CSRF_FIELD,
     CSRF_HEADER,
@@ -29,6 +29,7 @@ from web.security import (
     same_token,
     token_digest,
 )
+from web.sign_in import judged_sign_in, retry_after_s
 
 Handler = Callable[[Request, WebSessionRecord], Awaitable[Response]]
 CSRF_REFUSED = "refused: this request carried no valid CSRF token; nothing was changed"
@@ -42,6 +43,7 @@ _LOGIN_NOTICES = {
     LoginResult.DISABLED: "This account is disabled.",
 }
 _LOGIN_STATUS = {LoginResult.WRONG: 401}
+_THROTTLED = "Too many sign-in attempts from here or for this name: try again in {} s."
 
 
 async def current_session(request: Request) -> WebSessionRecord | None:
@@ -66,7 +68,7 @@ def signed_in(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
                 return RedirectResponse(f"/login{expired}", status_code=303)
             return PlainTextResponse("sign in first", status_code=401)
         if request.method != "GET":
-            form = await request.form()
+            form = await read_form(request)
             given = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
             if not same_token(given if isinstance(given, str) else None, session.csrf_token):
                 return PlainTextResponse(CSRF_REFUSED, status_code=403)
@@ -88,19 +90,20 @@ async def login_page(request: Request) -> Response:
 
 async def login(request: Request) -> Response:
     """POST /login: name and password; a new session on success."""
-    form = await request.form()
+    form = await read_form(request)
     given = form.get(CSRF_FIELD)
     expected = request.cookies.get(LOGIN_COOKIE) or ""
     if not expected or not same_token(given if isinstance(given, str) else None, expected):
         return PlainTextResponse(CSRF_REFUSED, status_code=403)
     name = str(form.get("name") or "")[:_NAME_MAX_CHARS]
     password = str(form.get("password") or "")
-    settings = workstation(request).web
+    wait_s = retry_after_s(request, name=name)
+    if wait_s is not None:
+        throttled = _login_form(request, notice=_THROTTLED.format(wait_s), status_code=429)
+        throttled.headers["retry-after"] = str(wait_s)
+        return throttled
     session_token = new_token()
-    outcome = await in_unit_of_work(
-        request,
-        lambda uow: _judge(uow, name=name, password=password, token=session_token, web=settings),
-    )
+    outcome = await judged_sign_in(request, name=name, password=password, token=session_token)
     if outcome.result is not LoginResult.OK:
         status = _LOGIN_STATUS.get(outcome.result, 403)
         return _login_form(request, notice=_LOGIN_NOTICES[outcome.result], status_code=status)
@@ -122,27 +125,6 @@ async def logout(request: Request, session: WebSessionRecord) -> Response:
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, **cookie_options(tls=workstation(request).tls))
     return response
-
-
-def _judge(
-    uow: ReviewUnitOfWork, *, name: str, password: str, token: str, web: WebSettings
-) -> Login:
-    """Sign in, start the session on success, and record what happened."""
-    outcome = sign_in(uow, name=name, password=password, lockout_s=web.lockout_s)
-    if outcome.result is LoginResult.OK and outcome.reviewer is not None:
-        uow.web_sessions.start_session(
-            id_sha256=token_digest(token),
-            reviewer_id=outcome.reviewer.id,
-            csrf_token=new_token(),
-            idle_s=web.idle_timeout_s,
-        )
-        record_event(uow, action=AuditAction.LOGIN, actor=name)
-        return outcome
-    detail: dict[str, str | int] = {"reason": outcome.result.value}
-    record_event(uow, action=AuditAction.LOGIN_FAILED, actor=name or "-", detail=detail)
-    if outcome.result is LoginResult.LOCKED_NOW:
-        record_event(uow, action=AuditAction.LOCKED_OUT, actor=name, target=name)
-    return outcome
 
 
 def _login_form(request: Request, *, notice: str = "", status_code: int = 200) -> Response:

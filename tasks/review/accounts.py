@@ -1,10 +1,11 @@
 """Reviewers' accounts: passwords hashed with argon2id, sign-in with a lockout.
 
 A password is never stored, logged or compared as given: argon2-cffi's PasswordHasher
-(RFC 9106 parameters) hashes it, and verifying an unknown name still costs one hash so
-a name cannot be guessed from the time an answer takes. After MAX_FAILED_LOGINS wrong
-passwords in a row the account is locked for `lockout_s`, the right password included;
-an admin unlocks it.
+(RFC 9106 parameters) hashes it, and verifying an unknown name (or a locked account)
+still costs one hash so a name cannot be guessed from the time an answer takes. After
+MAX_FAILED_LOGINS wrong passwords in a row the account is locked for `lockout_s`, the
+right password included; an admin unlocks it. A sign-in is three steps (look_up,
+password_matches, settle_sign_in) so a face can hash outside any transaction.
 """
 
 from __future__ import annotations
@@ -68,16 +69,53 @@ def add_reviewer(uow: ReviewUnitOfWork, *, name: str, role: str, password: str) 
     )
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """What the store says of a typed name before its password is judged."""
+
+    name: str
+    reviewer: ReviewerRecord | None  # None: no such account (or one without a password)
+    stored_hash: str | None
+
+
 def sign_in(uow: ReviewUnitOfWork, *, name: str, password: str, lockout_s: float) -> Login:
-    """Judge a name and password, counting wrong ones; never raises for a bad pair."""
+    """Judge a name and password, counting wrong ones; never raises for a bad pair.
+    The three steps below, in one unit of work (the workstation runs them apart)."""
+    candidate = look_up(uow, name=name)
+    matched = password_matches(candidate, password)
+    return settle_sign_in(uow, candidate, matched=matched, password=password, lockout_s=lockout_s)
+
+
+def look_up(uow: ReviewUnitOfWork, *, name: str) -> Candidate:
+    """The account a typed name names, and its password hash (a read)."""
     reviewer = uow.reviewers.get_reviewer(name) if _NAME.fullmatch(name) else None
     stored = uow.reviewers.password_hash(name) if reviewer is not None else None
-    if reviewer is None or stored is None:
+    return Candidate(name=name, reviewer=reviewer if stored else None, stored_hash=stored)
+
+
+def password_matches(candidate: Candidate, password: str) -> bool:
+    """One argon2 verification whatever the name (an unknown one against a dummy hash, so
+    both take one hash's time); touches no store, so no transaction waits on it."""
+    if candidate.stored_hash is None:
         _verify(_DUMMY_HASH, password)
+        return False
+    return _verify(candidate.stored_hash, password)
+
+
+def settle_sign_in(
+    uow: ReviewUnitOfWork, candidate: Candidate, *, matched: bool, password: str, lockout_s: float
+) -> Login:
+    """The sign-in's result from a verification made outside the store: a locked account
+    stays locked whatever the password; a wrong one is counted."""
+    if candidate.reviewer is None:
+        return Login(LoginResult.WRONG)
+    name = candidate.reviewer.name
+    reviewer = uow.reviewers.get_reviewer(name)  # again: it may have been locked since
+    if reviewer is None:
         return Login(LoginResult.WRONG)
     if reviewer.locked_until is not None and reviewer.locked_until > uow.reviewers.now():
         return Login(LoginResult.LOCKED, reviewer)
-    if not _verify(stored, password):
+    if not matched:
         after = uow.reviewers.record_failure(
             name, max_failures=MAX_FAILED_LOGINS, lockout_s=lockout_s
         )
@@ -85,7 +123,7 @@ def sign_in(uow: ReviewUnitOfWork, *, name: str, password: str, lockout_s: float
         return Login(LoginResult.LOCKED_NOW if locked else LoginResult.WRONG, after)
     if reviewer.disabled:
         return Login(LoginResult.DISABLED, reviewer)
-    if _HASHER.check_needs_rehash(stored):
+    if candidate.stored_hash is not None and _HASHER.check_needs_rehash(candidate.stored_hash):
         uow.reviewers.set_password_hash(name, _HASHER.hash(password))
     return Login(LoginResult.OK, uow.reviewers.record_success(name))
 

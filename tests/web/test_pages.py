@@ -98,7 +98,7 @@ def test_a_recording_page_shows_segments_editor_machine_text_and_diff(
     assert page.count('data-testid="segment-play"') == 3
     assert 'data-testid="player"' in page
     machine = " ".join(s.text for s in SEGMENTS)
-    assert f'data-testid="editor" rows="16" spellcheck="true">{machine}</textarea>' in page
+    assert f'spellcheck="true" maxlength="500000">{machine}</textarea>' in page
     assert f'data-testid="machine-text">{machine}</div>' in page
     for hook in ("diff", "save-draft", "finalize", "accept", "send-back", "notice"):
         assert f'data-testid="{hook}"' in page
