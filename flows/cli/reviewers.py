@@ -26,8 +26,19 @@ reviewers_app = typer.Typer(
 )
 
 
-@reviewers_app.command("add")
+_NO_PASSWORD_ARGUMENT = (
+    "a password is never given as an argument (every user of the host sees arguments, "
+    "and shells keep them): give it on standard input with --password-stdin"
+)
+
+
+# Extra arguments are taken in rather than refused by the parser, whose message would
+# print them back: one of them may be a password.
+@reviewers_app.command(
+    "add", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+)
 def add_command(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The account's name.")],
     role: Annotated[str, typer.Option("--role", help=f"One of {', '.join(ROLES)}.")] = "reviewer",
     password_stdin: Annotated[
@@ -36,6 +47,8 @@ def add_command(
 ) -> None:
     """Create an account; the password is read from standard input."""
     with _command_errors():
+        if ctx.args:
+            raise ConfigError(_NO_PASSWORD_ARGUMENT)
         if not password_stdin:
             raise ConfigError("give the password on standard input with --password-stdin")
         password = sys.stdin.readline().rstrip("\r\n")
