@@ -26,7 +26,7 @@ reviewers_app = typer.Typer(
 )
 
 
-_NO_PASSWORD_ARGUMENT = (
+_ARGUMENT_REFUSED = (
     "a password is never given as an argument (every user of the host sees arguments, "
     "and shells keep them): give it on standard input with --password-stdin"
 )
@@ -48,7 +48,7 @@ def add_command(
     """Create an account; the password is read from standard input."""
     with _command_errors():
         if ctx.args:
-            raise ConfigError(_NO_PASSWORD_ARGUMENT)
+            raise ConfigError(_ARGUMENT_REFUSED)
         if not password_stdin:
             raise ConfigError("give the password on standard input with --password-stdin")
         password = sys.stdin.readline().rstrip("\r\n")

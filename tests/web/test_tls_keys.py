@@ -44,7 +44,8 @@ def test_a_key_of_another_certificate_is_refused(runner: CliRunner, tmp_path: Pa
 
 def test_a_garbage_key_is_refused(runner: CliRunner, tmp_path: Path) -> None:
     files = make_tls_files(tmp_path)
-    files.server_key.write_text("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
+    garbage = "-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n"
+    files.server_key.write_text(garbage)
     line = refused(runner, files.server_cert, files.server_key)
     assert str(files.server_key) in line
 
