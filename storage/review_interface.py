@@ -64,6 +64,10 @@ class ReviewerRepository(Protocol):
         """One account by name."""
         ...
 
+    def find_reviewer(self, folded_name: str) -> ReviewerRecord | None:
+        """The account whose name folds to `folded_name` (exact spelling preferred)."""
+        ...
+
     def password_hash(self, name: str) -> str | None:
         """The stored hash of an account's password (for verification only)."""
         ...

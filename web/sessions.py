@@ -34,15 +34,19 @@ from web.sign_in import judged_sign_in, retry_after_s
 Handler = Callable[[Request, WebSessionRecord], Awaitable[Response]]
 CSRF_REFUSED = "refused: this request carried no valid CSRF token; nothing was changed"
 _NAME_MAX_CHARS = 64
+# A wrong password, an unknown name and a locked account answer alike (status and words),
+# so the answers do not tell which names are accounts; the words say what may be why.
+_WRONG = (
+    "Wrong name or password. After 5 wrong passwords in a row an account is locked for a "
+    "while; an admin can unlock it."
+)
 _LOGIN_NOTICES = {
-    LoginResult.WRONG: "Wrong name or password.",
-    LoginResult.LOCKED: "This account is locked after too many wrong passwords; "
-    "try again later or ask an admin to unlock it.",
-    LoginResult.LOCKED_NOW: "Too many wrong passwords: this account is locked; "
-    "try again later or ask an admin to unlock it.",
-    LoginResult.DISABLED: "This account is disabled.",
+    LoginResult.WRONG: _WRONG,
+    LoginResult.LOCKED: _WRONG,
+    LoginResult.LOCKED_NOW: _WRONG,
+    LoginResult.DISABLED: "This account is disabled.",  # said only to the right password
 }
-_LOGIN_STATUS = {LoginResult.WRONG: 401}
+_LOGIN_STATUS = {LoginResult.WRONG: 401, LoginResult.LOCKED: 401, LoginResult.LOCKED_NOW: 401}
 _THROTTLED = "Too many sign-in attempts from here or for this name: try again in {} s."
 
 
@@ -103,7 +107,10 @@ async def login(request: Request) -> Response:
         throttled.headers["retry-after"] = str(wait_s)
         return throttled
     session_token = new_token()
-    outcome = await judged_sign_in(request, name=name, password=password, token=session_token)
+    outcome = await judged_sign_in(
+        request, name=name, password=password, token=session_token,
+        replaces=request.cookies.get(SESSION_COOKIE),
+    )  # fmt: skip
     if outcome.result is not LoginResult.OK:
         status = _LOGIN_STATUS.get(outcome.result, 403)
         return _login_form(request, notice=_LOGIN_NOTICES[outcome.result], status_code=status)

@@ -19,7 +19,7 @@ from config.settings import load_settings
 from flows.cli.store import _command_errors
 from storage import open_review_store
 from storage.review_interface import ReviewStore
-from tasks.review.accounts import ROLES, add_reviewer, check_name
+from tasks.review.accounts import ROLES, account_named, add_reviewer, check_name
 
 reviewers_app = typer.Typer(
     help="Accounts of the review workstation (`medasr web`).", no_args_is_help=True
@@ -105,11 +105,12 @@ def unlock_command(name: Annotated[str, typer.Argument(help="The account's name.
         typer.echo(f"unlocked {name}")
 
 
-def _change(name: str, *, disable: bool) -> None:
-    check_name(name)
+def _change(typed: str, *, disable: bool) -> None:
+    check_name(typed)
     store = _open()
     try:
         with store.unit_of_work() as uow:
+            name = account_named(uow, typed).name  # whatever the case or form typed
             if disable:
                 uow.reviewers.set_disabled(name, disabled=True)
             else:

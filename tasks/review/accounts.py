@@ -11,6 +11,7 @@ password_matches, settle_sign_in) so a face can hash outside any transaction.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -48,25 +49,47 @@ class Login:
     reviewer: ReviewerRecord | None = None
 
 
+def fold_name(name: str) -> str | None:
+    """The one spelling of an account name: Unicode NFKC, then casefold (`Ann`, `ANN`
+    and fullwidth `ａｎｎ` are `ann`); None when it is no plain name (spaces around it,
+    invisible or control characters, anything but letters, digits, . _ @ -)."""
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    return folded if _NAME.fullmatch(folded) else None
+
+
 def check_name(name: str) -> str:
-    """A plain account name (letters, digits, . _ @ -); raises ReviewerInvalid."""
-    if not _NAME.fullmatch(name):
+    """The folded account name; raises ReviewerInvalid for one that is not plain."""
+    folded = fold_name(name)
+    if folded is None:
         raise ReviewerInvalid(
             "a reviewer name is 1-64 letters, digits, '.', '_', '@' or '-', starting with "
-            "a letter or digit"
+            "a letter or digit (no spaces or invisible characters)"
         )
-    return name
+    return folded
+
+
+def account_named(uow: ReviewUnitOfWork, name: str) -> ReviewerRecord:
+    """The account a name names, whatever its case or form; raises ReviewerInvalid."""
+    found = uow.reviewers.find_reviewer(check_name(name))
+    if found is None:
+        raise ReviewerInvalid(f"there is no reviewer named {name!r}")
+    return found
 
 
 def add_reviewer(uow: ReviewUnitOfWork, *, name: str, role: str, password: str) -> ReviewerRecord:
-    """Create an account; raises ReviewerInvalid for a bad name, role or short password."""
+    """Create an account under its folded name; raises ReviewerInvalid for a bad or taken
+    name (in any case or form), a bad role, or a short or blank password."""
     if role not in ROLES:
         raise ReviewerInvalid(f"a role is one of {', '.join(ROLES)}")
     if len(password) < _MIN_PASSWORD_CHARS:
         raise ReviewerInvalid(f"a password has at least {_MIN_PASSWORD_CHARS} characters")
-    return uow.reviewers.add_reviewer(
-        name=check_name(name), role=role, password_hash=_HASHER.hash(password)
-    )
+    if "\x00" in password or not password.strip():
+        raise ReviewerInvalid("a password holds no NUL character and not only spaces")
+    folded = check_name(name)
+    taken = uow.reviewers.find_reviewer(folded)
+    if taken is not None:
+        raise ReviewerInvalid(f"a reviewer named {taken.name!r} exists already (as {name!r})")
+    return uow.reviewers.add_reviewer(name=folded, role=role, password_hash=_HASHER.hash(password))
 
 
 @dataclass(frozen=True)
@@ -88,8 +111,9 @@ def sign_in(uow: ReviewUnitOfWork, *, name: str, password: str, lockout_s: float
 
 def look_up(uow: ReviewUnitOfWork, *, name: str) -> Candidate:
     """The account a typed name names, and its password hash (a read)."""
-    reviewer = uow.reviewers.get_reviewer(name) if _NAME.fullmatch(name) else None
-    stored = uow.reviewers.password_hash(name) if reviewer is not None else None
+    folded = fold_name(name)
+    reviewer = uow.reviewers.find_reviewer(folded) if folded is not None else None
+    stored = uow.reviewers.password_hash(reviewer.name) if reviewer is not None else None
     return Candidate(name=name, reviewer=reviewer if stored else None, stored_hash=stored)
 
 
