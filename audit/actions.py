@@ -33,3 +33,5 @@ class AuditAction(StrEnum):
     PURGE_PAGE = "purge_page"
     QUALITY_EXPORTED = "quality_exported"
     LANGUAGE_CHANGED = "language_changed"
+    RECORDINGS_SEARCHED = "recordings_searched"
+    AUDIO_CHANGED = "audio_changed"

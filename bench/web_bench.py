@@ -44,6 +44,7 @@ from config.workstation import WebSettings  # noqa: E402
 from storage import open_review_store  # noqa: E402
 from storage.models import ChunkRow, Item  # noqa: E402
 from tasks.review.accounts import add_reviewer  # noqa: E402
+from tasks.review.recording_check import file_sha256  # noqa: E402
 from web.app import build_app  # noqa: E402
 
 PASSWORD = "bench password 1"
@@ -122,6 +123,15 @@ def fill_queue(engine: Any, *, count: int, start_id: int) -> None:
             connection.execute(insert(Item.__table__), rows[offset : offset + 5000])
 
 
+def fingerprint_of(path: Path) -> dict[str, Any]:
+    """The columns a run records of a file (the workstation serves only that recording)."""
+    stat = path.stat()
+    return {
+        "sha256": file_sha256(path), "size_bytes": stat.st_size,
+        "source_version": str(stat.st_mtime_ns),
+    }  # fmt: skip
+
+
 def timed_pages(client: httpx.Client, clock: ServerClock, path: str, *, times: int) -> list[float]:
     clock.times_ms.clear()
     for _ in range(times):
@@ -185,7 +195,9 @@ def first_byte(folder: Path) -> None:
     fill_queue(store.engine, count=1, start_id=1)  # type: ignore[attr-defined]
     with store.engine.begin() as connection:  # type: ignore[attr-defined]
         connection.execute(
-            Item.__table__.update().values(source_uri=str(mp3), duration_ms=3_600_000)
+            Item.__table__.update().values(
+                source_uri=str(mp3), duration_ms=3_600_000, **fingerprint_of(mp3)
+            )
         )
     firsts = []
     with served(build_app(store, web=WebSettings(), tls=False)) as url, signed_in(url) as client:
@@ -225,7 +237,11 @@ def memory_while_serving(folder: Path, *, segments: int) -> None:
         add_reviewer(uow, name="bench", role="reviewer", password=PASSWORD)
     fill_queue(store.engine, count=1, start_id=1)  # type: ignore[attr-defined]
     with store.engine.begin() as connection:  # type: ignore[attr-defined]
-        connection.execute(Item.__table__.update().values(source_uri=str(wav), duration_ms=600_000))
+        connection.execute(
+            Item.__table__.update().values(
+                source_uri=str(wav), duration_ms=600_000, **fingerprint_of(wav)
+            )
+        )
     store.dispose()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -18,6 +18,7 @@
             ├── ManifestInvalid        the metadata manifest (CSV) cannot be read or used
             ├── NotUnderReview         `medasr review` given an item that is not needs_review
             ├── StaleRevision          a save based on a version someone has saved over since
+            │   └── DraftInTheWay      a send back over a colleague's draft, not confirmed
             ├── NotEditable            an edit of a recording with no transcript to correct
             └── ReviewerInvalid        a reviewer name unknown, taken or malformed
 
@@ -119,6 +120,16 @@ class StaleRevision(ConfigError):
     """A reviewer saved over a version another reviewer had already replaced; nothing saved."""
 
     kind = "stale_revision"
+
+
+class DraftInTheWay(StaleRevision):
+    """A send back that would set a colleague's draft aside, not confirmed; nothing changed."""
+
+    kind = "draft_in_the_way"
+
+    def __init__(self, number: int, message: str) -> None:
+        super().__init__(message)
+        self.number = number  # the draft's revision, which a confirmation must name
 
 
 class NotEditable(ConfigError):

@@ -64,6 +64,10 @@ class ReviewerRepository(Protocol):
         """One account by name."""
         ...
 
+    def find_reviewer(self, folded_name: str) -> ReviewerRecord | None:
+        """The account whose name folds to `folded_name` (exact spelling preferred)."""
+        ...
+
     def password_hash(self, name: str) -> str | None:
         """The stored hash of an account's password (for verification only)."""
         ...
@@ -130,6 +134,10 @@ class RevisionRepository(Protocol):
         self, item_id: int, *, text: str, author: str, base_revision: int, kind: str
     ) -> RevisionRecord:
         """Save an edit made on `base_revision`; raises StaleRevision or NotEditable."""
+        ...
+
+    def require_latest(self, item_id: int, *, base_revision: int) -> RevisionRecord | None:
+        """The latest revision when `base_revision` is it; raises StaleRevision otherwise."""
         ...
 
     def sign_off(self, revision: RevisionRecord) -> ItemRecord:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -50,6 +50,22 @@ class Reviewers:
         """One account by name."""
         row = self._row(name)
         return None if row is None else _reviewer_record(row)
+
+    def find_reviewer(self, folded_name: str) -> ReviewerRecord | None:
+        """The account whose name folds to `folded_name` (names are ASCII, so folding is
+        lower-casing); of two made before names were folded, the one spelled exactly so
+        (two others are ambiguous: None)."""
+        rows = list(
+            self._session.scalars(
+                select(Reviewer)
+                .where(func.lower(Reviewer.name) == folded_name)
+                .order_by(Reviewer.id)
+            )
+        )
+        exact = [row for row in rows if row.name == folded_name]
+        if exact:
+            return _reviewer_record(exact[0])
+        return _reviewer_record(rows[0]) if len(rows) == 1 else None
 
     def password_hash(self, name: str) -> str | None:
         """The stored hash of an account's password (for verification only)."""

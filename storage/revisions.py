@@ -63,14 +63,7 @@ class Revisions:
         """Save an edit made on `base_revision`; raises StaleRevision when someone saved
         since, NotEditable when the recording has no transcript."""
         item = self._editable(item_id)
-        latest = self.latest_revision(item)
-        latest_number = 0 if latest is None else latest.number
-        if base_revision != latest_number:
-            by = f" by {latest.author}" if latest is not None else ""
-            raise StaleRevision(
-                f"revision {latest_number}{by} was saved after the version you edited "
-                f"(revision {base_revision}); reload the recording and make your change again"
-            )
+        _refuse_stale(self.latest_revision(item), base_revision=base_revision)
         highest = self._session.scalar(
             select(func.max(Revision.number)).where(Revision.item_id == item_id)
         )
@@ -90,6 +83,18 @@ class Revisions:
         except IntegrityError as exc:
             raise StaleRevision("another reviewer saved this recording at the same moment") from exc
         return _revision_record(row)
+
+    def require_latest(self, item_id: int, *, base_revision: int) -> RevisionRecord | None:
+        """The latest revision (the item locked) when `base_revision` is it; raises
+        StaleRevision when someone saved since. An unknown item passes: the decision
+        that follows names it."""
+        self._session.execute(select(Item.id).where(Item.id == item_id).with_for_update())
+        found = items_where(self._session, Item.id == item_id)
+        if not found:
+            return None
+        latest = self.latest_revision(found[0])
+        _refuse_stale(latest, base_revision=base_revision)
+        return latest
 
     def sign_off(self, revision: RevisionRecord) -> ItemRecord:
         """Make a final revision the transcript's current version: `text` becomes its text,
@@ -129,6 +134,16 @@ class Revisions:
                 f"recording {item_id} is {item.status}: it has no transcript to correct"
             )
         return item
+
+
+def _refuse_stale(latest: RevisionRecord | None, *, base_revision: int) -> None:
+    latest_number = 0 if latest is None else latest.number
+    if base_revision != latest_number:
+        by = f" by {latest.author}" if latest is not None else ""
+        raise StaleRevision(
+            f"revision {latest_number}{by} was saved after the version you edited "
+            f"(revision {base_revision}); reload the recording and make your change again"
+        )
 
 
 def _revision_record(row: Revision) -> RevisionRecord:

@@ -9,7 +9,7 @@ from audit import AuditAction, record_event
 from config.errors import MedasrError
 from storage.records import WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
-from tasks.review.accounts import add_reviewer
+from tasks.review.accounts import account_named, add_reviewer
 from web.context import in_unit_of_work, render
 
 _ADMIN_ONLY = "only an admin manages accounts"
@@ -50,9 +50,10 @@ async def unlock_account(request: Request, session: WebSessionRecord) -> Respons
     name = str(form.get("name") or "")
 
     def work(uow: ReviewUnitOfWork) -> None:
-        uow.reviewers.unlock(name)
+        account = account_named(uow, name).name
+        uow.reviewers.unlock(account)
         record_event(uow, action=AuditAction.REVIEWER_UNLOCKED, actor=session.reviewer.name,
-                     target=name)  # fmt: skip
+                     target=account)  # fmt: skip
 
     try:
         await in_unit_of_work(request, work)

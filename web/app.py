@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from starlette.applications import Starlette
+from starlette.convertors import IntegerConvertor, register_url_convertor
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -11,12 +12,20 @@ from config.workstation import WebSettings
 from storage.review_interface import ReviewStore
 from web import admin, audio_stream, pages, quality_page, review_actions, sessions
 from web.context import HERE, Workstation, new_templates
+from web.limits import BodyLimit
 from web.security import SecurityHeaders
 from web.sessions import signed_in
 
 
+class _RowIdConvertor(IntegerConvertor):
+    """A row id: at most 18 digits (past a 64-bit integer the store cannot look it up)."""
+
+    regex = "[0-9]{1,18}"
+
+
 def build_app(store: ReviewStore, *, web: WebSettings, tls: bool) -> Starlette:
     """The review workstation over `store` (opened by the caller, disposed by it too)."""
+    register_url_convertor("id", _RowIdConvertor())
     routes = [
         Route("/login", sessions.login_page, methods=["GET"]),
         Route("/login", sessions.login, methods=["POST"]),
@@ -24,15 +33,13 @@ def build_app(store: ReviewStore, *, web: WebSettings, tls: bool) -> Starlette:
         Route("/keepalive", signed_in(sessions.keep_alive), methods=["POST"]),
         Route("/", signed_in(pages.queue_page), methods=["GET"]),
         Route("/items", signed_in(pages.search_page), methods=["GET"]),
-        Route("/items/{item_id:int}", signed_in(pages.item_page), methods=["GET"]),
-        Route("/items/{item_id:int}/audio", signed_in(audio_stream.audio), methods=["GET"]),
-        Route("/items/{item_id:int}/draft", signed_in(review_actions.save_draft), methods=["POST"]),
+        Route("/items/{item_id:id}", signed_in(pages.item_page), methods=["GET"]),
+        Route("/items/{item_id:id}/audio", signed_in(audio_stream.audio), methods=["GET"]),
+        Route("/items/{item_id:id}/draft", signed_in(review_actions.save_draft), methods=["POST"]),
+        Route("/items/{item_id:id}/finalize", signed_in(review_actions.finalize), methods=["POST"]),
+        Route("/items/{item_id:id}/accept", signed_in(review_actions.accept), methods=["POST"]),
         Route(
-            "/items/{item_id:int}/finalize", signed_in(review_actions.finalize), methods=["POST"]
-        ),
-        Route("/items/{item_id:int}/accept", signed_in(review_actions.accept), methods=["POST"]),
-        Route(
-            "/items/{item_id:int}/send-back", signed_in(review_actions.send_back), methods=["POST"]
+            "/items/{item_id:id}/send-back", signed_in(review_actions.send_back), methods=["POST"]
         ),
         Route("/quality", signed_in(quality_page.quality_page), methods=["GET"]),
         Route("/quality.json", signed_in(quality_page.quality_data), methods=["GET"]),
@@ -46,6 +53,7 @@ def build_app(store: ReviewStore, *, web: WebSettings, tls: bool) -> Starlette:
         Route("/admin/unlock", signed_in(admin.unlock_account), methods=["POST"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders, tls=tls)])
+    middleware = [Middleware(SecurityHeaders, tls=tls), Middleware(BodyLimit)]
+    app = Starlette(routes=routes, middleware=middleware)
     app.state.workstation = Workstation(store=store, web=web, tls=tls, templates=new_templates())
     return app

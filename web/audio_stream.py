@@ -13,6 +13,11 @@ must read a path: an m4a whose index sits at its end decodes to nothing through 
 The copy is removed before the answer's last byte leaves (a client holding the whole
 answer finds nothing on disk), and when the answer ends any other way (client gone,
 error). Nothing is cached: patient audio stays on disk only while it is being played.
+
+Audio is served only while the file is still the recording that was transcribed
+(tasks/review/recording_check.py for a local file; a remote copy's sha256 against the
+stored one): otherwise a page says the recording changed on disk (409) and the refusal
+is an `audio_changed` event.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -37,7 +43,8 @@ from storage.review_interface import ReviewUnitOfWork
 from tasks.audio.ffmpeg import find_ffmpeg, input_arg
 from tasks.discovery.fetch import fetched_file
 from tasks.discovery.recording_names import one_line, recording_name
-from web.context import in_unit_of_work
+from tasks.review.recording_check import AudioCheck, check_local_recording
+from web.context import in_unit_of_work, render, workstation
 
 RATE_HZ = 16_000
 SAMPLES_PER_MS = RATE_HZ // 1000
@@ -63,8 +70,10 @@ class Stretch:
 async def audio(request: Request, session: WebSessionRecord) -> Response:
     """A stretch of the recording as audio/wav, whole or the byte range asked for."""
     item_id = int(request.path_params["item_id"])
-    item = await in_unit_of_work(
-        request, lambda uow: uow.item_queries.get_item(item_id), read_only=True
+    item, roots = await in_unit_of_work(
+        request,
+        lambda uow: (uow.item_queries.get_item(item_id), uow.runs.run_sources()),
+        read_only=True,
     )
     if item is None:
         return PlainTextResponse(f"there is no recording {item_id}", status_code=404)
@@ -83,7 +92,10 @@ async def audio(request: Request, session: WebSessionRecord) -> Response:
     first, last = wanted
     copies = AsyncExitStack()
     try:
-        path = await _readable_path(item.source_uri, copies=copies)
+        path = await _readable_path(item, roots=roots, copies=copies, request=request)
+        if isinstance(path, AudioCheck):
+            await copies.aclose()  # the copy of another recording goes at once
+            return await _changed_answer(request, session, item=item, found=path)
         if isinstance(path, Response):
             return path
         stretch = Stretch(path=path, start_ms=start_ms, samples=samples)
@@ -180,14 +192,23 @@ async def _released_before_end(
         yield held
 
 
-async def _readable_path(uri: str, *, copies: AsyncExitStack) -> Path | Response:
-    """A path ffmpeg can read: the local file, or a private copy of a remote one (entered
-    into `copies`, removed when it closes)."""
+async def _readable_path(
+    item: ItemRecord, *, roots: list[str], copies: AsyncExitStack, request: Request
+) -> Path | AudioCheck | Response:
+    """A path ffmpeg can read holding the item's recording: the local file, or a private
+    copy of a remote one (entered into `copies`, removed when it closes); the check's
+    finding when the file is no longer that recording."""
+    uri = item.source_uri
     path = local_path(uri)
     if path is not None:
-        if not path.is_file():
+        local_roots = [found for found in map(local_path, roots) if found is not None]
+        verified = workstation(request).verified
+        found = await run_in_threadpool(
+            lambda: check_local_recording(path, item=item, roots=local_roots, verified=verified)
+        )
+        if found is AudioCheck.MISSING:
             return PlainTextResponse("the recording's file is not there any more", status_code=404)
-        return path
+        return path if found is AudioCheck.SAME else found
     try:
         fetched = await copies.enter_async_context(fetched_file(uri, storage_options=None))
     except SourceNotFound:
@@ -197,7 +218,30 @@ async def _readable_path(uri: str, *, copies: AsyncExitStack) -> Path | Response
             f"the recording could not be fetched from its source: {one_line(str(exc))}",
             status_code=502,
         )
+    if item.sha256 is not None and fetched.fingerprint.sha256 != item.sha256:
+        return AudioCheck.CHANGED
     return fetched.path
+
+
+async def _changed_answer(
+    request: Request, session: WebSessionRecord, *, item: ItemRecord, found: AudioCheck
+) -> Response:
+    """The page saying the recording changed on disk (409), and its `audio_changed` event."""
+
+    def record(uow: ReviewUnitOfWork) -> str:
+        name = recording_name(item.source_uri, roots=uow.runs.run_sources())
+        record_event(uow, action=AuditAction.AUDIO_CHANGED, actor=session.reviewer.name,
+                     item_id=item.id, path=name, detail={"reason": found.value})  # fmt: skip
+        return name
+
+    name = await in_unit_of_work(request, record)
+    context = {
+        "session": session,
+        "item": item,
+        "name": name,
+        "link": found is AudioCheck.LINK_OUTSIDE,
+    }
+    return render(request, "audio_changed.html", context, status_code=409)
 
 
 def _asked_stretch(item: ItemRecord, request: Request) -> tuple[int, int] | Response:

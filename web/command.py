@@ -1,6 +1,7 @@
 """`medasr web [--host 127.0.0.1] [--port 8770]`: serve the review workstation until stopped.
 
-Any host other than loopback needs TLS (MEDASR_WEB__TLS_CERT and MEDASR_WEB__TLS_KEY):
+Any host other than loopback needs TLS (MEDASR_WEB__TLS_CERT and MEDASR_WEB__TLS_KEY,
+a key that matches its certificate and that no other user can read):
 patient data does not cross a network in clear text unless MEDASR_ALLOW_INSECURE_HTTP=true
 says so on purpose. A refusal is one line and exit code 2, before anything listens.
 Uvicorn's access log stays off: a URL can hold a recording's path.
@@ -9,6 +10,9 @@ Uvicorn's access log stays off: a URL can hold a recording's path.
 from __future__ import annotations
 
 import ipaddress
+import ssl
+import stat
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -72,6 +76,8 @@ def check_transport(settings: Settings, *, host: str) -> bool:
     for path in (web.tls_cert, web.tls_key):
         if path is not None and not path.is_file():
             raise ConfigError(f"TLS file not found: {path}")
+    if web.tls_cert is not None and web.tls_key is not None:
+        check_tls_pair(web.tls_cert, web.tls_key)
     tls = web.tls_cert is not None
     if not tls and not is_loopback(host) and not settings.service.allow_insecure_http:
         raise ConfigError(
@@ -79,6 +85,33 @@ def check_transport(settings: Settings, *, host: str) -> bool:
             "(or MEDASR_ALLOW_INSECURE_HTTP=true to serve patient data unencrypted on purpose)"
         )
     return tls
+
+
+def check_tls_pair(cert: Path, key: Path) -> None:
+    """The key is private to its owner and the certificate's own; raises ConfigError.
+    A key group members may read (Debian's ssl-cert group) is allowed with a warning."""
+    mode = stat.S_IMODE(key.stat().st_mode)
+    if mode & 0o007:
+        raise ConfigError(
+            f"TLS key {key} is readable by others (mode {mode:04o}): anyone on this host "
+            f"could impersonate the workstation; chmod 600 {key}"
+        )
+    if mode & 0o070:
+        typer.echo(
+            f"medasr web: warning: TLS key {key} is readable by its group (mode {mode:04o})",
+            err=True,
+        )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(certfile=str(cert), keyfile=str(key))
+    except PermissionError:
+        raise ConfigError(f"TLS key {key} or certificate {cert} cannot be read") from None
+    except ssl.SSLError as exc:
+        if "KEY_VALUES_MISMATCH" in str(exc):
+            raise ConfigError(f"TLS key {key} does not match the certificate {cert}") from None
+        raise ConfigError(
+            f"TLS certificate {cert} or key {key} is not a PEM certificate and its key"
+        ) from None
 
 
 def is_loopback(host: str) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,6 +14,8 @@ from starlette.templating import Jinja2Templates
 
 from config.workstation import WebSettings
 from storage.review_interface import ReviewStore, ReviewUnitOfWork
+from tasks.review.recording_check import VerifiedFiles
+from web.throttle import SignInThrottle, Verifications
 
 HERE = Path(__file__).resolve().parent
 T = TypeVar("T")
@@ -27,6 +29,10 @@ class Workstation:
     web: WebSettings
     tls: bool
     templates: Jinja2Templates
+    # The recordings' files this process has hashed and found unchanged (their identity).
+    verified: VerifiedFiles = field(default_factory=VerifiedFiles)
+    throttle: SignInThrottle = field(default_factory=SignInThrottle)
+    verifications: Verifications = field(default_factory=Verifications)
 
 
 def new_templates() -> Jinja2Templates:

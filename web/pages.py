@@ -18,6 +18,7 @@ from storage.records import ItemRecord, RevisionRecord, WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.discovery.recording_names import recording_name
 from web.context import in_unit_of_work, render
+from web.limits import TEXT_MAX_CHARS
 from web.views import (
     PAGE_SIZE,
     SegmentRow,
@@ -55,15 +56,20 @@ async def queue_page(request: Request, session: WebSessionRecord) -> Response:
 
 
 async def search_page(request: Request, session: WebSessionRecord) -> Response:
-    """GET /items?search=: recordings with a transcript whose path holds the words."""
+    """GET /items?search=: recordings with a transcript whose path holds the words; a
+    search that ran is a `recordings_searched` event (the query and the count)."""
     term = (request.query_params.get("search") or "").strip()[:_SEARCH_MAX_CHARS]
+    viewer = session.reviewer.name
 
     def read(uow: ReviewUnitOfWork) -> dict[str, Any]:
         items = uow.reviews.search_items(term, limit=PAGE_SIZE) if term else []
+        if term:
+            record_event(uow, action=AuditAction.RECORDINGS_SEARCHED, actor=viewer,
+                         detail={"query": term, "count": len(items)})  # fmt: skip
         roots = uow.runs.run_sources()
         return {"rows": queue_rows(items, roots=roots, now=uow.reviewers.now())}
 
-    found = await in_unit_of_work(request, read, read_only=True)
+    found = await in_unit_of_work(request, read)
     return render(request, "search.html", {**found, "search": term, "session": session})
 
 
@@ -123,9 +129,13 @@ def render_item(
     notice: str = "",
     unsaved: str | None = None,
     status_code: int = 200,
+    over_draft: int | None = None,
 ) -> Response:
-    """The recording's page, with a notice (and the reviewer's unsaved text) if any."""
+    """The recording's page, with a notice (and the reviewer's unsaved text) if any;
+    `over_draft`: the draft a repeated Send back confirms setting aside."""
     context = {
+        "over_draft": over_draft,
+        "text_max_chars": TEXT_MAX_CHARS,
         "view": view,
         "session": session,
         "diff": word_diff(view.machine_text, view.editor_text),

@@ -1,8 +1,10 @@
 """A reviewer's decisions from the page: save draft, finalize, accept, send back.
 
 Each is tasks/review's plain function and its audit event in one unit of work, then a
-redirect to the recording (POST, redirect, GET). A stale save answers 409 with the
-page as it is now and the reviewer's own text shown beside it, never saved over.
+redirect to the recording (POST, redirect, GET). Every decision posts the revision its
+page showed (`base_revision`); a stale one answers 409 with the page as it is now (who
+saved what since) and the reviewer's own text shown beside it, never saved over. A
+refused decision's page shows the transcript, so it is an audited view like any other.
 """
 
 from __future__ import annotations
@@ -11,18 +13,20 @@ from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from audit import AuditAction, record_event
 from config.errors import MedasrError
-from storage.errors import StaleRevision
+from storage.errors import DraftInTheWay, StaleRevision
 from storage.records import WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.review import decisions, language_change
 from web.context import in_unit_of_work
+from web.limits import TEXT_MAX_CHARS
 from web.pages import read_item, render_item
 
-_TEXT_MAX_CHARS = 2_000_000
+_ANY_REVISION = -1  # a decision that does not depend on the page's revision
+_NO_BASE = "this decision names no revision of the page it was made on; reload the recording"
 
 
 async def save_draft(request: Request, session: WebSessionRecord) -> Response:
@@ -38,23 +42,31 @@ async def finalize(request: Request, session: WebSessionRecord) -> Response:
 async def accept(request: Request, session: WebSessionRecord) -> Response:
     """POST /items/ID/accept."""
     author = session.reviewer.name
+    base = _revision_of((await request.form()).get("base_revision"))
 
-    def work(uow: ReviewUnitOfWork, item_id: int) -> None:
-        decisions.accept_as_is(uow, item_id=item_id, author=author)
-        record_event(uow, action=AuditAction.ACCEPTED, actor=author, item_id=item_id)
+    def work(uow: ReviewUnitOfWork, item_id: int, base: int) -> None:
+        decisions.accept_as_is(uow, item_id=item_id, author=author, base_revision=base)
+        record_event(uow, action=AuditAction.ACCEPTED, actor=author, item_id=item_id,
+                     detail={"base_revision": base})  # fmt: skip
 
-    return await _decide(request, session, work, notice="accepted")
+    return await _decide(request, session, work, notice="accepted", base=base)
 
 
 async def send_back(request: Request, session: WebSessionRecord) -> Response:
-    """POST /items/ID/send-back."""
+    """POST /items/ID/send-back (`over_draft`: the draft the reviewer agreed to set aside)."""
     author = session.reviewer.name
+    form = await request.form()
+    base, over_draft = _revision_of(form.get("base_revision")), _revision_of(form.get("over_draft"))
 
-    def work(uow: ReviewUnitOfWork, item_id: int) -> None:
-        decisions.send_back(uow, item_id=item_id)
-        record_event(uow, action=AuditAction.SENT_BACK, actor=author, item_id=item_id)
+    def work(uow: ReviewUnitOfWork, item_id: int, base: int) -> None:
+        decisions.send_back(uow, item_id=item_id, base_revision=base, over_draft=over_draft)
+        detail: dict[str, str | int] = {"base_revision": base}
+        if over_draft is not None:
+            detail["over_draft"] = over_draft
+        record_event(uow, action=AuditAction.SENT_BACK, actor=author, item_id=item_id,
+                     detail=detail)  # fmt: skip
 
-    return await _decide(request, session, work, notice="sent-back")
+    return await _decide(request, session, work, notice="sent-back", base=base)
 
 
 async def change_language(request: Request, session: WebSessionRecord) -> Response:
@@ -63,22 +75,26 @@ async def change_language(request: Request, session: WebSessionRecord) -> Respon
     language = str(form.get("language") or "").strip()[:64]
     author = session.reviewer.name
 
-    def work(uow: ReviewUnitOfWork, item_id: int) -> None:
+    def work(uow: ReviewUnitOfWork, item_id: int, _base: int) -> None:
         language_change.change_language(uow, item_id=item_id, language=language, author=author)
 
-    return await _decide(request, session, work, notice="language")
+    # This recording and its revisions stay as they are (the new language is a new item),
+    # so no colleague's save can make the change stale: it names no revision.
+    return await _decide(request, session, work, notice="language", base=_ANY_REVISION)
 
 
 async def _edit(request: Request, session: WebSessionRecord, *, final: bool) -> Response:
     form = await request.form()
-    text = str(form.get("text") or "").replace("\r\n", "\n")[:_TEXT_MAX_CHARS]
-    try:
-        base = int(str(form.get("base_revision") or "0"))
-    except ValueError:
-        base = -1
+    text = str(form.get("text") or "").replace("\r\n", "\n")
+    base = _revision_of(form.get("base_revision"))
+    if len(text) > TEXT_MAX_CHARS:
+        item_id = int(request.path_params["item_id"])
+        notice = (f"a transcript holds at most {TEXT_MAX_CHARS:,} characters; this one has "
+                  f"{len(text):,}: nothing was saved")  # fmt: skip
+        return await _refused(request, session, item_id, notice=notice, status_code=400)
     author = session.reviewer.name
 
-    def work(uow: ReviewUnitOfWork, item_id: int) -> None:
+    def work(uow: ReviewUnitOfWork, item_id: int, base: int) -> None:
         if final:
             revision, _ = decisions.finalize(
                 uow, item_id=item_id, text=text, author=author, base_revision=base
@@ -96,31 +112,59 @@ async def _edit(request: Request, session: WebSessionRecord, *, final: bool) -> 
             record_event(uow, action=AuditAction.FINALIZED, actor=author, item_id=item_id,
                          detail={"revision": revision.number})  # fmt: skip
 
-    return await _decide(
-        request, session, work, notice="finalized" if final else "draft", unsaved=text
-    )
+    notice = "finalized" if final else "draft"
+    return await _decide(request, session, work, notice=notice, unsaved=text, base=base)
 
 
 async def _decide(
     request: Request,
     session: WebSessionRecord,
-    work: Callable[[ReviewUnitOfWork, int], Any],
+    work: Callable[[ReviewUnitOfWork, int, int], Any],
     *,
     notice: str,
+    base: int | None,
     unsaved: str | None = None,
 ) -> Response:
     item_id = int(request.path_params["item_id"])
+    if base is None:
+        return await _refused(request, session, item_id, notice=_NO_BASE, status_code=400)
     try:
-        await in_unit_of_work(request, lambda uow: work(uow, item_id))
+        await in_unit_of_work(request, lambda uow: work(uow, item_id, base))
     except MedasrError as exc:
-        status = 409 if isinstance(exc, StaleRevision) else 400
-        view = await in_unit_of_work(
-            request, lambda uow: read_item(uow, item_id=item_id, viewer=None), read_only=True
-        )
-        if view is None:
-            return Response(f"there is no recording {item_id}", status_code=404)
-        kept = unsaved if isinstance(exc, StaleRevision) else None
-        return render_item(
-            request, session, view, notice=str(exc), unsaved=kept, status_code=status
-        )
+        stale = isinstance(exc, StaleRevision)
+        over = exc.number if isinstance(exc, DraftInTheWay) else None
+        return await _refused(
+            request, session, item_id, notice=str(exc), status_code=409 if stale else 400,
+            unsaved=unsaved if stale else None, over_draft=over,
+        )  # fmt: skip
     return RedirectResponse(f"/items/{item_id}?notice={notice}", status_code=303)
+
+
+async def _refused(
+    request: Request,
+    session: WebSessionRecord,
+    item_id: int,
+    *,
+    notice: str,
+    status_code: int,
+    unsaved: str | None = None,
+    over_draft: int | None = None,
+) -> Response:
+    """The recording's page as it is now, with why the decision was refused (a view)."""
+    viewer = session.reviewer.name
+    view = await in_unit_of_work(
+        request, lambda uow: read_item(uow, item_id=item_id, viewer=viewer)
+    )
+    if view is None:
+        return PlainTextResponse(f"there is no recording {item_id}", status_code=404)
+    return render_item(
+        request, session, view, notice=notice, unsaved=unsaved, status_code=status_code,
+        over_draft=over_draft,
+    )  # fmt: skip
+
+
+def _revision_of(value: object) -> int | None:
+    """A revision number from a form field; None when missing or not a number."""
+    if not isinstance(value, str) or not value.isdecimal() or len(value) > 12:
+        return None
+    return int(value)

@@ -80,14 +80,40 @@ class SecurityHeaders:
             await self._app(scope, receive, send)
             return
 
+        started = False
+
         async def send_with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = MutableHeaders(scope=_as_mutable(message))
                 for name, value in self._headers.items():
                     headers[name] = value
             await send(message)
 
-        await self._app(scope, receive, send_with_headers)
+        try:
+            await self._app(scope, receive, send_with_headers)
+        except Exception:
+            # Starlette's own 500 is sent outside every middleware, without these headers:
+            # answer first, then let the error reach the server's log.
+            if not started:
+                await send_with_headers(_server_error_start())
+                await send_with_headers({"type": "http.response.body", "body": _SERVER_ERROR_TEXT})
+            raise
+
+
+_SERVER_ERROR_TEXT = b"the workstation failed to answer this request; it is in the server's log\n"
+
+
+def _server_error_start() -> Message:
+    return {
+        "type": "http.response.start",
+        "status": 500,
+        "headers": [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(_SERVER_ERROR_TEXT)).encode()),
+        ],
+    }
 
 
 def _as_mutable(message: Message) -> MutableMapping[str, Any]:

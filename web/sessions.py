@@ -16,11 +16,11 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from audit import AuditAction, record_event
-from config.workstation import WebSettings
 from storage.records import WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
-from tasks.review.accounts import Login, LoginResult, sign_in
+from tasks.review.accounts import LoginResult
 from web.context import in_unit_of_work, render, workstation
+from web.limits import read_form
 from web.security import (
     CSRF_FIELD,
     CSRF_HEADER,
@@ -31,25 +31,31 @@ from web.security import (
     same_token,
     token_digest,
 )
+from web.sign_in import judged_sign_in, retry_after_s
 from web.views import duration_words
 
 Handler = Callable[[Request, WebSessionRecord], Awaitable[Response]]
 CSRF_REFUSED = "refused: this request carried no valid CSRF token; nothing was changed"
 _NAME_MAX_CHARS = 64
+# A wrong password, an unknown name and a locked account answer alike (status and words),
+# so the answers do not tell which names are accounts; the words say what may be why.
+_WRONG = (
+    "Wrong name or password. After 5 wrong passwords in a row an account is locked for a "
+    "while; an admin can unlock it."
+)
 _LOGIN_NOTICES = {
-    LoginResult.WRONG: "Wrong name or password.",
-    LoginResult.LOCKED: "This account is locked after too many wrong passwords; "
-    "try again later or ask an admin to unlock it.",
-    LoginResult.LOCKED_NOW: "Too many wrong passwords: this account is locked; "
-    "try again later or ask an admin to unlock it.",
-    LoginResult.DISABLED: "This account is disabled.",
+    LoginResult.WRONG: _WRONG,
+    LoginResult.LOCKED: _WRONG,
+    LoginResult.LOCKED_NOW: _WRONG,
+    LoginResult.DISABLED: "This account is disabled.",  # said only to the right password
 }
-_LOGIN_STATUS = {LoginResult.WRONG: 401}
 _RETURN_TO = re.compile(r"(/items/[0-9]{1,18})(?:/[a-z-]+)?")
 _KEPT_NOTICE = (
     " Anything you typed but had not saved is kept in this browser tab: sign in again"
     " and the recording's page offers it back."
 )
+_LOGIN_STATUS = {LoginResult.WRONG: 401, LoginResult.LOCKED: 401, LoginResult.LOCKED_NOW: 401}
+_THROTTLED = "Too many sign-in attempts from here or for this name: try again in {} s."
 
 
 async def current_session(request: Request) -> WebSessionRecord | None:
@@ -71,7 +77,7 @@ def signed_in(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         if session is None:
             return _signed_out(request)
         if request.method != "GET":
-            form = await request.form()
+            form = await read_form(request)
             given = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
             if not same_token(given if isinstance(given, str) else None, session.csrf_token):
                 return PlainTextResponse(CSRF_REFUSED, status_code=403)
@@ -123,7 +129,7 @@ async def login_page(request: Request) -> Response:
 
 async def login(request: Request) -> Response:
     """POST /login: name and password; a new session on success."""
-    form = await request.form()
+    form = await read_form(request)
     given = form.get(CSRF_FIELD)
     expected = request.cookies.get(LOGIN_COOKIE) or ""
     if not expected or not same_token(given if isinstance(given, str) else None, expected):
@@ -131,12 +137,16 @@ async def login(request: Request) -> Response:
     name = str(form.get("name") or "")[:_NAME_MAX_CHARS]
     password = str(form.get("password") or "")
     back = return_path(str(form.get("next") or ""))
-    settings = workstation(request).web
+    wait_s = retry_after_s(request, name=name)
+    if wait_s is not None:
+        throttled = _login_form(request, notice=_THROTTLED.format(wait_s), status_code=429)
+        throttled.headers["retry-after"] = str(wait_s)
+        return throttled
     session_token = new_token()
-    outcome = await in_unit_of_work(
-        request,
-        lambda uow: _judge(uow, name=name, password=password, token=session_token, web=settings),
-    )
+    outcome = await judged_sign_in(
+        request, name=name, password=password, token=session_token,
+        replaces=request.cookies.get(SESSION_COOKIE),
+    )  # fmt: skip
     if outcome.result is not LoginResult.OK:
         status = _LOGIN_STATUS.get(outcome.result, 403)
         return _login_form(
@@ -160,27 +170,6 @@ async def logout(request: Request, session: WebSessionRecord) -> Response:
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, **cookie_options(tls=workstation(request).tls))
     return response
-
-
-def _judge(
-    uow: ReviewUnitOfWork, *, name: str, password: str, token: str, web: WebSettings
-) -> Login:
-    """Sign in, start the session on success, and record what happened."""
-    outcome = sign_in(uow, name=name, password=password, lockout_s=web.lockout_s)
-    if outcome.result is LoginResult.OK and outcome.reviewer is not None:
-        uow.web_sessions.start_session(
-            id_sha256=token_digest(token),
-            reviewer_id=outcome.reviewer.id,
-            csrf_token=new_token(),
-            idle_s=web.idle_timeout_s,
-        )
-        record_event(uow, action=AuditAction.LOGIN, actor=name)
-        return outcome
-    detail: dict[str, str | int] = {"reason": outcome.result.value}
-    record_event(uow, action=AuditAction.LOGIN_FAILED, actor=name or "-", detail=detail)
-    if outcome.result is LoginResult.LOCKED_NOW:
-        record_event(uow, action=AuditAction.LOCKED_OUT, actor=name, target=name)
-    return outcome
 
 
 def _login_form(

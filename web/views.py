@@ -10,6 +10,7 @@ from storage.records import ChunkRecord, ItemRecord
 from tasks.discovery.recording_names import recording_name
 
 PAGE_SIZE = 50
+_ID_MAX_DIGITS = 18  # past a 64-bit integer the store cannot compare it
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,8 @@ def parse_cursor(value: str | None) -> tuple[datetime, int] | None:
     if not value or "~" not in value:
         return None
     at, _, item_id = value.rpartition("~")
+    if not item_id.isdecimal() or len(item_id) > _ID_MAX_DIGITS:
+        return None
     try:
         return datetime.fromisoformat(at), int(item_id)
     except ValueError:

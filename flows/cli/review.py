@@ -88,10 +88,12 @@ def _decide(store: ReviewStore, *, accepted: list[int], resent: list[int]) -> No
         roots = uow.runs.run_sources()
         for action, item_id in planned:
             if action is AuditAction.ACCEPTED:
-                item = decisions.accept_as_is(uow, item_id=item_id, author=actor)
+                item = decisions.accept_as_is(
+                    uow, item_id=item_id, author=actor, base_revision=None
+                )
                 lines.append(f"accepted item {item.id} ({_source(item, roots)}): done")
             else:
-                item = decisions.send_back(uow, item_id=item_id)
+                item = decisions.send_back(uow, item_id=item_id, base_revision=None)
                 lines.append(
                     f"re-queued item {item.id} ({_source(item, roots)}): pending; "
                     "the next `medasr run` over its source sends its chunks again"

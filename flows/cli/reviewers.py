@@ -19,15 +19,26 @@ from config.settings import load_settings
 from flows.cli.store import _command_errors
 from storage import open_review_store
 from storage.review_interface import ReviewStore
-from tasks.review.accounts import ROLES, add_reviewer, check_name
+from tasks.review.accounts import ROLES, account_named, add_reviewer, check_name
 
 reviewers_app = typer.Typer(
     help="Accounts of the review workstation (`medasr web`).", no_args_is_help=True
 )
 
 
-@reviewers_app.command("add")
+_ARGUMENT_REFUSED = (
+    "a password is never given as an argument (every user of the host sees arguments, "
+    "and shells keep them): give it on standard input with --password-stdin"
+)
+
+
+# Extra arguments are taken in rather than refused by the parser, whose message would
+# print them back: one of them may be a password.
+@reviewers_app.command(
+    "add", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+)
 def add_command(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The account's name.")],
     role: Annotated[str, typer.Option("--role", help=f"One of {', '.join(ROLES)}.")] = "reviewer",
     password_stdin: Annotated[
@@ -36,6 +47,8 @@ def add_command(
 ) -> None:
     """Create an account; the password is read from standard input."""
     with _command_errors():
+        if ctx.args:
+            raise ConfigError(_ARGUMENT_REFUSED)
         if not password_stdin:
             raise ConfigError("give the password on standard input with --password-stdin")
         password = sys.stdin.readline().rstrip("\r\n")
@@ -92,11 +105,12 @@ def unlock_command(name: Annotated[str, typer.Argument(help="The account's name.
         typer.echo(f"unlocked {name}")
 
 
-def _change(name: str, *, disable: bool) -> None:
-    check_name(name)
+def _change(typed: str, *, disable: bool) -> None:
+    check_name(typed)
     store = _open()
     try:
         with store.unit_of_work() as uow:
+            name = account_named(uow, typed).name  # whatever the case or form typed
             if disable:
                 uow.reviewers.set_disabled(name, disabled=True)
             else:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from storage.audit_records import AuditEvent, AuditFilter
 from storage.records import ItemRecord
@@ -30,15 +33,21 @@ def add_transcribed(
     flags: Sequence[str] = ("repetition",),
     language: str = LANG,
     sha256: str = "ab" * 32,
+    size_bytes: int = 10,
+    version: str = "v1",
 ) -> int:
-    """Register, claim and finish one recording with these chunks; returns its id."""
+    """Register, claim and finish one recording with these chunks; returns its id.
+    The fingerprint (sha256, size, listing version) is made up unless given
+    (`file_fingerprint` gives a real file's)."""
     with store.unit_of_work() as uow:
-        uow.items.register_items([SourceFile(uri, 10, "v1")], language=language)
+        uow.items.register_items([SourceFile(uri, size_bytes, version)], language=language)
         [claimed] = uow.claims.claim_batch(
             owner="w", language=language, limit=1, lease_s=60, uris=[uri]
         )
         token = claimed.lease_token
-        uow.claims.set_fingerprint(claimed.id, sha256=sha256, size_bytes=10, lease_token=token)
+        uow.claims.set_fingerprint(
+            claimed.id, sha256=sha256, size_bytes=size_bytes, lease_token=token
+        )
         for index, segment in enumerate(segments, start=1):
             uow.chunks.record_chunk_result(
                 claimed.id, lease_token=token, index=index, start_ms=segment.start_ms,
@@ -50,6 +59,13 @@ def add_transcribed(
             extras={}, flags=list(flags),
         )  # fmt: skip
     return claimed.id
+
+
+def file_fingerprint(path: Path) -> dict[str, Any]:
+    """A real file's sha256, size and listing version (mtime_ns), as a run records them."""
+    stat = path.stat()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return {"sha256": digest, "size_bytes": stat.st_size, "version": str(stat.st_mtime_ns)}
 
 
 def get_item(store: ReviewStore, item_id: int) -> ItemRecord:

@@ -10,7 +10,7 @@ import pytest
 from config.settings import StorageSettings
 from storage import open_review_store
 from storage.review_interface import ReviewStore
-from tests.helpers.review import LANG, Segment, add_account, add_transcribed
+from tests.helpers.review import LANG, Segment, add_account, add_transcribed, file_fingerprint
 from tests.web.workstation import write_tone_wav
 
 SEGMENTS = [
@@ -42,4 +42,4 @@ def recording(review_store: ReviewStore, tmp_path: Path) -> int:
     wav = write_tone_wav(folder / "a.wav", seconds=9.0)
     with review_store.unit_of_work() as uow:  # pages name recordings relative to a run's source
         uow.runs.start_run(source=str(tmp_path), language=LANG)
-    return add_transcribed(review_store, str(wav), segments=SEGMENTS)
+    return add_transcribed(review_store, str(wav), segments=SEGMENTS, **file_fingerprint(wav))

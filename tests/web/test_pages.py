@@ -98,7 +98,7 @@ def test_a_recording_page_shows_segments_editor_machine_text_and_diff(
     assert page.count('data-testid="segment-play"') == 3
     assert 'data-testid="player"' in page
     machine = " ".join(s.text for s in SEGMENTS)
-    assert f'data-testid="editor" rows="16" spellcheck="true">{machine}</textarea>' in page
+    assert f'spellcheck="true" maxlength="500000">{machine}</textarea>' in page
     assert f'data-testid="machine-text">{machine}</div>' in page
     for hook in ("diff", "save-draft", "finalize", "accept", "send-back", "notice"):
         assert f'data-testid="{hook}"' in page
@@ -156,13 +156,14 @@ def test_the_second_save_of_a_stale_version_is_refused(served: Served, recording
 def test_accept_and_send_back(review_store: ReviewStore, ann: httpx.Client, recording: int) -> None:
     other = add_transcribed(review_store, "/src/b.wav", segments=SEGMENTS)
     page = ann.get(f"/items/{recording}").text
-    accepted = ann.post(f"/items/{recording}/accept", data={"csrf_token": csrf_of(page)})
+    form = {"csrf_token": csrf_of(page), "base_revision": "0"}
+    accepted = ann.post(f"/items/{recording}/accept", data=form)
     assert accepted.status_code == 303
     assert get_item(review_store, recording).status == "done"
-    sent = ann.post(f"/items/{other}/send-back", data={"csrf_token": csrf_of(page)})
+    sent = ann.post(f"/items/{other}/send-back", data=form)
     assert sent.status_code == 303
     assert get_item(review_store, other).status == "pending"
-    again = ann.post(f"/items/{other}/accept", data={"csrf_token": csrf_of(page)})
+    again = ann.post(f"/items/{other}/accept", data=form)
     assert again.status_code == 400
     assert "not needs_review" in again.text
 

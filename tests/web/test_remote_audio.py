@@ -16,7 +16,7 @@ import pytest
 from imageio_ffmpeg import get_ffmpeg_exe
 
 from storage.review_interface import ReviewStore
-from tests.helpers.review import LANG, Segment, add_transcribed
+from tests.helpers.review import LANG, Segment, add_transcribed, file_fingerprint
 from tests.storage_servers import S3Server
 from tests.web.test_pages import client_of, dominant_hz
 from tests.web.workstation import serve, write_tone_wav
@@ -67,11 +67,21 @@ def in_bucket(
     segments = [Segment(0, 3000, "one"), Segment(3000, 6000, "two"), Segment(6000, 9000, "x")]
     long = [Segment(0, 30_000, "one"), Segment(30_000, 60_000, "two")]
     return {
-        "wav": add_transcribed(review_store, f"s3://{s3_bucket}/ward/a.wav", segments=segments),
-        "m4a": add_transcribed(review_store, f"s3://{s3_bucket}/ward/b.m4a", segments=long),
+        "wav": add_transcribed(
+            review_store,
+            f"s3://{s3_bucket}/ward/a.wav",
+            segments=segments,
+            **file_fingerprint(wav),
+        ),
+        "m4a": add_transcribed(
+            review_store, f"s3://{s3_bucket}/ward/b.m4a", segments=long, **file_fingerprint(m4a)
+        ),
         # Stored as 20 minutes: the answer (38 MB, silence after 60 s) outlasts any socket buffer.
         "padded": add_transcribed(
-            review_store, f"s3://{s3_bucket}/ward/padded.m4a", segments=[Segment(0, 1_200_000, "x")]
+            review_store,
+            f"s3://{s3_bucket}/ward/padded.m4a",
+            segments=[Segment(0, 1_200_000, "x")],
+            **file_fingerprint(m4a),
         ),
         "gone": add_transcribed(review_store, f"s3://{s3_bucket}/ward/gone.wav", segments=long),
     }
@@ -163,4 +173,20 @@ def test_a_bucket_that_does_not_answer_is_502_and_leaves_nothing(
     assert answer.status_code == 502
     assert answer.text.startswith("the recording could not be fetched from its source: ")
     assert "testing" not in answer.text  # the credentials
+    assert list(temp_dir.iterdir()) == []
+
+
+def test_an_object_overwritten_with_another_recording_is_refused_and_its_copy_removed(
+    ann: httpx.Client,
+    in_bucket: dict[str, int],
+    temp_dir: Path,
+    tmp_path: Path,
+    s3_server: S3Server,
+    s3_bucket: str,
+) -> None:
+    other = write_tone_wav(tmp_path / "other-patient.wav", seconds=9.0, rate_hz=8_000)
+    s3_server.client().upload_file(str(other), s3_bucket, "ward/a.wav")
+    answer = ann.get(f"/items/{in_bucket['wav']}/audio?start_ms=0&end_ms=1000")
+    assert answer.status_code == 409
+    assert "the recording changed on disk since it was transcribed" in answer.text
     assert list(temp_dir.iterdir()) == []

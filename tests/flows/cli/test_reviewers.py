@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from config.settings import StorageSettings
@@ -56,3 +57,21 @@ def test_usage_errors_exit_2_with_one_line(runner: CliRunner) -> None:
     assert unknown.exit_code == 2
     assert "no reviewer named 'bob'" in unknown.stderr
     assert len(unknown.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["reviewers", "add", "ann", "Secret-Horse-99"],
+        ["reviewers", "add", "ann", "--password", "Secret-Horse-99"],
+        ["reviewers", "add", "ann", "--password=Secret-Horse-99"],
+        ["reviewers", "add", "ann", "-p", "Secret-Horse-99"],
+    ],
+)
+def test_a_password_given_as_an_argument_is_never_printed_back(
+    runner: CliRunner, args: list[str]
+) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert "Secret-Horse-99" not in result.output
+    assert "--password-stdin" in result.output

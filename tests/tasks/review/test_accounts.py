@@ -86,3 +86,30 @@ def test_a_taken_name_is_refused(review_store: ReviewStore) -> None:
     add_account(review_store, "ann")
     with pytest.raises(ReviewerInvalid, match="exists already"):
         add_account(review_store, "ann")
+
+
+def _state(store: ReviewStore, name: str) -> tuple[int, object]:
+    with store.unit_of_work(read_only=True) as uow:
+        found = uow.reviewers.get_reviewer(name)
+    assert found is not None
+    return found.failed_count, found.locked_until
+
+
+def test_the_lock_counts_wrong_passwords_in_a_row_and_a_locked_account_ignores_the_right_one(
+    review_store: ReviewStore,
+) -> None:
+    add_account(review_store, "ann")
+    for _ in range(4):
+        login(review_store, "ann", "wrong password")
+    assert _state(review_store, "ann") == (4, None)
+    assert login(review_store, "ann", PASSWORD) == LoginResult.OK  # in a row: it starts again
+    assert _state(review_store, "ann") == (0, None)
+    results = [login(review_store, "ann", "wrong password") for _ in range(5)]
+    assert results[-1] == LoginResult.LOCKED_NOW
+    locked = _state(review_store, "ann")
+    assert locked[1] is not None
+    # The right password while locked: refused, and neither the lock nor the count moves.
+    assert login(review_store, "ann", PASSWORD) == LoginResult.LOCKED
+    assert _state(review_store, "ann") == locked
+    assert login(review_store, "ann", "wrong password") == LoginResult.LOCKED
+    assert _state(review_store, "ann") == locked

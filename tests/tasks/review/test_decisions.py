@@ -9,7 +9,7 @@ import pytest
 
 from config.settings import StorageSettings
 from storage import open_review_store
-from storage.errors import NotEditable, NotUnderReview, StaleRevision
+from storage.errors import DraftInTheWay, NotEditable, NotUnderReview, StaleRevision
 from storage.export import export_record
 from storage.review_interface import ReviewStore
 from storage.sources import SourceFile
@@ -90,12 +90,12 @@ def test_a_stale_save_is_refused_and_changes_nothing(review_store: ReviewStore, 
 
 def test_accept_as_is_signs_off_without_a_revision(review_store: ReviewStore, held: int) -> None:
     with review_store.unit_of_work() as uow:
-        item = accept_as_is(uow, item_id=held, author="ann")
+        item = accept_as_is(uow, item_id=held, author="ann", base_revision=0)
     assert item.status == "done"
     assert item.text == "met for men 5 hundred twice daily"
     assert item.extras["review"]["by"] == "ann"
     with pytest.raises(NotUnderReview), review_store.unit_of_work() as uow:
-        accept_as_is(uow, item_id=held, author="ann")
+        accept_as_is(uow, item_id=held, author="ann", base_revision=0)
 
 
 def test_send_back_forgets_the_transcript_and_its_history(
@@ -103,13 +103,35 @@ def test_send_back_forgets_the_transcript_and_its_history(
 ) -> None:
     with review_store.unit_of_work() as uow:
         save_draft(uow, item_id=held, text="draft", author="ann", base_revision=0)
-        item = send_back(uow, item_id=held)
+        with pytest.raises(DraftInTheWay, match=r"ann saved a draft \(revision 1\)"):
+            send_back(uow, item_id=held, base_revision=1)
+        item = send_back(uow, item_id=held, base_revision=1, over_draft=1)
     assert item.status == "pending"
     assert item.text is None
     assert item.machine_text is None
     refused = pytest.raises(NotEditable, match="no transcript to correct")
     with refused, review_store.unit_of_work() as uow:
         save_draft(uow, item_id=held, text="x", author="ann", base_revision=1)
+
+
+def test_every_decision_made_on_an_older_revision_is_refused(
+    review_store: ReviewStore, held: int
+) -> None:
+    with review_store.unit_of_work() as uow:
+        save_draft(uow, item_id=held, text="draft", author="ann", base_revision=0)
+    for decide in (
+        lambda uow: accept_as_is(uow, item_id=held, author="bob", base_revision=0),
+        lambda uow: send_back(uow, item_id=held, base_revision=0, over_draft=1),
+    ):
+        with (
+            pytest.raises(StaleRevision, match="revision 1 by ann"),
+            review_store.unit_of_work() as uow,
+        ):
+            decide(uow)
+    with review_store.unit_of_work(read_only=True) as uow:
+        item = uow.item_queries.get_item(held)
+    assert item is not None
+    assert item.status == "needs_review"
 
 
 def test_export_rows_carry_the_machine_text_and_the_sign_off(
