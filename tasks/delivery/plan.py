@@ -5,10 +5,11 @@ row per new version) in short transactions, then claims rows on the work queue. 
 run runs the very same steps and the same claims inside ONE transaction that it rolls
 back, taking every claimed row as answered: what it counts is what the real run would
 send to that target, in-doubt rows and failures that are not retried left out. Each
-claimed row is prepared and its document built as the real run's sender builds it
-(tasks/delivery/builders.py): a document the target would refuse before sending is
-counted as that refusal, never among the documents to send. On
-SQLite the dry run holds the write lock for that transaction (seconds per 10^4 rows).
+claimed row is prepared as the real run prepares it, and its document built as the
+real run's sender builds it (tasks/delivery/builders.py) once the transaction is rolled
+back: a document the target would refuse before sending is counted as that refusal,
+never among the documents to send. On SQLite the dry run holds the write lock for that
+transaction (seconds per 10^4 rows); the builds (tens of ms per MDM) come after it.
 """
 
 from __future__ import annotations
@@ -128,10 +129,18 @@ class PlanRules:
     build: Callable[[Outgoing], bytes] | None = None
 
 
+@dataclass(frozen=True)
+class _ToBuild:
+    """A document counted as to send, built once the transaction is rolled back."""
+
+    outgoing: Outgoing
+    linked: bool
+
+
 class _RolledBack(Exception):
-    def __init__(self, preview: PlanPreview) -> None:
+    def __init__(self, preview: PlanPreview, to_build: list[_ToBuild]) -> None:
         super().__init__("dry run")
-        self.preview = preview
+        self.preview, self.to_build = preview, to_build
 
 
 def preview_deliveries(
@@ -164,10 +173,12 @@ def preview_deliveries(
                 _, after = plan_page(
                     uow, language=language, after_id=after, format_name=format_name, target=target
                 )
-            _claim_all(uow, preview, language=language, target=target, rules=rules)
+            to_build = _claim_all(uow, preview, language=language, target=target, rules=rules)
             _count_left(uow, preview, target=target)
-            raise _RolledBack(preview)
+            raise _RolledBack(preview, to_build)
     except _RolledBack as done:
+        if rules.build is not None:  # outside the transaction: no lock held while building
+            _count_build_refusals(done.preview, done.to_build, build=rules.build)
         return done.preview
 
 
@@ -180,8 +191,9 @@ def _current_delivered(uow: Any, language: str | None, after_id: int, target: st
 
 def _claim_all(
     uow: Any, preview: PlanPreview, *, language: str | None, target: str, rules: PlanRules
-) -> None:
-    """Claim as the real run does, each claimed row taken as answered, until none is left."""
+) -> list[_ToBuild]:
+    """Claim as the real run does, each claimed row taken as answered, until none is left;
+    the documents counted as to send, for `rules.build`."""
     owner = new_lease_owner()
     sending = Sending(
         kind=rules.kind,
@@ -189,38 +201,59 @@ def _claim_all(
         roots=(),
         person_resends=False,
     )
+    to_build: list[_ToBuild] = []
     while True:
         claimed = uow.deliveries.claim_deliveries(
             owner=owner, language=language, limit=_PAGE, lease_s=_DRY_RUN_LEASE_S, target=target
         )
         if not claimed:
-            return
+            return to_build
         for row in claimed:
-            _settle_claimed(uow, row, preview, rules=rules, sending=sending)
+            built = _settle_claimed(uow, row, preview, rules=rules, sending=sending)
+            to_build += [built] if built is not None else []
 
 
 def _settle_claimed(
     uow: Any, row: Any, preview: PlanPreview, *, rules: PlanRules, sending: Sending
-) -> None:
-    """One claimed row as the real run would settle it: refused, or sent and answered."""
+) -> _ToBuild | None:
+    """One claimed row as the real run would settle it: refused, or sent and answered
+    (then the document to build, when the rules build one)."""
     item = uow.item_queries.get_item(row.item_id)
     columns = item.metadata if item is not None else {}
     refused = _refusal(item, columns, rules)
-    if refused is None and rules.build is not None:
-        prepared = prepare_outgoing(uow, row, sending=sending)
-        if prepared.outgoing is None:  # settled (superseded, in doubt) as the real run does
-            return
-        refused = _build_refusal(prepared.outgoing, rules.build)
     if refused is not None:
-        counter = _COUNTED_AS.get(refused, "invalid_documents")
-        setattr(preview, counter, getattr(preview, counter) + 1)
+        _count_refusal(preview, refused)
         uow.deliveries.record_delivery_failed(
             row.id, lease_token=row.lease_token, error_kind=refused, message="", retryable=False
         )
-        return
+        return None
+    built = None
+    if rules.build is not None:
+        prepared = prepare_outgoing(uow, row, sending=sending)
+        if prepared.outgoing is None:  # settled (superseded, in doubt) as the real run does
+            return None
+        built = _ToBuild(prepared.outgoing, linked=rules.linked(columns))
     preview.documents_to_send += 1
     preview.unlinked += not rules.linked(columns)
     uow.deliveries.record_delivered(row.id, lease_token=row.lease_token, response={})
+    return built
+
+
+def _count_refusal(preview: PlanPreview, kind: str) -> None:
+    counter = _COUNTED_AS.get(kind, "invalid_documents")
+    setattr(preview, counter, getattr(preview, counter) + 1)
+
+
+def _count_build_refusals(
+    preview: PlanPreview, to_build: list[_ToBuild], *, build: Callable[[Outgoing], bytes]
+) -> None:
+    """Each document counted as to send that its builder refuses is that refusal."""
+    for document in to_build:
+        refused = _build_refusal(document.outgoing, build)
+        if refused is not None:
+            preview.documents_to_send -= 1
+            preview.unlinked -= not document.linked
+            _count_refusal(preview, refused)
 
 
 def _refusal(item: Any, columns: Mapping[str, str], rules: PlanRules) -> str | None:
