@@ -430,6 +430,20 @@ class Deliveries:
                 found.setdefault(item_id, []).append(version)
         return found
 
+    def delivered_filings(self, item_ids: Sequence[int]) -> dict[int, list[tuple[str, int]]]:
+        """(version, filing) delivered per item to any target, oldest first (items with
+        none left out)."""
+        found: dict[int, list[tuple[str, int]]] = {}
+        for batch in batches(list(item_ids)):
+            rows = self._session.execute(
+                select(Delivery.item_id, Delivery.version, Delivery.filing)
+                .where(Delivery.item_id.in_(batch) & (Delivery.status == "delivered"))
+                .order_by(Delivery.delivered_at, Delivery.id)
+            )
+            for item_id, version, filing in rows:
+                found.setdefault(item_id, []).append((version, int(filing)))
+        return found
+
     def delivery_counts(self) -> list[DeliveryCount]:
         """Rows by delivery status."""
         rows = self._session.execute(

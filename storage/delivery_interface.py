@@ -130,6 +130,11 @@ class DeliveryRepository(Protocol):
         """Versions delivered per item (to `target`), oldest first (items with none left out)."""
         ...
 
+    def delivered_filings(self, item_ids: Sequence[int]) -> dict[int, list[tuple[str, int]]]:
+        """(version, filing) delivered per item to any target, oldest first (items with
+        none left out)."""
+        ...
+
     def delivery_counts(self) -> list[DeliveryCount]:
         """Rows by delivery status."""
         ...

@@ -37,6 +37,7 @@ from storage import open_store
 from storage.database import database_exists
 from storage.interface import UnitOfWorkFactory
 from storage.manifest import metadata_by_uri, read_manifest
+from tasks.delivery.builders import document_builder
 from tasks.delivery.deliverer import deliver_pending, delivery_summary
 from tasks.delivery.documents import DocsQuery, parse_docs_query, require_patient_link
 from tasks.delivery.plan import PlanRules, plan_rules, preview_deliveries
@@ -122,7 +123,18 @@ def deliver_command(
                 format_name=format_name,
                 manifest=listed,
                 target=target,
-                rules=plan_rules(target, query, allow_unlinked=allow_unlinked),
+                rules=plan_rules(
+                    target,
+                    query,
+                    allow_unlinked=allow_unlinked,
+                    build=document_builder(
+                        target,
+                        settings,
+                        format_name=format_name,
+                        query=query,
+                        allow_unlinked=allow_unlinked,
+                    ),
+                ),
                 resend_in_doubt=resend_in_doubt,
             )
             return
@@ -355,7 +367,11 @@ def _print_plan(
     summary: dict[str, Any] = {"target": target.name, **vars(preview), "sent": 0}
     # As the real run would end: a document it cannot send, or one in doubt, needs a person.
     summary["exit_code"] = exit_code_of(
-        needs_a_person=preview.missing_metadata + preview.invalid_metadata + preview.in_doubt > 0
+        needs_a_person=preview.missing_metadata
+        + preview.invalid_metadata
+        + preview.invalid_documents
+        + preview.in_doubt
+        > 0
     )
     title = f"medasr deliver dry run ({_what(target, format_name)}): nothing sent"
     print_summary(summary, title=title, store=settings.storage.store_location)

@@ -2,8 +2,12 @@
 
 Recordings with a transcript are exported (done, and needs_review as preliminary);
 those without text (pending, failed, skipped) have no document to reference. A
-recording whose transcript replaced a delivered one says so (`relatesTo` replaces). The
-file is written the way every export is: mode 0600, beside its target, then renamed.
+recording whose transcript replaced a delivered one says so (`relatesTo` replaces). A
+version goes under the identifiers delivery files it by: its newest filing when the
+record holds it, else the filing the next delivery gives it (a version that is the note
+again after another replaced it is filed anew, `deliveries.filing`), replacing the
+newest version delivered. The file is written the way every export is: mode 0600,
+beside its target, then renamed.
 """
 
 from __future__ import annotations
@@ -76,13 +80,12 @@ def _documents(
             page = uow.item_queries.done_items_page(
                 language=None, after_id=after, limit=_PAGE, status=status
             )
-            delivered = uow.deliveries.delivered_versions([item.id for item in page])
+            delivered = uow.deliveries.delivered_filings([item.id for item in page])
         if not page:
             return found
         for item in page:
-            key = NoteKey(store_id, item.id, item.language, item_version(item))
-            earlier = [v for v in delivered.get(item.id, []) if v != key.version]
-            replaced = replace(key, version=earlier[-1]) if earlier else None
+            current = NoteKey(store_id, item.id, item.language, item_version(item))
+            key, replaced = exported_filing(current, delivered.get(item.id, []))
             note = note_of(
                 item, key=key, replaces_document_id=note_urn(replaced) if replaced else None
             )
@@ -93,3 +96,22 @@ def _documents(
                 logger.warning("left out of the FHIR export: %s", why)
                 found.append(None)
         after = page[-1].id
+
+
+def exported_filing(
+    current: NoteKey, delivered: list[tuple[str, int]]
+) -> tuple[NoteKey, NoteKey | None]:
+    """The filing of the current version the export names, and the one it replaces.
+
+    `delivered`: (version, filing) of the note's delivered rows, oldest first. When the
+    newest is the current version, the record holds that filing, replacing the newest
+    other version before it; otherwise the next delivery files the current version anew
+    (one filing more than its last, storage/versions.py plan_version) as the replacement
+    of the newest delivered."""
+    filings = [replace(current, version=v, filing=f) for v, f in delivered]
+    if filings and filings[-1].version == current.version:
+        before = [k for k in filings if k.version != current.version]
+        return filings[-1], before[-1] if before else None
+    same = [k.filing for k in filings if k.version == current.version]
+    key = replace(current, filing=same[-1] + 1) if same else current
+    return key, filings[-1] if filings else None

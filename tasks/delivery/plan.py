@@ -4,8 +4,12 @@ The real run plans (requeue, resend what a deduplicating target may resend, a pe
 row per new version) in short transactions, then claims rows on the work queue. The dry
 run runs the very same steps and the same claims inside ONE transaction that it rolls
 back, taking every claimed row as answered: what it counts is what the real run would
-send to that target, in-doubt rows and failures that are not retried left out. On
-SQLite the dry run holds the write lock for that transaction (seconds per 10^4 rows).
+send to that target, in-doubt rows and failures that are not retried left out. Each
+claimed row is prepared as the real run prepares it, and its document built as the
+real run's sender builds it (tasks/delivery/builders.py) once the transaction is rolled
+back: a document the target would refuse before sending is counted as that refusal,
+never among the documents to send. On SQLite the dry run holds the write lock for that
+transaction (seconds per 10^4 rows); the builds (tens of ms per MDM) come after it.
 """
 
 from __future__ import annotations
@@ -15,18 +19,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit import command_actor
+from config.errors import MedasrError
 from storage.interface import UnitOfWorkFactory
 from storage.owners import new_lease_owner
 from storage.records import WantedDelivery
 from storage.versions import item_version
 from tasks.delivery.audit_trail import record_resent
 from tasks.delivery.documents import DocsQuery
-from tasks.delivery.errors import MetadataInvalid
+from tasks.delivery.errors import DocumentInvalid, MetadataInvalid, MetadataMissing
 from tasks.delivery.identifiers import check_identifiers
-from tasks.delivery.targets import Target, TargetKind
+from tasks.delivery.outgoing import Sending, prepare_outgoing
+from tasks.delivery.targets import Outgoing, Target, TargetKind
 
 _PAGE = 500
 _DRY_RUN_LEASE_S = 3600.0  # never seen by anyone: the transaction is rolled back
+# A refusal's kind -> the PlanPreview counter it is counted in (any other: a document).
+_COUNTED_AS = {
+    MetadataMissing.kind: "missing_metadata",
+    MetadataInvalid.kind: "invalid_metadata",
+    DocumentInvalid.kind: "invalid_documents",
+}
 
 
 def plan_deliveries(
@@ -99,6 +111,7 @@ class PlanPreview:
     already_delivered: int = 0
     missing_metadata: int = 0
     invalid_metadata: int = 0  # an identifier every target refuses (metadata_invalid)
+    invalid_documents: int = 0  # a document the target's builder refuses (document_invalid)
     unlinked: int = 0  # of those to send: no patient link, filed on purpose
     in_doubt: int = 0  # every target's, as the real run's summary counts them
     waiting: int = 0  # newer versions behind one in doubt
@@ -111,12 +124,23 @@ class PlanRules:
 
     needed: tuple[str, ...]  # manifest columns without which it fails (metadata_missing)
     linked: Callable[[Mapping[str, str]], bool]  # whether it names its patient
+    kind: TargetKind = TargetKind.DOCS  # the identifiers a document goes out under
+    # builds the document the sender would send (builders.py); raises its refusal
+    build: Callable[[Outgoing], bytes] | None = None
+
+
+@dataclass(frozen=True)
+class _ToBuild:
+    """A document counted as to send, built once the transaction is rolled back."""
+
+    outgoing: Outgoing
+    linked: bool
 
 
 class _RolledBack(Exception):
-    def __init__(self, preview: PlanPreview) -> None:
+    def __init__(self, preview: PlanPreview, to_build: list[_ToBuild]) -> None:
         super().__init__("dry run")
-        self.preview = preview
+        self.preview, self.to_build = preview, to_build
 
 
 def preview_deliveries(
@@ -149,10 +173,12 @@ def preview_deliveries(
                 _, after = plan_page(
                     uow, language=language, after_id=after, format_name=format_name, target=target
                 )
-            _claim_all(uow, preview, language=language, target=target, rules=rules)
+            to_build = _claim_all(uow, preview, language=language, target=target, rules=rules)
             _count_left(uow, preview, target=target)
-            raise _RolledBack(preview)
+            raise _RolledBack(preview, to_build)
     except _RolledBack as done:
+        if rules.build is not None:  # outside the transaction: no lock held while building
+            _count_build_refusals(done.preview, done.to_build, build=rules.build)
         return done.preview
 
 
@@ -165,45 +191,88 @@ def _current_delivered(uow: Any, language: str | None, after_id: int, target: st
 
 def _claim_all(
     uow: Any, preview: PlanPreview, *, language: str | None, target: str, rules: PlanRules
-) -> None:
-    """Claim as the real run does, each claimed row taken as answered, until none is left."""
+) -> list[_ToBuild]:
+    """Claim as the real run does, each claimed row taken as answered, until none is left;
+    the documents counted as to send, for `rules.build`."""
     owner = new_lease_owner()
+    sending = Sending(
+        kind=rules.kind,
+        store_id=str(uow.deliveries.store_identity()),
+        roots=(),
+        person_resends=False,
+    )
+    to_build: list[_ToBuild] = []
     while True:
         claimed = uow.deliveries.claim_deliveries(
             owner=owner, language=language, limit=_PAGE, lease_s=_DRY_RUN_LEASE_S, target=target
         )
         if not claimed:
-            return
+            return to_build
         for row in claimed:
-            item = uow.item_queries.get_item(row.item_id)
-            columns = item.metadata if item is not None else {}
-            refused = _refusal(item, columns, rules)
-            if refused is not None:
-                if refused == "metadata_missing":
-                    preview.missing_metadata += 1
-                else:
-                    preview.invalid_metadata += 1
-                uow.deliveries.record_delivery_failed(
-                    row.id,
-                    lease_token=row.lease_token,
-                    error_kind=refused,
-                    message="",
-                    retryable=False,
-                )
-                continue
-            preview.documents_to_send += 1
-            preview.unlinked += not rules.linked(columns)
-            uow.deliveries.record_delivered(row.id, lease_token=row.lease_token, response={})
+            built = _settle_claimed(uow, row, preview, rules=rules, sending=sending)
+            to_build += [built] if built is not None else []
+
+
+def _settle_claimed(
+    uow: Any, row: Any, preview: PlanPreview, *, rules: PlanRules, sending: Sending
+) -> _ToBuild | None:
+    """One claimed row as the real run would settle it: refused, or sent and answered
+    (then the document to build, when the rules build one)."""
+    item = uow.item_queries.get_item(row.item_id)
+    columns = item.metadata if item is not None else {}
+    refused = _refusal(item, columns, rules)
+    if refused is not None:
+        _count_refusal(preview, refused)
+        uow.deliveries.record_delivery_failed(
+            row.id, lease_token=row.lease_token, error_kind=refused, message="", retryable=False
+        )
+        return None
+    built = None
+    if rules.build is not None:
+        prepared = prepare_outgoing(uow, row, sending=sending)
+        if prepared.outgoing is None:  # settled (superseded, in doubt) as the real run does
+            return None
+        built = _ToBuild(prepared.outgoing, linked=rules.linked(columns))
+    preview.documents_to_send += 1
+    preview.unlinked += not rules.linked(columns)
+    uow.deliveries.record_delivered(row.id, lease_token=row.lease_token, response={})
+    return built
+
+
+def _count_refusal(preview: PlanPreview, kind: str) -> None:
+    counter = _COUNTED_AS.get(kind, "invalid_documents")
+    setattr(preview, counter, getattr(preview, counter) + 1)
+
+
+def _count_build_refusals(
+    preview: PlanPreview, to_build: list[_ToBuild], *, build: Callable[[Outgoing], bytes]
+) -> None:
+    """Each document counted as to send that its builder refuses is that refusal."""
+    for document in to_build:
+        refused = _build_refusal(document.outgoing, build)
+        if refused is not None:
+            preview.documents_to_send -= 1
+            preview.unlinked -= not document.linked
+            _count_refusal(preview, refused)
 
 
 def _refusal(item: Any, columns: Mapping[str, str], rules: PlanRules) -> str | None:
-    """Why the real run would refuse this document before sending it, if it would."""
+    """Why the real run would refuse this document before building it, if it would."""
     if item is None or any(not columns.get(name) for name in rules.needed):
         return "metadata_missing"
     try:
         check_identifiers(columns, source="")
     except MetadataInvalid:
         return "metadata_invalid"
+    return None
+
+
+def _build_refusal(outgoing: Outgoing, build: Callable[[Outgoing], bytes]) -> str | None:
+    """The kind of error the target's builder raises for this document, if it does."""
+    try:
+        build(outgoing)
+    except MedasrError as exc:
+        return exc.kind
     return None
 
 
@@ -215,14 +284,30 @@ def _count_left(uow: Any, preview: PlanPreview, *, target: str) -> None:
         elif mine and count.status == "pending":
             preview.waiting += count.rows
         elif mine and count.status == "failed":
-            refused = preview.missing_metadata + preview.invalid_metadata
+            refused = (
+                preview.missing_metadata + preview.invalid_metadata + preview.invalid_documents
+            )
             preview.not_retried += count.rows - refused
 
 
-def plan_rules(target: Target, query: DocsQuery, *, allow_unlinked: bool) -> PlanRules:
+def plan_rules(
+    target: Target,
+    query: DocsQuery,
+    *,
+    allow_unlinked: bool,
+    build: Callable[[Outgoing], bytes] | None = None,
+) -> PlanRules:
     """Manifest columns a document needs: the query's for docs, patient_id for MDM (PID-3)
-    and for FHIR (subject) unless filed unlinked on purpose."""
+    and for FHIR (subject) unless filed unlinked on purpose; `build` builds the document
+    as the target's sender would (builders.document_builder)."""
     if target.kind is TargetKind.DOCS:
-        return PlanRules(needed=query.fields, linked=lambda _: bool(query.fields))
+        return PlanRules(
+            needed=query.fields, linked=lambda _: bool(query.fields), kind=target.kind, build=build
+        )
     needed = () if target.kind is TargetKind.FHIR and allow_unlinked else ("patient_id",)
-    return PlanRules(needed=needed, linked=lambda columns: bool(columns.get("patient_id")))
+    return PlanRules(
+        needed=needed,
+        linked=lambda columns: bool(columns.get("patient_id")),
+        kind=target.kind,
+        build=build,
+    )

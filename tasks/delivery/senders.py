@@ -6,6 +6,8 @@
   SAME MSH-10 up to MEDASR_DELIVERY__HL7_RESENDS times, then the row is in doubt.
 - FHIR: a conditional create per transcript version; the server's id is the row's
   remote id, and the next version's `relatesTo` `replaces` points at it.
+
+What each sends is built in tasks/delivery/builders.py (the dry run builds it too).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -25,20 +27,11 @@ from service.fhir_client import FhirClient
 from service.mllp import MllpClient, MllpEndpoint, MllpNoAnswer, MllpTimings, MllpUnreachable
 from service.retrying import RetryEvent
 from service.status import bearer_token
-from tasks.delivery.documents import DocsQuery, build_document
-from tasks.delivery.errors import (
-    DeliveryInDoubt,
-    Hl7ApplicationError,
-    Hl7Rejected,
-    MetadataMissing,
-    ReceiverSilent,
-)
-from tasks.delivery.fhir_documents import (
-    build_document_reference,
-    resource_json_bytes,
-    version_search_token,
-)
-from tasks.delivery.mdm import Ack, MdmDocument, MdmParties, build_mdm, parse_ack
+from tasks.delivery.builders import docs_upload, fhir_body, mdm_message, mdm_parties
+from tasks.delivery.documents import DocsQuery
+from tasks.delivery.errors import DeliveryInDoubt, Hl7ApplicationError, Hl7Rejected, ReceiverSilent
+from tasks.delivery.fhir_documents import version_search_token
+from tasks.delivery.mdm import Ack, MdmDocument, MdmParties, parse_ack
 from tasks.delivery.targets import Outgoing, Sender, Sent, Target, TargetKind, parse_target
 
 logger = logging.getLogger("medasr.deliver")
@@ -137,9 +130,8 @@ class DocsSender:
 
     async def send(self, outgoing: Outgoing) -> Sent:
         """Upload one document; raises the service errors, MetadataMissing, DocumentInvalid."""
-        document = build_document(
-            outgoing.item,
-            outgoing.note,
+        document = docs_upload(
+            outgoing,
             format_name=self.format_name,
             query=self.query,
             note_code=self.settings.delivery.note_loinc_code,
@@ -186,21 +178,13 @@ class MllpSender:
         )
         endpoint = MllpEndpoint(self.target.host, self.target.port, tls=self.target.tls)
         self.client = MllpClient(endpoint, timings=timings, ca_bundle=service.ca_bundle)
-        self.parties = MdmParties(
-            sending_application=delivery.hl7_sending_application,
-            sending_facility=delivery.hl7_sending_facility,
-            receiving_application=delivery.hl7_receiving_application,
-            receiving_facility=delivery.hl7_receiving_facility,
-            doc_type=delivery.hl7_doc_type,
-            note_code=delivery.note_loinc_code,
-        )
+        self.parties = mdm_parties(self.settings)
 
     async def send(self, outgoing: Outgoing) -> Sent:
         """Send one MDM and read its ACK; raises Hl7ApplicationError, Hl7Rejected,
         DeliveryInDoubt, MllpUnreachable (nothing sent), MetadataMissing, MetadataInvalid,
         DocumentInvalid, and ReceiverSilent (nothing sent) once the engine stays silent."""
-        document = mdm_document(outgoing)
-        message = build_mdm(document, self.parties, now=datetime.now(UTC))
+        document, message = mdm_message(outgoing, self.parties, now=datetime.now(UTC))
         # One document at a time, resends included: "in a row" is the order on the wire.
         async with self._one_document:
             self._refuse_if_silent()
@@ -261,31 +245,6 @@ class MllpSender:
         await self.client.aclose()
 
 
-def mdm_document(outgoing: Outgoing) -> MdmDocument:
-    """The MDM of one outgoing transcript; raises MetadataMissing without a patient_id."""
-    note = outgoing.note
-    metadata = note.metadata
-    if not metadata.get("patient_id"):
-        raise MetadataMissing(
-            f"{note.source}: the manifest gives no patient_id for this recording, and an "
-            "MDM message needs one (PID-3); add it to the manifest and run again"
-        )
-    parent = None
-    if note.replaces_document_id and note.replaces_document_id != note.document_id:
-        parent = note.replaces_document_id
-    return MdmDocument(
-        control_id=outgoing.control_id,
-        document_number=note.document_id,
-        parent_number=parent,
-        patient_id=metadata["patient_id"],
-        encounter=metadata.get("encounter") or None,
-        doc_type=metadata.get("doc_type") or None,
-        author=metadata.get("author") or None,
-        activity_time=note.created_at,
-        text=note.text,
-    )
-
-
 def _settled(ack: Ack, document: MdmDocument, *, target_name: str, sends: int, size: int) -> Sent:
     error: MedasrError | None = None
     if ack.code in ("AE", "CE"):
@@ -331,17 +290,11 @@ class FhirSender:
     async def send(self, outgoing: Outgoing) -> Sent:
         """Create (or find) the version's DocumentReference; raises the service/errors.py
         tree (RequestRejected for 412 and refused bodies) and DocumentInvalid."""
-        note = outgoing.note
-        if not note.metadata.get("patient_id") and not self.allow_unlinked:
-            raise MetadataMissing(
-                f"{note.source}: the manifest gives no patient_id for this recording, and a "
-                "FHIR DocumentReference needs one (subject); add it to the manifest and run "
-                "again, or file it unlinked on purpose with --allow-unlinked"
-            )
-        if outgoing.replaced_remote_id:
-            note = replace(note, replaces_reference=outgoing.replaced_remote_id)
-        resource = build_document_reference(note, note_code=self.settings.delivery.note_loinc_code)
-        body = resource_json_bytes(resource)
+        note, body = fhir_body(
+            outgoing,
+            note_code=self.settings.delivery.note_loinc_code,
+            allow_unlinked=self.allow_unlinked,
+        )
         condition = version_search_token(note.document_id)
         receipt = await self.client.create(body, if_none_exist=condition)
         if receipt.unconfirmed:

@@ -400,6 +400,13 @@ class FakeDeliveries:
                 found.setdefault(row.item_id, []).append(row.version)
         return found
 
+    def delivered_filings(self, item_ids: Sequence[int]) -> dict[int, list[tuple[str, int]]]:
+        found: dict[int, list[tuple[str, int]]] = {}
+        for row in sorted(self._s.deliveries.values(), key=lambda r: (r.delivered_at, r.id)):
+            if row.item_id in item_ids and row.status == "delivered":
+                found.setdefault(row.item_id, []).append((row.version, row.filing))
+        return found
+
     def delivery_counts(self) -> list[DeliveryCount]:
         counts: dict[str, int] = {}
         for row in self._s.deliveries.values():

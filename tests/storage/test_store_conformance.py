@@ -232,6 +232,8 @@ def ledger_scenario(store: UnitOfWorkFactory) -> list[object]:
         delivered = uow.deliveries.delivered_versions([a.id, b.id])
         seen_.append(delivered == {a.id: ["1" * 64], b.id: ["2" * 64]})
         seen_.append([row_seen(r) for r in uow.deliveries.deliveries_of_item(b.id)])
+        filings = uow.deliveries.delivered_filings([a.id, b.id])
+        seen_.append(filings == {a.id: [("1" * 64, 0)], b.id: [("2" * 64, 0)]})
     with pytest.raises(NotUnderReview), store.unit_of_work() as uow:
         uow.reviews.resend_review(b.id)  # accepted: no longer under review
     return seen_
@@ -243,6 +245,7 @@ def test_runs_reviews_and_the_delivery_queue_answer_alike(store: UnitOfWorkFacto
 
     assert fake == real
     assert real[2] == [("done", 1), ("failed", 1), ("needs_review", 1)]
+    assert real[-1] is True  # delivered_filings: (version, filing) per item
     assert real[12:14] == [2, 0]  # two versions planned, then none
     assert real[16] == ["gone"]
     assert real[17] == ("1", "delivered", 1, None, "docs", False, True, "d1")

@@ -1,0 +1,75 @@
+"""The dry run builds each document exactly as the real run would and counts a document
+it cannot build as the real run refuses it: its plan is what the real run sends.
+
+Two manifests that pass the identifier rule but not the build: a patient_id of blanks
+(PID-3 is empty in the MDM message) and a `date` that is not a date (the FHIR
+DocumentReference's attachment.creation). Real parts: the devserver (docs upload, FHIR
+endpoint), python-hl7's MLLP listener, `medasr deliver` from the command line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from config.settings import StorageSettings
+from flows.cli import app
+from storage import open_store
+from tests.helpers.cli import table_rows
+from tests.service.mllp_listener import MllpListener, running_listener
+from tests.tasks.delivery.delivery_helpers import make_done
+
+METADATA = {
+    "/d/good.wav": {"patient_id": "PAT-1"},
+    "/d/blank.wav": {"patient_id": "   "},  # no patient, yet not missing
+    "/d/date.wav": {"patient_id": "PAT-3", "date": "31/12/2025"},  # not an ISO date
+}
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, devserver_factory):
+    server = devserver_factory()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MEDASR_CONFIG", raising=False)
+    url = f"sqlite:///{tmp_path / 'medasr.db'}"
+    for name, value in {
+        "MEDASR_DATABASE_URL": url,
+        "MEDASR_BASE_URL": server.url,
+        "MEDASR_TOKEN": server.token,
+        "MEDASR_FHIR_TOKEN": server.token,
+        "MEDASR_MAX_ATTEMPTS": "1",
+        "MEDASR_DOCS_QUERY": "patient_id={patient_id}",
+    }.items():
+        monkeypatch.setenv(name, value)
+    store = open_store(StorageSettings(database_url=url))
+    make_done(store, dict.fromkeys(METADATA, "a note"), metadata=METADATA)
+    store.dispose()
+    return server
+
+
+def _args(server, kind: str, port: int) -> list[str]:
+    return {
+        "docs": ["--to", "docs", "--format", "fhir"],
+        "fhir": ["--to", f"fhir+{server.url}/fhir"],
+        "mllp": ["--to", f"mllp://127.0.0.1:{port}"],
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["docs", "fhir", "mllp"])
+def test_the_dry_runs_plan_is_what_the_real_run_sends_and_refuses(env, kind: str) -> None:
+    with running_listener(MllpListener()) as listener:
+        args = _args(env, kind, listener.port)
+        planned = CliRunner().invoke(app, ["deliver", "--dry-run", *args])
+        real = CliRunner().invoke(app, ["deliver", *args])
+        received = len(listener.filed) if kind == "mllp" else None
+    plan, sent = table_rows(planned.output), table_rows(real.output)
+    refused = int(sent["documents failed"])
+    assert refused >= 1, real.output  # the corpus holds a document this target cannot build
+    assert "document_invalid" in real.output
+    assert plan["documents to send"] == sent["documents delivered"], planned.output
+    assert int(plan["invalid documents"]) == refused, planned.output
+    assert planned.exit_code == real.exit_code == 1, planned.output
+    if received is not None:
+        assert received == int(sent["documents delivered"])
