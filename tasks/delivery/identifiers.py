@@ -1,9 +1,10 @@
 """One rule for the manifest's identifiers on every target (docs upload, FHIR, MLLP).
 
-A patient id, encounter or document type holding a control character (Unicode's Cc:
-C0, DEL, C1) or longer than HL7 v2.5.1 allows a CX field (250 characters) is no real
-identifier: the recording fails alone (`metadata_invalid`), whatever the target, and the
-dry run counts it so. The value is never quoted (it may be a patient's identifier).
+A patient id, encounter or document type holding a control character (Unicode's Cc: C0,
+DEL, C1), made of blanks only (a cell that looks filled but names no one), or longer
+than HL7 v2.5.1 allows a CX field (250 characters) is no real identifier: the recording
+fails alone (`metadata_invalid`), whatever the target, and the dry run counts it so. The
+value is never quoted (it may be a patient's identifier).
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ def check_identifiers(metadata: Mapping[str, str], *, source: str) -> None:
     """Raise MetadataInvalid when an identifier column breaks the rule."""
     for column in IDENTIFIER_COLUMNS:
         value = metadata.get(column) or ""
+        if value and not value.strip():
+            raise MetadataInvalid(
+                f"{source}: the manifest's {column} for this recording is blank (only spaces); "
+                "correct the manifest and run again"
+            )
         found = _CONTROL.search(value)
         if found:
             raise MetadataInvalid(

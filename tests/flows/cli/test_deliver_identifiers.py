@@ -1,5 +1,5 @@
-"""One rule for patient identifiers on every target: a control character or an
-identifier longer than any real one is `metadata_invalid` for that recording alone, on
+"""One rule for patient identifiers on every target: a control character, an identifier
+of blanks only or one longer than any real one is `metadata_invalid` for that recording alone, on
 the docs upload and FHIR as over MLLP; the dry run counts it as the real run refuses it.
 
 Real parts: the devserver (docs upload, FHIR endpoint), python-hl7's MLLP listener,
@@ -24,6 +24,7 @@ PATIENTS = {
     "/d/good.wav": "PAT-1",
     "/d/ctrl.wav": "PAT\r2",
     "/d/long.wav": "9" * 20_000,
+    "/d/blank.wav": "   ",  # no patient, yet not missing: never filed as if it named one
 }
 
 
@@ -65,6 +66,6 @@ def test_every_target_refuses_the_same_identifiers_and_the_dry_run_says_so(env, 
     assert rows["documents to send"] == "1", planned.output
     assert real.exit_code == planned.exit_code == 1, real.output
     sent = table_rows(real.output)
-    assert (sent["documents delivered"], sent["documents failed"]) == ("1", "2")
-    assert rows["invalid metadata"] == "2"
+    assert (sent["documents delivered"], sent["documents failed"]) == ("1", "3")
+    assert rows["invalid metadata"] == "3"
     assert "metadata_invalid" in real.output

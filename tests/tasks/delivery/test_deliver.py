@@ -274,16 +274,16 @@ def test_rows_of_a_killed_local_deliverer_are_taken_back_at_once(
 def test_a_bug_on_one_document_costs_that_document_only(
     devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tasks.delivery.senders  # the docs sender builds the document now
+    import tasks.delivery.builders  # the docs sender's document is built there
 
-    real = tasks.delivery.senders.build_document
+    real = tasks.delivery.builders.build_document
 
     def broken_for_b(item, *args, **kwargs):
         if item.source_uri.endswith("b.mp3"):
             raise KeyError("a bug")  # nothing a socket can provoke
         return real(item, *args, **kwargs)
 
-    monkeypatch.setattr(tasks.delivery.senders, "build_document", broken_for_b)
+    monkeypatch.setattr(tasks.delivery.builders, "build_document", broken_for_b)
     server = devserver_factory()
     items = make_done(store, TEXTS)
     stats = deliver(delivery_settings(server, sqlite_url), store)
