@@ -239,8 +239,10 @@ class ItemQueryRepository(Protocol):
         """The latest items with `status` (failed, skipped...), newest first."""
         ...
 
-    def export_rows(self, *, status: str | None = None) -> Iterator[ExportRow]:
-        """Every item (or those with `status`) sorted by source, streamed."""
+    def export_rows(
+        self, *, status: str | None = None, language: str | None = None
+    ) -> Iterator[ExportRow]:
+        """Every item (or those with `status`, in `language`) sorted by source, streamed."""
         ...
 
     def export_keys(self) -> Iterator[tuple[str, str]]:

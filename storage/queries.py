@@ -178,11 +178,15 @@ class ItemQueries:
             Item.status == status, order_by=(Item.updated_at.desc(), Item.id.desc()), limit=limit
         )
 
-    def export_rows(self, *, status: str | None = None) -> Iterator[ExportRow]:
-        """Every item (or those with `status`) sorted by source, streamed."""
+    def export_rows(
+        self, *, status: str | None = None, language: str | None = None
+    ) -> Iterator[ExportRow]:
+        """Every item (or those with `status`, in `language`) sorted by source, streamed."""
         query = select(ITEMS).order_by(Item.source_uri, Item.language)
         if status is not None:
             query = query.where(Item.status == status)
+        if language is not None:
+            query = query.where(Item.language == language)
         for row in self._session.execute(query.execution_options(yield_per=1000)):
             yield _export_row(row)
 

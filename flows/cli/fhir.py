@@ -13,7 +13,12 @@ from tasks.delivery.fhir_export import write_fhir_bundle
 
 
 def export_fhir(
-    store: UnitOfWorkFactory, out: Path, *, status: str | None, force: bool = False
+    store: UnitOfWorkFactory,
+    out: Path,
+    *,
+    status: str | None,
+    language: str | None = None,
+    force: bool = False,
 ) -> int:
     """Write the Bundle to `out` (a file); returns the documents written.
 
@@ -23,7 +28,7 @@ def export_fhir(
         raise ConfigError(f"--out {out} is a folder; give a file name for --format fhir")
     note_code = load_settings().delivery.note_loinc_code
     written, invalid = write_fhir_bundle(
-        store, out, status=status, note_code=note_code, force=force
+        store, out, status=status, note_code=note_code, language=language, force=force
     )
     if invalid:
         typer.echo(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -26,6 +26,7 @@ from config.settings import StorageSettings, load_settings
 from flows.cli.console import print_store
 from flows.cli.spend import SpendFormat, print_spend
 from flows.prefect_runtime.next_nightly import next_nightly_line
+from service.contract import is_supported_language
 from storage import open_review_store, open_store
 from storage.audit_records import AuditEvent
 from storage.database import database_exists, upgrade_database
@@ -337,6 +338,9 @@ def export_command(
         str | None,
         typer.Option("--status", help="Only items with this status (txt: done unless given)."),
     ] = None,
+    language: Annotated[
+        str | None, typer.Option("--language", "-l", help="Only items in this language.")
+    ] = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -358,6 +362,8 @@ def export_command(
             raise ConfigError(
                 f"--status must be one of {', '.join(ITEM_STATUSES)} (got {status!r})"
             )
+        if language is not None and not is_supported_language(language):
+            raise ConfigError(f"--language must be one the service takes (got {language[:16]!r})")
         if status is None and export_format is ExportFormat.txt:
             status = ItemStatus.DONE  # a .txt file carries no state: only what is final
         storage = load_settings().storage
@@ -367,12 +373,14 @@ def export_command(
         store = open_store(storage)
         try:
             before = files_under(out)
-            written, refused = _export(store, export_format, out, status, force=force)
+            selection = _Selection(status=status, language=language)
+            written, refused = _export(store, export_format, out, selection, force=force)
             detail: dict[str, str | int] = {
                 "format": export_format.value,
                 "records": written,
                 "refused": refused,
                 "status": status or "any",
+                "language": language or "any",
             }
             _record_exported(store, out, detail=detail, before=before)
         except ExportRefused as exc:
@@ -411,26 +419,35 @@ def _record_exported(
         raise
 
 
+@dataclass(frozen=True)
+class _Selection:
+    """Which items an export takes: a status and a language, each or both None (any)."""
+
+    status: str | None
+    language: str | None
+
+
 def _export(
     store: UnitOfWorkFactory,
     export_format: ExportFormat,
     out: Path,
-    status: str | None,
+    selection: _Selection,
     *,
     force: bool,
 ) -> tuple[int, int]:
     """(items written, files refused). Raises ConfigError, ExportRefused, OSError."""
+    status, language = selection.status, selection.language
     if export_format is ExportFormat.fhir:
         from flows.cli.fhir import export_fhir  # httpx and the FHIR models: fhir only
 
-        return export_fhir(store, out, status=status, force=force), 0
+        return export_fhir(store, out, status=status, language=language, force=force), 0
     if export_format is ExportFormat.txt:
         if out.exists() and not out.is_dir():
             raise ConfigError(f"--out {out} must be a folder for --format txt")
         with store.unit_of_work(read_only=True) as uow:
             # The layout follows every item, not only those exported, so it is stable.
             root = common_local_root(uow.item_queries.source_uris())
-            rows = uow.item_queries.export_rows(status=status)
+            rows = uow.item_queries.export_rows(status=status, language=language)
             keys = uow.item_queries.export_keys()
             result = write_txt_tree(rows, out, local_root=root, force=force, keys=keys)
             roots = uow.runs.run_sources()
@@ -446,7 +463,8 @@ def _export(
         )
     with store.unit_of_work(read_only=True) as uow:
         roots = uow.runs.run_sources()
-        rows_iter = _named_rows(uow.item_queries.export_rows(status=status), roots=roots)
+        rows = uow.item_queries.export_rows(status=status, language=language)
+        rows_iter = _named_rows(rows, roots=roots)
         if export_format is ExportFormat.jsonl:
             return write_jsonl(rows_iter, out, force=force), 0
         return write_csv(rows_iter, out, force=force), 0

@@ -12,8 +12,6 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import httpx
-
 from config.runtime import prefect_api_url_in_environment
 
 NIGHTLY = "transcribe-backlog/nightly-backlog"  # flows/deploy.py's NIGHTLY_DEPLOYMENT
@@ -26,6 +24,8 @@ def next_nightly_line() -> str | None:
     api_url = prefect_api_url_in_environment()
     if api_url is None:
         return None
+    import httpx  # only where there is a server to ask: `status` stays a quick command
+
     try:
         with httpx.Client(base_url=api_url, timeout=_TIMEOUT_S) as http:
             deployment = http.get(f"/deployments/name/{NIGHTLY}")

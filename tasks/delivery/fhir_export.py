@@ -44,6 +44,7 @@ def write_fhir_bundle(
     *,
     status: str | None,
     note_code: str,
+    language: str | None = None,
     force: bool = False,
 ) -> tuple[int, int]:
     """Write the bundle; returns (documents written, recordings left out as invalid).
@@ -56,7 +57,7 @@ def write_fhir_bundle(
     for wanted in (status,) if status is not None else _WITH_TEXT:
         if wanted not in _WITH_TEXT:
             continue
-        for document in _documents(store, status=wanted, note_code=note_code):
+        for document in _documents(store, status=wanted, note_code=note_code, language=language):
             if document is None:
                 invalid += 1
             else:
@@ -68,7 +69,7 @@ def write_fhir_bundle(
 
 
 def _documents(
-    store: UnitOfWorkFactory, *, status: str, note_code: str
+    store: UnitOfWorkFactory, *, status: str, note_code: str, language: str | None
 ) -> list[DocumentReference | None]:
     found: list[DocumentReference | None] = []
     after = 0
@@ -78,7 +79,7 @@ def _documents(
     while True:
         with store.unit_of_work(read_only=True) as uow:
             page = uow.item_queries.done_items_page(
-                language=None, after_id=after, limit=_PAGE, status=status
+                language=language, after_id=after, limit=_PAGE, status=status
             )
             delivered = uow.deliveries.delivered_filings([item.id for item in page])
         if not page:

@@ -87,8 +87,13 @@ class FakeItemQueries:
         found = [i for i in self._s.items.values() if i.status == status]
         return sorted(found, key=lambda i: (i.updated_at, i.id), reverse=True)[:limit]
 
-    def export_rows(self, *, status: str | None = None) -> Iterator[ExportRow]:
-        found = [i for i in self._s.items.values() if status in (None, i.status)]
+    def export_rows(
+        self, *, status: str | None = None, language: str | None = None
+    ) -> Iterator[ExportRow]:
+        found = [
+            i for i in self._s.items.values()
+            if status in (None, i.status) and language in (None, i.language)
+        ]  # fmt: skip
         for i in sorted(found, key=lambda i: (i.source_uri, i.language)):
             yield ExportRow(
                 source=i.source_uri, language=i.language, status=i.status, text=i.text,
