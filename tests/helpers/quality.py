@@ -33,7 +33,7 @@ def add_reviewed(
         if metadata:
             uow.items.set_item_metadata({uri: dict(metadata)}, language=language)
         if final is None:
-            accept_as_is(uow, item_id=item_id, author=reviewer)
+            accept_as_is(uow, item_id=item_id, author=reviewer, base_revision=0)
         else:
             finalize(uow, item_id=item_id, text=final, author=reviewer, base_revision=0)
     return item_id

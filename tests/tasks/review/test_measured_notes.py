@@ -47,7 +47,7 @@ def test_finalize_keeps_the_notes_figures_with_the_reviewer(review_store: Review
 def test_accept_as_is_counts_every_word_read_as_right(review_store: ReviewStore) -> None:
     held = add_transcribed(review_store, "/src/b.wav", segments=MACHINE)
     with review_store.unit_of_work() as uow:
-        accept_as_is(uow, item_id=held, author="bob")
+        accept_as_is(uow, item_id=held, author="bob", base_revision=0)
     note = figures_of(review_store)[held]
     assert (note.words, note.errors, note.accuracy, note.revision) == (7, 0, 1.0, 0)
     assert note.reviewer == "bob"
@@ -72,7 +72,7 @@ def test_notes_reviewed_before_measuring_get_their_figures_on_first_use(
     with review_store.unit_of_work() as uow:
         finalize(uow, item_id=edited, text="patient takes metformin twice daily", author="ann",
                  base_revision=0)  # fmt: skip
-        accept_as_is(uow, item_id=accepted, author="bob")
+        accept_as_is(uow, item_id=accepted, author="bob", base_revision=0)
     engine = create_engine(sqlite_url)
     with engine.begin() as connection:  # as a store reviewed before 0013 would be
         connection.execute(text("DELETE FROM note_accuracy"))
@@ -94,7 +94,7 @@ def test_a_purge_keeps_the_figures_and_removes_the_texts(review_store: ReviewSto
                  base_revision=0)  # fmt: skip
     before = figures_of(review_store)[held]
     with review_store.unit_of_work() as uow:
-        uow.retention.purge_items([held], purged_by="test")
+        uow.retention.purge_items([held], purged_by="test", receipt_key=bytes(32))
     item = get_item(review_store, held)
     assert (item.status, item.text, item.machine_text) == ("purged", None, None)
     assert figures_of(review_store)[held] == before
