@@ -44,7 +44,7 @@ def build_app(store: ReviewStore, *, web: WebSettings, tls: bool) -> Starlette:
         Route("/quality", signed_in(quality_page.quality_page), methods=["GET"]),
         Route("/quality.json", signed_in(quality_page.quality_data), methods=["GET"]),
         Route(
-            "/items/{item_id:int}/language",
+            "/items/{item_id:id}/language",
             signed_in(review_actions.change_language),
             methods=["POST"],
         ),

@@ -23,15 +23,15 @@ def test_only_a_counted_end_is_no_error(
 ) -> None:
     logger = logging.getLogger("prefect.flow_runs")
     # Prefect's logging configuration (set up by any earlier test in this process) stops
-    # its loggers propagating to the root, where caplog listens: listen on the logger.
-    logger.addHandler(caplog.handler)
-    propagate, logger.propagate = logger.propagate, False
+    # its loggers propagating to the root, where caplog listens, and adds its API handler,
+    # which refuses a record outside a flow run: only caplog listens, on the logger itself.
+    handlers, propagate = logger.handlers, logger.propagate
+    logger.handlers, logger.propagate = [caplog.handler], False
     try:
         with caplog.at_level(logging.INFO, logger="prefect.flow_runs"):
             with typed_errors_without_traceback():
                 logger.error("%s", message)
             logger.error("%s", message)  # outside a medasr command: as Prefect logs it
     finally:
-        logger.removeHandler(caplog.handler)
-        logger.propagate = propagate
+        logger.handlers, logger.propagate = handlers, propagate
     assert [r.levelname for r in caplog.records] == [level, "ERROR"]
