@@ -28,7 +28,7 @@ from flows.backlog import transcribe_backlog
 from service.devserver import RunningDevServer, start_devserver
 from service.devserver.tone import encode_tone_dictation
 from storage import open_store
-from storage.database import upgrade_database
+from storage.database import normalize_database_url, upgrade_database
 from tests.helpers.flows import TOKEN, run_flow, settings_for
 from tests.storage_servers import database_url
 
@@ -99,7 +99,7 @@ def wait_for_store(store_url: str, query: str, *, limit_s: float = 60.0) -> None
     """Return once `query` (one number) gives a true value; raise after `limit_s`."""
     from sqlalchemy import create_engine, text
 
-    engine = create_engine(store_url)
+    engine = create_engine(normalize_database_url(store_url))
     try:
         deadline = time.monotonic() + limit_s
         while time.monotonic() < deadline:

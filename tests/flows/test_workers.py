@@ -30,6 +30,7 @@ from sqlalchemy import create_engine, func, select
 from config.settings import StorageSettings
 from service.devserver import RunningDevServer, start_devserver
 from storage import open_store
+from storage.database import normalize_database_url
 from storage.models import ChunkRow, Item
 from storage.records import SourceFile
 from tests.flows.prefect_server import (
@@ -208,7 +209,7 @@ def test_two_workers_transcribe_each_file_exactly_once(
 
 
 def _assert_store_exactly_once(database_url: str, recordings: Path) -> None:
-    engine = create_engine(database_url)
+    engine = create_engine(normalize_database_url(database_url))
     try:
         with engine.connect() as connection:
             items = connection.execute(
@@ -223,7 +224,7 @@ def _assert_store_exactly_once(database_url: str, recordings: Path) -> None:
 
 
 def _assert_ledger_one_success_per_chunk(server: RunningDevServer, database_url: str) -> None:
-    engine = create_engine(database_url)
+    engine = create_engine(normalize_database_url(database_url))
     try:
         with engine.connect() as connection:
             chunks = connection.execute(
