@@ -184,7 +184,13 @@ def test_an_export_is_one_event_with_its_path_format_and_count(
     assert runner.invoke(app, ["export", "--format", "txt", "--out", "tree"]).exit_code == 0
     first, second = trail(store)
     assert (first.action, first.target, first.actor) == ("exported", str(out), command_actor())
-    assert first.detail == {"format": "csv", "records": 2, "refused": 0, "status": "any"}
+    assert first.detail == {
+        "format": "csv",
+        "records": 2,
+        "refused": 0,
+        "status": "any",
+        "language": "any",
+    }
     assert (second.target, second.detail["format"]) == (str(tmp_path / "tree"), "txt")
     assert_no_text([first, second], *TEXTS.values())
 
