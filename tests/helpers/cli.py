@@ -6,8 +6,12 @@ import sqlite3
 import subprocess
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
+from config.settings import StorageSettings
+from storage import open_store
 from tests.flows.prefect_server import MEDASR
+from tests.tasks.delivery.delivery_helpers import make_done
 
 
 def medasr(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -37,3 +41,26 @@ def failure_kinds(database: Path) -> list[str]:
             "SELECT error_kind FROM deliveries WHERE status = 'failed' ORDER BY error_kind"
         ).fetchall()
     return [kind for (kind,) in rows]
+
+
+def deliverable_store(
+    server: Any, *, tmp_path: Path, monkeypatch: Any, metadata: dict[str, dict[str, str]]
+) -> None:
+    """A store in `tmp_path` (the working folder) with one done note per recording of
+    `metadata`, and the variables `medasr deliver` reads pointing at the devserver: one
+    attempt per document, the docs upload's patient link from the manifest's patient_id."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MEDASR_CONFIG", raising=False)
+    url = f"sqlite:///{tmp_path / 'medasr.db'}"
+    for name, value in {
+        "MEDASR_DATABASE_URL": url,
+        "MEDASR_BASE_URL": server.url,
+        "MEDASR_TOKEN": server.token,
+        "MEDASR_FHIR_TOKEN": server.token,
+        "MEDASR_MAX_ATTEMPTS": "1",
+        "MEDASR_DOCS_QUERY": "patient_id={patient_id}",
+    }.items():
+        monkeypatch.setenv(name, value)
+    store = open_store(StorageSettings(database_url=url))
+    make_done(store, dict.fromkeys(metadata, "a note"), metadata=metadata)
+    store.dispose()

@@ -13,12 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from config.settings import StorageSettings
 from flows.cli import app
-from storage import open_store
-from tests.helpers.cli import failure_kinds, table_rows
+from tests.helpers.cli import deliverable_store, failure_kinds, table_rows
 from tests.service.mllp_listener import MllpListener, running_listener
-from tests.tasks.delivery.delivery_helpers import make_done
 
 PATIENTS = {
     "/d/good.wav": "PAT-1",
@@ -31,22 +28,12 @@ PATIENTS = {
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, devserver_factory):
     server = devserver_factory()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("MEDASR_CONFIG", raising=False)
-    url = f"sqlite:///{tmp_path / 'medasr.db'}"
-    for name, value in {
-        "MEDASR_DATABASE_URL": url,
-        "MEDASR_BASE_URL": server.url,
-        "MEDASR_TOKEN": server.token,
-        "MEDASR_FHIR_TOKEN": server.token,
-        "MEDASR_MAX_ATTEMPTS": "1",
-        "MEDASR_DOCS_QUERY": "patient_id={patient_id}",
-    }.items():
-        monkeypatch.setenv(name, value)
-    store = open_store(StorageSettings(database_url=url))
-    texts = dict.fromkeys(PATIENTS, "a note")
-    make_done(store, texts, metadata={u: {"patient_id": p} for u, p in PATIENTS.items()})
-    store.dispose()
+    deliverable_store(
+        server,
+        tmp_path=tmp_path,
+        monkeypatch=monkeypatch,
+        metadata={u: {"patient_id": p} for u, p in PATIENTS.items()},
+    )
     return server
 
 
