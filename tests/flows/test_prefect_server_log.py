@@ -35,3 +35,19 @@ def test_a_failing_service_is_found_with_its_exception() -> None:
 
 def test_a_healthy_log_has_no_failure() -> None:
     assert service_failures(HEALTHY) == []
+
+
+# Two workers polling a SQLite-backed server on a busy host (CI, issue 40): the pass waited
+# out the write lock; the next pass marks the queues ready.
+LOCKED_ONCE = (
+    "03:50:54.980 | ERROR   | docket.dependencies - \u21a9 [ 60273ms] "
+    "mark_work_queues_ready(polled_work_queue_ids=...){mark_work_queues_ready:work_pool:294d}\n"
+    "Traceback (most recent call last):\n"
+    '  File "sqlalchemy/engine/default.py", line 951, in do_execute\n'
+    "sqlite3.OperationalError: database is locked\n"
+)
+
+
+def test_a_pass_lost_to_sqlite_write_contention_is_not_a_failing_service() -> None:
+    assert service_failures(LOCKED_ONCE) == []
+    assert service_failures(LOCKED_ONCE + SCHEDULER_FAILING) != []
