@@ -6,7 +6,6 @@ session, and none is cached (web/security.py).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ from storage.review_interface import ReviewUnitOfWork
 from tasks.discovery.recording_names import recording_name
 from web.context import in_unit_of_work, render
 from web.limits import TEXT_MAX_CHARS
+from web.next_item import LastItem, filters_of, read_last_item
 from web.views import (
     PAGE_SIZE,
     SegmentRow,
@@ -29,30 +29,35 @@ from web.views import (
     word_diff,
 )
 
-_CODE = re.compile(r"[A-Za-z_-]{1,32}")
 _SEARCH_MAX_CHARS = 200
 
 
 async def queue_page(request: Request, session: WebSessionRecord) -> Response:
     """GET /: what waits for a person, oldest first, PAGE_SIZE a page."""
-    language = _code(request.query_params.get("language"))
-    flag = _code(request.query_params.get("flag"))
+    filters = filters_of(request.query_params)
     after = parse_cursor(request.query_params.get("after"))
+    done = request.query_params.get("done")
 
     def read(uow: ReviewUnitOfWork) -> dict[str, Any]:
         page = uow.reviews.queue_page(
-            language=language, flag=flag, after=after, limit=PAGE_SIZE + 1
-        )
+            language=filters.language or None, flag=filters.flag or None, after=after,
+            limit=PAGE_SIZE + 1,
+        )  # fmt: skip
         roots = uow.runs.run_sources()
         return {
             "rows": queue_rows(page[:PAGE_SIZE], roots=roots, now=uow.reviewers.now()),
             "next": cursor_of(page[PAGE_SIZE - 1]) if len(page) > PAGE_SIZE else None,
             "queue": uow.reviews.queue_size(),
+            "last_item": read_last_item(uow, done),
         }
 
     found = await in_unit_of_work(request, read, read_only=True)
-    filters = {"language": language or "", "flag": flag or ""}
-    return render(request, "queue.html", {**found, **filters, "session": session})
+    context = {
+        **found, "language": filters.language, "flag": filters.flag, "session": session,
+        "item_query": filters.query(), "notice": _notice(request.query_params.get("notice")),
+        "after_last": "Nothing else waits in this queue.",
+    }  # fmt: skip
+    return render(request, "queue.html", context)
 
 
 async def search_page(request: Request, session: WebSessionRecord) -> Response:
@@ -85,21 +90,27 @@ class ItemView:
     editor_text: str
     base_revision: int
     editors: list[str]
+    last_item: LastItem | None = None
 
 
 async def item_page(request: Request, session: WebSessionRecord) -> Response:
     """GET /items/ID: segments, players, the editor beside the machine's text, a diff."""
     item_id = int(request.path_params["item_id"])
+    done = request.query_params.get("done")
     view = await in_unit_of_work(
-        request, lambda uow: read_item(uow, item_id=item_id, viewer=session.reviewer.name)
+        request,
+        lambda uow: read_item(uow, item_id=item_id, viewer=session.reviewer.name, done=done),
     )
     if view is None:
         return PlainTextResponse(f"there is no recording {item_id}", status_code=404)
     return render_item(request, session, view)
 
 
-def read_item(uow: ReviewUnitOfWork, *, item_id: int, viewer: str | None) -> ItemView | None:
-    """The recording's view (and, for a `viewer`, the transcript_viewed event)."""
+def read_item(
+    uow: ReviewUnitOfWork, *, item_id: int, viewer: str | None, done: str | None = None
+) -> ItemView | None:
+    """The recording's view (and, for a `viewer`, the transcript_viewed event); `done`:
+    the recording decided just before, named on the page."""
     item = uow.item_queries.get_item(item_id)
     if item is None:
         return None
@@ -118,6 +129,7 @@ def read_item(uow: ReviewUnitOfWork, *, item_id: int, viewer: str | None) -> Ite
         editor_text=latest.text if latest is not None else (item.text or ""),
         base_revision=latest.number if latest is not None else 0,
         editors=editors,
+        last_item=read_last_item(uow, done),
     )
 
 
@@ -133,6 +145,7 @@ def render_item(
 ) -> Response:
     """The recording's page, with a notice (and the reviewer's unsaved text) if any;
     `over_draft`: the draft a repeated Send back confirms setting aside."""
+    filters = filters_of(request.query_params)
     context = {
         "over_draft": over_draft,
         "text_max_chars": TEXT_MAX_CHARS,
@@ -141,6 +154,10 @@ def render_item(
         "diff": word_diff(view.machine_text, view.editor_text),
         "notice": notice or _notice(request.query_params.get("notice")),
         "unsaved": unsaved,
+        "item_query": filters.query(),
+        "decision_query": f"?{filters.query()}" if filters.query() else "",
+        "last_item": view.last_item,
+        "after_last": "Next in this queue: this recording.",
     }
     return render(request, "item.html", context, status_code=status_code)
 
@@ -157,7 +174,3 @@ _NOTICES = {
 
 def _notice(key: str | None) -> str:
     return _NOTICES.get(key or "", "")
-
-
-def _code(value: str | None) -> str | None:
-    return value if value and _CODE.fullmatch(value) else None

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import PlainTextResponse, Response
 
 from audit import AuditAction, record_event
 from config.errors import MedasrError
@@ -23,6 +23,7 @@ from storage.review_interface import ReviewUnitOfWork
 from tasks.review import decisions, language_change
 from web.context import in_unit_of_work
 from web.limits import TEXT_MAX_CHARS
+from web.next_item import redirect_after
 from web.pages import read_item, render_item
 
 _ANY_REVISION = -1  # a decision that does not depend on the page's revision
@@ -137,7 +138,7 @@ async def _decide(
             request, session, item_id, notice=str(exc), status_code=409 if stale else 400,
             unsaved=unsaved if stale else None, over_draft=over,
         )  # fmt: skip
-    return RedirectResponse(f"/items/{item_id}?notice={notice}", status_code=303)
+    return await redirect_after(request, item_id=item_id, notice=notice)
 
 
 async def _refused(

@@ -19,7 +19,7 @@ from tests.helpers.review import Segment, add_transcribed, audit_actions, audit_
 from tests.web.conftest import SEGMENTS
 from tests.web.workstation import Served, csrf_of, serve, sign_in
 
-_ROW = re.compile(r'data-testid="queue-item" href="/items/(\d+)">([^<]*)<')
+_ROW = re.compile(r'data-testid="queue-item" href="/items/(\d+)[^"]*">([^<]*)<')
 _BASE = re.compile(r'name="base_revision" value="(\d+)"')
 
 

@@ -63,6 +63,13 @@
     return; // the sign-in page: kept text waits for its reviewer
   }
   keptEntries().filter((e) => e.reviewer !== reviewer).forEach((e) => kept.removeItem(e.key));
+  // After Finalize, Accept or Send back the next item opens and names the decided one
+  // (`done`): what was kept for that one is settled.
+  const query = new URLSearchParams(window.location.search);
+  const done = query.get("done");
+  if (done && DECIDED.includes(query.get("notice"))) {
+    forget(done);
+  }
 
   const form = document.getElementById("decision");
   const editor = document.getElementById("editor");
@@ -153,8 +160,7 @@
         event.returnValue = "";
       }
     });
-    const decided = new URLSearchParams(window.location.search).get("notice");
-    if (DECIDED.includes(decided)) {
+    if (!done && DECIDED.includes(query.get("notice"))) {
       forget(item); // saved, finalized, accepted or sent back: nothing left to keep
       return;
     }
