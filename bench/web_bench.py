@@ -4,6 +4,10 @@
 2. A recording's page with 200 segments: server time <= 150 ms.
 3. The first audio byte of a segment 50 minutes into a 60-minute mp3: <= 500 ms.
 4. `medasr web`'s resident memory while N segments are served: flat.
+5. A 60-minute recording's page in Debian's chromium (60 chunks of 60 s, so the waveform
+   and its pause marks show): first contentful paint, and the waveform ready (peaks
+   decoded, drawn, marks placed) on the first visit and from the cache; as ratios
+   against a 9-second recording's page and a bare ffmpeg decode of the same file.
 
 Server time is measured inside the ASGI application (request in to last body byte out),
 over a real socket on loopback. Parts 1-3 serve in this process; part 4 runs
@@ -11,6 +15,7 @@ over a real socket on loopback. Parts 1-3 serve in this process; part 4 runs
 (10^4 by default; a busy machine may take fewer, and the output says how many).
 
     .venv/bin/python bench/web_bench.py [--segments 10000] [--queue 10000,100000]
+    .venv/bin/python bench/web_bench.py --only long-page   # part 5 alone
 """
 
 from __future__ import annotations
@@ -279,10 +284,82 @@ def memory_while_serving(folder: Path, *, segments: int) -> None:
         child.wait(10)
 
 
+_PAINT = "() => performance.getEntriesByName('first-contentful-paint')[0].startTime"
+_READY = "[data-testid=waveform][data-ready=true]"
+
+
+def browser_times(url: str, item_id: int, *, waveform: bool) -> tuple[float, float]:
+    """(first contentful paint, waveform ready) in ms from navigation, in chromium."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox"]
+        )
+        page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+        page.goto(f"{url}/login")
+        page.fill("[data-testid=login-user]", "bench")
+        page.fill("[data-testid=login-password]", PASSWORD)
+        page.click("[data-testid=login-submit]")
+        page.wait_for_url(f"{url}/")
+        page.goto(f"{url}/items/{item_id}")
+        page.wait_for_function("() => performance.getEntriesByName('first-contentful-paint')[0]")
+        paint = float(page.evaluate(_PAINT))
+        ready = 0.0
+        if waveform:
+            page.wait_for_selector(_READY, timeout=120_000)
+            ready = float(page.evaluate("() => performance.now()"))
+        browser.close()
+    return paint, ready
+
+
+def long_recording_page(folder: Path) -> None:
+    mp3 = folder / "hour-page.mp3"
+    short = folder / "short-page.mp3"
+    make_mp3(mp3, seconds=3600)
+    make_mp3(short, seconds=9)
+    store = open_review_store(StorageSettings(database_url=f"sqlite:///{folder / 'p.db'}"))
+    with store.unit_of_work() as uow:
+        add_reviewer(uow, name="bench", role="reviewer", password=PASSWORD)
+    engine = store.engine  # type: ignore[attr-defined]
+    fill_queue(engine, count=2, start_id=1)
+    with engine.begin() as connection:
+        for item_id, path, seconds in ((1, mp3, 3600), (2, short, 9)):
+            connection.execute(
+                Item.__table__.update().where(Item.id == item_id)
+                .values(source_uri=str(path), duration_ms=seconds * 1000, **fingerprint_of(path))
+            )  # fmt: skip
+        step_s = {1: 60, 2: 3}
+        chunks = [
+            {"item_id": i, "index": n + 1, "start_ms": n * step_s[i] * 1000,
+             "end_ms": (n + 1) * step_s[i] * 1000, "size_bytes": 9, "status": "done",
+             "text": "segment words " * 40, "attempts": 1, "updated_at": datetime.now(UTC)}
+            for i in (1, 2) for n in range(60 if i == 1 else 3)
+        ]  # fmt: skip
+        connection.execute(insert(ChunkRow.__table__), chunks)
+    start = time.perf_counter()
+    subprocess.run([get_ffmpeg_exe(), "-nostdin", "-loglevel", "error", "-i", str(mp3),
+                    "-ac", "1", "-ar", "8000", "-f", "null", "-"], check=True)  # fmt: skip
+    decode_ms = (time.perf_counter() - start) * 1000
+    with served(build_app(store, web=WebSettings(), tls=False)) as url:
+        short_paint, _ = browser_times(url, 2, waveform=False)
+        paint, cold = browser_times(url, 1, waveform=True)
+        warm_paint, warm = browser_times(url, 1, waveform=True)
+    store.dispose()
+    print(f"| 60-min page: first contentful paint | {paint:.0f} ms (cached peaks: "
+          f"{warm_paint:.0f} ms) | {paint / short_paint:.1f}x the 9-s page ({short_paint:.0f} ms) "
+          "| first paint never waits for the waveform | - |")  # fmt: skip
+    print(f"| 60-min page: waveform ready, first visit | {cold:.0f} ms | {cold / decode_ms:.1f}x "
+          f"a bare ffmpeg decode ({decode_ms:.0f} ms) | - | - |")  # fmt: skip
+    print(f"| 60-min page: waveform ready, peaks cached | {warm:.0f} ms | "
+          f"{warm / cold:.2f}x the first visit | - | - |")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--segments", type=int, default=10_000)
     parser.add_argument("--queue", default="10000,100000")
+    parser.add_argument("--only", choices=["long-page"], default=None)
     args = parser.parse_args()
     load = os.getloadavg()[0]
     print(
@@ -290,6 +367,9 @@ def main() -> None:
     )
     print("| figure | median | p95 / worst | target | verdict |\n|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="medasr-web-bench-") as folder:
+        long_recording_page(Path(folder))
+        if args.only:
+            return
         queue_and_item(Path(folder), sizes=[int(s) for s in args.queue.split(",")])
         first_byte(Path(folder))
         memory_while_serving(Path(folder), segments=args.segments)

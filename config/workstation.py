@@ -55,6 +55,16 @@ class ReviewSettings(BaseModel):
         ),
     )
 
+    segment_max_s: float = Field(
+        30.0,
+        ge=5.0,
+        le=3600.0,
+        description=(
+            "Workstation: a transcribed chunk longer than this many seconds shows its pauses "
+            "as sub-segment marks on the recording's waveform."
+        ),
+    )
+
     def effective_sample_rate(self) -> float:
         """The sample rate asked for, else the mode's default."""
         if self.sample_rate is not None:

@@ -177,6 +177,14 @@ class QueueSize:
 
 
 @dataclass(frozen=True)
+class QueueChoices:
+    """What the queue's filters can choose from: the languages and flags that wait."""
+
+    languages: list[str]
+    flags: list[str]
+
+
+@dataclass(frozen=True)
 class ReviewerRecord:
     """A person who may sign in to the review workstation (never the password hash out)."""
 

@@ -15,6 +15,7 @@ from typing import Protocol
 from storage.interface import ChunkRepository, ReviewRepository, UnitOfWork
 from storage.records import (
     ItemRecord,
+    QueueChoices,
     ReviewerRecord,
     RevisionRecord,
     WebSessionRecord,
@@ -42,6 +43,10 @@ class ReviewQueueRepository(ReviewRepository, Protocol):
         limit: int = 50,
     ) -> list[ItemRecord]:
         """A page of the review queue, oldest first, after the (updated_at, id) `after`."""
+        ...
+
+    def queue_choices(self) -> QueueChoices:
+        """The languages and flags of the recordings waiting for review, sorted."""
         ...
 
     def corrected_count(self) -> int:

@@ -17,7 +17,7 @@ from storage import clock
 from storage.errors import NotUnderReview
 from storage.models import ChunkRow, Item
 from storage.queries import items_where
-from storage.records import ItemRecord, QueueSize
+from storage.records import ItemRecord, QueueChoices, QueueSize
 
 _WITH_TEXT = ("done", "needs_review")
 
@@ -68,6 +68,16 @@ class Reviews:
             select(Item.updated_at).where(waiting).order_by(Item.updated_at).limit(1)
         )
         return QueueSize(waiting=int(count or 0), oldest=oldest)
+
+    def queue_choices(self) -> QueueChoices:
+        """The languages and flags of the recordings waiting for review, sorted."""
+        # No DISTINCT: PostgreSQL's json type has no equality to compare flags with.
+        rows = self._session.execute(
+            select(Item.language, Item.flags).where(Item.status == "needs_review")
+        ).all()
+        languages = {language for language, _ in rows}
+        flags = {flag for _, found in rows for flag in (found or []) if isinstance(flag, str)}
+        return QueueChoices(languages=sorted(languages), flags=sorted(flags))
 
     def corrected_count(self) -> int:
         """How many recordings carry a reviewer's version instead of the machine's."""

@@ -8,9 +8,9 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from config.workstation import WebSettings
+from config.workstation import ReviewSettings, WebSettings
 from storage.review_interface import ReviewStore
-from web import admin, audio_stream, pages, quality_page, review_actions, sessions
+from web import admin, audio_stream, pages, quality_page, review_actions, sessions, waveform
 from web.context import HERE, Workstation, new_templates
 from web.limits import BodyLimit
 from web.security import SecurityHeaders
@@ -23,7 +23,9 @@ class _RowIdConvertor(IntegerConvertor):
     regex = "[0-9]{1,18}"
 
 
-def build_app(store: ReviewStore, *, web: WebSettings, tls: bool) -> Starlette:
+def build_app(
+    store: ReviewStore, *, web: WebSettings, tls: bool, review: ReviewSettings | None = None
+) -> Starlette:
     """The review workstation over `store` (opened by the caller, disposed by it too)."""
     register_url_convertor("id", _RowIdConvertor())
     routes = [
@@ -35,6 +37,7 @@ def build_app(store: ReviewStore, *, web: WebSettings, tls: bool) -> Starlette:
         Route("/items", signed_in(pages.search_page), methods=["GET"]),
         Route("/items/{item_id:id}", signed_in(pages.item_page), methods=["GET"]),
         Route("/items/{item_id:id}/audio", signed_in(audio_stream.audio), methods=["GET"]),
+        Route("/items/{item_id:id}/peaks", signed_in(waveform.peaks), methods=["GET"]),
         Route("/items/{item_id:id}/draft", signed_in(review_actions.save_draft), methods=["POST"]),
         Route("/items/{item_id:id}/finalize", signed_in(review_actions.finalize), methods=["POST"]),
         Route("/items/{item_id:id}/accept", signed_in(review_actions.accept), methods=["POST"]),
@@ -55,5 +58,8 @@ def build_app(store: ReviewStore, *, web: WebSettings, tls: bool) -> Starlette:
     ]
     middleware = [Middleware(SecurityHeaders, tls=tls), Middleware(BodyLimit)]
     app = Starlette(routes=routes, middleware=middleware)
-    app.state.workstation = Workstation(store=store, web=web, tls=tls, templates=new_templates())
+    segment_max_s = (review or ReviewSettings()).segment_max_s
+    app.state.workstation = Workstation(
+        store=store, web=web, tls=tls, templates=new_templates(), segment_max_s=segment_max_s
+    )
     return app

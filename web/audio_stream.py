@@ -92,10 +92,10 @@ async def audio(request: Request, session: WebSessionRecord) -> Response:
     first, last = wanted
     copies = AsyncExitStack()
     try:
-        path = await _readable_path(item, roots=roots, copies=copies, request=request)
+        path = await readable_path(item, roots=roots, copies=copies, request=request)
         if isinstance(path, AudioCheck):
             await copies.aclose()  # the copy of another recording goes at once
-            return await _changed_answer(request, session, item=item, found=path)
+            return await changed_answer(request, session, item=item, found=path)
         if isinstance(path, Response):
             return path
         stretch = Stretch(path=path, start_ms=start_ms, samples=samples)
@@ -192,7 +192,7 @@ async def _released_before_end(
         yield held
 
 
-async def _readable_path(
+async def readable_path(
     item: ItemRecord, *, roots: list[str], copies: AsyncExitStack, request: Request
 ) -> Path | AudioCheck | Response:
     """A path ffmpeg can read holding the item's recording: the local file, or a private
@@ -223,7 +223,7 @@ async def _readable_path(
     return fetched.path
 
 
-async def _changed_answer(
+async def changed_answer(
     request: Request, session: WebSessionRecord, *, item: ItemRecord, found: AudioCheck
 ) -> Response:
     """The page saying the recording changed on disk (409), and its `audio_changed` event."""

@@ -50,7 +50,7 @@ def web_command(
         typer.echo(f"medasr: {one_line(str(exc))}", err=True)
         raise typer.Exit(EXIT_SOME_FAILED) from None
     web = settings.web
-    app = build_app(store, web=web, tls=tls)
+    app = build_app(store, web=web, tls=tls, review=settings.review)
     scheme = "https" if tls else "http"
     typer.echo(f"medasr web: serving the review workstation on {scheme}://{host}:{port}/")
     try:

@@ -14,6 +14,7 @@ from starlette.templating import Jinja2Templates
 
 from config.workstation import WebSettings
 from storage.review_interface import ReviewStore, ReviewUnitOfWork
+from tasks.review.peaks import PeaksCache
 from tasks.review.recording_check import VerifiedFiles
 from web.throttle import SignInThrottle, Verifications
 
@@ -33,6 +34,9 @@ class Workstation:
     verified: VerifiedFiles = field(default_factory=VerifiedFiles)
     throttle: SignInThrottle = field(default_factory=SignInThrottle)
     verifications: Verifications = field(default_factory=Verifications)
+    # A chunk longer than this shows its pauses on the waveform (MEDASR_REVIEW__SEGMENT_MAX_S).
+    segment_max_s: float = 30.0
+    peaks: PeaksCache = field(default_factory=PeaksCache)
 
 
 def new_templates() -> Jinja2Templates:

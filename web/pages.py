@@ -16,7 +16,7 @@ from audit import AuditAction, record_event
 from storage.records import ItemRecord, RevisionRecord, WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.discovery.recording_names import recording_name
-from web.context import in_unit_of_work, render
+from web.context import in_unit_of_work, render, workstation
 from web.limits import TEXT_MAX_CHARS
 from web.next_item import LastItem, filters_of, read_last_item
 from web.views import (
@@ -48,6 +48,7 @@ async def queue_page(request: Request, session: WebSessionRecord) -> Response:
             "rows": queue_rows(page[:PAGE_SIZE], roots=roots, now=uow.reviewers.now()),
             "next": cursor_of(page[PAGE_SIZE - 1]) if len(page) > PAGE_SIZE else None,
             "queue": uow.reviews.queue_size(),
+            "choices": uow.reviews.queue_choices(),
             "last_item": read_last_item(uow, done),
         }
 
@@ -146,7 +147,9 @@ def render_item(
     """The recording's page, with a notice (and the reviewer's unsaved text) if any;
     `over_draft`: the draft a repeated Send back confirms setting aside."""
     filters = filters_of(request.query_params)
+    max_ms = round(workstation(request).segment_max_s * 1000)
     context = {
+        "waveform": any(s.end_ms - s.start_ms > max_ms for s in view.segments),
         "over_draft": over_draft,
         "text_max_chars": TEXT_MAX_CHARS,
         "view": view,

@@ -10,6 +10,7 @@ from storage.records import ChunkRecord, ItemRecord
 from tasks.discovery.recording_names import recording_name
 
 PAGE_SIZE = 50
+WAITING = "needs_review"  # the only status whose time since the last change is a wait
 _ID_MAX_DIGITS = 18  # past a 64-bit integer the store cannot compare it
 
 
@@ -55,7 +56,7 @@ def queue_rows(items: list[ItemRecord], *, roots: list[str], now: datetime) -> l
             language=item.language,
             duration=clock(item.duration_ms or 0),
             flags=", ".join(item.flags) or str(item.extras.get("review_reason") or "routine"),
-            age=age(now - item.updated_at),
+            age=age(now - item.updated_at) if item.status == WAITING else "",
             status=item.status,
         )
         for item in items

@@ -67,6 +67,12 @@ def signed_in_page(context: Any, served: Served, name: str = "ann") -> Any:
     return page
 
 
+def press_and_confirm(page: Any, testid: str) -> None:
+    """Press a decision that asks first (Finalize, Send back) and answer yes."""
+    page.get_by_test_id(testid).click()
+    page.get_by_test_id("confirm-yes").click()
+
+
 def player(page: Any, expression: str) -> Any:
     return page.evaluate(f"() => {{ const p = {PLAYER}; return {expression}; }}")
 
@@ -101,7 +107,7 @@ def test_a_change_without_its_csrf_token_is_refused(
     page.evaluate("() => document.querySelector('#decision [name=csrf_token]').remove()")
     page.get_by_test_id("editor").fill("forged words")
     with page.expect_response(f"**/items/{recording}/finalize") as answer:
-        page.get_by_test_id("finalize").click()
+        press_and_confirm(page, "finalize")
     assert answer.value.status == 403
     assert "nothing was changed" in page.content()
     assert get_item(served.store, recording).status == "needs_review"
@@ -130,11 +136,11 @@ def test_the_queue_pages_and_filters(context: Any, served: Served, recording: in
     expect(page.get_by_test_id("queue-item")).to_have_count(7)
     assert page.get_by_test_id("next-page").count() == 0
     page.goto(f"{served.url}/")
-    page.get_by_test_id("filter-language").fill("ta")
+    page.get_by_test_id("filter-language").select_option("ta")
     page.get_by_test_id("filter-apply").click()
     expect(page.get_by_test_id("queue-item")).to_have_count(1)
     page.get_by_test_id("queue-item").click()
-    assert page.url == f"{served.url}/items/{tamil}"
+    assert page.url == f"{served.url}/items/{tamil}?language=ta"  # the filter goes along
 
 
 def test_a_segment_plays_inside_its_own_time(context: Any, served: Served, recording: int) -> None:
@@ -202,7 +208,7 @@ def test_the_second_save_of_a_stale_version_is_refused(
         ann.wait_for_url("**notice=draft")
         bob.get_by_test_id("editor").fill("bob's version")
         with bob.expect_response(f"**/items/{recording}/finalize") as answer:
-            bob.get_by_test_id("finalize").click()
+            press_and_confirm(bob, "finalize")
         assert answer.value.status == 409
         assert "was saved after the version you edited" in bob.get_by_test_id("notice").inner_text()
         assert bob.get_by_test_id("editor").input_value() == "ann's version"
@@ -243,8 +249,8 @@ def test_a_correction_after_filing_is_delivered_as_a_replacement_to_every_target
         page.goto(f"{served.url}/items?search=ward/a")
         page.get_by_test_id("queue-item").click()
         page.get_by_test_id("editor").fill("metformin 500 mg twice daily. review in 6 weeks.")
-        page.get_by_test_id("finalize").click()
-        page.wait_for_url("**notice=finalized")
+        press_and_confirm(page, "finalize")
+        page.wait_for_url("**notice=finalized**")
 
         for settings in targets.values():
             assert deliver_now(settings, served.store).delivered == 1

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from storage.review_interface import ReviewStore
 from tests.helpers.review import audit_actions, get_item
 from tests.web.browser import launched_browser
-from tests.web.test_browser import signed_in_page
+from tests.web.test_browser import press_and_confirm, signed_in_page
 from tests.web.workstation import Served, serve, write_tone_wav
 
 pytestmark = pytest.mark.xdist_group("browser")
@@ -49,7 +49,7 @@ def test_accept_on_a_page_a_colleague_saved_over_is_refused(
         expect(bob.get_by_test_id("editor")).to_have_value("metformin 500 mg twice daily")
         assert get_item(served.store, recording).status == "needs_review"
 
-        bob.get_by_test_id("send-back").click()
+        press_and_confirm(bob, "send-back")
         expect(bob.get_by_test_id("notice")).to_contain_text("ann saved a draft (revision 1)")
         expect(bob.get_by_test_id("editor")).to_have_value("metformin 500 mg twice daily")
         assert get_item(served.store, recording).status == "needs_review"

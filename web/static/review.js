@@ -1,4 +1,5 @@
-// The review workstation's page behaviour: segment playback, keyboard, the live diff.
+// The review workstation's page behaviour: segment playback, keyboard, the question
+// before Finalize and Send back, one text at a time, the live diff.
 // Served as a file (the Content-Security-Policy allows no inline script).
 "use strict";
 
@@ -33,7 +34,6 @@
       return;
     }
     const times = segmentTimes(position);
-    segments.forEach((element, i) => element.classList.toggle("playing", i === position));
     stopAt = times.end;
     player.currentTime = times.start;
     player.play();
@@ -47,12 +47,53 @@
     });
   });
 
+  // The list scrolls on its own: the page (and the reviewer's place in the editor) stays.
+  const list = document.querySelector(".segments");
+  function keepInList(element) {
+    const top = element.offsetTop;
+    if (top < list.scrollTop || top + element.offsetHeight > list.scrollTop + list.clientHeight) {
+      list.scrollTop = Math.max(0, top - list.clientHeight / 3);
+    }
+  }
+
+  // The legend's open or closed state is kept for the next page.
+  const legend = document.querySelector("[data-testid=keys-legend]");
+  if (legend) {
+    legend.open = window.localStorage.getItem("medasr:legend") !== "closed";
+    legend.addEventListener("toggle", () => {
+      window.localStorage.setItem("medasr:legend", legend.open ? "open" : "closed");
+    });
+  }
+
+  // The segment under the playing position is marked (and scrolled into its list).
+  let marked = -1;
+  function markPlaying() {
+    const now = player.currentTime;
+    const position = segments.findIndex((_, i) => {
+      const times = segmentTimes(i);
+      return now >= times.start && now < times.end;
+    });
+    if (position === marked) {
+      return;
+    }
+    marked = position;
+    segments.forEach((element, i) => {
+      element.classList.toggle("playing", i === position);
+      element.toggleAttribute("aria-current", i === position);
+    });
+    if (position >= 0) {
+      keepInList(segments[position]);
+    }
+  }
+
   player.addEventListener("timeupdate", () => {
     if (stopAt !== null && player.currentTime >= stopAt) {
       player.pause();
       stopAt = null;
     }
+    markPlaying();
   });
+  player.addEventListener("seeked", markPlaying);
 
   function togglePlay() {
     if (player.paused) {
@@ -79,33 +120,101 @@
   }
 
   function nextSegment() {
-    // The first segment that starts after the playing position.
+    // The first segment, or pause inside a long one (the waveform's marks), that starts
+    // after the playing position.
     const now = player.currentTime;
-    playSegment(segments.findIndex((_, i) => segmentTimes(i).start > now + 0.01));
+    const next = segments.findIndex((_, i) => segmentTimes(i).start > now + 0.01);
+    const pause = Array.from(document.querySelectorAll("[data-testid=sub-segment-mark]"))
+      .map((mark) => Number(mark.dataset.atMs) / 1000)
+      .filter((at) => at > now + 0.01)
+      .sort((a, b) => a - b)[0];
+    if (pause !== undefined && (next < 0 || pause < segmentTimes(next).start)) {
+      stopAt = null;
+      player.currentTime = pause;
+      player.play();
+      return;
+    }
+    playSegment(next);
   }
 
-  function finalize() {
-    const button = document.querySelector("[data-testid=finalize]");
-    if (button) {
-      button.click();
+  // A decision pressed by its shortcut is meant: it is sent at once. Pressed by mouse
+  // (or Enter on the focused button) Finalize and Send back ask first.
+  const form = document.getElementById("decision");
+  const dialog = document.querySelector("[data-testid=confirm-dialog]");
+  let asked = null; // the button whose question the dialog shows
+
+  function decide(testid) {
+    const button = document.querySelector("[data-testid=" + testid + "]");
+    if (button && form) {
+      form.requestSubmit(button);
     }
   }
 
+  document.querySelectorAll("button[data-confirm]").forEach((button) => {
+    button.addEventListener("click", (event) => {
+      if (!dialog || typeof dialog.showModal !== "function") {
+        return; // no dialog: the browser's own submit, as without script
+      }
+      event.preventDefault();
+      asked = button;
+      dialog.querySelector("[data-testid=confirm-question]").textContent = button.dataset.confirm;
+      dialog.showModal();
+    });
+  });
+  if (dialog) {
+    dialog.querySelector("[data-testid=confirm-no]").addEventListener("click", () => dialog.close());
+    dialog.querySelector("[data-testid=confirm-yes]").addEventListener("click", () => {
+      dialog.close();
+      if (asked && form) {
+        form.requestSubmit(asked);
+      }
+    });
+  }
+
+  // One text on screen: the editor, the machine's text or the changes (Alt+M cycles).
+  const tabs = Array.from(document.querySelectorAll("[role=tab]"));
+  function showView(position) {
+    tabs.forEach((tab, i) => {
+      tab.setAttribute("aria-selected", String(i === position));
+      document.getElementById(tab.getAttribute("aria-controls")).hidden = i !== position;
+    });
+    if (position === 0 && editor) {
+      editor.focus();
+    }
+  }
+  tabs.forEach((tab, position) => tab.addEventListener("click", () => showView(position)));
+  function nextView() {
+    const shown = tabs.findIndex((tab) => tab.getAttribute("aria-selected") === "true");
+    showView((shown + 1) % tabs.length);
+  }
+
+  // A held key (a foot pedal held down) repeats its keydown: a toggle or a decision acts
+  // on the first press only; the jumps repeat.
+  const once = (action) => (event) => {
+    if (!event.repeat) {
+      action();
+    }
+  };
   const KEYS = [
-    [(e) => (e.ctrlKey && e.code === "Space") || e.key === "F8", togglePlay],
-    [(e) => (e.altKey && e.key === "ArrowLeft") || e.key === "F7", () => jump(-JUMP_S)],
+    [(e) => (e.ctrlKey && e.code === "Space") || e.key === "F8", once(togglePlay)],
+    [(e) => (e.altKey && e.key === "ArrowLeft") || e.key === "F4" || e.key === "F7", () => jump(-JUMP_S)],
     [(e) => (e.altKey && e.key === "ArrowRight") || e.key === "F9", () => jump(JUMP_S)],
     [(e) => e.altKey && e.key === "ArrowDown", () => changeRate(-RATE_STEP)],
     [(e) => e.altKey && e.key === "ArrowUp", () => changeRate(RATE_STEP)],
-    [(e) => (e.altKey && e.code === "KeyN") || e.key === "F10", nextSegment],
-    [(e) => e.ctrlKey && e.key === "Enter", finalize],
+    [(e) => (e.altKey && e.code === "KeyN") || e.key === "F2" || e.key === "F10", nextSegment],
+    [(e) => e.altKey && !e.shiftKey && e.code === "KeyM", nextView],
+    [(e) => e.ctrlKey && e.key === "Enter", once(() => decide("finalize"))],
+    [(e) => e.altKey && e.shiftKey && e.code === "KeyB", once(() => decide("send-back"))],
   ];
 
   document.addEventListener("keydown", (event) => {
+    if (dialog && dialog.open) {
+      return; // the question's own keys (Enter, Escape) answer it
+    }
     for (const [matches, action] of KEYS) {
       if (matches(event)) {
         event.preventDefault();
-        action();
+        action(event);
         return;
       }
     }

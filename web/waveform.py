@@ -1,0 +1,69 @@
+"""GET /items/ID/peaks: the recording's waveform (peaks) and the pauses marking the
+sub-segments of chunks longer than MEDASR_REVIEW__SEGMENT_MAX_S, as JSON.
+
+Peaks are derived from the patient's audio, so they are served like the audio itself:
+only with a session, never cached by the browser (web/security.py), only while the file
+is still the recording that was transcribed (else the `audio_changed` page, 409), and
+each answer is an `audio_served` event naming the whole recording (`detail.waveform`).
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+
+from audit import AuditAction, record_event
+from storage.records import ItemRecord, WebSessionRecord
+from storage.review_interface import ReviewUnitOfWork
+from tasks.discovery.recording_names import recording_name
+from tasks.review.peaks import BUCKET_MS, sub_segment_marks
+from tasks.review.recording_check import AudioCheck
+from web.audio_stream import changed_answer, readable_path
+from web.context import in_unit_of_work, workstation
+
+
+async def peaks(request: Request, session: WebSessionRecord) -> Response:
+    """The peaks (0..255 per BUCKET_MS) and the sub-segment marks of one recording."""
+    item_id = int(request.path_params["item_id"])
+
+    def read(uow: ReviewUnitOfWork) -> tuple[ItemRecord | None, list[tuple[int, int, int]]]:
+        chunks = uow.chunks.done_chunks(item_id).values()
+        return uow.item_queries.get_item(item_id), [
+            (c.index, c.start_ms, c.end_ms) for c in sorted(chunks, key=lambda c: c.index)
+        ]
+
+    item, chunks = await in_unit_of_work(request, read, read_only=True)
+    if item is None:
+        return PlainTextResponse(f"there is no recording {item_id}", status_code=404)
+    roots = await in_unit_of_work(request, lambda uow: uow.runs.run_sources(), read_only=True)
+    async with AsyncExitStack() as copies:
+        path = await readable_path(item, roots=roots, copies=copies, request=request)
+        if isinstance(path, AudioCheck):
+            return await changed_answer(request, session, item=item, found=path)
+        if isinstance(path, Response):
+            return path
+        found = workstation(request)
+        key = (item.id, item.sha256 or path.as_posix())
+        waveform = await run_in_threadpool(found.peaks.peaks_of, key, path)
+    max_ms = round(found.segment_max_s * 1000)
+    marks = sub_segment_marks(waveform, chunks=chunks, max_ms=max_ms)
+
+    def record(uow: ReviewUnitOfWork) -> None:
+        name = recording_name(item.source_uri, roots=uow.runs.run_sources())
+        detail: dict[str, str | int] = {
+            "start_ms": 0, "end_ms": waveform.duration_ms, "waveform": "peaks"
+        }  # fmt: skip
+        record_event(uow, action=AuditAction.AUDIO_SERVED, actor=session.reviewer.name,
+                     item_id=item.id, path=name, detail=detail)  # fmt: skip
+
+    await in_unit_of_work(request, record)
+    return JSONResponse({
+        "bucket_ms": BUCKET_MS,
+        "duration_ms": waveform.duration_ms,
+        "segment_max_ms": max_ms,
+        "peaks": waveform.values.tolist(),
+        "marks": [{"segment": m.segment, "at_ms": m.at_ms} for m in marks],
+    })  # fmt: skip
