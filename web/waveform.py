@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from audit import AuditAction, record_event
 from storage.records import ItemRecord, WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
+from tasks.audio.ffmpeg import find_ffmpeg, input_arg
 from tasks.discovery.recording_names import recording_name
 from tasks.review.peaks import BUCKET_MS, sub_segment_marks
 from tasks.review.recording_check import AudioCheck
@@ -47,7 +48,9 @@ async def peaks(request: Request, session: WebSessionRecord) -> Response:
             return path
         found = workstation(request)
         key = (item.id, item.sha256 or path.as_posix())
-        waveform = await run_in_threadpool(found.peaks.peaks_of, key, path)
+        waveform = await run_in_threadpool(
+            lambda: found.peaks.peaks_of(key, ffmpeg=find_ffmpeg(), source=input_arg(path))
+        )
     max_ms = round(found.segment_max_s * 1000)
     marks = sub_segment_marks(waveform, chunks=chunks, max_ms=max_ms)
 

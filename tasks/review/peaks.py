@@ -14,11 +14,8 @@ import subprocess
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-
-from tasks.audio.ffmpeg import find_ffmpeg, input_arg
 
 BUCKET_MS = 100
 RATE_HZ = 8_000
@@ -47,10 +44,11 @@ class Mark:
     at_ms: int
 
 
-def compute_peaks(path: Path) -> Peaks:
-    """The recording's peaks, decoded by ffmpeg (mono, RATE_HZ) a block at a time."""
+def compute_peaks(*, ffmpeg: str, source: str) -> Peaks:
+    """The peaks of the recording ffmpeg reads as `source` (its `-i` argument), decoded
+    (mono, RATE_HZ) a block at a time."""
     command = [
-        find_ffmpeg(), "-nostdin", "-hide_banner", "-loglevel", "error", "-i", input_arg(path),
+        ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-i", source,
         "-vn", "-ac", "1", "-ar", str(RATE_HZ), "-f", "s16le", "-acodec", "pcm_s16le", "pipe:1",
     ]  # fmt: skip
     found: list[np.ndarray] = []
@@ -104,13 +102,13 @@ class PeaksCache:
         self._max = max_recordings
         self.computed = 0  # how many were decoded (the rest came from the cache)
 
-    def peaks_of(self, key: tuple[int, str], path: Path) -> Peaks:
-        """The cached peaks of `key`, else those of `path` (then cached)."""
+    def peaks_of(self, key: tuple[int, str], *, ffmpeg: str, source: str) -> Peaks:
+        """The cached peaks of `key`, else those ffmpeg decodes from `source` (then cached)."""
         with self._lock:
             if key in self._found:
                 self._found.move_to_end(key)
                 return self._found[key]
-        peaks = compute_peaks(path)
+        peaks = compute_peaks(ffmpeg=ffmpeg, source=source)
         with self._lock:
             self.computed += 1
             self._found[key] = peaks

@@ -72,7 +72,9 @@ def test_the_pauses_of_a_long_chunk_are_marks_within_the_bound(
 ) -> None:
     decoded = []
     compute = peaks_module.compute_peaks
-    monkeypatch.setattr(peaks_module, "compute_peaks", lambda p: decoded.append(p) or compute(p))
+    monkeypatch.setattr(
+        peaks_module, "compute_peaks", lambda **given: decoded.append(given) or compute(**given)
+    )
     with httpx.Client(base_url=served.url) as anonymous:
         assert anonymous.get(f"/items/{dictation}/peaks").headers["location"].startswith("/login")
     with client_of(served, "ann") as ann:
