@@ -5,10 +5,14 @@ them, the recording's page posts its decision to a URL carrying them too (so a r
 decision's page keeps them), and the redirect after Finalize, Accept or Send back opens
 the oldest item still waiting under the same filters, or the filtered queue when none is
 left. The page it lands on names the recording just decided (`done`), with a link back.
+A name is shown only to the session that made the decision (`done` carries a keyed hash
+under the session's own secret), so `?done=N` cannot list recordings' names unaudited.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +21,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from storage.records import WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
 from tasks.discovery.recording_names import recording_name
 from web.context import in_unit_of_work
@@ -25,6 +30,7 @@ from web.context import in_unit_of_work
 MOVING_ON = frozenset({"finalized", "accepted", "sent-back"})
 _CODE = re.compile(r"[A-Za-z_-]{1,32}")
 _ID_MAX_DIGITS = 18
+_DIGEST_CHARS = 32
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,9 @@ def filters_of(values: Mapping[str, object]) -> QueueFilters:
     return QueueFilters(language=code_of(values.get("language")), flag=code_of(values.get("flag")))
 
 
-async def redirect_after(request: Request, *, item_id: int, notice: str) -> Response:
+async def redirect_after(
+    request: Request, *, item_id: int, notice: str, session: WebSessionRecord
+) -> Response:
     """The redirect after a decision: the next item for Finalize, Accept and Send back,
     the same recording for the others (a draft, a language change)."""
     filters = filters_of(request.query_params)
@@ -72,16 +80,29 @@ async def redirect_after(request: Request, *, item_id: int, notice: str) -> Resp
         return next((item.id for item in waiting if item.id != item_id), None)
 
     following = await in_unit_of_work(request, oldest_other, read_only=True)
-    query = filters.query(notice=notice, done=item_id)
+    query = filters.query(notice=notice, done=done_token(session, item_id))
     target = f"/items/{following}?{query}" if following is not None else f"/?{query}"
     return RedirectResponse(target, status_code=303)
 
 
-def read_last_item(uow: ReviewUnitOfWork, value: str | None) -> LastItem | None:
-    """The recording a `done` query names, if it exists (its name only, no text)."""
-    if not value or not value.isdecimal() or len(value) > _ID_MAX_DIGITS:
+def done_token(session: WebSessionRecord, item_id: int) -> str:
+    """`done`'s value: the item id and its keyed hash under this session's secret."""
+    key = session.csrf_token.encode()
+    digest = hmac.new(key, str(item_id).encode(), hashlib.sha256).hexdigest()
+    return f"{item_id}.{digest[:_DIGEST_CHARS]}"
+
+
+def read_last_item(
+    uow: ReviewUnitOfWork, value: str | None, *, session: WebSessionRecord
+) -> LastItem | None:
+    """The recording a `done` value names, if this session made it and it exists (its
+    name only, no text)."""
+    item_id, _, _ = (value or "").partition(".")
+    if not item_id.isdecimal() or len(item_id) > _ID_MAX_DIGITS:
         return None
-    item = uow.item_queries.get_item(int(value))
+    if not hmac.compare_digest(value or "", done_token(session, int(item_id))):
+        return None
+    item = uow.item_queries.get_item(int(item_id))
     if item is None:
         return None
     return LastItem(id=item.id, name=recording_name(item.source_uri, roots=uow.runs.run_sources()))

@@ -49,7 +49,7 @@ async def queue_page(request: Request, session: WebSessionRecord) -> Response:
             "next": cursor_of(page[PAGE_SIZE - 1]) if len(page) > PAGE_SIZE else None,
             "queue": uow.reviews.queue_size(),
             "choices": uow.reviews.queue_choices(),
-            "last_item": read_last_item(uow, done),
+            "last_item": read_last_item(uow, done, session=session),
         }
 
     found = await in_unit_of_work(request, read, read_only=True)
@@ -100,7 +100,9 @@ async def item_page(request: Request, session: WebSessionRecord) -> Response:
     done = request.query_params.get("done")
     view = await in_unit_of_work(
         request,
-        lambda uow: read_item(uow, item_id=item_id, viewer=session.reviewer.name, done=done),
+        lambda uow: read_item(
+            uow, item_id=item_id, viewer=session.reviewer.name, done=done, session=session
+        ),
     )
     if view is None:
         return PlainTextResponse(f"there is no recording {item_id}", status_code=404)
@@ -108,7 +110,12 @@ async def item_page(request: Request, session: WebSessionRecord) -> Response:
 
 
 def read_item(
-    uow: ReviewUnitOfWork, *, item_id: int, viewer: str | None, done: str | None = None
+    uow: ReviewUnitOfWork,
+    *,
+    item_id: int,
+    viewer: str | None,
+    done: str | None = None,
+    session: WebSessionRecord | None = None,
 ) -> ItemView | None:
     """The recording's view (and, for a `viewer`, the transcript_viewed event); `done`:
     the recording decided just before, named on the page."""
@@ -130,7 +137,7 @@ def read_item(
         editor_text=latest.text if latest is not None else (item.text or ""),
         base_revision=latest.number if latest is not None else 0,
         editors=editors,
-        last_item=read_last_item(uow, done),
+        last_item=read_last_item(uow, done, session=session) if session else None,
     )
 
 

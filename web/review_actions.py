@@ -138,7 +138,7 @@ async def _decide(
             request, session, item_id, notice=str(exc), status_code=409 if stale else 400,
             unsaved=unsaved if stale else None, over_draft=over,
         )  # fmt: skip
-    return await redirect_after(request, item_id=item_id, notice=notice)
+    return await redirect_after(request, item_id=item_id, notice=notice, session=session)
 
 
 async def _refused(

@@ -66,7 +66,7 @@
   // After Finalize, Accept or Send back the next item opens and names the decided one
   // (`done`): what was kept for that one is settled.
   const query = new URLSearchParams(window.location.search);
-  const done = query.get("done");
+  const done = (query.get("done") || "").split(".")[0];
   if (done && DECIDED.includes(query.get("notice"))) {
     forget(done);
   }
