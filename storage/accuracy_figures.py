@@ -30,7 +30,7 @@ from storage.records import ItemRecord
 
 _TABLE = NoteAccuracyRow.__table__
 _ERRORS = _TABLE.c.substitutions + _TABLE.c.deletions + _TABLE.c.insertions
-# CorrectedNote's fields read from the figures, in its order.
+# CorrectedNote's fields read from the figures.
 _NOTE_COLUMNS = ("item_id", "language", "author", "department", "reviewer", "reviewed_at")
 _GROUP_COLUMNS = {
     "author": NoteAccuracyRow.author,
@@ -180,7 +180,12 @@ class AccuracyFigures:
             query = query.limit(limit)
         found = [
             CorrectedNote(
-                *row[: len(_NOTE_COLUMNS)],
+                item_id=row.item_id,
+                language=row.language,
+                author=row.author,
+                department=row.department,
+                reviewer=row.reviewer,
+                reviewed_at=row.reviewed_at,
                 metadata=dict(row.item_metadata or {}),
                 machine_text=row.machine_text or "",
                 final_text=row.text or "",
