@@ -14,6 +14,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, String, and_, case, cast, delete, func, select
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import UnaryExpression
+from sqlalchemy.sql.operators import custom_op
 
 from storage.accuracy_records import (
     AccuracyFilter,
@@ -27,6 +29,9 @@ from storage.queries import items_where
 from storage.records import ItemRecord
 
 _TABLE = NoteAccuracyRow.__table__
+_ERRORS = _TABLE.c.substitutions + _TABLE.c.deletions + _TABLE.c.insertions
+# CorrectedNote's fields read from the figures.
+_NOTE_COLUMNS = ("item_id", "language", "author", "department", "reviewer", "reviewed_at")
 _GROUP_COLUMNS = {
     "author": NoteAccuracyRow.author,
     "department": NoteAccuracyRow.department,
@@ -98,15 +103,23 @@ class AccuracyFigures:
         return found
 
     def _key_column(self, key: str) -> ColumnElement[Any]:
+        sqlite = self._session.get_bind().dialect.name == "sqlite"
         if key == "month":
-            if self._session.get_bind().dialect.name == "postgresql":
+            if not sqlite:
                 return func.to_char(func.timezone("UTC", _TABLE.c.reviewed_at), "YYYY-MM")
-            return func.strftime("%Y-%m", _TABLE.c.reviewed_at)
+            # SQLite keeps a UTC time as "YYYY-MM-DD HH:MM:SS.ffffff": its first seven
+            # characters are the month, read without strftime parsing every row's time.
+            return func.substr(_TABLE.c.reviewed_at, 1, 7)
         if key == "bin":  # the histogram's: 0 below 0.80, 1-10 steps of 0.02, 11 exactly 1.0
             steps = [(_TABLE.c.accuracy >= 1.0, 11), (_TABLE.c.accuracy < 0.80, 0)]
             steps += [(_TABLE.c.accuracy < round(0.80 + 0.02 * n, 2), n) for n in range(1, 11)]
             return case(*steps, else_=10)
         column: ColumnElement[Any] = _TABLE.c[key]
+        if sqlite and key in _GROUP_COLUMNS:
+            # SQLite's unary + (a no-op on any value) keeps its planner from walking the
+            # (column, reviewed_at) index to group: a lookup into the table for every
+            # note, twice as slow as reading the table and sorting the groups.
+            return UnaryExpression(column, operator=custom_op("+"), type_=column.type)
         return column
 
     def standings(self, *, window_notes: int) -> list[Standing]:
@@ -142,14 +155,22 @@ class AccuracyFigures:
         return found
 
     def corrected_notes(self, selection: AccuracyFilter, *, limit: int = 0) -> list[CorrectedNote]:
-        """Finalized notes of the selection whose texts are still kept (the newest `limit`
-        of them, oldest first; 0: all)."""
+        """Finalized notes of the selection with a word changed whose texts are still kept
+        (the newest `limit` of them, oldest first; 0: all)."""
+        # Rows, not ORM objects: the Quality page reads 2,000 of them a view.
         query = (
-            select(NoteAccuracyRow, Item.machine_text, Item.text, Item.item_metadata)
+            select(
+                *(_TABLE.c[name] for name in _NOTE_COLUMNS),
+                Item.machine_text,
+                Item.text,
+                Item.item_metadata,
+            )
             .join(Item, Item.id == NoteAccuracyRow.item_id)
             .where(
                 _selected(selection),
                 NoteAccuracyRow.revision > 0,
+                # A note signed off without a word changed has no correction to read.
+                _ERRORS > 0,
                 Item.machine_text.is_not(None),
                 Item.text.is_not(None),
             )
@@ -165,21 +186,24 @@ class AccuracyFigures:
                 department=row.department,
                 reviewer=row.reviewer,
                 reviewed_at=row.reviewed_at,
-                metadata=dict(metadata or {}),
-                machine_text=machine_text or "",
-                final_text=text or "",
+                metadata=dict(row.item_metadata or {}),
+                machine_text=row.machine_text or "",
+                final_text=row.text or "",
             )
-            for row, machine_text, text, metadata in self._session.execute(query)
+            for row in self._session.execute(query)
         ]
         return found[::-1]
 
     def unmeasured_reviews(self, *, limit: int) -> list[ItemRecord]:
         """Done recordings a person signed off or accepted, without figures yet."""
-        measured = select(NoteAccuracyRow.item_id).where(NoteAccuracyRow.item_id == Item.id)
+        # NOT IN over the figures' keys, not a NOT EXISTS per recording: one pass over
+        # the key column instead of a lookup for each of 10^5 done recordings (twice as
+        # quick on SQLite; every reading of the figures asks this first).
+        measured = Item.id.not_in(select(NoteAccuracyRow.item_id))
         reviewed = Item.machine_text.is_not(None) | cast(Item.extras, String).contains(
             '"review"', autoescape=True
         )
-        condition = and_(Item.status == "done", reviewed, ~measured.exists())
+        condition = and_(Item.status == "done", measured, reviewed)
         return items_where(self._session, condition, limit=limit)
 
 

@@ -42,8 +42,8 @@ class AccuracyRepository(Protocol):
         ...
 
     def corrected_notes(self, selection: AccuracyFilter, *, limit: int = 0) -> list[CorrectedNote]:
-        """Finalized notes of the selection whose machine and final texts are still kept
-        (the newest `limit`, oldest first; 0: all)."""
+        """Finalized notes of the selection with a word changed (errors > 0) whose machine
+        and final texts are still kept (the newest `limit`, oldest first; 0: all)."""
         ...
 
     def unmeasured_reviews(self, *, limit: int) -> list[ItemRecord]:

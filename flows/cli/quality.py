@@ -9,13 +9,15 @@ written. Exit codes: 0 done, 2 a bad option or no database, 1 a store error.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
 
 from audit import AuditAction, command_actor, record_event
 from audit.filters import parse_when
-from config.errors import ConfigError
+from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
 from config.settings import load_settings
 from flows.cli.quality_tables import (
     CORRECTION_COLUMNS,
@@ -25,11 +27,11 @@ from flows.cli.quality_tables import (
     group_record,
     write_records,
 )
-from flows.cli.store import _command_errors
 from storage import open_review_store
 from storage.accuracy_records import AccuracyFilter
 from storage.database import database_exists
 from storage.review_interface import ReviewStore
+from tasks.discovery.recording_names import one_line
 from tasks.review.quality_reading import (
     QualityQuestion,
     checked_grouping,
@@ -57,6 +59,8 @@ _Format = Annotated[
     QualityFormat,
     typer.Option("--format", help="table (default), jsonl or csv (an export: recorded)."),
 ]
+# A reading's rows and the words after their count on stderr ("12 group(s), 900 note(s)").
+Reading = tuple[list[dict[str, Any]], str]
 
 
 @quality_app.callback()
@@ -75,20 +79,13 @@ def quality_command(
     against the previous period; `medasr quality corrections` lists recurring fixes."""
     if ctx.invoked_subcommand is not None:
         return
-    with _command_errors():
-        question = _question(by, since=since, until=until, language=language, min_notes=min_notes)
-        store = _open_store()
-        try:
-            groups = read_quality(store, question)
-            records = [group_record(group) for group in groups]
-            count = write_records(
-                records, sys.stdout, columns=GROUP_COLUMNS, quality_format=quality_format
-            )
-            if quality_format is not QualityFormat.table:
-                _record_export(store, what="figures", count=count, ctx=ctx)
-        finally:
-            store.dispose()
-    typer.echo(f"{count} group(s), {sum(group.notes for group in groups)} note(s)", err=True)
+
+    def figures(store: ReviewStore, question: QualityQuestion) -> Reading:
+        groups = read_quality(store, question)
+        notes = sum(group.notes for group in groups)
+        return [group_record(group) for group in groups], f"group(s), {notes} note(s)"
+
+    _write_reading(ctx, figures, what="figures", columns=GROUP_COLUMNS)
 
 
 @quality_app.command("corrections")
@@ -103,20 +100,57 @@ def corrections_command(
 ) -> None:
     """The recurring substitutions (machine words -> final words), counted over notes,
     with how many authors; only from notes whose texts are still kept."""
-    with _command_errors():
-        question = _question(by, since=since, until=until, language=language, min_notes=1)
+
+    def corrections(store: ReviewStore, question: QualityQuestion) -> Reading:
+        found = read_corrections(store, question, top=top)
+        return [correction_record(correction) for correction in found], "correction(s)"
+
+    _write_reading(ctx, corrections, what="corrections", columns=CORRECTION_COLUMNS)
+
+
+def _write_reading(
+    ctx: typer.Context,
+    read: Callable[[ReviewStore, QualityQuestion], Reading],
+    *,
+    what: str,
+    columns: Sequence[str],
+) -> None:
+    """Both commands' shape: the question from the options, the store read, the rows
+    written, an export (jsonl, csv) recorded, and the rows counted on stderr."""
+    options = ctx.params
+    quality_format: QualityFormat = options["quality_format"]
+    with _quality_errors():
+        asked = _question(
+            options["by"], since=options["since"], until=options["until"],
+            language=options["language"], min_notes=options.get("min_notes", 1),
+        )  # fmt: skip
         store = _open_store()
         try:
-            found = read_corrections(store, question, top=top)
-            records = [correction_record(correction) for correction in found]
+            records, counted = read(store, asked)
             count = write_records(
-                records, sys.stdout, columns=CORRECTION_COLUMNS, quality_format=quality_format
+                records, sys.stdout, columns=columns, quality_format=quality_format
             )
             if quality_format is not QualityFormat.table:
-                _record_export(store, what="corrections", count=count, ctx=ctx)
+                _record_export(store, what=what, count=count, ctx=ctx)
         finally:
             store.dispose()
-    typer.echo(f"{count} correction(s)", err=True)
+    typer.echo(f"{count} {counted}", err=True)
+
+
+@contextmanager
+def _quality_errors() -> Iterator[None]:
+    """One line and an exit code instead of a traceback: 2 configuration, 1 other.
+
+    flows/cli/store.py's `_command_errors` says the same, but importing that module
+    (its console, the run summary, discovery) was half of this command's second."""
+    try:
+        yield
+    except ConfigError as exc:
+        typer.echo(f"medasr: configuration error: {one_line(str(exc))}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    except MedasrError as exc:
+        typer.echo(f"medasr: {one_line(str(exc))}", err=True)
+        raise typer.Exit(EXIT_SOME_FAILED) from None
 
 
 def _question(

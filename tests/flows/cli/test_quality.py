@@ -5,7 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -140,3 +143,20 @@ def test_a_bad_option_is_one_line_and_exit_2(
     assert result.exit_code == 2
     assert words in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_command_imports_no_aligner_and_no_status_console() -> None:
+    """`medasr quality` reads sums: it must not pay at start-up for jiwer and rapidfuzz
+    (aligning is for the notes not yet measured) nor for `medasr status`'s console and
+    the run summary and discovery it pulls in (half of the command's second)."""
+    probe = (
+        "import sys; from flows.cli.commands import COMMANDS, load_command; "
+        "load_command(next(c for c in COMMANDS if c.name == 'quality')); "
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    root = Path(__file__).resolve().parents[3]  # the code under test, not an installed copy
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
+    heavy = {"jiwer", "rapidfuzz", "rich", "flows.cli.store", "tasks.discovery.discover"}
+    assert heavy.isdisjoint(loaded), sorted(heavy.intersection(loaded))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import random
+import re
+import unicodedata
+
 import pytest
 
 from tasks.review.word_accuracy import corrections_of, measure_words, words_of
@@ -47,3 +51,20 @@ def test_corrections_are_word_pairs_never_a_sentence() -> None:
     pairs = corrections_of(machine, final, language="en")
     assert ("met for men", "metformin") in pairs
     assert all(len(said.split()) <= 3 and len(meant.split()) <= 3 for said, meant in pairs)
+
+
+# The rule of a word spelled character by character (the module's first spelling): a
+# run of letters and digits, and . , : / each between two digits.
+_RULE = re.compile(r"(?:[^\W_]|(?<=\d)[.,:/](?=\d))+")
+
+
+def test_words_follow_the_rule_on_tricky_text() -> None:
+    alphabet = ["a", "Z", "5", "0", "\u0967", "\u00e9", "_", "\uff3f", ".", ",", ":", "/", " ", "-"]
+    rng = random.Random(44)
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        folded = unicodedata.normalize("NFKC", text).casefold()
+        assert words_of(text, language="hi-IN") == _RULE.findall(folded), text
+    assert words_of("five.6 1..2 x_1.5 \uff3f3:4", language="en") == [
+        "5", "6", "1", "2", "x", "1.5", "3:4",
+    ]  # fmt: skip

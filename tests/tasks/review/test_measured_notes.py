@@ -101,3 +101,19 @@ def test_a_purge_keeps_the_figures_and_removes_the_texts(review_store: ReviewSto
     with review_store.unit_of_work(read_only=True) as uow:
         assert uow.accuracy.corrected_notes(AccuracyFilter()) == []
         assert uow.revisions.list_revisions(item) == []
+
+
+def test_corrected_notes_are_those_with_a_word_changed(review_store: ReviewStore) -> None:
+    """A sign-off that changed only punctuation and case has no correction to read: the
+    Quality page's bounded window of newest corrected notes is spent on notes with one."""
+    changed = add_transcribed(review_store, "/src/h.wav", segments=MACHINE)
+    unchanged = add_transcribed(review_store, "/src/i.wav", segments=MACHINE)
+    with review_store.unit_of_work() as uow:
+        finalize(uow, item_id=changed, text="patient takes metformin twice daily", author="ann",
+                 base_revision=0)  # fmt: skip
+        finalize(uow, item_id=unchanged, text="Patient takes met for men, twice daily.",
+                 author="ann", base_revision=0)  # fmt: skip
+    assert figures_of(review_store)[unchanged].errors == 0
+    with review_store.unit_of_work(read_only=True) as uow:
+        found = uow.accuracy.corrected_notes(AccuracyFilter())
+    assert [note.item_id for note in found] == [changed]
