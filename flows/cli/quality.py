@@ -17,6 +17,7 @@ from audit import AuditAction, command_actor, record_event
 from audit.filters import parse_when
 from config.errors import ConfigError
 from config.settings import load_settings
+from flows.cli.error_exits import command_errors
 from flows.cli.quality_tables import (
     CORRECTION_COLUMNS,
     GROUP_COLUMNS,
@@ -25,7 +26,6 @@ from flows.cli.quality_tables import (
     group_record,
     write_records,
 )
-from flows.cli.store import _command_errors
 from storage import open_review_store
 from storage.accuracy_records import AccuracyFilter
 from storage.database import database_exists
@@ -75,7 +75,7 @@ def quality_command(
     against the previous period; `medasr quality corrections` lists recurring fixes."""
     if ctx.invoked_subcommand is not None:
         return
-    with _command_errors():
+    with command_errors():
         question = _question(by, since=since, until=until, language=language, min_notes=min_notes)
         store = _open_store()
         try:
@@ -103,7 +103,7 @@ def corrections_command(
 ) -> None:
     """The recurring substitutions (machine words -> final words), counted over notes,
     with how many authors; only from notes whose texts are still kept."""
-    with _command_errors():
+    with command_errors():
         question = _question(by, since=since, until=until, language=language, min_notes=1)
         store = _open_store()
         try:
