@@ -7,6 +7,9 @@ decide "retry later", "give up on this item" or "stop the run" without knowing t
     ├── TransientError               worth retrying later (network, throttling, lease lost)
     └── TerminalError                retrying the same thing gives the same answer
         ├── InternalError            a bug caught at a file boundary; the batch goes on
+        ├── ReviewRefused            a reviewer's decision refused, nothing changed (the
+        │                            workstation's 409/400, exit code 2); its kinds live
+        │                            in storage/errors.py
         └── RunStop                  not a file's fault: the whole run stops, files not
             │                        yet finished go back to pending (RUN_STOP_ERRORS)
             ├── ConfigError          a setting is missing or invalid (exit code 2)
@@ -21,6 +24,8 @@ store), tasks/errors.py (the audio engine, the shared limit), tasks/delivery/err
 (documents for the patient record).
 `EXIT_CODES` is the one table of the `medasr` command's exit codes;
 docs/troubleshooting.md documents each (tests/config/test_errors.py checks it).
+`exit_code_for` and `error_line` are the one reading of an error a command ends on
+(flows/cli/error_exits.py and `medasr web` print them); `exit_code_of` a run's.
 Messages never contain a token, a key or transcript text. What a receiver said in its
 own words (an OperationOutcome's diagnostics, an ACK's text) is an error's `detail`: it
 often names the patient, so it is stored with the failure and never logged.
@@ -68,6 +73,14 @@ class InternalError(TerminalError):
     kind = "internal_error"
 
 
+class ReviewRefused(TerminalError):
+    """A reviewer's decision refused (asked of the wrong recording, or of a page someone
+    has saved over since): nothing changed. What a person asked, not a setting: it stops
+    no run."""
+
+    kind = "review_refused"
+
+
 class RunStop(TerminalError):
     """Stops the whole run, not one file: nothing more is sent, unfinished files stay pending."""
 
@@ -103,7 +116,8 @@ EXIT_CODES: Final[Mapping[int, str]] = MappingProxyType(
         EXIT_OK: "everything asked for is done",
         EXIT_SOME_FAILED: "some files failed, were skipped as silent or wait for review, "
         "or some documents failed or are in doubt (or a store or audio error outside a run)",
-        EXIT_USAGE: "usage or configuration error (a ConfigError): nothing was sent",
+        EXIT_USAGE: "usage or configuration error (a ConfigError, a refused review decision): "
+        "nothing was sent",
         EXIT_CREDENTIALS: "credentials rejected (401/403): the run stopped at once",
         EXIT_TEMPORARY: "Prefect's temporary server did not start (a busy host): nothing "
         "was sent; try again later",
@@ -129,3 +143,19 @@ def exit_code_of(
     if interrupted:
         return EXIT_INTERRUPTED
     return EXIT_SOME_FAILED if needs_a_person else EXIT_OK
+
+
+def exit_code_for(exc: MedasrError) -> int:
+    """The exit code of a command ended by `exc`: 2 a setting or a refused review
+    decision (the command was asked the wrong thing), else 1 (a store, audio or
+    delivery error)."""
+    return EXIT_USAGE if isinstance(exc, ConfigError | ReviewRefused) else EXIT_SOME_FAILED
+
+
+def error_line(exc: MedasrError) -> str:
+    """The one line a person reads for `exc`: `medasr: <what it is>: <message>`."""
+    if isinstance(exc, ReviewRefused):
+        return f"medasr: usage error: {exc}"
+    if isinstance(exc, ConfigError):
+        return f"medasr: configuration error: {exc}"
+    return f"medasr: {exc}"

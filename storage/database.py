@@ -25,6 +25,7 @@ from sqlalchemy.exc import (
 from sqlalchemy.orm import sessionmaker
 from sqlalchemy.pool import StaticPool
 
+from config.private_files import create_private_file
 from config.settings import StorageSettings
 from storage.errors import (
     DatabaseUrlInvalid,
@@ -192,7 +193,7 @@ def _create_private_file(path: Path) -> None:
     if not path.parent.is_dir():
         raise DatabaseUrlInvalid(f"MEDASR_DATABASE_URL: folder {path.parent} does not exist")
     try:
-        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        descriptor = create_private_file(path)
     except FileExistsError:
         return  # another process created it first
     except OSError as exc:

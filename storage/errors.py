@@ -10,16 +10,19 @@
         ├── SourceUnreadable           no permission, no credentials, not a regular file
         ├── StoreFailed                the database refused a statement (a bug or a constraint)
         ├── ExportRefused              export file not written: a link or another's file in the way
+        ├── ReviewRefused              (config/errors.py) a reviewer's decision refused,
+        │   │                          nothing changed: the workstation answers 409
+        │   │                          (stale) or 400, the command line exits 2
+        │   ├── NotUnderReview         a decision on an item that is not needs_review
+        │   ├── StaleRevision          a save based on a version someone has saved over since
+        │   │   └── DraftInTheWay      a send back over a colleague's draft, not confirmed
+        │   └── NotEditable            an edit of a recording with no transcript to correct
         └── RunStop └── ConfigError  the run stops
             ├── UnsupportedSource      unknown scheme, or its fsspec extra is not installed
             ├── DatabaseUrlInvalid     MEDASR_DATABASE_URL unusable (dialect, driver, path)
             ├── SchemaOutdated         the database is not at the newest revision
             ├── SchemaUnknown          the database is at a revision this medasr does not know
             ├── ManifestInvalid        the metadata manifest (CSV) cannot be read or used
-            ├── NotUnderReview         `medasr review` given an item that is not needs_review
-            ├── StaleRevision          a save based on a version someone has saved over since
-            │   └── DraftInTheWay      a send back over a colleague's draft, not confirmed
-            ├── NotEditable            an edit of a recording with no transcript to correct
             └── ReviewerInvalid        a reviewer name unknown, taken or malformed
 
 `SourceError` and `StoreError` are mixins, so `except SourceError` catches every
@@ -29,7 +32,13 @@ password of a database URL, a credential, or transcript text.
 
 from __future__ import annotations
 
-from config.errors import ConfigError, MedasrError, TerminalError, TransientError
+from config.errors import (
+    ConfigError,
+    MedasrError,
+    ReviewRefused,
+    TerminalError,
+    TransientError,
+)
 
 
 class SourceError(MedasrError):
@@ -110,13 +119,14 @@ class ManifestInvalid(ConfigError):
     kind = "manifest_invalid"
 
 
-class NotUnderReview(ConfigError):
-    """`medasr review --accept/--resend` named an item that does not wait for review."""
+class NotUnderReview(ReviewRefused):
+    """A decision (`medasr review --accept/--resend`, the workstation) on an item that does
+    not wait for review."""
 
     kind = "not_under_review"
 
 
-class StaleRevision(ConfigError):
+class StaleRevision(ReviewRefused):
     """A reviewer saved over a version another reviewer had already replaced; nothing saved."""
 
     kind = "stale_revision"
@@ -132,7 +142,7 @@ class DraftInTheWay(StaleRevision):
         self.number = number  # the draft's revision, which a confirmation must name
 
 
-class NotEditable(ConfigError):
+class NotEditable(ReviewRefused):
     """An edit of a recording that holds no transcript to correct (pending, failed...)."""
 
     kind = "not_editable"

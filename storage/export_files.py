@@ -28,30 +28,20 @@ from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from config.private_files import (
+    PRIVATE_FILE_MODE,
+    PRIVATE_FOLDER_MODE,
+    make_private_folders,
+    open_private_file,
+)
 from storage.errors import ExportRefused
 
 NAME_MAX_BYTES = 255  # one path component (ext4, xfs, btrfs, tmpfs, APFS, NTFS in UTF-16 units)
 PATH_MAX_BYTES = 4095  # a whole path, as most tools on Linux can still open it
 _HASH_CHARS = 10
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # Where hard links are not supported, a new name is renamed into place instead.
 _NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV})
-
-
-def make_private_folders(path: Path) -> None:
-    """Create `path` and each missing parent with mode 0700; existing folders stay as they are.
-
-    Raises OSError (permission, a file in the way).
-    """
-    missing: list[Path] = []
-    folder = path
-    while not os.path.lexists(folder) and folder != folder.parent:
-        missing.append(folder)
-        folder = folder.parent
-    for folder in reversed(missing):
-        with suppress(FileExistsError):
-            os.mkdir(folder, 0o700)
 
 
 def fit_part(part: str, *, max_bytes: int = NAME_MAX_BYTES) -> str:
@@ -128,7 +118,7 @@ def staged_file(folder_fd: int, name: str, *, force: bool) -> Iterator[IO[bytes]
     when the block ends without an error (removed otherwise). Raises ExportRefused, OSError."""
     replacing = _may_replace(folder_fd, name, force=force)
     temp = f".medasr-export-{secrets.token_hex(6)}.tmp"
-    handle = open(os.open(temp, _TEMP_FLAGS, 0o600, dir_fd=folder_fd), "wb")  # noqa: SIM115
+    handle = open_private_file(temp, dir_fd=folder_fd)
     try:
         with handle:
             yield handle
@@ -156,7 +146,7 @@ def _may_replace(folder_fd: int, name: str, *, force: bool) -> bool:
 def _left_by_an_export(found: os.stat_result) -> bool:
     # What an export leaves: our own regular file, 0600, with no other name (a hard link
     # to someone's file has two).
-    private = stat.S_IMODE(found.st_mode) == 0o600
+    private = stat.S_IMODE(found.st_mode) == PRIVATE_FILE_MODE
     return found.st_uid == os.geteuid() and private and found.st_nlink == 1
 
 
@@ -184,7 +174,7 @@ def _open_beneath(root_fd: int, parts: Sequence[str]) -> int:
     try:
         for part in parts:
             with suppress(FileExistsError):
-                os.mkdir(part, 0o700, dir_fd=fd)
+                os.mkdir(part, PRIVATE_FOLDER_MODE, dir_fd=fd)
             try:
                 child = os.open(part, _FOLDER_FLAGS, dir_fd=fd)
             except OSError as exc:

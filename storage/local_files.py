@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from storage.errors import SourceNotFound, SourceUnreadable
-from storage.records import Listing, SkippedFile, SourceFile
+from storage.records import SkippedFile, SourceFile
 
 # Files a second look is batched over, and how recent a modification earns one: a file
 # quiet for longer than that was not being written when it was listed (its one stat is
@@ -26,13 +26,6 @@ SECOND_LOOK_BATCH = 1000
 SECOND_LOOK_RECENT_S = 600.0
 
 Run = list[tuple[str, os.stat_result]]  # one folder's files between two of its sub-folders
-
-
-def list_local(root: str, *, wants: Callable[[str], bool], settle_s: float) -> Listing:
-    """List wanted files under a folder, or one file; raises SourceNotFound, SourceUnreadable."""
-    skipped: list[SkippedFile] = []
-    files = list(iter_local(root, wants=wants, settle_s=settle_s, skipped=skipped))
-    return Listing(files=files, skipped=skipped)
 
 
 def iter_local(

@@ -23,10 +23,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from config.private_files import open_private_file
+
 logger = logging.getLogger("medasr.scratch")
 
 _NAME = re.compile(r"medasr-(\d+)-(\d+)-")
-_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -70,7 +71,7 @@ def private_folder(purpose: str) -> Iterator[Path]:
 
 def create_private_file(path: Path) -> BinaryIO:
     """Open a new file only its owner can read (0600) for writing; OSError if it exists."""
-    return os.fdopen(os.open(path, _CREATE_FLAGS, 0o600), "wb")
+    return open_private_file(path)
 
 
 def remove_dead_leftovers(temp_dir: str | None = None) -> int:

@@ -59,7 +59,8 @@ TASK_WINGS = {
     "tasks.work": set(),
     "tasks.throttle": {"tasks.errors"},
     "tasks.discovery": set(),
-    "tasks.review": set(),
+    # A decision's audit event names the recording as a person reads it.
+    "tasks.review": {"tasks.discovery"},
     "tasks.retention": {"tasks.errors"},
     "tasks.delivery": {"tasks.work", "tasks.throttle", "tasks.discovery", "tasks.errors"},
     "tasks.transcription": {

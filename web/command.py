@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 import uvicorn
 
-from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
+from config.errors import ConfigError, MedasrError, error_line, exit_code_for
 from config.settings import Settings, load_settings
 from storage import open_review_store
 from tasks.discovery.recording_names import one_line
@@ -43,12 +43,9 @@ def web_command(
         settings = load_settings()
         tls = check_transport(settings, host=host)
         store = open_review_store(settings.storage)
-    except ConfigError as exc:
-        typer.echo(f"medasr: configuration error: {one_line(str(exc))}", err=True)
-        raise typer.Exit(EXIT_USAGE) from None
     except MedasrError as exc:
-        typer.echo(f"medasr: {one_line(str(exc))}", err=True)
-        raise typer.Exit(EXIT_SOME_FAILED) from None
+        typer.echo(one_line(error_line(exc)), err=True)
+        raise typer.Exit(exit_code_for(exc)) from None
     web = settings.web
     app = build_app(store, web=web, tls=tls, review=settings.review)
     scheme = "https" if tls else "http"

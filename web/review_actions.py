@@ -1,10 +1,11 @@
 """A reviewer's decisions from the page: save draft, finalize, accept, send back.
 
-Each is tasks/review's plain function and its audit event in one unit of work, then a
-redirect to the recording (POST, redirect, GET). Every decision posts the revision its
-page showed (`base_revision`); a stale one answers 409 with the page as it is now (who
-saved what since) and the reviewer's own text shown beside it, never saved over. A
-refused decision's page shows the transcript, so it is an audited view like any other.
+Each is one call of tasks/review's plain function (which writes the decision's audit
+event in the same unit of work), then a redirect to the recording (POST, redirect, GET).
+Every decision posts the revision its page showed (`base_revision`); a stale one answers
+409 with the page as it is now (who saved what since) and the reviewer's own text shown
+beside it, never saved over. A refused decision's page shows the transcript, so it is an
+audited view like any other.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from audit import AuditAction, record_event
 from config.errors import MedasrError
 from storage.errors import DraftInTheWay, StaleRevision
 from storage.records import WebSessionRecord
@@ -47,8 +47,6 @@ async def accept(request: Request, session: WebSessionRecord) -> Response:
 
     def work(uow: ReviewUnitOfWork, item_id: int, base: int) -> None:
         decisions.accept_as_is(uow, item_id=item_id, author=author, base_revision=base)
-        record_event(uow, action=AuditAction.ACCEPTED, actor=author, item_id=item_id,
-                     detail={"base_revision": base})  # fmt: skip
 
     return await _decide(request, session, work, notice="accepted", base=base)
 
@@ -60,12 +58,9 @@ async def send_back(request: Request, session: WebSessionRecord) -> Response:
     base, over_draft = _revision_of(form.get("base_revision")), _revision_of(form.get("over_draft"))
 
     def work(uow: ReviewUnitOfWork, item_id: int, base: int) -> None:
-        decisions.send_back(uow, item_id=item_id, base_revision=base, over_draft=over_draft)
-        detail: dict[str, str | int] = {"base_revision": base}
-        if over_draft is not None:
-            detail["over_draft"] = over_draft
-        record_event(uow, action=AuditAction.SENT_BACK, actor=author, item_id=item_id,
-                     detail=detail)  # fmt: skip
+        decisions.send_back(
+            uow, item_id=item_id, author=author, base_revision=base, over_draft=over_draft
+        )
 
     return await _decide(request, session, work, notice="sent-back", base=base)
 
@@ -96,22 +91,8 @@ async def _edit(request: Request, session: WebSessionRecord, *, final: bool) -> 
     author = session.reviewer.name
 
     def work(uow: ReviewUnitOfWork, item_id: int, base: int) -> None:
-        if final:
-            revision, _ = decisions.finalize(
-                uow, item_id=item_id, text=text, author=author, base_revision=base
-            )
-        else:
-            revision = decisions.save_draft(
-                uow, item_id=item_id, text=text, author=author, base_revision=base
-            )
-        detail: dict[str, str | int] = {
-            "revision": revision.number, "base_revision": base, "kind": revision.kind
-        }  # fmt: skip
-        record_event(uow, action=AuditAction.REVISION_SAVED, actor=author, item_id=item_id,
-                     detail=detail)  # fmt: skip
-        if final:
-            record_event(uow, action=AuditAction.FINALIZED, actor=author, item_id=item_id,
-                         detail={"revision": revision.number})  # fmt: skip
+        decide = decisions.finalize if final else decisions.save_draft
+        decide(uow, item_id=item_id, text=text, author=author, base_revision=base)
 
     notice = "finalized" if final else "draft"
     return await _decide(request, session, work, notice=notice, unsaved=text, base=base)

@@ -22,7 +22,7 @@ from audit.report import TrailFormat, write_events
 from audit.verify import checked_anchor, verify_trail
 from config.errors import EXIT_SOME_FAILED, ConfigError
 from config.settings import load_settings
-from flows.cli.store import _command_errors
+from flows.cli.error_exits import command_errors
 from storage import open_store
 from storage.audit_records import AuditEvent
 from storage.database import database_exists
@@ -60,7 +60,7 @@ def audit_command(
     """
     if ctx.invoked_subcommand is not None:
         return
-    with _command_errors():
+    with command_errors():
         selection = audit_filter(since=since, until=until, user=user, item_id=item, action=action)
         store = _open_store()
         unreadable: list[AuditEvent] = []
@@ -107,7 +107,7 @@ def verify_command(
 ) -> None:
     """Walk the audit trail's hash chain: exit 0 whole, 1 naming the first event that
     does not match."""
-    with _command_errors():
+    with command_errors():
         if anchor and since_anchor:
             raise ConfigError("--anchor and --since-anchor: choose one")
         wanted = checked_anchor(since_anchor) if since_anchor else None

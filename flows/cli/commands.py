@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +20,9 @@ import typer
 from typer import _click as click  # Typer vendors click; its group API is typed with it
 from typer.core import TyperCommand, TyperGroup
 
-from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
+from config.errors import MedasrError
 from config.runtime import prepare_prefect_environment
+from flows.cli.error_exits import exit_on_error
 from flows.cli.metavars import name_values
 from flows.cli.reader_gone import outlive_readers
 
@@ -55,7 +55,7 @@ COMMANDS = (
     ),
     LazyCommand(
         "export",
-        "flows.cli.store:export_command",
+        "flows.cli.export:export_command",
         "Export items: jsonl or csv rows, one .txt transcript per source in a tree, or a FHIR\n"
         "R4 Bundle (fhir).",
     ),
@@ -219,12 +219,8 @@ def main() -> None:
     outlive_readers()  # `medasr run ... | head -1`: the run goes on, its output is dropped
     try:
         app(standalone_mode=True)
-    except ConfigError as exc:
-        typer.echo(f"medasr: configuration error: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
     except MedasrError as exc:
-        typer.echo(f"medasr: {exc}", err=True)
-        sys.exit(EXIT_SOME_FAILED)
+        exit_on_error(exc)
 
 
 if __name__ == "__main__":

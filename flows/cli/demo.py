@@ -17,6 +17,7 @@ import typer
 from pydantic import SecretStr
 from rich.console import Console
 
+from config.private_files import make_private_folders
 from config.settings import Settings, load_settings, pinned_settings
 from flows.backlog import transcribe_backlog
 from flows.cli.console import print_summary
@@ -47,7 +48,7 @@ def demo_command(
     if fresh:
         shutil.rmtree(workdir, ignore_errors=True)
     resumed = (workdir / "medasr.db").exists()
-    workdir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_private_folders(workdir)
     base = load_settings()
     # Started first: it boots while the devserver starts (flows/prefect_runtime/).
     api = started_prefect_api(base.pipeline)

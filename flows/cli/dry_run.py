@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from config.settings import Settings, StorageSettings
 from flows.cli.console import print_named, print_store, print_table
-from flows.cli.flow_run import usage_error
+from flows.cli.error_exits import usage_error
 from flows.setup.bootstrap import PreparedSource, RunRequest
 from service.client import max_wav_bytes_for
 from storage import open_store

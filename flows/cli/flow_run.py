@@ -17,18 +17,17 @@ import gc
 import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any
 
 import typer
 
 from config.errors import (
-    EXIT_CREDENTIALS,
     EXIT_INTERRUPTED,
     EXIT_TEMPORARY,
-    EXIT_USAGE,
     ConfigError,
 )
 from config.sections import PipelineSettings
+from flows.cli.error_exits import credentials_rejected, usage_error
 from flows.cli.interrupts import run_interruptibly
 from flows.prefect_runtime.head_start import HeadStart, may_start_early
 from flows.prefect_runtime.held_logs import HeldLogs
@@ -209,17 +208,3 @@ def wait_for_prefect(api: PrefectApi) -> None:
     except PrefectDidNotStart as exc:  # a busy host, not a setting: try again
         typer.echo(f"medasr: Prefect did not start: {exc}; nothing was sent", err=True)
         raise typer.Exit(EXIT_TEMPORARY) from None
-
-
-def usage_error(what: str, exc: Exception | str) -> NoReturn:
-    """One line, exit 2."""
-    typer.echo(f"medasr: {what}: {exc}", err=True)
-    raise typer.Exit(EXIT_USAGE)
-
-
-def credentials_rejected(message: str) -> NoReturn:
-    """One line naming MEDASR_TOKEN, exit 3."""
-    if "MEDASR_TOKEN" not in message:
-        message += " (set a valid MEDASR_TOKEN)"
-    typer.echo(f"medasr: stopped: credentials rejected: {message}", err=True)
-    raise typer.Exit(EXIT_CREDENTIALS)

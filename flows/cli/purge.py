@@ -17,7 +17,7 @@ from audit import command_actor
 from config.errors import ConfigError
 from config.settings import Settings, load_settings
 from flows.cli.console import print_store
-from flows.cli.store import _command_errors
+from flows.cli.error_exits import command_errors
 from service.contract import is_supported_language
 from storage import open_store
 from storage.database import database_exists
@@ -52,7 +52,7 @@ def purge_command(
     delivery configured) and skipped ones; the rest are counted as kept. Each page of
     the purge writes a `purged` receipt to the audit trail, which a purge never touches.
     """
-    with _command_errors():
+    with command_errors():
         retention = parse_retention(older_than)
         if language is not None and not is_supported_language(language):
             raise ConfigError(f"unsupported language {language[:16]!r}")

@@ -9,16 +9,16 @@ written. Exit codes: 0 done, 2 a bad option or no database, 1 a store error.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import typer
 
 from audit import AuditAction, command_actor, record_event
 from audit.filters import parse_when
-from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
+from config.errors import ConfigError
 from config.settings import load_settings
+from flows.cli.error_exits import command_errors
 from flows.cli.quality_tables import (
     CORRECTION_COLUMNS,
     GROUP_COLUMNS,
@@ -31,7 +31,6 @@ from storage import open_review_store
 from storage.accuracy_records import AccuracyFilter
 from storage.database import database_exists
 from storage.review_interface import ReviewStore
-from tasks.discovery.recording_names import one_line
 from tasks.review.quality_reading import (
     QualityQuestion,
     checked_grouping,
@@ -119,7 +118,7 @@ def _write_reading(
     written, an export (jsonl, csv) recorded, and the rows counted on stderr."""
     options = ctx.params
     quality_format: QualityFormat = options["quality_format"]
-    with _quality_errors():
+    with command_errors():
         asked = _question(
             options["by"], since=options["since"], until=options["until"],
             language=options["language"], min_notes=options.get("min_notes", 1),
@@ -135,22 +134,6 @@ def _write_reading(
         finally:
             store.dispose()
     typer.echo(f"{count} {counted}", err=True)
-
-
-@contextmanager
-def _quality_errors() -> Iterator[None]:
-    """One line and an exit code instead of a traceback: 2 configuration, 1 other.
-
-    flows/cli/store.py's `_command_errors` says the same, but importing that module
-    (its console, the run summary, discovery) was half of this command's second."""
-    try:
-        yield
-    except ConfigError as exc:
-        typer.echo(f"medasr: configuration error: {one_line(str(exc))}", err=True)
-        raise typer.Exit(EXIT_USAGE) from None
-    except MedasrError as exc:
-        typer.echo(f"medasr: {one_line(str(exc))}", err=True)
-        raise typer.Exit(EXIT_SOME_FAILED) from None
 
 
 def _question(

@@ -18,11 +18,11 @@ from typing import Annotated
 
 import typer
 
-from audit import AuditAction, command_actor, record_event
+from audit import command_actor
 from config.errors import ConfigError
 from config.settings import load_settings
 from flows.cli.console import print_store
-from flows.cli.store import _command_errors
+from flows.cli.error_exits import command_errors
 from service.contract import is_supported_language
 from storage import open_review_store
 from storage.database import database_exists
@@ -49,7 +49,7 @@ def review_command(
     limit: Annotated[int, typer.Option("--limit", min=0, help="List at most N (0: all).")] = 0,
 ) -> None:
     """List transcripts flagged by the quality gate; accept or re-queue them by ID."""
-    with _command_errors():
+    with command_errors():
         accepted, resent = list(dict.fromkeys(accept or ())), list(dict.fromkeys(resend or ()))
         _check_options(accepted, resent, language=language)
         store = _open_store()
@@ -79,27 +79,20 @@ def _open_store() -> ReviewStore:
 
 
 def _decide(store: ReviewStore, *, accepted: list[int], resent: list[int]) -> None:
-    """Accept and re-queue in one transaction (all or nothing), each decision an audit
-    event committed with it; prints one line per item."""
+    """Accept and re-queue in one transaction (all or nothing), each decision's audit
+    event committed with it (tasks/review/decisions.py); prints one line per item."""
     lines, actor = [], command_actor()
-    planned = [(AuditAction.ACCEPTED, i) for i in accepted]
-    planned += [(AuditAction.SENT_BACK, i) for i in resent]
     with store.unit_of_work() as uow:
         roots = uow.runs.run_sources()
-        for action, item_id in planned:
-            if action is AuditAction.ACCEPTED:
-                item = decisions.accept_as_is(
-                    uow, item_id=item_id, author=actor, base_revision=None
-                )
-                lines.append(f"accepted item {item.id} ({_source(item, roots)}): done")
-            else:
-                item = decisions.send_back(uow, item_id=item_id, base_revision=None)
-                lines.append(
-                    f"re-queued item {item.id} ({_source(item, roots)}): pending; "
-                    "the next `medasr run` over its source sends its chunks again"
-                )
-            path = _source(item, roots)
-            record_event(uow, action=action, actor=actor, item_id=item.id, path=path)
+        for item_id in accepted:
+            item = decisions.accept_as_is(uow, item_id=item_id, author=actor, base_revision=None)
+            lines.append(f"accepted item {item.id} ({_source(item, roots)}): done")
+        for item_id in resent:
+            item = decisions.send_back(uow, item_id=item_id, author=actor, base_revision=None)
+            lines.append(
+                f"re-queued item {item.id} ({_source(item, roots)}): pending; "
+                "the next `medasr run` over its source sends its chunks again"
+            )
     for line in lines:
         typer.echo(line)
 

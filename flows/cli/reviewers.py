@@ -16,7 +16,7 @@ import typer
 from audit import AuditAction, command_actor, record_event
 from config.errors import ConfigError
 from config.settings import load_settings
-from flows.cli.store import _command_errors
+from flows.cli.error_exits import command_errors
 from storage import open_review_store
 from storage.review_interface import ReviewStore
 from tasks.review.accounts import ROLES, account_named, add_reviewer, check_name
@@ -46,7 +46,7 @@ def add_command(
     ] = False,
 ) -> None:
     """Create an account; the password is read from standard input."""
-    with _command_errors():
+    with command_errors():
         if ctx.args:
             raise ConfigError(_ARGUMENT_REFUSED)
         if not password_stdin:
@@ -71,7 +71,7 @@ def add_command(
 @reviewers_app.command("list")
 def list_command() -> None:
     """List accounts: name, role, state."""
-    with _command_errors():
+    with command_errors():
         store = _open()
         try:
             with store.unit_of_work(read_only=True) as uow:
@@ -92,7 +92,7 @@ def list_command() -> None:
 @reviewers_app.command("disable")
 def disable_command(name: Annotated[str, typer.Argument(help="The account's name.")]) -> None:
     """Disable an account and end its sessions."""
-    with _command_errors():
+    with command_errors():
         _change(name, disable=True)
         typer.echo(f"disabled {name}")
 
@@ -100,7 +100,7 @@ def disable_command(name: Annotated[str, typer.Argument(help="The account's name
 @reviewers_app.command("unlock")
 def unlock_command(name: Annotated[str, typer.Argument(help="The account's name.")]) -> None:
     """Unlock an account locked by wrong passwords."""
-    with _command_errors():
+    with command_errors():
         _change(name, disable=False)
         typer.echo(f"unlocked {name}")
 

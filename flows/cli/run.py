@@ -27,13 +27,8 @@ from config.errors import (
 from config.settings import Settings
 from flows.cli.console import print_summary, show_progress
 from flows.cli.dry_run import print_plan
-from flows.cli.flow_run import (
-    FlowRun,
-    credentials_rejected,
-    interrupted_line,
-    run_flow,
-    usage_error,
-)
+from flows.cli.error_exits import credentials_rejected, usage_error
+from flows.cli.flow_run import FlowRun, interrupted_line, run_flow
 from flows.cli.log_level import medasr_log_level
 from flows.cli.nothing_to_do import end_with_nothing_to_do, nothing_to_claim
 from flows.prefect_runtime.held_logs import held_logs

@@ -1,18 +1,14 @@
-"""`medasr status`, `medasr export`, `medasr db upgrade`: the store seen from the command line.
+"""`medasr status`, `medasr db upgrade`: the store seen from the command line.
 
-Configuration problems exit 2 with one line; an unreachable or locked database exits 1,
-and so does an export that refused a file. Transcripts are never printed by `status`
-(only counts and error messages). Recordings are named by their path relative to the
-source of a recorded run, and everything printed is escaped onto one line (`one_line`).
+Configuration problems exit 2 with one line, an unreachable or locked database exits 1
+(flows/cli/error_exits.py); `medasr export` is flows/cli/export.py. Transcripts are
+never printed by `status` (only counts and error messages). Recordings are named by
+their path relative to the source of a recorded run, and everything printed is escaped
+onto one line (`one_line`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from enum import StrEnum
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -20,30 +16,19 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from audit import AuditAction, command_actor, record_event
-from config.errors import EXIT_SOME_FAILED, EXIT_USAGE, ConfigError, MedasrError
+from audit import AuditAction
+from config.errors import ConfigError
 from config.settings import StorageSettings, load_settings
 from flows.cli.console import print_store
+from flows.cli.error_exits import command_errors
 from flows.cli.spend import SpendFormat, print_spend
 from flows.prefect_runtime.next_nightly import next_nightly_line
-from service.contract import is_supported_language
-from storage import open_review_store, open_store
+from storage import open_review_store
 from storage.audit_records import AuditEvent
 from storage.database import database_exists, upgrade_database
-from storage.errors import ExportRefused, NotUnderReview, StoreError
-from storage.export import (
-    TreeResult,
-    common_local_root,
-    write_csv,
-    write_jsonl,
-    write_txt_tree,
-)
-from storage.export_rollback import Snapshot, files_under, remove_written
-from storage.interface import UnitOfWork, UnitOfWorkFactory
 from storage.records import (
     ITEM_STATUSES,
     DeliveryCount,
-    ExportRow,
     ItemRecord,
     ItemStatus,
     NotAudioListing,
@@ -62,31 +47,6 @@ _TO_CHECK: tuple[str, ...] = tuple(
 )
 _SECTION_TITLES = {"failed": "latest failures", "needs_review": "latest needing review"}
 _SKIPPED_HINT = "skipped recordings: `medasr rerun-failures --include-skipped` re-queues them"
-
-
-class ExportFormat(StrEnum):
-    """What `medasr export` writes."""
-
-    jsonl = "jsonl"
-    csv = "csv"
-    txt = "txt"
-    fhir = "fhir"
-
-
-@contextmanager
-def _command_errors() -> Iterator[None]:
-    """One line and an exit code instead of a traceback: 2 configuration, 1 other."""
-    try:
-        yield
-    except NotUnderReview as exc:  # an ID that names no item under review: the usage
-        typer.echo(f"medasr: usage error: {one_line(str(exc))}", err=True)
-        raise typer.Exit(EXIT_USAGE) from None
-    except ConfigError as exc:
-        typer.echo(f"medasr: configuration error: {one_line(str(exc))}", err=True)
-        raise typer.Exit(EXIT_USAGE) from None
-    except MedasrError as exc:
-        typer.echo(f"medasr: {one_line(str(exc))}", err=True)
-        raise typer.Exit(EXIT_SOME_FAILED) from None
 
 
 def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
@@ -206,7 +166,7 @@ def status_command(
 
     With --by: recordings done, audio hours, requests, billed minutes and estimated cost
     per value of a column."""
-    with _command_errors():
+    with command_errors():
         if by is not None:
             settings = load_settings()
             print_spend(
@@ -329,178 +289,10 @@ def _several_targets(deliveries: list[DeliveryCount]) -> bool:
     return any(c.target not in (None, "docs") for c in deliveries)
 
 
-def export_command(
-    export_format: Annotated[
-        ExportFormat, typer.Option("--format", help="jsonl, csv, txt or fhir (an R4 Bundle).")
-    ],
-    out: Annotated[Path, typer.Option("--out", help="Output file (jsonl, csv) or folder (txt).")],
-    status: Annotated[
-        str | None,
-        typer.Option("--status", help="Only items with this status (txt: done unless given)."),
-    ] = None,
-    language: Annotated[
-        str | None, typer.Option("--language", "-l", help="Only items in this language.")
-    ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Replace files an earlier export did not leave (never a link or a folder).",
-        ),
-    ] = False,
-) -> None:
-    """Export items: jsonl or csv rows, one .txt transcript per source in a tree, or a FHIR
-    R4 Bundle (fhir).
-
-    A .txt file carries no state: txt writes only final transcripts (status done) unless
-    --status asks for another. Files are 0600 in 0700 folders and never written through a
-    link; a refused file is a line on stderr and exit code 1 (the rest is still written).
-    """
-    shown = one_line(str(out))
-    with _command_errors():
-        if status is not None and status not in ITEM_STATUSES:
-            raise ConfigError(
-                f"--status must be one of {', '.join(ITEM_STATUSES)} (got {status!r})"
-            )
-        if language is not None and not is_supported_language(language):
-            raise ConfigError(f"--language must be one the service takes (got {language[:16]!r})")
-        if status is None and export_format is ExportFormat.txt:
-            status = ItemStatus.DONE  # a .txt file carries no state: only what is final
-        storage = load_settings().storage
-        if not database_exists(storage.database_url):
-            where = storage.database_url_redacted
-            raise ConfigError(f"no database at {where}: nothing to export")
-        store = open_store(storage)
-        try:
-            before = files_under(out)
-            selection = _Selection(status=status, language=language)
-            written, refused = _export(store, export_format, out, selection, force=force)
-            detail: dict[str, str | int] = {
-                "format": export_format.value,
-                "records": written,
-                "refused": refused,
-                "status": status or "any",
-                "language": language or "any",
-            }
-            _record_exported(store, out, detail=detail, before=before)
-        except ExportRefused as exc:
-            raise ExportRefused(f"not written: {out}: {exc.message}") from exc
-        except OSError as exc:
-            raise ConfigError(f"cannot write {out}: {exc.strerror or exc}") from exc
-        finally:
-            store.dispose()
-    refusals = f"; {refused} refused (above)" if refused else ""
-    typer.echo(f"exported {written} item(s) to {shown}{refusals}", err=True)
-    print_store(storage.store_location, err=True)
-    if refused:
-        raise typer.Exit(EXIT_SOME_FAILED)
-
-
-def _record_exported(
-    store: UnitOfWorkFactory, out: Path, *, detail: dict[str, str | int], before: Snapshot
-) -> None:
-    """The `exported` event (PHI left medasr: who, where, how many); when the store
-    cannot take it, the files this export wrote are removed: no export without its event."""
-    try:
-        with store.unit_of_work() as uow:
-            record_event(
-                uow,
-                action=AuditAction.EXPORTED,
-                actor=command_actor(),
-                target=str(out.absolute()),
-                detail=detail,
-            )
-    except StoreError as exc:
-        removed = remove_written(out, before=before)
-        exc.message = (
-            f"{exc.message}; the export's audit event could not be written, so the "
-            f"{removed} file(s) it wrote were removed: export again once the store answers"
-        )
-        raise
-
-
-@dataclass(frozen=True)
-class _Selection:
-    """Which items an export takes: a status and a language, each or both None (any)."""
-
-    status: str | None
-    language: str | None
-
-
-def _export(
-    store: UnitOfWorkFactory,
-    export_format: ExportFormat,
-    out: Path,
-    selection: _Selection,
-    *,
-    force: bool,
-) -> tuple[int, int]:
-    """(items written, files refused). Raises ConfigError, ExportRefused, OSError."""
-    status, language = selection.status, selection.language
-    if export_format is ExportFormat.fhir:
-        from flows.cli.fhir import export_fhir  # httpx and the FHIR models: fhir only
-
-        return export_fhir(store, out, status=status, language=language, force=force), 0
-    if export_format is ExportFormat.txt:
-        if out.exists() and not out.is_dir():
-            raise ConfigError(f"--out {out} must be a folder for --format txt")
-        with store.unit_of_work(read_only=True) as uow:
-            # The layout follows every item, not only those exported, so it is stable.
-            root = common_local_root(uow.item_queries.source_uris())
-            rows = uow.item_queries.export_rows(status=status, language=language)
-            keys = uow.item_queries.export_keys()
-            result = write_txt_tree(rows, out, local_root=root, force=force, keys=keys)
-            roots = uow.runs.run_sources()
-            waiting = _count_waiting(uow) if status == ItemStatus.DONE else 0
-        _print_refusals(result, roots=roots)
-        if waiting:
-            typer.echo(f"medasr: {waiting} waiting for review not exported (machine text: "
-                       "--status needs_review exports them)", err=True)  # fmt: skip
-        return result.written, len(result.refused)
-    if out.is_dir():
-        raise ConfigError(
-            f"--out {out} is a folder; give a file name for --format {export_format.value}"
-        )
-    with store.unit_of_work(read_only=True) as uow:
-        roots = uow.runs.run_sources()
-        rows = uow.item_queries.export_rows(status=status, language=language)
-        rows_iter = _named_rows(rows, roots=roots)
-        if export_format is ExportFormat.jsonl:
-            return write_jsonl(rows_iter, out, force=force), 0
-        return write_csv(rows_iter, out, force=force), 0
-
-
-def _count_waiting(uow: UnitOfWork) -> int:
-    """Recordings whose text waits for a person (machine text, not final)."""
-    counts = uow.item_queries.status_counts()
-    return sum(c.items for c in counts if c.status == ItemStatus.NEEDS_REVIEW)
-
-
-def _named_rows(rows: Iterable[ExportRow], *, roots: list[str]) -> Iterator[ExportRow]:
-    """Rows as a person reads them: `source` and the path in `error_message` relative to
-    the run source holding them; the full URI kept in `source_uri`."""
-    for row in rows:
-        uri = row.source
-        yield replace(
-            row,
-            source=recording_name(uri, roots=roots),
-            source_uri=uri,
-            error_message=reason_about(row.error_message, uri=uri, roots=roots) or None,
-        )
-
-
-def _print_refusals(result: TreeResult, *, roots: list[str]) -> None:
-    """One line on stderr per transcript not written: the recording, its file, why."""
-    for refusal in result.refused:
-        name = recording_name(refusal.source, roots=roots)
-        target = one_line(refusal.target.as_posix())
-        typer.echo(f"medasr: not written: {target} ({name}): {one_line(refusal.reason)}", err=True)
-
-
 @db_app.command("upgrade")
 def db_upgrade_command() -> None:
     """Upgrade the database schema to the newest revision."""
-    with _command_errors():
+    with command_errors():
         settings = load_settings()
         revision = upgrade_database(
             settings.storage.database_url, busy_timeout_ms=settings.storage.busy_timeout_ms

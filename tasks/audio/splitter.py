@@ -25,7 +25,6 @@ bench/audio_bench.py imports it, as the reference to beat.
 from __future__ import annotations
 
 import io
-import os
 import re
 import wave
 from collections.abc import Generator, Iterable, Sequence
@@ -35,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from config.private_files import make_private_folders, write_private_file
 from service.contract import chunk_filename
 from tasks.audio.decoder_pool import DecoderPool
 from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, find_ffmpeg, probe_audio
@@ -365,7 +365,7 @@ def split_to_dir(
         for chunk in iter_chunks(path, max_bytes=max_bytes, min_pause_ms=min_pause_ms):
             if chunk.index == 1:
                 # Only once the input is known to decode: bad input leaves the folder as it was.
-                make_private_dirs(out_dir)
+                make_private_folders(out_dir)
                 stale = remove_stale_chunks(out_dir)
             target = out_dir / chunk_filename(chunk.index)
             write_private_file(target, chunk.wav)
@@ -379,18 +379,6 @@ def split_to_dir(
     return SplitResult(files=written, stale_removed=stale)
 
 
-def make_private_dirs(folder: Path) -> None:
-    """Create `folder` and its missing parents with mode 0700; raises OSError."""
-    missing: list[Path] = []
-    while not folder.is_dir():
-        missing.append(folder)
-        if folder.parent == folder:
-            break
-        folder = folder.parent
-    for level in reversed(missing):
-        level.mkdir(mode=0o700, exist_ok=True)  # the umask can only take bits away
-
-
 def remove_stale_chunks(folder: Path) -> int:
     """Delete the chunk-NNNN.wav files (exactly that name form) in `folder`; the count."""
     removed = 0
@@ -399,11 +387,3 @@ def remove_stale_chunks(folder: Path) -> int:
             entry.unlink(missing_ok=True)
             removed += 1
     return removed
-
-
-def write_private_file(target: Path, data: bytes) -> None:
-    """Write `data` to a new file only its owner can read (0600); OSError if it exists."""
-    # O_EXCL: a file left in place (or a symlink planted there) keeps its own, wider mode.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    with os.fdopen(os.open(target, flags, 0o600), "wb") as handle:
-        handle.write(data)

@@ -13,6 +13,7 @@ import os
 import secrets
 from pathlib import Path
 
+from config.private_files import create_private_file, make_private_folders
 from tasks.errors import RetentionInvalid
 
 KEY_FILE = "receipt.key"
@@ -24,9 +25,9 @@ def receipt_key(data_dir: Path) -> bytes:
     when the file there is not a key."""
     path = data_dir / KEY_FILE
     if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_folders(data_dir)
         try:
-            descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            descriptor = create_private_file(path)
         except FileExistsError:  # another purge made it first
             pass
         else:

@@ -2,6 +2,6 @@
 
 accounts.py: reviewers' passwords (argon2id) and sign-in with lockout; decisions.py:
 save a draft, finalize, accept as is, send back. The faces (web/, the command line)
-call these and write each decision's audit event (audit.record_event) in the same unit
-of work; nothing here is Prefect.
+call these; each decision writes its own audit event (audit.record_event) in the
+caller's unit of work, so no face decides without it; nothing here is Prefect.
 """

@@ -11,7 +11,7 @@ transcript as they are. The next run of its source with a manifest language colu
 from __future__ import annotations
 
 from audit import AuditAction, record_event
-from config.errors import ConfigError
+from config.errors import ReviewRefused
 from service.contract import LANGUAGES, is_supported_language
 from storage.errors import NotUnderReview
 from storage.interface import UnitOfWork
@@ -20,7 +20,7 @@ from storage.records import ItemRecord, SourceFile
 LANGUAGE_COLUMN = "language"
 
 
-class LanguageNotTaken(ConfigError):
+class LanguageNotTaken(ReviewRefused):
     """The language a reviewer chose is not one the service takes, or is the same."""
 
     kind = "language_invalid"

@@ -269,14 +269,6 @@ class _Totals:
         )
 
 
-def total_plan(plans: Sequence[FilePlan], *, not_listed: int) -> Plan:
-    """Add up the plans of single files."""
-    totals = _Totals()
-    for file_plan in plans:
-        totals.add(file_plan)
-    return totals.plan(not_listed=not_listed)
-
-
 def plan_rows(plan: Plan, *, price_per_audio_min: float = 0.0) -> dict[str, int | float]:
     """The plan as named numbers, in the order a person reads them (no names, no text):
     the billed minutes and their cost bill each planned request once (no retries)."""

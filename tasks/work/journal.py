@@ -32,6 +32,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay
 from tenacity.wait import wait_random_exponential
 
 from config.errors import ConfigError
+from config.private_files import PRIVATE_FOLDER_MODE, create_private_file, make_private_folders
 from storage.errors import StoreUnavailable
 from storage.interface import UnitOfWork, UnitOfWorkFactory
 
@@ -118,10 +119,10 @@ class Journal:
         partial = folder / f".{name}.tmp"
         final = folder / f"{name}{_SUFFIX}"
         try:
-            descriptor = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            descriptor = create_private_file(partial)
         except FileNotFoundError:  # the folder went away since: make it again
             self._make_folder(folder)
-            descriptor = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            descriptor = create_private_file(partial)
         # vars, not asdict: the fields are flat (asdict deep-copies); one write, no buffer
         _write_whole(descriptor, json.dumps(vars(paid)).encode("utf-8"), durable=durable)
         os.replace(partial, final)
@@ -169,7 +170,7 @@ class Journal:
         try:
             self._make_folder()
             probe = self.folder / f".probe-{uuid.uuid4().hex[:12]}"
-            descriptor = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            descriptor = create_private_file(probe)
             os.close(descriptor)
             probe.unlink()
         except OSError as exc:
@@ -183,12 +184,9 @@ class Journal:
         # Every folder made here is 0700 (the data dir too): mkdir(parents=True) would
         # make the missing parents 0755 whatever its mode.
         target = target or self.folder
-        missing = [p for p in (target, *target.parents) if not p.exists()]
-        for folder in reversed(missing):
-            folder.mkdir(mode=0o700, exist_ok=True)
-            folder.chmod(0o700)  # mkdir's mode is masked by the umask
+        make_private_folders(target)
         for kept in {self.folder, target}:
-            kept.chmod(0o700)  # exist_ok keeps old modes
+            kept.chmod(PRIVATE_FOLDER_MODE)  # a folder made before keeps its own mode
 
 
 def _write_whole(descriptor: int, data: bytes, *, durable: bool) -> None:

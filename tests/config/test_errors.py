@@ -22,11 +22,21 @@ from config.errors import (
     TransientError,
 )
 from service.errors import CredentialsRejected, PayloadTooLarge, Throttled, TlsNotVerified
-from storage.errors import LeaseLost, SchemaOutdated, SourceNotFound
+from storage.errors import (
+    DraftInTheWay,
+    LeaseLost,
+    NotEditable,
+    NotUnderReview,
+    ReviewRefused,
+    SchemaOutdated,
+    SourceNotFound,
+    StaleRevision,
+)
 from tasks.errors import AudioError, DamagedTail, SharedLimitUnavailable
+from tasks.review.language_change import LanguageNotTaken
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("config", "service", "storage", "tasks", "flows")
+PACKAGES = ("audit", "config", "service", "storage", "tasks", "flows", "web")
 # Classes that keep their parent's kind on purpose; every other one names its own.
 SHARES_PARENT_KIND = {
     # Stored as "corrupt_audio" like the whole-file failure: the partial contract
@@ -124,6 +134,36 @@ def test_run_stopping_errors_stop_the_run(error: MedasrError) -> None:
 )
 def test_one_files_errors_do_not_stop_the_run(error: MedasrError) -> None:
     assert not isinstance(error, RUN_STOP_ERRORS)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        NotUnderReview("not waiting"),
+        StaleRevision("saved over"),
+        DraftInTheWay(1, "a draft"),
+        NotEditable("no transcript"),
+        LanguageNotTaken("not taken"),
+    ],
+    ids=lambda error: type(error).__name__,
+)
+def test_a_refused_review_decision_is_no_setting_and_stops_no_run(error: MedasrError) -> None:
+    """The workstation's 409/400 outcomes: what a reviewer asked, not configuration."""
+    assert isinstance(error, ReviewRefused)
+    assert not isinstance(error, ConfigError)
+    assert not isinstance(error, RUN_STOP_ERRORS)
+    assert isinstance(error, TerminalError)
+
+
+def test_kinds_stored_in_the_database_keep_their_names() -> None:
+    """Moving an error in the tree never renames the kind a stored failure carries."""
+    kinds = {cls.__name__: cls.kind for cls in medasr_errors()}
+    assert {name: kinds[name] for name in ("NotUnderReview", "StaleRevision", "DraftInTheWay",
+            "NotEditable", "LanguageNotTaken")} == {
+        "NotUnderReview": "not_under_review", "StaleRevision": "stale_revision",
+        "DraftInTheWay": "draft_in_the_way", "NotEditable": "not_editable",
+        "LanguageNotTaken": "language_invalid",
+    }  # fmt: skip
 
 
 def readme_exit_codes() -> set[int]:

@@ -14,7 +14,7 @@ from storage.export import export_record
 from storage.review_interface import ReviewStore
 from storage.sources import SourceFile
 from tasks.review.decisions import accept_as_is, finalize, save_draft, send_back
-from tests.helpers.review import Segment, add_transcribed, get_item
+from tests.helpers.review import Segment, add_transcribed, audit_events, get_item
 
 MACHINE = [Segment(0, 4000, "met for men 5 hundred"), Segment(4000, 9000, "twice daily")]
 
@@ -104,8 +104,8 @@ def test_send_back_forgets_the_transcript_and_its_history(
     with review_store.unit_of_work() as uow:
         save_draft(uow, item_id=held, text="draft", author="ann", base_revision=0)
         with pytest.raises(DraftInTheWay, match=r"ann saved a draft \(revision 1\)"):
-            send_back(uow, item_id=held, base_revision=1)
-        item = send_back(uow, item_id=held, base_revision=1, over_draft=1)
+            send_back(uow, item_id=held, author="ann", base_revision=1)
+        item = send_back(uow, item_id=held, author="ann", base_revision=1, over_draft=1)
     assert item.status == "pending"
     assert item.text is None
     assert item.machine_text is None
@@ -121,7 +121,7 @@ def test_every_decision_made_on_an_older_revision_is_refused(
         save_draft(uow, item_id=held, text="draft", author="ann", base_revision=0)
     for decide in (
         lambda uow: accept_as_is(uow, item_id=held, author="bob", base_revision=0),
-        lambda uow: send_back(uow, item_id=held, base_revision=0, over_draft=1),
+        lambda uow: send_back(uow, item_id=held, author="bob", base_revision=0, over_draft=1),
     ):
         with (
             pytest.raises(StaleRevision, match="revision 1 by ann"),
@@ -188,3 +188,28 @@ def test_a_purge_takes_the_reviewers_text_too(
         assert uow.revisions.latest_revision(item) is None
     with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
         assert db.execute("SELECT count(*) FROM revisions").fetchone() == (0,)
+
+
+def test_each_decision_writes_its_audit_event_with_it(review_store: ReviewStore) -> None:
+    """The event is the decision's own: any face calling these gets it, in its transaction."""
+    first = add_transcribed(review_store, "/src/ward/a.wav", segments=MACHINE)
+    second = add_transcribed(review_store, "/src/ward/b.wav", segments=MACHINE)
+    third = add_transcribed(review_store, "/src/ward/c.wav", segments=MACHINE)
+    with review_store.unit_of_work() as uow:
+        save_draft(uow, item_id=first, text="metformin", author="ann", base_revision=0)
+        finalize(uow, item_id=first, text="metformin 500", author="ann", base_revision=1)
+        accept_as_is(uow, item_id=second, author="bob", base_revision=None)
+        send_back(uow, item_id=third, author="os:cy@ward", base_revision=0)
+    with pytest.raises(NotUnderReview), review_store.unit_of_work() as uow:
+        accept_as_is(uow, item_id=third, author="bob", base_revision=None)
+    events = [(e.action, e.actor, e.item_id, e.path, e.detail) for e in audit_events(review_store)]
+    assert events == [
+        ("revision_saved", "ann", first, "/src/ward/a.wav",
+         {"revision": 1, "base_revision": 0, "kind": "draft"}),
+        ("revision_saved", "ann", first, "/src/ward/a.wav",
+         {"revision": 2, "base_revision": 1, "kind": "final"}),
+        ("finalized", "ann", first, "/src/ward/a.wav", {"revision": 2}),
+        ("accepted", "bob", second, "/src/ward/b.wav", None),
+        ("sent_back", "os:cy@ward", third, "/src/ward/c.wav", {"base_revision": 0}),
+    ]  # fmt: skip
+    assert "metformin" not in repr(events)
