@@ -26,7 +26,7 @@ from storage.errors import LeaseLost, SchemaOutdated, SourceNotFound
 from tasks.errors import AudioError, DamagedTail, SharedLimitUnavailable
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("config", "service", "storage", "tasks", "flows")
+PACKAGES = ("config", "service", "devserver", "storage", "tasks", "flows")
 # Classes that keep their parent's kind on purpose; every other one names its own.
 SHARES_PARENT_KIND = {
     # Stored as "corrupt_audio" like the whole-file failure: the partial contract
