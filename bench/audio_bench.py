@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from tasks.audio import find_ffmpeg, iter_chunks
 
 ROOT = Path(__file__).resolve().parents[1]

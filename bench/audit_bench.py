@@ -37,7 +37,7 @@ import tasks.delivery.audit_trail as delivery_trail
 from audit import AuditAction, record_event
 from audit.verify import verify_trail
 from config.settings import DeliverySettings, PipelineSettings, Settings, StorageSettings
-from service.devserver import start_devserver
+from devserver import start_devserver
 from storage import open_store
 from tasks.delivery.deliverer import deliver_pending
 from tests.servers import client_settings

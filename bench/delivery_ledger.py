@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from config.settings import StorageSettings
-from service.devserver import start_devserver
+from devserver import start_devserver
 from storage import open_store
 from tests.tasks.delivery.delivery_helpers import make_done
 

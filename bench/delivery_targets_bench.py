@@ -27,7 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from config.settings import StorageSettings
-from service.devserver import RunningDevServer, start_devserver
+from devserver import RunningDevServer, start_devserver
 from storage import open_store
 from tests.service.mllp_listener import MllpListener, running_listener
 from tests.tasks.delivery.delivery_helpers import make_done

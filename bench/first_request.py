@@ -24,7 +24,7 @@ from pathlib import Path
 import soundfile
 from pipeline_procs import DevServer, machine, medasr_env, scratch_dir
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 
 TARGET_S = 3.0
 LATENCY_MS = 50

@@ -42,7 +42,7 @@ from bench.pipeline_procs import (
     run_measured,
     scratch_dir,
 )
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 
 RATE_HZ = 16_000
 FILES_PER_DAY = 100

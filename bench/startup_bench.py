@@ -61,7 +61,7 @@ from pipeline_procs import (
 )
 from pipeline_workloads import short_workload
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 3

@@ -20,7 +20,7 @@ from config.errors import ConfigError
 ENV_PREFIX = "MEDASR_"
 # MEDASR_* names read outside the Settings model: the home of a demo or a deployment and
 # the TOML file (docs/configuration.md), the devserver's options
-# (service/devserver/config.py, a prefix), and the test suite's own (tests/).
+# (devserver/config.py, a prefix), and the test suite's own (tests/).
 OTHER_VARIABLES = frozenset(
     {"MEDASR_HOME", "MEDASR_CONFIG", "MEDASR_TEST_POSTGRES_URL", "MEDASR_TEST_VECTORS_DIR"}
 )

@@ -1,7 +1,7 @@
 """Regenerate the demo recordings in samples/ (tone dictations of medical sentences).
 
 Run with `.venv/bin/python samples/make_samples.py`. Each file is a tone dictation
-(service/devserver/tone.py) that the devserver's tone engine decodes back to its text,
+(devserver/tone.py) that the devserver's tone engine decodes back to its text,
 so the demo shows real transcripts without a real speech engine.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from tasks.audio import find_ffmpeg
 
 HERE = Path(__file__).resolve().parent

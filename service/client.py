@@ -1,6 +1,6 @@
 """The transcription client: one POST /voice/get-asr per chunk (docs/service-contract.md).
 
-A thin client on `ServiceSession` (service/session.py), which owns the transport, TLS,
+A thin client on `ServiceSession` (service/http_client.py), which owns the transport, TLS,
 JWE, the byte cap, retries and the status table. What is this endpoint's own: the
 languages the contract accepts (refused here before a byte is sent), the chunk as a
 multipart `file` of type audio/wav, and the answer's `text`.
@@ -26,8 +26,8 @@ from service.contract import (
 )
 from service.endpoint import FilePart
 from service.errors import InvalidResponse, RequestRejected
+from service.http_client import Pacing
 from service.retrying import RetryEvent
-from service.session import Pacing
 from service.session_client import SessionClient
 
 __all__ = ["RetryEvent", "Transcription", "TranscriptionClient", "max_wav_bytes_for"]

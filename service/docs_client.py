@@ -1,6 +1,6 @@
 """The document-upload client: POST /mr/api/v2/docs, plain multipart or JWE (service-spec.md).
 
-A thin client on `ServiceSession` (service/session.py), which owns the transport, TLS,
+A thin client on `ServiceSession` (service/http_client.py), which owns the transport, TLS,
 JWE, the byte cap, retries (Retry-After, the small 500 budget, the total time bound)
 and the status table. What is this endpoint's own: a document as the multipart `file`
 with its query parameters, and an answer whose fields are kept as they came.

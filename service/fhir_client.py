@@ -5,7 +5,7 @@ server creates the resource when nothing matches (201, `Location`), answers 200 
 the one that matches, and 412 when more than one does (FHIR R4 http.html, conditional
 create). A resend after an unanswered request therefore cannot make a second resource.
 
-A third thin client on service/session.py's ServiceSession, beside transcription and
+A third thin client on service/http_client.py's ServiceSession, beside transcription and
 documents, holding its endpoint and session as they do (service/session_client.py's
 EndpointCaller): its own URL (the target's base), token (MEDASR_FHIR_TOKEN), body type
 (application/fhir+json) and status table (412, OperationOutcome diagnostics); the
@@ -30,8 +30,8 @@ from config.errors import MedasrError
 from config.settings import ServiceSettings
 from service.endpoint import Endpoint, RawBody
 from service.errors import CredentialsRejected, RequestRejected
+from service.http_client import AsyncClosing, ServiceSession
 from service.retrying import RetryEvent
-from service.session import AsyncClosing, ServiceSession
 from service.session_client import EndpointCaller
 from service.status import error_for_status
 

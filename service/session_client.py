@@ -16,8 +16,8 @@ import httpx
 
 from config.settings import EncryptionSettings, ServiceSettings
 from service.endpoint import Endpoint, Payload, service_endpoint
+from service.http_client import AsyncClosing, Pacing, ReadAnswer, Reply, ServiceSession
 from service.retrying import RetryEvent
-from service.session import AsyncClosing, Pacing, ReadAnswer, Reply, ServiceSession
 
 T = TypeVar("T")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 
 
 def write_tone_wav(path: Path, text: str, *, sample_rate_hz: int = 16_000) -> None:

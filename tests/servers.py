@@ -18,8 +18,8 @@ import soundfile
 from pydantic import SecretStr
 
 from config.settings import EncryptionSettings, ServiceSettings
-from service.devserver import DevServerConfig, RunningDevServer, start_devserver
-from service.devserver.tone import encode_to_wav_bytes
+from devserver import DevServerConfig, RunningDevServer, start_devserver
+from devserver.tone import encode_to_wav_bytes
 
 DEVSERVER_TOKEN = "test-token"
 DEVSERVER_JWE_KEY = "0123456789abcdef"  # 16 characters: a test key, never a real one

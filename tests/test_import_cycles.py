@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("audit", "config", "service", "storage", "tasks", "flows", "web")
+PACKAGES = ("audit", "config", "service", "devserver", "storage", "tasks", "flows", "web")
 
 Graph = dict[str, dict[str, int]]  # module -> {imported module: first line}
 

@@ -21,7 +21,7 @@ DEFAULTS = ("PREFECT_SERVER_ANALYTICS_ENABLED", "PREFECT_SERVER_LOGGING_LEVEL")
 IMPORT_EVERYTHING = """
 import importlib, json, os, pkgutil
 before = dict(os.environ)
-for top in ("audit", "config", "service", "storage", "tasks", "flows", "web"):
+for top in ("audit", "config", "service", "devserver", "storage", "tasks", "flows", "web"):
     package = importlib.import_module(top)
     for module in pkgutil.walk_packages(package.__path__, top + "."):
         # __main__ runs the command line; Alembic's env.py runs a migration on import.

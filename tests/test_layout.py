@@ -1,6 +1,7 @@
 """The import rules of DESIGN.md §1, read from the source with `ast` (nothing is imported).
 
     flows -> tasks -> {service, storage, config}
+    devserver (the local stand-in of the service) -> {service, config}; only flows/cli/ starts it
     audit (the trail's writer) -> {storage, config}; tasks/ and flows/ may use it
     flows/cli/ (the command line) sits on top: nothing else imports it
     flows/ holds the flows at its top and three rooms: setup/ (imports no other part of
@@ -25,22 +26,27 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("audit", "config", "service", "storage", "tasks", "flows", "web")
+PACKAGES = ("audit", "config", "service", "devserver", "storage", "tasks", "flows", "web")
 
 # Which of medasr's packages each package may import (itself included).
 MAY_IMPORT = {
     "config": {"config"},
     "service": {"config", "service"},
+    # The stand-in speaks the service's contract (service/contract.py, jwe.py, errors.py);
+    # the product's client never imports the stand-in.
+    "devserver": {"config", "service", "devserver"},
     "storage": {"config", "storage"},
     "audit": {"audit", "config", "storage"},
     "tasks": {"audit", "config", "service", "storage", "tasks"},
-    "flows": {"audit", "config", "service", "storage", "tasks", "flows"},
+    "flows": {"audit", "config", "service", "devserver", "storage", "tasks", "flows"},
     # The review workstation: a face over the store like the command line, reaching it
     # only through the unit of work (never SQLAlchemy, never the flows).
     "web": {"audit", "config", "storage", "tasks", "web"},
 }
 # Libraries confined to some modules (prefixes of dotted module names).
 CONFINED = {
+    # `medasr devserver` and `medasr demo` start the stand-in; the pipeline never does.
+    "devserver": ("devserver", "flows.cli"),
     "prefect": ("tasks", "flows"),
     "sqlalchemy": ("storage",),
     "alembic": ("storage",),
@@ -334,6 +340,11 @@ def test_the_reader_sees_every_wing_and_the_exceptions_still_exist() -> None:
             "service/ may import only",
         ),
         ("storage.database", "import flows.cli", "storage/ may import only"),
+        ("service.client", "from devserver import DevServer", "service/ may import only"),
+        ("tasks.steps", "from devserver.tone import tone", "flows.cli may import devserver"),
+        ("devserver.asgi", "from tasks.errors import AudioError", "devserver/ may import only"),
+        ("devserver.config", "from service.contract import TRANSCRIBE_PATH", None),
+        ("flows.cli.devserver", "from devserver import DevServer", None),
         ("storage.items", "from audit import record_event", "storage/ may import only"),
         ("audit.writer", "from tasks.errors import X", "audit/ may import only"),
         ("audit.writer", "from storage.audit_records import NewAuditEvent", None),

@@ -19,13 +19,13 @@ from rich.console import Console
 
 from config.private_files import make_private_folders
 from config.settings import Settings, load_settings, pinned_settings
+from devserver import DevServerConfig, RunningDevServer, start_devserver
 from flows.backlog import transcribe_backlog
 from flows.cli.console import print_summary
 from flows.cli.flow_run import started_prefect_api, wait_for_prefect
 from flows.cli.store import print_status
 from flows.reporting.states import summary_from
 from flows.reporting.summary import RunSummary
-from service.devserver import DevServerConfig, RunningDevServer, start_devserver
 from storage import open_store
 from storage.records import ItemStatus
 from tasks.discovery.recording_names import reason_about, recording_name

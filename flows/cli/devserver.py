@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from service.devserver import DevServerConfig, DevServerState, serve_devserver
+from devserver import DevServerConfig, DevServerState, serve_devserver
 
 _ENV = "MEDASR_DEVSERVER_"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -28,16 +28,16 @@ from config.settings import Settings
 from flows.cli.console import print_summary, show_progress
 from flows.cli.dry_run import print_plan
 from flows.cli.error_exits import credentials_rejected, usage_error
-from flows.cli.flow_run import FlowRun, interrupted_line, run_flow
+from flows.cli.flow_run import interrupted_line, run_flow
 from flows.cli.log_level import medasr_log_level
 from flows.cli.nothing_to_do import end_with_nothing_to_do, nothing_to_claim
-from flows.prefect_runtime.held_logs import held_logs
+from flows.prefect_runtime.held_logs import HeldLogs, held_logs
 from flows.prefect_runtime.prefect_api import (
     PrefectApi,
     PrefectUnavailable,
     start_prefect_api,
 )
-from flows.reporting.summary import StopReason
+from flows.reporting.summary import RunSummary, StopReason
 from flows.setup.bootstrap import (
     PreparedSource,
     Run,
@@ -137,17 +137,22 @@ def run_command(
         print_plan(prepared, settings=settings, language=language, request=request)
         return
     with _started(request, settings, prepared) as (api, run):
-        listing: dict[str, Listed] = {}
-        _run_and_report(
-            lambda head: _backlog_flow()(run, listed=listing["listed"], head_start=head),
-            api=api,
-            run=run,
-            before_flow=lambda run: _registered(run, into=listing),
-            idle=lambda: _end_if_idle(api, run, title="medasr run", listed=listing["listed"]),
-            unlisted=lambda: _end_if_unlisted(api, listing["listed"]),
-            quiet=quiet,
-            title="medasr run",
-        )
+        with _in_terminal(run, quiet=quiet) as held:
+            with _before_any_request():
+                listed = listed_now(run)  # while Prefect's server starts
+            early = listed.error is None  # a failed listing: the flow says why
+            if early:
+                _end_if_idle(api, run, title="medasr run", listed=listed)
+            else:
+                _end_if_unlisted(api, listed)
+            summary = run_flow(
+                lambda head: _backlog_flow()(run, listed=listed, head_start=head),
+                api=api,
+                run=run,
+                early=early,
+                held=held,
+            )
+        _report(summary, run=run, title="medasr run")
 
 
 def rerun_command(
@@ -184,28 +189,28 @@ def rerun_command(
         language=language, concurrency=concurrency, max_audio_hours=max_audio_hours
     )
     settings = _checked(request)
+    title = "medasr rerun-failures"
     with _started(request, settings, None) as (api, run):
-        requeued: dict[str, int] = {}
-        _run_and_report(
-            lambda head: _rerun_flow()(
-                run,
-                include_permanent=include_permanent,
-                include_skipped=include_skipped,
-                requeued=requeued.get("n"),
-                head_start=head,
-            ),
-            api=api,
-            run=run,
-            before_flow=lambda run: _requeued(
-                run, into=requeued, permanent=include_permanent, skipped=include_skipped
-            ),
-            idle=lambda: _end_if_idle(
-                api, run, title="medasr rerun-failures", requeued=requeued.get("n")
-            ),
-            quiet=quiet,
-            title="medasr rerun-failures",
-            skipped_rejudged=include_skipped,
-        )
+        with _in_terminal(run, quiet=quiet) as held:
+            with _before_any_request():
+                requeued = _requeued(run, permanent=include_permanent, skipped=include_skipped)
+            early = requeued is not None  # a store that failed: the flow says why
+            if early:
+                _end_if_idle(api, run, title=title, requeued=requeued)
+            summary = run_flow(
+                lambda head: _rerun_flow()(
+                    run,
+                    include_permanent=include_permanent,
+                    include_skipped=include_skipped,
+                    requeued=requeued,
+                    head_start=head,
+                ),
+                api=api,
+                run=run,
+                early=early,
+                held=held,
+            )
+        _report(summary, run=run, title=title, skipped_rejudged=include_skipped)
 
 
 def _end_if_idle(
@@ -309,18 +314,11 @@ def _bootstrapped(request: RunRequest, settings: Settings, prepared: PreparedSou
         raise typer.Exit(EXIT_USAGE) from None
 
 
-def _registered(run: Run, *, into: dict[str, Listed]) -> bool:
-    """List and register the source (into `into["listed"]`); may requests go out before
-    the flow starts (not when listing failed: the flow says why)?"""
-    into["listed"] = listed = listed_now(run)
-    return listed.error is None
-
-
-def _requeued(run: Run, *, into: dict[str, int], permanent: bool, skipped: bool) -> bool:
-    """Re-queue the failures before the head start drains them (into `into["n"]`); a store
-    that fails leaves it to the flow (no head start), which says why in its run record."""
+def _requeued(run: Run, *, permanent: bool, skipped: bool) -> int | None:
+    """The failures re-queued before the head start drains them: how many; None when the
+    store failed, which leaves it to the flow (no head start) to say why in its run record."""
     try:
-        into["n"] = requeue_failed(
+        return requeue_failed(
             run.store,
             language=run.request.language,
             max_attempts=run.settings.service.max_attempts,
@@ -328,42 +326,37 @@ def _requeued(run: Run, *, into: dict[str, int], permanent: bool, skipped: bool)
             include_skipped=skipped,
         )
     except StoreError:
-        return False
-    return True
+        return None
 
 
-def _run_and_report(
-    flow_run: FlowRun,
-    *,
-    api: PrefectApi,
-    run: Run,
-    quiet: bool,
-    title: str,
-    before_flow: Callable[[Run], bool] | None = None,
-    idle: Callable[[], None] | None = None,
-    unlisted: Callable[[], None] | None = None,
-    skipped_rejudged: bool = False,
-) -> None:
-    """Do what needs no Prefect while its server starts (`before_flow`: may requests go
-    out before the flow?), end there if there is nothing to claim (`idle()` exits then) or
-    the source could not be listed (`unlisted()` exits then), else run
-    the flow with progress output, print its summary table, exit with its code."""
+@contextmanager
+def _in_terminal(run: Run, *, quiet: bool) -> Iterator[HeldLogs]:
+    """The run's log level, its log records held until Prefect's import gives them a
+    handler, and the progress output, for the work before the flow and the flow."""
     with (
         medasr_log_level(run.settings.pipeline.log_level),
-        held_logs() as held,  # until Prefect's import gives them a handler
+        held_logs() as held,
         show_progress(quiet=quiet, source_roots=run.source_roots),
     ):
-        try:
-            early = before_flow(run) if before_flow is not None else True
-        except KeyboardInterrupt:
-            typer.echo("medasr: interrupted before any file was sent", err=True)
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-        if not early and unlisted is not None:
-            unlisted()
-        if early and idle is not None:
-            idle()
-        summary = run_flow(flow_run, api=api, run=run, early=early, held=held)
-    if summary.stopped is StopReason.CONFIGURATION:  # one line, as before the flow
+        yield held
+
+
+@contextmanager
+def _before_any_request() -> Iterator[None]:
+    """Ctrl-C while the source is listed (or failures re-queued): one line, exit 130."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        typer.echo("medasr: interrupted before any file was sent", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _report(
+    summary: RunSummary, *, run: Run, title: str, skipped_rejudged: bool = False
+) -> NoReturn:
+    """Print the flow's summary table and exit with its code (a configuration stop exits 2
+    with one line, as before the flow)."""
+    if summary.stopped is StopReason.CONFIGURATION:
         usage_error("configuration error", summary.stop_message or "a setting stopped the run")
     store = run.settings.storage.store_location
     print_summary(summary, title=title, store=store, skipped_rejudged=skipped_rejudged)

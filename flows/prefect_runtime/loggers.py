@@ -6,4 +6,4 @@ Module loggers use `__name__`, the pipeline's use "medasr.*". The command's log 
 Plain: importing it imports no Prefect.
 """
 
-MEDASR_LOGGERS = ("medasr", "config", "service", "storage", "tasks", "flows")
+MEDASR_LOGGERS = ("medasr", "config", "service", "devserver", "storage", "tasks", "flows")

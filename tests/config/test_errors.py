@@ -36,7 +36,7 @@ from tasks.errors import AudioError, DamagedTail, SharedLimitUnavailable
 from tasks.review.language_change import LanguageNotTaken
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("audit", "config", "service", "storage", "tasks", "flows", "web")
+PACKAGES = ("audit", "config", "service", "devserver", "storage", "tasks", "flows", "web")
 # Classes that keep their parent's kind on purpose; every other one names its own.
 SHARES_PARENT_KIND = {
     # Stored as "corrupt_audio" like the whole-file failure: the partial contract

@@ -15,8 +15,8 @@ import soundfile
 from prefect.testing.utilities import prefect_test_harness
 
 from config.settings import Settings, pinned_settings
-from service.devserver import RunningDevServer, start_devserver
-from service.devserver.tone import encode_tone_dictation
+from devserver import RunningDevServer, start_devserver
+from devserver.tone import encode_tone_dictation
 from tasks.audio import find_ffmpeg
 from tests.flows.prefect_server import PrefectServer, running_prefect_server
 from tests.helpers.flows import TOKEN, Corpus, settings_for

@@ -22,12 +22,12 @@ from prefect.client.schemas.filters import (
 from typer.testing import CliRunner
 
 from config.settings import Settings, pinned_settings
+from devserver import RunningDevServer
+from devserver.ledger import LedgerEntry
+from devserver.tone import encode_tone_dictation
 from flows.backlog import transcribe_backlog
 from flows.cli import app
 from flows.reporting.states import summary_from
-from service.devserver import RunningDevServer
-from service.devserver.ledger import LedgerEntry
-from service.devserver.tone import encode_tone_dictation
 from storage import open_store
 from storage.records import RunRecord
 from tasks.audio import WAV_HEADER_BYTES

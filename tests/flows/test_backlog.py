@@ -12,12 +12,12 @@ import soundfile
 from typer.testing import CliRunner
 
 from config.settings import Settings, pinned_settings
+from devserver import RunningDevServer, start_devserver
+from devserver.tone import encode_tone_dictation
 from flows.backlog import transcribe_backlog
 from flows.cli import app
 from flows.reporting.summary import RunSummary
 from flows.rerun import rerun_failures
-from service.devserver import RunningDevServer, start_devserver
-from service.devserver.tone import encode_tone_dictation
 from storage import open_store
 from tests.helpers.cli import table_rows
 from tests.helpers.flows import TOKEN, Corpus, run_flow, settings_for

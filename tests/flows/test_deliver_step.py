@@ -6,9 +6,9 @@ import hashlib
 from pathlib import Path
 
 from config.settings import Settings, pinned_settings
+from devserver import RunningDevServer
 from flows.backlog import transcribe_backlog
 from flows.reporting.summary import RunSummary
-from service.devserver import RunningDevServer
 from tests.helpers.flows import Corpus, run_flow
 
 DOCS = "/mr/api/v2/docs"

@@ -24,9 +24,9 @@ import pytest
 import soundfile
 
 from config.settings import Settings, pinned_settings
+from devserver import RunningDevServer, start_devserver
+from devserver.tone import encode_tone_dictation
 from flows.backlog import transcribe_backlog
-from service.devserver import RunningDevServer, start_devserver
-from service.devserver.tone import encode_tone_dictation
 from storage import open_store
 from storage.database import normalize_database_url, upgrade_database
 from tests.helpers.flows import TOKEN, run_flow, settings_for

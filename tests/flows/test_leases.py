@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from config.settings import Settings, pinned_settings
+from devserver import RunningDevServer, start_devserver
 from flows.backlog import transcribe_backlog
-from service.devserver import RunningDevServer, start_devserver
 from storage import open_store
 from tests.helpers.flows import TOKEN, run_flow, settings_for
 from tests.recordings import write_tone_recordings

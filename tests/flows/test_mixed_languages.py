@@ -14,9 +14,9 @@ import soundfile
 from typer.testing import CliRunner
 
 from config.settings import Settings
+from devserver import RunningDevServer
+from devserver.tone import encode_tone_dictation
 from flows.cli import app
-from service.devserver import RunningDevServer
-from service.devserver.tone import encode_tone_dictation
 from storage import open_store
 from tests.helpers.cli import table_rows
 

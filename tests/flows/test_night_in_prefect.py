@@ -26,7 +26,7 @@ from prefect.client.schemas.filters import (
 )
 from prefect.client.schemas.sorting import FlowRunSort
 
-from service.devserver import RunningDevServer, start_devserver
+from devserver import RunningDevServer, start_devserver
 from tests.flows.prefect_server import MEDASR, PrefectServer, clean_env, wait_until
 from tests.recordings import write_tone_recordings
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL
 
 from config.settings import Settings
+from devserver import RunningDevServer
 from flows.backlog import transcribe_backlog
-from service.devserver import RunningDevServer
 from storage import open_store
 from tasks.delivery.deliverer import deliver_pending
 from tasks.retention.durations import parse_retention

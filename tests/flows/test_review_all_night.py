@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from config.settings import StorageSettings
-from service.devserver import RunningDevServer, start_devserver
+from devserver import RunningDevServer, start_devserver
 from storage import open_review_store
 from storage.records import ItemRecord
 from tests.flows.prefect_server import MEDASR, PrefectServer, clean_env

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from config.settings import StorageSettings
-from service.devserver import RunningDevServer, start_devserver
+from devserver import RunningDevServer, start_devserver
 from storage import open_review_store
 from tests.flows.prefect_server import MEDASR, PrefectServer, clean_env
 from tests.flows.test_night_in_prefect import (

@@ -19,12 +19,12 @@ from prefect.client.schemas.filters import (
 )
 
 from config.settings import Settings
+from devserver import RunningDevServer
+from devserver.tone import encode_tone_dictation
 from flows.backlog import transcribe_backlog
 from flows.reporting.states import summary_from
 from flows.reporting.summary import RunSummary
 from flows.rerun import RERUN_SOURCE, rerun_failures
-from service.devserver import RunningDevServer
-from service.devserver.tone import encode_tone_dictation
 from storage import open_store
 from storage.records import RunRecord
 from storage.sources import normalize_source

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 
+from devserver import start_devserver
 from flows.deploy import (
     NIGHTLY_DEPLOYMENT,
     PURGE_DEPLOYMENT,
@@ -26,7 +27,6 @@ from flows.deploy import (
     build_deployments,
 )
 from flows.schedule_check import check_schedules
-from service.devserver import start_devserver
 from tests.flows.prefect_server import (
     MEDASR,
     Background,

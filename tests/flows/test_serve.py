@@ -13,6 +13,7 @@ import yaml
 from sqlalchemy import create_engine, select
 
 from config.errors import ConfigError
+from devserver import RunningDevServer, start_devserver
 from flows.deploy import (
     NIGHTLY_CRON,
     NIGHTLY_DEPLOYMENT,
@@ -20,7 +21,6 @@ from flows.deploy import (
     RERUN_DEPLOYMENT,
     build_deployments,
 )
-from service.devserver import RunningDevServer, start_devserver
 from storage.models import Item
 from tests.flows.prefect_server import (
     MEDASR,

@@ -14,10 +14,10 @@ import soundfile
 from typer.testing import CliRunner
 
 from config.settings import Settings
+from devserver import RunningDevServer, start_devserver
+from devserver.tone import encode_tone_dictation
 from flows.cli import app
 from flows.setup import bootstrap
-from service.devserver import RunningDevServer, start_devserver
-from service.devserver.tone import encode_tone_dictation
 from storage import manifest, sources
 from storage.database import Store
 from tests.flows.prefect_server import MEDASR, clean_env, free_port

@@ -14,10 +14,10 @@ import soundfile
 from typer.testing import CliRunner
 
 from config.settings import Settings, pinned_settings
+from devserver import RunningDevServer, start_devserver
+from devserver.ledger import LedgerEntry
+from devserver.tone import encode_tone_dictation
 from flows.cli import app
-from service.devserver import RunningDevServer, start_devserver
-from service.devserver.ledger import LedgerEntry
-from service.devserver.tone import encode_tone_dictation
 from tasks.audio import WAV_HEADER_BYTES
 from tests.helpers.flows import TOKEN, settings_for
 

@@ -28,7 +28,7 @@ from prefect.client.schemas.filters import (
 from sqlalchemy import create_engine, func, select
 
 from config.settings import StorageSettings
-from service.devserver import RunningDevServer, start_devserver
+from devserver import RunningDevServer, start_devserver
 from storage import open_store
 from storage.database import normalize_database_url
 from storage.models import ChunkRow, Item

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from tests.helpers.audio import ffmpeg
 
 TEXT = " ".join(["patient seen on the ward. chest clear."] * 12)  # about 65 s

@@ -10,9 +10,9 @@ from typing import Any
 from pydantic import SecretStr
 
 from config.settings import Settings, load_settings
+from devserver import RunningDevServer
 from flows.reporting.states import summary_from
 from flows.reporting.summary import RunSummary
-from service.devserver import RunningDevServer
 
 TOKEN = "flow-test-token"
 # Small cap so a 40 s dictation needs several chunks and tests stay fast.

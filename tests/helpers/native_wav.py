@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from service.devserver.tone import decode_wav_bytes
+from devserver.tone import decode_wav_bytes
 from tasks.audio import WAV_HEADER_BYTES, DecoderPool, iter_chunks
 
 TEXT = "native wav needs no decoder. every sample kept, 100% of them."

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from config.settings import PipelineSettings
+from devserver import RunningDevServer
 from service.client import RetryEvent, TranscriptionClient
-from service.devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
 from storage.sources import list_audio
 from tasks.throttle.gate import RequestGate

@@ -13,8 +13,8 @@ from contextlib import asynccontextmanager
 import httpx
 
 from config.settings import ServiceSettings
+from service.http_client import ServiceSession
 from service.retrying import Clock, RetryPolicy
-from service.session import ServiceSession
 
 
 class VirtualClock:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from service.devserver import RunningDevServer, start_devserver
+from devserver import RunningDevServer, start_devserver
 from tests.flows.prefect_server import running_prefect_server
 from tests.reliability.harness import TOKEN, Medasr, migrate_prefect_home
 

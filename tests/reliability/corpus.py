@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from tests.recordings import write_tone_wav
 
 WORDS = (

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.devserver import LedgerEntry
+from devserver import LedgerEntry
 
 
 def query(database_url: str, sql: str) -> list[dict[str, Any]]:

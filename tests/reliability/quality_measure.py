@@ -31,9 +31,9 @@ import numpy as np
 import soundfile
 
 from config.settings import PipelineSettings, StorageSettings
+from devserver import DevServerConfig, RunningDevServer, start_devserver
+from devserver.tone import encode_tone_dictation
 from service.client import TranscriptionClient
-from service.devserver import DevServerConfig, RunningDevServer, start_devserver
-from service.devserver.tone import encode_tone_dictation
 from storage import open_store
 from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from service.devserver import start_devserver
+from devserver import start_devserver
 from tasks.audio import find_ffmpeg
 from tests.reliability.corpus import age_files, age_paths, tone_samples, write_tone_wav
 from tests.reliability.evidence import items

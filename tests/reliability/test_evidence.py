@@ -3,7 +3,7 @@ explains, and what it does not."""
 
 from __future__ import annotations
 
-from service.devserver import LedgerEntry
+from devserver import LedgerEntry
 from tests.reliability.evidence import Kill, audit_resends
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from tests.reliability.corpus import age_files
 from tests.reliability.evidence import items, query
 from tests.reliability.harness import Running, ffmpeg_processes

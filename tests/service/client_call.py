@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
+from devserver import RunningDevServer
 from service.client import RetryEvent, Transcription, TranscriptionClient
-from service.devserver import RunningDevServer
 from tests.servers import client_settings, make_wav_bytes
 
 WAV = make_wav_bytes(seconds=0.5)  # seeded noise: the same bytes on every call

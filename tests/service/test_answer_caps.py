@@ -17,7 +17,7 @@ import pytest
 from pydantic import SecretStr
 
 from config.settings import DeliverySettings
-from service.devserver import RunningDevServer
+from devserver import RunningDevServer
 from service.docs_client import DocsClient, Document
 from service.errors import AnswerTooLarge
 from service.fhir_client import FhirClient

@@ -22,8 +22,8 @@ from service.errors import (
     ServiceUnavailable,
     Throttled,
 )
+from service.http_client import ServiceSession
 from service.retrying import Clock, RetryPolicy
-from service.session import ServiceSession
 from tests.helpers.virtual_clock import VirtualClock
 from tests.servers import (
     DEVSERVER_JWE_KEY,

@@ -9,8 +9,8 @@ import certifi
 import pytest
 
 from config.errors import ConfigError
+from devserver import RunningDevServer
 from service.client import RetryEvent
-from service.devserver import RunningDevServer
 from service.errors import TlsNotVerified
 from tests.servers import make_tone_wav_bytes
 from tests.service.client_call import transcribe

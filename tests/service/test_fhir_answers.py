@@ -19,7 +19,7 @@ import pytest
 from pydantic import SecretStr
 
 from config.settings import DeliverySettings, PipelineSettings
-from service.devserver import RunningDevServer
+from devserver import RunningDevServer
 from service.fhir_client import FhirClient, FhirReceipt, created_id
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.fhir_documents import (

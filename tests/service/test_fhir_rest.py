@@ -11,7 +11,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from service.devserver import RunningDevServer
+from devserver import RunningDevServer
 from service.errors import CredentialsRejected, RequestRejected, ServiceUnavailable
 from service.fhir_client import FhirClient, FhirReceipt
 from tasks.delivery.fhir_documents import (

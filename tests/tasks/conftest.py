@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from tests.helpers.audio import (
     SR,
     Bursts,

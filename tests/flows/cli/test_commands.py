@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import soundfile
 
-from service.devserver import RunningDevServer, start_devserver
-from service.devserver.tone import encode_tone_dictation
+from devserver import RunningDevServer, start_devserver
+from devserver.tone import encode_tone_dictation
 from tests.flows.prefect_server import MEDASR, clean_env
 from tests.helpers.cli import medasr, table_rows
 from tests.recordings import write_tone_recordings

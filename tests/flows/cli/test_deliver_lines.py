@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from config.settings import StorageSettings
-from service.devserver import start_devserver
+from devserver import start_devserver
 from storage import open_store
 from tests.flows.prefect_server import clean_env
 from tests.helpers.cli import medasr

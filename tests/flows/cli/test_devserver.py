@@ -18,9 +18,9 @@ import httpx
 import pytest
 
 from config.errors import ConfigError
+from devserver import DevServerConfig, build_state
+from devserver.config import FAULT_NAMES
 from flows.cli.devserver import config_from_options, devserver_command
-from service.devserver import DevServerConfig, build_state
-from service.devserver.config import FAULT_NAMES
 from tests.servers import DEVSERVER_TOKEN, make_tone_wav_bytes
 
 # The command as registered in flows/cli/commands.py, run by itself through typer.run

@@ -18,9 +18,9 @@ import pytest
 import soundfile
 from typer.testing import CliRunner
 
+from devserver.tone import encode_tone_dictation
 from flows.cli import app
 from flows.cli.commands import COMMANDS, load_command
-from service.devserver.tone import encode_tone_dictation
 from tests.flows.cli.help_pages import HELP_DIR, HELP_PAGES, help_page, page_file
 from tests.flows.prefect_server import clean_env
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.devserver import RunningDevServer
+from devserver import RunningDevServer
 from tests.flows.prefect_runtime.test_prefect_lifetime import (
     env_for,
     item_statuses,

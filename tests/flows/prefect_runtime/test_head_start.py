@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 import soundfile
 
+from devserver import RunningDevServer, start_devserver
+from devserver.tone import encode_tone_dictation
 from flows import batch_loops
 from flows.prefect_runtime.head_start import HeadStart
 from flows.setup.bootstrap import RunRequest, bootstrap
-from service.devserver import RunningDevServer, start_devserver
-from service.devserver.tone import encode_tone_dictation
 from tasks.discovery.discover import discover_and_register
 from tests.flows.prefect_server import MEDASR, clean_env, free_port
 from tests.helpers.flows import settings_for

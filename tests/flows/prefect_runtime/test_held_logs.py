@@ -25,7 +25,7 @@ def later_handler() -> _Collect:
 
 
 def test_held_lines_reach_a_handler_attached_later_in_order(later_handler: _Collect) -> None:
-    service = logging.getLogger("service.session")
+    service = logging.getLogger("service.http_client")
     service.setLevel(logging.DEBUG)
     held = HeldLogs(needed=True)
     held.hold()

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import soundfile
 
-from service.devserver import RunningDevServer, start_devserver
-from service.devserver.tone import encode_tone_dictation
+from devserver import RunningDevServer, start_devserver
+from devserver.tone import encode_tone_dictation
 from tests.flows.prefect_server import MEDASR, SLOW_PREFECT_START, clean_env
 from tests.helpers.processes import servers, servers_left, wait_for
 

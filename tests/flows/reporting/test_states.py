@@ -10,11 +10,11 @@ import pytest
 from prefect.client.orchestration import get_client
 
 from config.settings import pinned_settings
+from devserver import RunningDevServer
 from flows.backlog import transcribe_backlog
 from flows.drain import DrainResult
 from flows.reporting.states import final_state, summary_from
 from flows.reporting.summary import RunSummary, StopReason, summarize
-from service.devserver import RunningDevServer
 from storage.records import SkippedFile
 from tasks.discovery.discover import Discovery
 from tasks.transcription.progress import FileOutcome, RunStats

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import soundfile
 
-from service.devserver.tone import decode_wav_bytes, encode_tone_dictation
+from devserver.tone import decode_wav_bytes, encode_tone_dictation
 from tasks.audio import Chunk, iter_chunks
 from tasks.errors import CorruptAudio, DamagedTail
 from tests.helpers.audio import ffmpeg

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from tasks.audio import DecoderPool, iter_chunks, probe_audio
 from tasks.audio import decoder_pool as pool_module
 from tasks.audio import native_wav as sources

@@ -12,7 +12,7 @@ import pytest
 import soundfile
 
 import tasks.audio.ffmpeg
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from tasks.audio import WAV_HEADER_BYTES, iter_chunks
 from tasks.audio.decoder import FfmpegLog
 from tasks.errors import DecodeFailed

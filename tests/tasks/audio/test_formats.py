@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from service.devserver.tone import decode_wav_bytes, encode_tone_dictation
+from devserver.tone import decode_wav_bytes, encode_tone_dictation
 from tasks.audio import WAV_HEADER_BYTES, find_ffmpeg, iter_chunks, probe_audio
 from tasks.errors import CorruptAudio
 from tests.helpers.audio import (

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.devserver.tone import decode_wav_bytes
+from devserver.tone import decode_wav_bytes
 from tasks.audio import Chunk, iter_chunks
 from tasks.errors import SilentAudio
 from tests.tasks.audio.room_noise import SR, place, room_noise, tone_speech, write_recording

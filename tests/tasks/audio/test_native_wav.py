@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from tasks.audio import iter_chunks
 from tasks.audio.decoder import PcmDecoder
 from tasks.audio.native_wav import NativeWavReader, native_data_chunk, open_pcm_source

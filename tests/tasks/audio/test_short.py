@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from tasks.audio import iter_chunks
 from tasks.errors import SilentAudio
 

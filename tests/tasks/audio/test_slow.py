@@ -20,7 +20,7 @@ CHILD = textwrap.dedent(
     """
     import ctypes, json, resource, sys
     from pathlib import Path
-    from service.devserver.tone import decode_wav_bytes
+    from devserver.tone import decode_wav_bytes
     from tasks.audio import iter_chunks
 
     def peak_kb():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from service.devserver.tone import decode_wav_bytes
+from devserver.tone import decode_wav_bytes
 from tasks.audio import WAV_HEADER_BYTES, Chunk, is_all_silent, iter_chunks
 from tasks.audio.pauses import FRAME_SAMPLES, WINDOW_SHARE
 from tasks.errors import SilentAudio

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from tasks.audio import iter_chunks
 from tasks.audio.native_wav import NativeWavReader, open_pcm_source
 from tasks.errors import CorruptAudio

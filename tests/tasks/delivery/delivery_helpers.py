@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from config.settings import DeliverySettings, PipelineSettings, Settings, StorageSettings
-from service.devserver import RunningDevServer
+from devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
 from storage.records import DeliveryRecord, ItemRecord
 from storage.sources import SourceFile

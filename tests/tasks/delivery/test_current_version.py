@@ -7,7 +7,7 @@ Real parts: python-hl7's MLLP listener and the devserver's FHIR endpoint.
 
 from __future__ import annotations
 
-from service.devserver import RunningDevServer
+from devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
 from tests.service.mllp_listener import MllpListener, running_listener
 from tests.tasks.delivery.delivery_helpers import deliver, make_done, rows_of, target_settings

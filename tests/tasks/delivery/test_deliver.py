@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from service.devserver import RunningDevServer
+from devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.deliverer import delivery_summary
 from tasks.delivery.identity import NoteKey

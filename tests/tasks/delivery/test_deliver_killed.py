@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from config.settings import DeliverySettings
-from service.devserver import RunningDevServer
+from devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
 from tests.service.mllp_listener import MllpListener, running_listener
 from tests.tasks.delivery.delivery_helpers import deliver, delivery_settings, make_done

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from config.settings import DeliverySettings, Settings
-from service.devserver import RunningDevServer
+from devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
 from tests.service.mllp_listener import MllpListener, running_listener
 from tests.tasks.delivery.delivery_helpers import deliver, delivery_settings, make_done

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from service.devserver import RunningDevServer
+from devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.fhir_documents import DEFAULT_NOTE_CODE
 from tasks.delivery.fhir_export import write_fhir_bundle

@@ -15,7 +15,7 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from config.settings import DeliverySettings, Settings
-from service.devserver import RunningDevServer
+from devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
 from tests.service.mllp_listener import running_listener
 from tests.tasks.delivery.delivery_helpers import deliver, delivery_settings, make_done

@@ -12,7 +12,7 @@ from collections import deque
 
 from sqlalchemy import text
 
-from service.devserver import RunningDevServer
+from devserver import RunningDevServer
 from storage.database import create_store_engine
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.deliverer import deliver_pending

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from config.settings import StorageSettings
-from service.devserver import docs_route
+from devserver import docs_route
 from storage import open_store
 from tests.tasks.delivery.delivery_helpers import docs_entries, make_done
 

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from config.settings import DeliverySettings, PipelineSettings, Settings
-from service.devserver import RunningDevServer
+from devserver import RunningDevServer
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.errors import ReceiverSilent
 from tasks.delivery.stats import delivery_summary

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from storage.interface import UnitOfWorkFactory
 from tasks.discovery.discover import discover_and_register
 from tasks.transcription.bookkeeping import finish_run, start_run

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from tasks.throttle.gate import RequestGate
 from tests.helpers.transcription import run_once
 

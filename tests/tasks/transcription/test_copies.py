@@ -10,8 +10,8 @@ from pathlib import Path
 import soundfile
 
 from config.settings import PipelineSettings
+from devserver.tone import encode_tone_dictation
 from service.client import TranscriptionClient
-from service.devserver.tone import encode_tone_dictation
 from storage.interface import UnitOfWorkFactory
 from storage.sources import list_audio
 from tasks.throttle.gate import RequestGate

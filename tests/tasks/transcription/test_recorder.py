@@ -19,9 +19,9 @@ import soundfile
 
 import storage.sources
 from config.settings import PipelineSettings
+from devserver import RunningDevServer
+from devserver.tone import encode_tone_dictation
 from service.client import Transcription, TranscriptionClient, max_wav_bytes_for
-from service.devserver import RunningDevServer
-from service.devserver.tone import encode_tone_dictation
 from storage.errors import LeaseLost, StoreUnavailable
 from storage.records import ItemRecord
 from storage.sources import Fingerprint, list_audio

@@ -14,9 +14,9 @@ from pathlib import Path
 import soundfile
 
 from config.settings import PipelineSettings
+from devserver import RunningDevServer
+from devserver.tone import encode_tone_dictation
 from service.client import RetryEvent, TranscriptionClient
-from service.devserver import RunningDevServer
-from service.devserver.tone import encode_tone_dictation
 from service.errors import CredentialsRejected
 from storage.interface import UnitOfWorkFactory
 from storage.sources import list_audio

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from storage.accuracy_records import NoteAccuracy, Standing
 from storage.interface import UnitOfWorkFactory
 from storage.sources import SourceFile

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from storage.interface import UnitOfWorkFactory
 from tasks.review.decisions import finalize
 from tests.helpers.transcription import TEXT, run_once

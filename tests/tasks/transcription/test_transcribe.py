@@ -13,9 +13,9 @@ import pytest
 import soundfile
 
 from config.settings import PipelineSettings
+from devserver import RunningDevServer
+from devserver.tone import encode_tone_dictation
 from service.client import RetryEvent, TranscriptionClient
-from service.devserver import RunningDevServer
-from service.devserver.tone import encode_tone_dictation
 from service.errors import CredentialsRejected, TlsNotVerified
 from storage.claims import Claims
 from storage.errors import StoreUnavailable

@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from config.errors import ConfigError
+from devserver import DevServerConfig, start_devserver
+from devserver.faults import FaultInjector
 from service import jwe
-from service.devserver import DevServerConfig, start_devserver
-from service.devserver.faults import FaultInjector
 from tests.servers import DEVSERVER_JWE_KEY, DEVSERVER_TOKEN, make_tone_wav_bytes, make_wav_bytes
 
 WAV = make_wav_bytes(seconds=0.25)

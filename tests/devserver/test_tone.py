@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from service.devserver.tone import (
+from devserver.tone import (
     ALPHABET,
     SENTENCE_GAP_MS,
     WORD_GAP_MS,

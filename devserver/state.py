@@ -5,16 +5,16 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from devserver.capacity import CapacityGuard
+from devserver.config import DevServerConfig
+from devserver.engines import Engine, make_engine
+from devserver.faults import FaultInjector
+from devserver.fhir_store import FhirStore
+from devserver.ledger import Ledger
+from devserver.received import ReceivedDocuments
+from devserver.text_faults import TextFaults
+from devserver.tokens import TokenAuthority
 from service import jwe
-from service.devserver.capacity import CapacityGuard
-from service.devserver.config import DevServerConfig
-from service.devserver.engines import Engine, make_engine
-from service.devserver.faults import FaultInjector
-from service.devserver.fhir_store import FhirStore
-from service.devserver.ledger import Ledger
-from service.devserver.received import ReceivedDocuments
-from service.devserver.text_faults import TextFaults
-from service.devserver.tokens import TokenAuthority
 
 
 @dataclass

@@ -14,9 +14,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from service.contract import TRANSCRIBE_PATH, is_supported_language
-from service.devserver.engines import Engine, UnreadableAudio, read_wav
-from service.devserver.routes_common import (
+from devserver.engines import Engine, UnreadableAudio, read_wav
+from devserver.routes_common import (
     Trace,
     answer_and_record,
     check_in,
@@ -27,9 +26,10 @@ from service.devserver.routes_common import (
     read_upload,
     success_response,
 )
-from service.devserver.state import DevServerState
-from service.devserver.text_faults import spoil_text
-from service.devserver.uploads import Refusal
+from devserver.state import DevServerState
+from devserver.text_faults import spoil_text
+from devserver.uploads import Refusal
+from service.contract import TRANSCRIBE_PATH, is_supported_language
 
 
 async def transcribe_endpoint(request: Request) -> Response:

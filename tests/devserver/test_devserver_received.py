@@ -6,8 +6,8 @@ import asyncio
 
 import httpx
 
-from service.devserver.asgi import create_app
-from service.devserver.config import DevServerConfig
+from devserver.asgi import create_app
+from devserver.config import DevServerConfig
 from tests.servers import DEVSERVER_TOKEN
 
 AUTH = {"Authorization": f"Bearer {DEVSERVER_TOKEN}"}

@@ -9,7 +9,7 @@ import pytest
 import soundfile
 
 from config.errors import ConfigError
-from service.devserver.engines import (
+from devserver.engines import (
     DefaultEngine,
     Engine,
     HashEngine,
@@ -18,7 +18,7 @@ from service.devserver.engines import (
     make_engine,
     read_wav,
 )
-from service.devserver.tone import decode_tone_dictation
+from devserver.tone import decode_tone_dictation
 from tests.servers import make_tone_wav_bytes, make_wav_bytes
 
 TEXT = "bp 130/85, pulse 72. review in 3 days"

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from service.devserver.state import DevServerState
+from devserver.state import DevServerState
 
 RECEIVED_PATH = "/received"
 _NO_STORE = {"cache-control": "no-store"}

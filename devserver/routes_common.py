@@ -18,6 +18,17 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from devserver.ledger import LedgerEntry
+from devserver.responses import (
+    DroppedResponse,
+    EndlessResponse,
+    SlowResponse,
+    retry_after_value,
+    tamper_envelope,
+)
+from devserver.state import DevServerState
+from devserver.tokens import TokenCheck
+from devserver.uploads import Refusal, audio_from_envelope, audio_from_multipart
 from service import jwe
 from service.contract import (
     MESSAGE_FORBIDDEN,
@@ -26,17 +37,6 @@ from service.contract import (
     MESSAGE_UNAUTHORIZED,
     TRANSCRIBE_PATH,
 )
-from service.devserver.ledger import LedgerEntry
-from service.devserver.responses import (
-    DroppedResponse,
-    EndlessResponse,
-    SlowResponse,
-    retry_after_value,
-    tamper_envelope,
-)
-from service.devserver.state import DevServerState
-from service.devserver.tokens import TokenCheck
-from service.devserver.uploads import Refusal, audio_from_envelope, audio_from_multipart
 
 logger = logging.getLogger(__name__)
 

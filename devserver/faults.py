@@ -6,7 +6,7 @@ import random
 import threading
 from collections import deque
 
-from service.devserver.config import DevServerConfig
+from devserver.config import DevServerConfig
 
 
 class FaultInjector:

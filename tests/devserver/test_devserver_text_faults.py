@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from config.errors import ConfigError
 from config.quality import QualitySettings
+from devserver import DevServerConfig
+from devserver.text_faults import TEXT_FAULT_NAMES, TextFaults, spoil_text
 from flows.cli import app
 from service.contract import LANGUAGES
-from service.devserver import DevServerConfig
-from service.devserver.text_faults import TEXT_FAULT_NAMES, TextFaults, spoil_text
 from tasks.transcription.quality_gate import has_repetition, has_script_mismatch, words_of
 from tests.servers import DEVSERVER_TOKEN, make_tone_wav_bytes
 

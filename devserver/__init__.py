@@ -1,16 +1,16 @@
 """Local stand-in of the transcription service (DESIGN.md §8): run it, read its ledger."""
 
-from service.devserver.asgi import create_app
-from service.devserver.config import DevServerConfig
-from service.devserver.engines import Engine, make_engine
-from service.devserver.ledger import Ledger, LedgerEntry
-from service.devserver.server import (
+from devserver.asgi import create_app
+from devserver.config import DevServerConfig
+from devserver.engines import Engine, make_engine
+from devserver.ledger import Ledger, LedgerEntry
+from devserver.server import (
     DevServerError,
     RunningDevServer,
     serve_devserver,
     start_devserver,
 )
-from service.devserver.state import DevServerState, build_state
+from devserver.state import DevServerState, build_state
 
 __all__ = [
     "DevServerConfig",

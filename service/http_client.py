@@ -1,4 +1,4 @@
-"""One session with the services we post to: the only place an HTTP request is made.
+"""medasr's HTTP client: one pool of connections to the services, where every request is made.
 
 httpx's model: one `ServiceSession` over one connection pool (TLS verification, a
 custom CA), and thin endpoint clients (service/client.py, service/docs_client.py,

@@ -12,8 +12,8 @@ import pytest
 import soundfile
 
 from config.errors import ConfigError
-from service.devserver import DevServerConfig
-from service.devserver.config import FAULT_NAMES
+from devserver import DevServerConfig
+from devserver.config import FAULT_NAMES
 from tests.servers import DEVSERVER_TOKEN, make_wav_bytes
 from tests.service.tls_certs import make_tls_files
 
@@ -104,7 +104,7 @@ class _BrokenEngine:
 def test_an_unexpected_error_is_a_json_500_with_a_ledger_line(devserver_factory, caplog) -> None:
     server = devserver_factory()
     server.state.engine = _BrokenEngine()
-    with caplog.at_level(logging.ERROR, logger="service.devserver.asgi"):
+    with caplog.at_level(logging.ERROR, logger="devserver.asgi"):
         response = post(server, make_wav_bytes(seconds=0.2))
     assert response.status_code == 500
     assert response.headers["content-type"] == "application/json"

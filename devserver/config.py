@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Final
 
 from config.errors import ConfigError
+from devserver.text_faults import text_fault_problems
 from service import jwe
 from service.contract import SERVICE_MAX_UPLOAD_BYTES
-from service.devserver.text_faults import text_fault_problems
 from service.errors import EncryptionError
 
 # Names a fault script may use; "ok" lets a request through untouched. Each other name
@@ -20,7 +20,7 @@ FAULT_NAMES: Final = (
     "ok", "429", "500", "502", "503", "504", "reset", "slow", "badjson", "notext", "endless",
 )  # fmt: skip
 ENGINE_NAMES: Final = ("default", "tone", "hash")
-# How a FHIR create is answered once the resource is filed (service/devserver/fhir_route.py):
+# How a FHIR create is answered once the resource is filed (devserver/fhir_route.py):
 # "resource" as FHIR R4 says; the others as a misbehaving server might.
 FHIR_ANSWERS: Final = ("resource", "outcome", "foreign", "patient", "refuse", "first")
 
@@ -66,7 +66,7 @@ class DevServerConfig:
     # Serve https:// with this PEM certificate chain and key (both or neither).
     tls_cert_path: Path | None = None
     tls_key_path: Path | None = None
-    # Throttling by load (service/devserver/capacity.py): 429 + Retry-After on arrival when
+    # Throttling by load (devserver/capacity.py): 429 + Retry-After on arrival when
     # `capacity` requests are already in flight, or when the bucket of `rate` req/s is empty.
     capacity: int | None = None
     rate: float | None = None

@@ -15,10 +15,10 @@ import uvicorn
 from threadpoolctl import threadpool_limits
 
 from config.errors import ConfigError, TerminalError
-from service.devserver.asgi import create_app
-from service.devserver.config import DevServerConfig
-from service.devserver.ledger import Ledger
-from service.devserver.state import DevServerState, build_state
+from devserver.asgi import create_app
+from devserver.config import DevServerConfig
+from devserver.ledger import Ledger
+from devserver.state import DevServerState, build_state
 
 _START_TIMEOUT_S = 10.0
 

@@ -10,7 +10,7 @@ import numpy as np
 import soundfile
 
 from config.errors import ConfigError
-from service.devserver.tone import MIN_SAMPLE_RATE_HZ, decode_tone_dictation
+from devserver.tone import MIN_SAMPLE_RATE_HZ, decode_tone_dictation
 
 _WAV_FORMATS: Final = frozenset({"WAV", "WAVEX"})
 

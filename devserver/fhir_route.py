@@ -24,8 +24,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from service.devserver.responses import DroppedResponse, EndlessResponse, SlowResponse
-from service.devserver.routes_common import (
+from devserver.responses import DroppedResponse, EndlessResponse, SlowResponse
+from devserver.routes_common import (
     Trace,
     _authenticate,
     _read_body,
@@ -33,8 +33,8 @@ from service.devserver.routes_common import (
     check_in,
     fault_response,
 )
-from service.devserver.state import DevServerState
-from service.devserver.uploads import Refusal
+from devserver.state import DevServerState
+from devserver.uploads import Refusal
 
 FHIR_PATH = "/fhir/DocumentReference"
 FHIR_JSON = "application/fhir+json"

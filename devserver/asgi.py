@@ -12,11 +12,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
+from devserver import asr_route, docs_route, fhir_route, received_route
+from devserver.config import DevServerConfig
+from devserver.routes_common import message
+from devserver.state import DevServerState, build_state
 from service.contract import MESSAGE_NO_FILE
-from service.devserver import asr_route, docs_route, fhir_route, received_route
-from service.devserver.config import DevServerConfig
-from service.devserver.routes_common import message
-from service.devserver.state import DevServerState, build_state
 
 # Every route module of the devserver; a new endpoint is one module and one entry here.
 ROUTE_MODULES = (asr_route, docs_route, fhir_route, received_route)

@@ -8,9 +8,9 @@ import httpx
 import pytest
 
 from config.errors import ConfigError
+from devserver import DevServerConfig
+from devserver.capacity import CapacityGuard
 from flows.cli.devserver import config_from_options
-from service.devserver import DevServerConfig
-from service.devserver.capacity import CapacityGuard
 from tests.servers import DEVSERVER_TOKEN, make_wav_bytes
 
 AUTH = {"Authorization": f"Bearer {DEVSERVER_TOKEN}"}

@@ -17,9 +17,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from service.contract import DOCS_PATH
-from service.devserver.received import ReceivedDocument
-from service.devserver.routes_common import (
+from devserver.received import ReceivedDocument
+from devserver.routes_common import (
     Trace,
     answer_and_record,
     check_in,
@@ -29,7 +28,8 @@ from service.devserver.routes_common import (
     read_upload,
     success_response,
 )
-from service.devserver.state import DevServerState
+from devserver.state import DevServerState
+from service.contract import DOCS_PATH
 
 
 async def docs_endpoint(request: Request) -> Response:

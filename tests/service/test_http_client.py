@@ -28,8 +28,8 @@ from service.errors import (
     PayloadTooLarge,
     RequestRejected,
 )
+from service.http_client import ServiceSession
 from service.retrying import RetryEvent, RetryPolicy
-from service.session import ServiceSession
 from tests.servers import DEVSERVER_JWE_KEY, client_settings, make_wav_bytes
 
 POLICY = RetryPolicy(
