@@ -29,13 +29,12 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from config.delivery import DeliverySettings, DeliveryTargetSettings
 from config.errors import ConfigError
 from config.names import ENV_PREFIX, check_toml_keys, known_variables, warn_unknown_variables
 from config.quality import QualitySettings
 from config.sections import (
     JWE_KEY_STRING_BYTES,
-    DeliverySettings,
-    DeliveryTargetSettings,
     EncryptionSettings,
     PipelineSettings,
     ServiceSettings,

@@ -74,12 +74,23 @@ def build_deployments(
     check_schedule(cron=rerun_cron, timezone=timezone, option="--rerun-cron")
     # The audio cap of each night's runs (MEDASR_PIPELINE__MAX_AUDIO_HOURS_PER_RUN otherwise).
     cap = {} if max_audio_hours is None else {"max_audio_hours": max_audio_hours}
+    nightly = _nightly_deployment(source, language, cron=nightly_cron, timezone=timezone, cap=cap)
+    rerun = _rerun_deployment(language, cron=rerun_cron, timezone=timezone, cap=cap)
+    if purge_cron is None:
+        return [nightly, rerun]
+    return [nightly, rerun, _purge_deployment(purge_cron, retention=retention, timezone=timezone)]
+
+
+def _nightly_deployment(
+    source: str, language: str, *, cron: str, timezone: str, cap: dict[str, float]
+) -> RunnerDeployment:
+    """The nightly backlog run over `source` (then the delivery, when it is on)."""
     # to_deployment dispatches to a coroutine only inside a running event loop.
-    nightly = cast(
+    return cast(
         RunnerDeployment,
         transcribe_backlog.to_deployment(
             name="nightly-backlog",
-            schedules=[Cron(nightly_cron, timezone=timezone)],
+            schedules=[Cron(cron, timezone=timezone)],
             parameters={"source": source, "language": language, **cap},
             # With MEDASR_DELIVER=true the same flow then delivers (flows/deliver_step.py).
             description="Transcribe new and changed recordings under the source, then "
@@ -88,20 +99,23 @@ def build_deployments(
             concurrency_limit=1,
         ),
     )
-    rerun = cast(
+
+
+def _rerun_deployment(
+    language: str, *, cron: str, timezone: str, cap: dict[str, float]
+) -> RunnerDeployment:
+    """The rerun of due retryable failures."""
+    return cast(
         RunnerDeployment,
         rerun_failures.to_deployment(
             name="rerun-failures",
-            schedules=[Cron(rerun_cron, timezone=timezone)],
+            schedules=[Cron(cron, timezone=timezone)],
             parameters={"language": language, **cap},
             description="Re-queue due retryable failures and transcribe them.",
             tags=["medasr"],
             concurrency_limit=1,
         ),
     )
-    if purge_cron is None:
-        return [nightly, rerun]
-    return [nightly, rerun, _purge_deployment(purge_cron, retention=retention, timezone=timezone)]
 
 
 def _purge_deployment(cron: str, *, retention: str, timezone: str) -> RunnerDeployment:

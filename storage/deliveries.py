@@ -6,53 +6,46 @@ new version, delivered once per target; the same transcript uploaded again is no
 format (txt or FHIR) is not part of it: switching formats must not file the same note
 twice.
 
-Rows are claimed on the one work queue (storage/work_queue.py): a token per claim,
-renewal, the store's clock, the dead taken back. `mark_sending` commits `sending_at`
-just before a request goes out; from then on a row whose answer was not recorded
-(holder killed, lease lapsed, stopped mid-request) becomes `in_doubt`, never pending:
-the receiver may have filed it. Only `resend_in_doubt` (a person's decision) sends it
-back to pending.
+This module plans the rows, sends in-doubt ones back by a person's decision and reads
+them; what the holder of a claim does (claim, mark sending, settle, release) is
+storage/delivery_claims.py (`uow.delivery_claims`) on the one work queue.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, exists, func, select, update
+from sqlalchemy import ColumnElement, Table, func, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 from storage import clock
 from storage.errors import SchemaOutdated
 from storage.models import Delivery, StoreIdentity
 from storage.queries import batches
-from storage.records import DeliveryCount, DeliveryRecord, SentIdentity, WantedDelivery
+from storage.records import DeliveryCount, DeliveryRecord, WantedDelivery
 from storage.versions import item_version, plan_version, transcript_version
-from storage.work_queue import WorkQueue, ended_with_error
 
 DELIVERIES = cast(Table, Delivery.__table__)
 _UNSENT = ("pending", "failed")
-# A row that may still be filed, or is about to go: a newer version of its note waits.
-_UNSETTLED = ("pending", "processing", "in_doubt")
 
 __all__ = [
     "Deliveries",
     "DeliveryCount",
     "WantedDelivery",
+    "deliveries_where",
     "item_version",
     "transcript_version",
 ]
 
 
 class Deliveries:
-    """Plan, claim, settle and read deliveries inside one session."""
+    """Plan, send back and read deliveries inside one session."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
-        self._queue = WorkQueue(session, Delivery, doubt_when=Delivery.sending_at.is_not(None))
 
     def plan_deliveries(self, wanted: Sequence[WantedDelivery], *, format_name: str) -> int:
         """Add a pending row for each current version a target does not hold; returns how
@@ -206,50 +199,7 @@ class Deliveries:
             chosen = chosen & (Delivery.language == language)
         if target is not None:
             chosen = chosen & (Delivery.target == target)
-        return self._deliveries_where(chosen)
-
-    def claim_deliveries(
-        self,
-        *,
-        owner: str,
-        language: str | None,
-        limit: int,
-        lease_s: float,
-        now: datetime | None = None,
-        target: str | None = None,
-    ) -> list[DeliveryRecord]:
-        """Claim up to `limit` pending (or lease-expired, never sent) deliveries, oldest
-        first, each with its own lease token. Lapsed rows whose request went out become
-        in_doubt first. `now` stands in for the store's clock (tests)."""
-        now = now or self._queue.now()
-        if limit <= 0:
-            return []
-        self._queue.doubt_lapsed(owner=owner, now=now)
-        ids: list[int] = []
-        for claimable in self._queue.claimable(now, owner=owner):
-            if language is not None:
-                claimable = claimable & (Delivery.language == language)
-            if target is not None:  # a run sends to one target: the others' rows wait
-                claimable = claimable & (Delivery.target == target)
-            claimable = claimable & ~_older_version_unsettled()
-            query = select(Delivery.id).where(claimable).order_by(Delivery.id)
-            ids += self._queue.lock_ids(query.limit(limit - len(ids)))
-            if len(ids) >= limit:
-                break
-        if not ids:
-            return []
-        self._queue.take(ids, owner=owner, lease_s=lease_s, now=now)
-        self._session.execute(
-            update(Delivery)
-            .where(Delivery.id.in_(ids))
-            .values(sending_at=None)
-            .execution_options(synchronize_session=False)
-        )
-        return self._deliveries_where(Delivery.id.in_(ids))
-
-    def renew_deliveries(self, lease_tokens: Sequence[str], *, lease_s: float) -> frozenset[str]:
-        """Extend these claims' leases on the store's clock; returns the tokens lost."""
-        return self._queue.renew(lease_tokens, lease_s=lease_s)
+        return deliveries_where(self._session, chosen)
 
     def store_identity(self) -> str:
         """This store's own name (made once per database by a migration)."""
@@ -258,159 +208,14 @@ class Deliveries:
             raise SchemaOutdated("the database has no store identity; run `medasr db upgrade`")
         return found
 
-    def mark_sending(
-        self,
-        delivery_id: int,
-        *,
-        lease_token: str | None,
-        sent: SentIdentity | None = None,
-    ) -> None:
-        """Our request is about to go out: from now on an unrecorded answer means in doubt.
-
-        `sent`: the identifiers and words it goes out with, kept until an answer settles
-        it. Commit it before sending. Raises LeaseLost if the claim is no longer ours.
-        """
-        kept = {} if sent is None else vars(sent)
-        self._queue.touch(delivery_id, lease_token=lease_token, sending_at=clock.host_now(), **kept)
-
-    def record_delivered(
-        self,
-        delivery_id: int,
-        *,
-        lease_token: str | None,
-        response: dict[str, Any],
-        format_name: str | None = None,
-        remote_id: str | None = None,
-    ) -> None:
-        """Mark our delivery done with the response's fields as they came; LeaseLost.
-
-        `format_name` is what was sent (a row planned as txt may go out as fhir);
-        `remote_id` what the receiver named the document, if it said.
-        """
-        formats = {} if format_name is None else {"format": format_name}
-        self._queue.settle(
-            delivery_id,
-            lease_token=lease_token,
-            status="delivered",
-            **formats,
-            response=response,
-            remote_id=remote_id,
-            delivered_at=clock.host_now(),
-            error_kind=None,
-            error_message=None,
-            retryable=False,
-            sent_text=None,
-        )
-
-    def record_recovered_delivery(
-        self, delivery_id: int, *, version: str, response: dict[str, Any], remote_id: str | None
-    ) -> bool:
-        """Record an accepted upload kept in the journal (its worker is gone, no lease).
-
-        Only while the row is that version and not delivered; False (nothing written)
-        otherwise.
-        """
-        result = self._session.execute(
-            update(Delivery)
-            .where(
-                Delivery.id == delivery_id,
-                Delivery.version == version,
-                Delivery.status.in_(("pending", "processing", "failed", "in_doubt")),
-            )
-            .values(
-                status="delivered",
-                response=response,
-                remote_id=remote_id,
-                delivered_at=clock.host_now(),
-                error_kind=None,
-                error_message=None,
-                retryable=False,
-                sent_text=None,
-                updated_at=clock.host_now(),
-                lease_owner=None,
-                lease_expires_at=None,
-                lease_token=None,
-            )
-            .execution_options(synchronize_session=False)
-        )
-        return bool(result.rowcount)  # type: ignore[attr-defined]
-
-    def record_delivery_failed(
-        self,
-        delivery_id: int,
-        *,
-        lease_token: str | None,
-        error_kind: str,
-        message: str,
-        retryable: bool,
-    ) -> None:
-        """Mark our delivery failed (the receiver answered, or nothing was sent); LeaseLost.
-
-        The answer was definitive: a later try is a new attempt series (a new MSH-10).
-        """
-        self._queue.settle(
-            delivery_id,
-            lease_token=lease_token,
-            **ended_with_error(
-                "failed", error_kind=error_kind, message=message, retryable=retryable
-            ),
-            sending_at=None,
-            control_id=None,
-            sent_text=None,
-        )
-        self._session.execute(
-            update(Delivery)
-            .where(Delivery.id == delivery_id)
-            .values(series=Delivery.series + 1)
-            .execution_options(synchronize_session=False)
-        )
-
-    def record_delivery_in_doubt(
-        self, delivery_id: int, *, lease_token: str | None, error_kind: str, message: str
-    ) -> None:
-        """Our request went out and no answer came (connection lost, timed out); LeaseLost."""
-        self._queue.settle(
-            delivery_id,
-            lease_token=lease_token,
-            **ended_with_error("in_doubt", error_kind=error_kind, message=message, retryable=False),
-        )
-
-    def record_delivery_superseded(self, delivery_id: int, *, lease_token: str | None) -> None:
-        """Our delivery's transcript is no longer the item's: never send it; LeaseLost."""
-        self._queue.settle(delivery_id, lease_token=lease_token, status="superseded")
-
-    def release_deliveries(self, lease_tokens: Sequence[str], *, refused: bool = False) -> None:
-        """Give our claims back (attempts - 1): pending, or in_doubt once sending began.
-
-        `refused`: the receiver refused them (401/403) or nothing went out: pending, with
-        nothing of theirs outstanding.
-        """
-        if refused:
-            for batch in batches(list(lease_tokens)):
-                self._session.execute(
-                    update(Delivery)
-                    .where(Delivery.status == "processing", Delivery.lease_token.in_(batch))
-                    .values(sending_at=None, control_id=None, sent_text=None)
-                    .execution_options(synchronize_session=False)
-                )
-        self._queue.release(lease_tokens)
-
-    def release_dead_local_deliveries(self) -> int:
-        """Take back deliveries held by ended processes of this machine; returns how many.
-
-        A row whose request had gone out becomes in_doubt (the receiver may have filed
-        it); one never sent goes back to pending.
-        """
-        return self._queue.take_back_dead()
-
     def get_delivery(self, delivery_id: int) -> DeliveryRecord | None:
         """One delivery row by id."""
-        found = self._deliveries_where(Delivery.id == delivery_id)
+        found = deliveries_where(self._session, Delivery.id == delivery_id)
         return found[0] if found else None
 
     def deliveries_of_item(self, item_id: int) -> list[DeliveryRecord]:
         """Every delivery row of one item, oldest first."""
-        return self._deliveries_where(Delivery.item_id == item_id)
+        return deliveries_where(self._session, Delivery.item_id == item_id)
 
     def delivered_versions(
         self, item_ids: Sequence[int], *, target: str | None = None
@@ -468,30 +273,22 @@ class Deliveries:
         row = self.get_delivery(delivery_id)
         if row is None:
             return None
-        found = self._deliveries_where(
+        found = deliveries_where(
+            self._session,
             (Delivery.item_id == row.item_id)
             & (Delivery.target == row.target)
             & (Delivery.id < delivery_id)
-            & (Delivery.status == "delivered")
+            & (Delivery.status == "delivered"),
         )
         return found[-1] if found else None
 
-    def _deliveries_where(self, condition: ColumnElement[bool]) -> list[DeliveryRecord]:
-        query = select(DELIVERIES).where(condition).order_by(Delivery.id)
-        return [DeliveryRecord(**row._asdict()) for row in self._session.execute(query)]
+
+def deliveries_where(session: Session, condition: ColumnElement[bool]) -> list[DeliveryRecord]:
+    """The delivery rows matching `condition`, oldest first, as plain records."""
+    query = select(DELIVERIES).where(condition).order_by(Delivery.id)
+    return [DeliveryRecord(**row._asdict()) for row in session.execute(query)]
 
 
 def _never_sent(row: Any) -> bool:
     """Pending or failed with no send of its series outstanding: safe to set aside."""
     return bool(row.status in _UNSENT and row.control_id is None)
-
-
-def _older_version_unsettled() -> ColumnElement[bool]:
-    """An older row of the same item and target is still unsettled (may be filed)."""
-    older = aliased(Delivery)
-    return exists().where(
-        older.item_id == Delivery.item_id,
-        older.target == Delivery.target,
-        older.id < Delivery.id,
-        older.status.in_(_UNSETTLED),
-    )

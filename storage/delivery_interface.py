@@ -1,8 +1,10 @@
-"""The delivery queue as the pipeline sees it: one Protocol, no SQLAlchemy.
+"""The delivery queue as the pipeline sees it: two Protocols, no SQLAlchemy.
 
-`uow.deliveries` (storage/interface.py's UnitOfWork) satisfies it; the SQL side is
-storage/deliveries.py on the one work queue (storage/work_queue.py), the fake is
-tests/fakes/ledgers.py. Writes under a claim take its lease token (LeaseLost otherwise).
+`uow.deliveries` (plan, send back, read) and `uow.delivery_claims` (what the holder of a
+claim does) of storage/interface.py's UnitOfWork satisfy them; the SQL side is
+storage/deliveries.py and storage/delivery_claims.py on the one work queue
+(storage/work_queue.py), the fake is tests/fakes/ledgers.py. Writes under a claim take
+its lease token (LeaseLost otherwise).
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from typing import Any, Protocol
 
 from storage.records import DeliveryCount, DeliveryRecord, SentIdentity, WantedDelivery
 
-__all__ = ["DeliveryRepository"]
+__all__ = ["DeliveryClaimRepository", "DeliveryRepository"]
 
 
 class DeliveryRepository(Protocol):
-    """Deliveries: plan, claim, mark sending, settle, read."""
+    """Deliveries: plan, send back, read."""
 
     def plan_deliveries(self, wanted: Sequence[WantedDelivery], *, format_name: str) -> int:
         """Add a pending row for each version not seen yet; returns how many were added."""
@@ -37,6 +39,45 @@ class DeliveryRepository(Protocol):
         """The in-doubt deliveries (of `language`, to `target`) `resend_in_doubt` takes."""
         ...
 
+    def store_identity(self) -> str:
+        """This store's own name (made once per database by a migration)."""
+        ...
+
+    def get_delivery(self, delivery_id: int) -> DeliveryRecord | None:
+        """One delivery row by id."""
+        ...
+
+    def latest_delivered_before(self, delivery_id: int) -> DeliveryRecord | None:
+        """The newest delivered row of the same item and target, older than this one."""
+        ...
+
+    def deliveries_of_item(self, item_id: int) -> list[DeliveryRecord]:
+        """Every delivery row of one item, oldest first."""
+        ...
+
+    def delivered_versions(
+        self, item_ids: Sequence[int], *, target: str | None = None
+    ) -> dict[int, list[str]]:
+        """Versions delivered per item (to `target`), oldest first (items with none left out)."""
+        ...
+
+    def delivered_filings(self, item_ids: Sequence[int]) -> dict[int, list[tuple[str, int]]]:
+        """(version, filing) delivered per item to any target, oldest first (items with
+        none left out)."""
+        ...
+
+    def delivery_counts(self) -> list[DeliveryCount]:
+        """Rows by delivery status."""
+        ...
+
+    def delivery_counts_by_target(self) -> list[DeliveryCount]:
+        """Rows by (target, delivery status)."""
+        ...
+
+
+class DeliveryClaimRepository(Protocol):
+    """Deliveries under a claim: claim, renew, mark sending, settle, release."""
+
     def claim_deliveries(
         self,
         *,
@@ -52,10 +93,6 @@ class DeliveryRepository(Protocol):
 
     def renew_deliveries(self, lease_tokens: Sequence[str], *, lease_s: float) -> frozenset[str]:
         """Extend these claims' leases on the store's clock; returns the tokens lost."""
-        ...
-
-    def store_identity(self) -> str:
-        """This store's own name (made once per database by a migration)."""
         ...
 
     def mark_sending(
@@ -110,35 +147,4 @@ class DeliveryRepository(Protocol):
 
     def release_dead_local_deliveries(self) -> int:
         """Take back deliveries held by ended processes of this machine; returns how many."""
-        ...
-
-    def get_delivery(self, delivery_id: int) -> DeliveryRecord | None:
-        """One delivery row by id."""
-        ...
-
-    def latest_delivered_before(self, delivery_id: int) -> DeliveryRecord | None:
-        """The newest delivered row of the same item and target, older than this one."""
-        ...
-
-    def deliveries_of_item(self, item_id: int) -> list[DeliveryRecord]:
-        """Every delivery row of one item, oldest first."""
-        ...
-
-    def delivered_versions(
-        self, item_ids: Sequence[int], *, target: str | None = None
-    ) -> dict[int, list[str]]:
-        """Versions delivered per item (to `target`), oldest first (items with none left out)."""
-        ...
-
-    def delivered_filings(self, item_ids: Sequence[int]) -> dict[int, list[tuple[str, int]]]:
-        """(version, filing) delivered per item to any target, oldest first (items with
-        none left out)."""
-        ...
-
-    def delivery_counts(self) -> list[DeliveryCount]:
-        """Rows by delivery status."""
-        ...
-
-    def delivery_counts_by_target(self) -> list[DeliveryCount]:
-        """Rows by (target, delivery status)."""
         ...

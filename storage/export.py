@@ -13,7 +13,7 @@ import csv
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -166,10 +166,7 @@ def write_txt_tree(
         for row in rows:
             if row.text is None:
                 continue
-            target = names.get((row.source, row.language))
-            if target is None:
-                relative = transcript_path(row.source, local_root=local_root)
-                target = _free_name(relative, row.language, used, room_bytes=room)
+            target = _name_of(row, names, used, local_root=local_root, room_bytes=room)
             reason = _write_transcript(folder, target, row.text)
             if reason is None:
                 result.written += 1
@@ -178,6 +175,22 @@ def write_txt_tree(
     finally:
         folder.close()
     return result
+
+
+def _name_of(
+    row: ExportRow,
+    names: Mapping[tuple[str, str], PurePosixPath],
+    used: set[str],
+    *,
+    local_root: str | None,
+    room_bytes: int,
+) -> PurePosixPath:
+    """The row's file name: the one its key was given, else the first one free."""
+    target = names.get((row.source, row.language))
+    if target is None:
+        relative = transcript_path(row.source, local_root=local_root)
+        target = _free_name(relative, row.language, used, room_bytes=room_bytes)
+    return target
 
 
 def _names_in_order(

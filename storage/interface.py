@@ -3,10 +3,12 @@
 `open_store(settings.storage)` (storage/__init__.py) returns a `UnitOfWorkFactory`;
 `with store.unit_of_work() as uow:` is one transaction (committed when the block ends
 normally, rolled back on an error) over `uow.items`, `uow.claims`, `uow.item_queries`,
-`uow.chunks`, `uow.deliveries`, `uow.runs`, `uow.listings`, `uow.reviews`, `uow.audit`
-(storage/audit_interface.py) and `uow.retention`, each behind its Protocol. Items have
-three repositories, not one chain: what a listing or a rerun writes (`items`), what the
-holder of a claim does (`claims`) and what readers ask (`item_queries`). The SQL store
+`uow.chunks`, `uow.deliveries`, `uow.delivery_claims`, `uow.runs`, `uow.listings`,
+`uow.reviews`, `uow.audit` (storage/audit_interface.py) and `uow.retention`, each behind
+its Protocol. Items have three repositories, not one chain (storage/item_interface.py):
+what a listing or a rerun writes (`items`), what the holder of a claim does (`claims`)
+and what readers ask (`item_queries`); deliveries two (storage/delivery_interface.py):
+planned and read (`deliveries`), and under a claim (`delivery_claims`). The SQL store
 (storage/database.py, storage/unit_of_work.py) satisfies them structurally; so does the
 in-memory fake of the unit tests (tests/fakes/store.py), which a conformance test keeps
 honest for every Protocol.
@@ -25,20 +27,16 @@ from typing import Any, Protocol
 
 from storage.accuracy_interface import AccuracyRepository
 from storage.audit_interface import AuditRepository
-from storage.delivery_interface import DeliveryRepository
+from storage.delivery_interface import DeliveryClaimRepository, DeliveryRepository
+from storage.item_interface import ClaimRepository, ItemQueryRepository, ItemRepository
 from storage.records import (
     ChunkRecord,
-    ExportRow,
     ItemRecord,
     NotAudioListing,
     PendingAudio,
     QueueSize,
-    RegisterResult,
     RunRecord,
     SentRecording,
-    SkippedFile,
-    SourceFile,
-    StatusCount,
 )
 from storage.retention_interface import RetentionRepository
 
@@ -46,6 +44,7 @@ __all__ = [
     "AuditRepository",
     "ChunkRepository",
     "ClaimRepository",
+    "DeliveryClaimRepository",
     "DeliveryRepository",
     "ItemQueryRepository",
     "ItemRepository",
@@ -56,202 +55,6 @@ __all__ = [
     "UnitOfWork",
     "UnitOfWorkFactory",
 ]
-
-
-class ItemRepository(Protocol):
-    """Items (recordings in a language) written outside a claim: listings, metadata, re-queueing."""
-
-    def register_items(self, files: Sequence[SourceFile], *, language: str) -> RegisterResult:
-        """Upsert listed files: new -> pending; changed -> back to pending."""
-        ...
-
-    def record_unreadable(self, files: Sequence[SkippedFile], *, language: str) -> int:
-        """Record listed files that cannot be read as failed (source_unreadable, permanent)."""
-        ...
-
-    def resolve_listed_folders(self, *, root: str, unlisted: Sequence[str], language: str) -> int:
-        """Remove the rows of folders under `root` that were listed this time."""
-        ...
-
-    def set_item_metadata(
-        self, metadata_by_uri: Mapping[str, Mapping[str, str]], *, language: str | None
-    ) -> int:
-        """Store the manifest's columns on the items (of `language`); returns rows changed."""
-        ...
-
-    def requeue_failures(
-        self,
-        *,
-        language: str | None,
-        max_attempts: int,
-        include_permanent: bool,
-        include_skipped: bool = False,
-        now: datetime | None = None,
-    ) -> int:
-        """Send failures back to pending; returns how many."""
-        ...
-
-
-class ClaimRepository(Protocol):
-    """The holder of a claim on items: claim, renew, settle, release (the work queue's face)."""
-
-    def claim_batch(
-        self,
-        *,
-        owner: str,
-        language: str | None,
-        limit: int,
-        lease_s: float,
-        now: datetime | None = None,
-        uris: Sequence[str] | None = None,
-        source_prefix: str | None = None,
-    ) -> list[ItemRecord]:
-        """Claim up to `limit` pending (or lease-expired) items, oldest first; attempts += 1."""
-        ...
-
-    def renew_leases(self, lease_tokens: Sequence[str], *, lease_s: float) -> frozenset[str]:
-        """Extend the leases of these claims to `lease_s` from the store's now; returns the"""
-        ...
-
-    def release_items(self, lease_tokens: Sequence[str]) -> None:
-        """Give our claims back (pending, attempts - 1): the stop was not the item's fault."""
-        ...
-
-    def release_dead_local_leases(self) -> int:
-        """Give back items held by ended processes of this machine; returns how many."""
-        ...
-
-    def set_fingerprint(
-        self,
-        item_id: int,
-        *,
-        sha256: str,
-        size_bytes: int,
-        lease_token: str | None,
-        checked_content: bool = False,
-    ) -> None:
-        """Record the content fingerprint; different content drops the old chunks. LeaseLost.
-
-        `checked_content`: the caller reset the chunks of changed content itself; the
-        stored fingerprint is not read again (one write).
-        """
-        ...
-
-    def finish_item(
-        self,
-        item_id: int,
-        *,
-        lease_token: str | None,
-        text: str,
-        duration_ms: int | None,
-        chunk_count: int,
-        extras: Mapping[str, Any],
-        flags: Sequence[str] = (),
-        hold_for_review: bool = False,
-    ) -> None:
-        """Mark our item done with its transcript, or needs_review when the quality gate"""
-        ...
-
-    def keep_purged(self, item_id: int, *, lease_token: str | None) -> None:
-        """Settle our purged item purged again (same bytes); raises LeaseLost."""
-        ...
-
-    def keep_result(
-        self, item_id: int, *, lease_token: str | None, extras: Mapping[str, Any]
-    ) -> None:
-        """Settle our touched item as it was (same bytes); raises LeaseLost."""
-        ...
-
-    def forget_result(self, item_id: int, *, lease_token: str | None) -> None:
-        """Our touched item's bytes changed: forget the result it kept; raises LeaseLost."""
-        ...
-
-    def skip_item(
-        self,
-        item_id: int,
-        *,
-        lease_token: str | None,
-        reason_kind: str,
-        reason: str,
-        duration_ms: int | None = None,
-    ) -> None:
-        """Mark our item skipped (silent, empty...) with the reason; raises LeaseLost."""
-        ...
-
-    def fail_item(
-        self,
-        item_id: int,
-        *,
-        lease_token: str | None,
-        error_kind: str,
-        message: str,
-        retryable: bool,
-        next_attempt_at: datetime | None,
-    ) -> None:
-        """Mark our item failed with its error and when it may be retried; raises LeaseLost."""
-        ...
-
-
-class ItemQueryRepository(Protocol):
-    """Items as readers see them: by id or source, pages, counts, exports."""
-
-    def get_item(self, item_id: int) -> ItemRecord | None:
-        """One item by id."""
-        ...
-
-    def find_item(self, *, source_uri: str, language: str) -> ItemRecord | None:
-        """One item by its source URI and language."""
-        ...
-
-    def find_items(self, *, source_uris: Sequence[str], language: str) -> dict[str, ItemRecord]:
-        """Items of `language` by source URI, many URIs per query (unknown ones left out)."""
-        ...
-
-    def find_unsettled(
-        self, files: Sequence[SourceFile], *, language: str, settled: Sequence[str]
-    ) -> list[str]:
-        """URIs of listed files that are new, changed, or not in a `settled` status."""
-        ...
-
-    def find_done_with_sha(self, *, sha256: str, language: str) -> ItemRecord | None:
-        """The latest done item with this content and language, if any."""
-        ...
-
-    def done_items_page(
-        self, *, language: str | None, after_id: int, limit: int, status: str = "done"
-    ) -> list[ItemRecord]:
-        """Up to `limit` items with `status` (of `language`) whose id is above `after_id`."""
-        ...
-
-    def status_counts(self) -> list[StatusCount]:
-        """Items and known audio (ms) by status and language."""
-        ...
-
-    def pending_count(self, *, language: str | None, source_prefix: str | None = None) -> int:
-        """How many items wait to be claimed (of `language`, under `source_prefix`)."""
-        ...
-
-    def list_failures(self, *, limit: int = 20) -> list[ItemRecord]:
-        """The latest failed items, newest first."""
-        ...
-
-    def list_latest(self, *, status: str, limit: int = 20) -> list[ItemRecord]:
-        """The latest items with `status` (failed, skipped...), newest first."""
-        ...
-
-    def export_rows(
-        self, *, status: str | None = None, language: str | None = None
-    ) -> Iterator[ExportRow]:
-        """Every item (or those with `status`, in `language`) sorted by source, streamed."""
-        ...
-
-    def export_keys(self) -> Iterator[tuple[str, str]]:
-        """Every item's (source URI, language), oldest item first, streamed."""
-        ...
-
-    def source_uris(self) -> Iterator[str]:
-        """Every item's source URI (all statuses and languages, duplicates possible), streamed."""
-        ...
 
 
 class ChunkRepository(Protocol):
@@ -401,7 +204,12 @@ class UnitOfWork(Protocol):
 
     @property
     def deliveries(self) -> DeliveryRepository:
-        """Transcript versions to deliver."""
+        """Transcript versions to deliver: planned and read."""
+        ...
+
+    @property
+    def delivery_claims(self) -> DeliveryClaimRepository:
+        """Deliveries under a claim: sent and settled."""
         ...
 
     @property

@@ -91,14 +91,14 @@ class Items:
     def _back_to_pending(self, relisted: Mapping[int, SourceFile], *, now: datetime) -> None:
         """Changed files go back to pending, except those a worker holds under a live lease.
 
-        A file listed with a new version but its old size may hold the same bytes (touched:
-        a backup restored, a copy). A purged one keeps its purge receipt (extras) and
-        sha256: the worker that hashes it settles it purged again when the bytes are the
-        same, so touching a file never buys its transcript twice. A done or held one keeps
-        its transcript, review and finish time, its status noted under extras["touched"]:
-        the worker settles it as it was when the bytes are the same (storage/claims.py
-        `keep_result`), and forgets it all when they are not. The one query that finds
-        the leased rows finds these too."""
+        A file listed with a new version but its old size may hold the same bytes (touched: a
+        backup restored, a copy). A purged one keeps its purge receipt (extras) and sha256:
+        the worker that hashes it settles it purged again when the bytes are the same, so
+        touching a file never buys its transcript twice. A done or held one keeps its
+        transcript, review and finish time, its status noted under extras["touched"]: the
+        worker settles it as it was when the bytes are the same (storage/claims.py
+        `keep_result`), and forgets it all when they are not. One query finds these and the
+        leased rows."""
         live_lease = and_(
             Item.status == ItemStatus.PROCESSING,
             Item.lease_expires_at.is_not(None),
@@ -115,15 +115,11 @@ class Items:
             for row in special
             if row.status in _KEPT_WHEN_TOUCHED and row.size_bytes == relisted[row.id].size_bytes
         }
-        updates = []
-        for i, f in relisted.items():
-            if i in leased:
-                continue
-            row = same_size.get(i)
-            if row is not None and row.status != ItemStatus.PURGED:
-                updates.append(_touched(i, f, now=now, before=row))
-            else:
-                updates.append(_pending_again(i, f, now=now, keep_receipt=row is not None))
+        updates = [
+            _relisted(i, f, now=now, same_size=same_size.get(i))
+            for i, f in relisted.items()
+            if i not in leased
+        ]
         by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         for values in updates:  # one statement per set of columns
             by_columns.setdefault(tuple(sorted(values)), []).append(values)
@@ -325,6 +321,14 @@ def _pending_again(
     if keep_receipt:
         del values["extras"]
     return values
+
+
+def _relisted(item_id: int, f: SourceFile, *, now: datetime, same_size: Any) -> dict[str, Any]:
+    """The new values of a changed file's row: one of its old size is touched (a purged
+    one keeps its receipt and goes back to pending), any other is pending again."""
+    if same_size is not None and same_size.status != ItemStatus.PURGED:
+        return _touched(item_id, f, now=now, before=same_size)
+    return _pending_again(item_id, f, now=now, keep_receipt=same_size is not None)
 
 
 def _touched(item_id: int, listed: SourceFile, *, now: datetime, before: Any) -> dict[str, Any]:

@@ -147,24 +147,38 @@ def _folder_entries(
         wanted = wants(relative)
         if not wanted and not entry.is_symlink() and not entry.is_dir(follow_symlinks=False):
             continue  # a plain file not wanted: no stat
-        try:
-            entry_stat = entry.stat()  # follows symbolic links
-        except OSError as exc:
-            if wanted:
-                skipped.append(_stat_failure(entry, exc))
-            continue
-        if stat.S_ISDIR(entry_stat.st_mode):
-            key = (entry_stat.st_dev, entry_stat.st_ino)
-            if key in visited:
-                reason = "symbolic link to a folder already listed (link loop)"
-                skipped.append(SkippedFile(printable(entry.path), reason))
-                continue
-            visited.add(key)
-            found.append((entry.name + "/", entry.path, relative, entry_stat))
-        elif wanted:
-            found.append((entry.name, entry.path, relative, entry_stat))
+        listed = _listed_entry(entry, relative, wanted=wanted, skipped=skipped, visited=visited)
+        if listed is not None:
+            found.append(listed)
     found.sort(key=_first)
     return found
+
+
+def _listed_entry(
+    entry: os.DirEntry[str],
+    relative: str,
+    *,
+    wanted: bool,
+    skipped: list[SkippedFile],
+    visited: set[tuple[int, int]],
+) -> tuple[str, str, str, os.stat_result] | None:
+    """A folder (once: a link back to one listed is skipped) or a wanted file, statted;
+    None for what is not listed."""
+    try:
+        entry_stat = entry.stat()  # follows symbolic links
+    except OSError as exc:
+        if wanted:
+            skipped.append(_stat_failure(entry, exc))
+        return None
+    if stat.S_ISDIR(entry_stat.st_mode):
+        key = (entry_stat.st_dev, entry_stat.st_ino)
+        if key in visited:
+            reason = "symbolic link to a folder already listed (link loop)"
+            skipped.append(SkippedFile(printable(entry.path), reason))
+            return None
+        visited.add(key)
+        return (entry.name + "/", entry.path, relative, entry_stat)
+    return (entry.name, entry.path, relative, entry_stat) if wanted else None
 
 
 _first = operator.itemgetter(0)

@@ -23,6 +23,7 @@ import hmac
 import json
 from collections import Counter
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, case, delete, exists, func, not_, or_, select, update
@@ -105,7 +106,6 @@ class Retention:
         was purged, in id order. Each removed text is kept as its HMAC-SHA256 under
         `receipt_key`, a key the store does not hold: a value cannot be found again by
         hashing candidates (a six-digit patient id) without it."""
-        keyed = _Keyed(receipt_key)
         if self._session.get_bind().dialect.name == "sqlite":
             self._session.connection().exec_driver_sql("PRAGMA secure_delete = ON")
         rows = self._session.execute(
@@ -113,6 +113,22 @@ class Retention:
             .where(Item.id.in_(item_ids), Item.status != ItemStatus.PURGED, not_(_in_flight()))
             .order_by(Item.id)
         ).all()
+        if not rows:
+            return []
+        ids, now = [row.id for row in rows], clock.host_now()
+        purged, changes = self._receipts(rows, keyed=_Keyed(receipt_key), by=purged_by, now=now)
+        self._session.execute(delete(ChunkRow).where(ChunkRow.item_id.in_(ids)))
+        # Reviewers' drafts and versions are transcript text too.
+        self._session.execute(delete(Revision).where(Revision.item_id.in_(ids)))
+        self._clear_deliveries(ids, now=now)
+        self._clear_items(ids, now=now)
+        self._session.execute(update(Item), changes)  # each row's own receipt (bulk, by id)
+        return purged
+
+    def _receipts(
+        self, rows: Sequence[Any], *, keyed: _Keyed, by: str, now: datetime
+    ) -> tuple[list[PurgedItem], list[dict[str, Any]]]:
+        """The purged items, and each row's receipt (what it held, keyed) as its extras."""
         ids = [row.id for row in rows]
         chunks = _hashes_by_item(
             keyed,
@@ -130,7 +146,7 @@ class Retention:
                 ).where(Delivery.item_id.in_(ids))
             ).all(),
         )
-        now, purged, changes = clock.host_now(), [], []
+        purged, changes = [], []
         for row in rows:
             hashes = _item_hashes(
                 keyed, row, chunks=chunks.get(row.id, {}), responses=responses.get(row.id, {})
@@ -140,7 +156,7 @@ class Retention:
             purged.append(PurgedItem(row.id, row.language, row.status, finished_at, digest))
             receipt = {
                 "at": now.isoformat(),
-                "by": purged_by,
+                "by": by,
                 "status": row.status,
                 "finished_at": finished_at.isoformat(),
                 "hmac_sha256": hashes,
@@ -148,11 +164,10 @@ class Retention:
                 "digest": digest,
             }
             changes.append({"id": row.id, "extras": {"purged": receipt}})
-        if not ids:
-            return []
-        self._session.execute(delete(ChunkRow).where(ChunkRow.item_id.in_(ids)))
-        # Reviewers' drafts and versions are transcript text too.
-        self._session.execute(delete(Revision).where(Revision.item_id.in_(ids)))
+        return purged, changes
+
+    def _clear_deliveries(self, ids: Sequence[int], *, now: datetime) -> None:
+        """The deliveries lose their bodies and messages; those never sent are superseded."""
         self._session.execute(
             update(Delivery)
             .where(Delivery.item_id.in_(ids), Delivery.status.not_in(_MAY_BE_FILED))
@@ -177,6 +192,9 @@ class Retention:
             .values(status=DeliveryStatus.SUPERSEDED)
             .execution_options(synchronize_session=False)
         )
+
+    def _clear_items(self, ids: Sequence[int], *, now: datetime) -> None:
+        """The items keep their key, size and hash, and become purged."""
         self._session.execute(
             update(Item)
             .where(Item.id.in_(ids))
@@ -197,8 +215,6 @@ class Retention:
             )
             .execution_options(synchronize_session=False)
         )
-        self._session.execute(update(Item), changes)  # each row's own receipt (bulk, by id)
-        return purged
 
     def delivery_ids_of(self, item_ids: Sequence[int]) -> list[int]:
         """The ids of these items' deliveries (to drop their journal entries)."""

@@ -19,18 +19,11 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import IO, Any
 
-import fsspec
-
-from storage.errors import (
-    SourceError,
-    SourceNotFound,
-    SourceUnavailable,
-    SourceUnreadable,
-    UnsupportedSource,
-)
-from storage.local_files import iter_local, printable, require_regular_file
+from storage.errors import UnsupportedSource
+from storage.local_files import iter_local, require_regular_file
 from storage.not_audio import not_audio_reason
 from storage.records import IgnoredFiles, Listing, SkippedFile, SourceFile
+from storage.remote_files import filesystem_class, list_remote, open_filesystem, translated_io
 from storage.scratch import create_private_file, private_folder
 
 # The extensions medasr listed before every file became a candidate; a caller may still
@@ -65,10 +58,6 @@ __all__ = [
 ]
 _BLOCK_BYTES = 1 << 20
 _REMOTE_READ_BLOCK_BYTES = 8 << 20
-# Exceptions from these libraries are I/O failures of a remote source, not our bugs.
-_REMOTE_LIBRARIES = frozenset(
-    {"botocore", "aiobotocore", "aiohttp", "s3fs", "fsspec", "gcsfs", "adlfs", "azure", "google"}
-)
 
 
 @dataclass(frozen=True)
@@ -202,7 +191,9 @@ def iter_audio(
     if location.protocol is None:
         files = iter_local(location.path, wants=filters.wants, settle_s=settle_s, skipped=skipped)
         return ListingStream(files=files, skipped=skipped, ignored=filters.ignored)
-    listing = _list_remote(location, filters=filters, storage_options=storage_options)
+    listing = list_remote(
+        location.protocol, location.path, wants=filters.wants, storage_options=storage_options
+    )
     remote = iter(sorted(listing.files, key=lambda f: f.uri))
     return ListingStream(files=remote, skipped=list(listing.skipped), ignored=filters.ignored)
 
@@ -219,7 +210,7 @@ def normalize_source(source: str) -> str:
 
 def fingerprint(uri: str, *, storage_options: Mapping[str, Any] | None = None) -> Fingerprint:
     """sha256 and size of a source file, streamed; raises SourceError subclasses."""
-    with _open_binary(uri, storage_options) as handle, _translated(uri):
+    with _open_binary(uri, storage_options) as handle, translated_io(uri):
         digest, size = _copy_hashing(handle, None)
     return Fingerprint(sha256=digest, size_bytes=size)
 
@@ -239,7 +230,7 @@ def fetch_and_fingerprint(
         target = private_dir / f"source{_safe_suffix(location.path)}"
         with (
             _open_binary(uri, storage_options) as handle,
-            _translated(uri),
+            translated_io(uri),
             create_private_file(target) as out,
         ):
             digest, size = _copy_hashing(handle, out)
@@ -261,26 +252,8 @@ def _parse_location(source: str) -> SourceLocation:
         if parts.netloc not in ("", "localhost"):
             raise UnsupportedSource(f"file:// URL with a remote host is not supported: {source}")
         return SourceLocation(None, os.path.abspath(urllib.parse.unquote(parts.path)))
-    _filesystem_class(protocol)  # fail early and clearly when the scheme is unknown
+    filesystem_class(protocol)  # fail early and clearly when the scheme is unknown
     return SourceLocation(protocol, rest.rstrip("/"))
-
-
-def _filesystem_class(protocol: str) -> type[Any]:
-    try:
-        return fsspec.get_filesystem_class(protocol)  # type: ignore[no-any-return]
-    except ImportError as exc:
-        raise UnsupportedSource(f"{protocol}:// needs an optional package: {exc}") from exc
-    except ValueError as exc:
-        raise UnsupportedSource(f"unknown source scheme {protocol}://") from exc
-
-
-def _filesystem(protocol: str, storage_options: Mapping[str, Any] | None) -> Any:
-    try:
-        return fsspec.filesystem(protocol, **dict(storage_options or {}))
-    except (ImportError, ValueError) as exc:
-        raise UnsupportedSource(f"{protocol}:// cannot be opened: {exc}") from exc
-    except TypeError as exc:
-        raise UnsupportedSource(f"{protocol}://: invalid storage options: {exc}") from exc
 
 
 def _glob_matches(relative: str, pattern: str) -> bool:
@@ -295,69 +268,16 @@ def _safe_suffix(path: str) -> str:
     return suffix if suffix.isascii() and suffix[1:].isalnum() and len(suffix) <= 8 else ""
 
 
-# --- remote (fsspec) -------------------------------------------------------------------
-
-
-def _list_remote(
-    location: SourceLocation, *, filters: _Filters, storage_options: Mapping[str, Any] | None
-) -> Listing:
-    assert location.protocol is not None
-    uri = f"{location.protocol}://{location.path}"
-    fs = _filesystem(location.protocol, storage_options)
-    try:
-        with _translated(uri):
-            fs.invalidate_cache()  # a long-lived worker must see tonight's objects
-            found: dict[str, dict[str, Any]] = fs.find(location.path, detail=True, withdirs=False)
-            if not found and not fs.exists(location.path.split("/", 1)[0]):
-                raise SourceNotFound(f"bucket not found: {location.protocol}://{location.path}")
-    except SourceUnavailable as exc:
-        if not _answers(fs, location):
-            raise  # nothing answers at all (endpoint down): the whole run waits
-        # A listing that stopped part-way (an error on page 3) says nothing of the rest:
-        # the prefix becomes a failed row of its own, retried by the next run.
-        why = str(exc).split(": ", 1)[-1]
-        stopped = SkippedFile(uri, f"listing stopped part-way: {why}", unreadable=True, folder=True)
-        return Listing(files=[], skipped=[stopped])
-    files = []
-    for path, info in found.items():
-        relative = path[len(location.path) :].lstrip("/") or path.rsplit("/", 1)[-1]
-        if info.get("type", "file") != "file" or not filters.wants(relative):
-            continue
-        full_uri = f"{location.protocol}://{path}"
-        files.append(SourceFile(full_uri, int(info.get("size") or 0), _object_version(info)))
-    return Listing(files=files, skipped=[])
-
-
-def _answers(fs: Any, location: SourceLocation) -> bool:
-    """Whether the bucket answers a listing at all (after one failed part-way)."""
-    bucket = location.path.split("/", 1)[0]
-    try:
-        with _translated(f"{location.protocol}://{bucket}"):
-            fs.invalidate_cache()
-            fs.ls(bucket, detail=False)
-    except SourceError:
-        return False
-    return True
-
-
-def _object_version(info: Mapping[str, Any]) -> str:
-    for key in ("ETag", "etag", "generation", "md5Hash", "content_md5", "mtime", "LastModified"):
-        value = info.get(key)
-        if value:
-            return str(value)
-    return f"size:{info.get('size')}"
-
-
 @contextmanager
 def _open_binary(uri: str, storage_options: Mapping[str, Any] | None) -> Iterator[IO[bytes]]:
     location = _parse_location(uri)
     if location.protocol is None:
         require_regular_file(location.path)
-        with _translated(uri), open(location.path, "rb") as handle:
+        with translated_io(uri), open(location.path, "rb") as handle:
             yield handle
         return
-    fs = _filesystem(location.protocol, storage_options)
-    with _translated(uri):
+    fs = open_filesystem(location.protocol, storage_options)
+    with translated_io(uri):
         handle = fs.open(location.path, "rb", block_size=_REMOTE_READ_BLOCK_BYTES)
     try:
         yield handle
@@ -378,30 +298,3 @@ def _copy_hashing(handle: IO[bytes], out: IO[bytes] | None) -> tuple[str, int]:
         if out is not None:
             out.write(block)
     return digest.hexdigest(), size
-
-
-@contextmanager
-def _translated(uri: str) -> Iterator[None]:
-    """Turn I/O failures of the filesystem libraries into SourceError, once."""
-    shown = printable(uri)
-    try:
-        yield
-    except SourceError:
-        raise
-    except FileNotFoundError as exc:
-        raise SourceNotFound(f"not found: {shown}") from exc
-    except (PermissionError, IsADirectoryError) as exc:
-        raise SourceUnreadable(f"cannot read {shown}: {exc.strerror or exc}") from exc
-    except OSError as exc:
-        raise SourceUnavailable(f"cannot read {shown}: {_short(exc)}") from exc
-    except Exception as exc:
-        if type(exc).__module__.split(".")[0] not in _REMOTE_LIBRARIES:
-            raise
-        if "credential" in type(exc).__name__.lower():
-            raise SourceUnreadable(f"cannot read {shown}: no usable credentials") from exc
-        raise SourceUnavailable(f"cannot read {shown}: {_short(exc)}") from exc
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__

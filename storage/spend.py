@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import Table, case, func, literal, select
+from sqlalchemy import ColumnElement, Subquery, Table, case, func, literal, select
 from sqlalchemy.orm import Session
 
 from storage.models import ChunkRow, Item
@@ -42,19 +42,7 @@ class Spend:
     ) -> Iterator[SentRecording]:
         """Recordings that sent at least one request, finished (or last changed) in
         [since, until); each with its requests and billed ms."""
-        length = CHUNKS.c.end_ms - CHUNKS.c.start_ms
-        least = literal(max(billed_min_ms, 0))
-        billed = case((length < least, least), else_=length) * CHUNKS.c.attempts
-        per_item = (
-            select(
-                CHUNKS.c.item_id,
-                func.sum(CHUNKS.c.attempts).label("requests"),
-                func.sum(billed).label("billed_ms"),
-            )
-            .where(CHUNKS.c.status != ChunkStatus.SILENT.value)
-            .group_by(CHUNKS.c.item_id)
-            .subquery()
-        )
+        per_item = _requests_per_item(billed_min_ms=billed_min_ms)
         finished = func.coalesce(ITEMS.c.done_at, ITEMS.c.updated_at)
         query = (
             select(
@@ -69,12 +57,7 @@ class Spend:
             .join(per_item, per_item.c.item_id == ITEMS.c.id)
             .order_by(ITEMS.c.id)
         )
-        if since is not None:
-            query = query.where(finished >= since)
-        if until is not None:
-            query = query.where(finished < until)
-        if language is not None:
-            query = query.where(ITEMS.c.language == language)
+        query = query.where(*_chosen(finished, since=since, until=until, language=language))
         rows = self._session.execute(query.execution_options(yield_per=_PAGE_ROWS))
         for row in rows:
             yield SentRecording(
@@ -102,3 +85,39 @@ class Spend:
             query = query.where(under_source(source_prefix))
         count, measured_ms, unmeasured_bytes = self._session.execute(query).one()
         return PendingAudio(int(count), int(measured_ms), int(unmeasured_bytes))
+
+
+def _chosen(
+    finished: ColumnElement[Any],
+    *,
+    since: datetime | None,
+    until: datetime | None,
+    language: str | None,
+) -> list[ColumnElement[bool]]:
+    """Finished in [since, until), of `language`: each bound only when given."""
+    chosen: list[ColumnElement[bool]] = []
+    if since is not None:
+        chosen.append(finished >= since)
+    if until is not None:
+        chosen.append(finished < until)
+    if language is not None:
+        chosen.append(ITEMS.c.language == language)
+    return chosen
+
+
+def _requests_per_item(*, billed_min_ms: int) -> Subquery:
+    """Per item: the requests its chunks sent (silent ones send none) and the ms billed,
+    each request billed at least `billed_min_ms`."""
+    length = CHUNKS.c.end_ms - CHUNKS.c.start_ms
+    least = literal(max(billed_min_ms, 0))
+    billed = case((length < least, least), else_=length) * CHUNKS.c.attempts
+    return (
+        select(
+            CHUNKS.c.item_id,
+            func.sum(CHUNKS.c.attempts).label("requests"),
+            func.sum(billed).label("billed_ms"),
+        )
+        .where(CHUNKS.c.status != ChunkStatus.SILENT.value)
+        .group_by(CHUNKS.c.item_id)
+        .subquery()
+    )

@@ -2,11 +2,12 @@
 
 As in cosmicpython's unit_of_work.py: `with store.unit_of_work() as uow:` opens a
 transaction; `uow.items`, `uow.claims`, `uow.item_queries`, `uow.chunks`,
-`uow.deliveries`, `uow.runs`, `uow.listings`, `uow.reviews`, `uow.audit`,
-`uow.retention` and `uow.accuracy` all work inside it; it commits when the block ends
-normally (or at `uow.commit()`) and rolls back on an error. storage/interface.py gives each part its
-Protocol. A savepoint lets many callers share one transaction
-(tasks/work/group_commit.py): one caller's error rolls back its own writes only.
+`uow.deliveries`, `uow.delivery_claims`, `uow.runs`, `uow.listings`, `uow.reviews`,
+`uow.audit`, `uow.retention` and `uow.accuracy` all work inside it; it commits when the
+block ends normally (or at `uow.commit()`) and rolls back on an error.
+storage/interface.py gives each part its Protocol. A savepoint lets many callers share
+one transaction (tasks/work/group_commit.py): one caller's error rolls back its own
+writes only.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from storage.audit_log import AuditLog
 from storage.chunks import Chunks
 from storage.claims import Claims
 from storage.deliveries import Deliveries
+from storage.delivery_claims import DeliveryClaims
 from storage.errors import StoreFailed, StoreUnavailable
 from storage.items import Items
 from storage.listings import Listings
@@ -44,6 +46,7 @@ class SqlUnitOfWork:
         self.item_queries = ItemQueries(session)
         self.chunks = Chunks(session)
         self.deliveries = Deliveries(session)
+        self.delivery_claims = DeliveryClaims(session)
         self.runs = Runs(session)
         self.listings = Listings(session)
         self.reviews = Reviews(session)

@@ -265,6 +265,7 @@ CONCRETE_STORE = {
     "storage.runs",
     "storage.reviews",
     "storage.deliveries",
+    "storage.delivery_claims",
     "storage.models",
 }
 

@@ -12,6 +12,7 @@ backlog; the nightly deployment runs the same code as a task.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -107,51 +108,46 @@ def deliver_command(
     target = _checked_target(settings, to)
     _require_database(settings)  # with no store there is nothing to deliver: say that first
     _check_before_sending(settings, target, query, allow_unlinked=allow_unlinked)
-    format_name = (deliver_format or DeliverFormat(settings.delivery.format)).value
     store = _open_store(settings)
     try:
-        target = _known_target(store, target, new_target=new_target)
+        choices = _Choices(
+            language=language,
+            format_name=(deliver_format or DeliverFormat(settings.delivery.format)).value,
+            target=_known_target(store, target, new_target=new_target),
+            resend_in_doubt=resend_in_doubt,
+            allow_unlinked=allow_unlinked,
+            new_target=new_target,
+        )
         listed = {}
         if manifest is not None:
             listed = _apply_manifest(store, manifest, language=language, dry_run=dry_run)
             _say_unmatched_columns(listed, query)
         if dry_run:
-            _print_plan(
-                store,
-                settings,
-                language=language,
-                format_name=format_name,
-                manifest=listed,
-                target=target,
-                rules=plan_rules(
-                    target,
-                    query,
-                    allow_unlinked=allow_unlinked,
-                    build=document_builder(
-                        target,
-                        settings,
-                        format_name=format_name,
-                        query=query,
-                        allow_unlinked=allow_unlinked,
-                    ),
-                ),
-                resend_in_doubt=resend_in_doubt,
-            )
+            _print_plan(store, settings, choices, manifest=listed, query=query)
             return
-        summary = _deliver(
-            settings,
-            store,
-            language=language,
-            format_name=format_name,
-            resend_in_doubt=resend_in_doubt,
-            target=target,
-            allow_unlinked=allow_unlinked,
-            new_target=new_target,
-        )
+        summary = _deliver(settings, store, choices)
     finally:
         store.dispose()
-    title = f"medasr deliver ({_what(target, format_name)})"
+    title = f"medasr deliver ({_what(choices.target, choices.format_name)})"
     print_summary(summary, title=title, store=settings.storage.store_location)
+    _say_why_it_stopped(summary, settings=settings, target=choices.target)
+    raise typer.Exit(summary["exit_code"])
+
+
+@dataclass(frozen=True)
+class _Choices:
+    """What the person chose for this delivery, checked."""
+
+    language: str | None
+    format_name: str
+    target: Target
+    resend_in_doubt: bool
+    allow_unlinked: bool
+    new_target: bool
+
+
+def _say_why_it_stopped(summary: dict[str, Any], *, settings: Settings, target: Target) -> None:
+    """A line for each reason the run left documents for later or for a person."""
     if summary["credentials_rejected"]:
         typer.echo(
             "medasr: stopped: credentials rejected; undelivered documents stay pending "
@@ -171,7 +167,6 @@ def deliver_command(
             "recorded; check the patient record, then `medasr deliver --resend-in-doubt`",
             err=True,
         )
-    raise typer.Exit(summary["exit_code"])
 
 
 def _checked_settings(language: str | None) -> tuple[Settings, DocsQuery]:
@@ -291,17 +286,7 @@ def _say_unmatched_columns(by_uri: dict[str, dict[str, str]], query: DocsQuery) 
             )
 
 
-def _deliver(
-    settings: Settings,
-    store: UnitOfWorkFactory,
-    *,
-    language: str | None,
-    format_name: str,
-    resend_in_doubt: bool,
-    target: Target,
-    allow_unlinked: bool,
-    new_target: bool,
-) -> dict[str, Any]:
+def _deliver(settings: Settings, store: UnitOfWorkFactory, choices: _Choices) -> dict[str, Any]:
     _print_lines_through_prefects_console()
     with medasr_log_level(settings.pipeline.log_level):
         try:
@@ -309,12 +294,12 @@ def _deliver(
                 deliver_pending(
                     settings=settings,
                     store=store,
-                    language=language,
-                    format_name=format_name,
-                    resend_in_doubt=resend_in_doubt,
-                    target=target,
-                    allow_unlinked=allow_unlinked,
-                    new_target=new_target,
+                    language=choices.language,
+                    format_name=choices.format_name,
+                    resend_in_doubt=choices.resend_in_doubt,
+                    target=choices.target,
+                    allow_unlinked=choices.allow_unlinked,
+                    new_target=choices.new_target,
                 )
             )
         except KeyboardInterrupt:
@@ -340,23 +325,22 @@ def _print_lines_through_prefects_console() -> None:
 def _print_plan(
     store: UnitOfWorkFactory,
     settings: Settings,
+    choices: _Choices,
     *,
-    language: str | None,
-    format_name: str,
     manifest: dict[str, dict[str, str]],
-    target: Target,
-    rules: PlanRules,
-    resend_in_doubt: bool,
+    query: DocsQuery,
 ) -> None:
-    """What a real run to `target` would send: its own plan and claims, rolled back (with
-    `manifest` stored first, as the real run stores it)."""
+    """What a real run would send: its own plan and claims, rolled back (with `manifest`
+    stored first, as the real run stores it)."""
+    target, format_name = choices.target, choices.format_name
+    rules = _plan_rules(settings, choices, query)
     try:
         preview = preview_deliveries(
             store,
-            language=language,
+            language=choices.language,
             format_name=format_name,
             max_attempts=settings.service.max_attempts,
-            resend_in_doubt=resend_in_doubt or target_dedupes(target),
+            resend_in_doubt=choices.resend_in_doubt or target_dedupes(target),
             target=target.name,
             rules=rules,
             manifest=manifest,
@@ -376,6 +360,18 @@ def _print_plan(
     title = f"medasr deliver dry run ({_what(target, format_name)}): nothing sent"
     print_summary(summary, title=title, store=settings.storage.store_location)
     raise typer.Exit(summary["exit_code"])
+
+
+def _plan_rules(settings: Settings, choices: _Choices, query: DocsQuery) -> PlanRules:
+    """The rules the real run's plan follows: the patient link, the document built."""
+    build = document_builder(
+        choices.target,
+        settings,
+        format_name=choices.format_name,
+        query=query,
+        allow_unlinked=choices.allow_unlinked,
+    )
+    return plan_rules(choices.target, query, allow_unlinked=choices.allow_unlinked, build=build)
 
 
 def _usage_error(what: str, exc: Exception) -> NoReturn:

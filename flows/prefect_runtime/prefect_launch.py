@@ -21,8 +21,9 @@ from prefect.settings import (
 )
 
 from config.runtime import temporary_server_environment
-from flows.prefect_runtime.prefect_api import CONFIGURED, server_command
+from flows.prefect_runtime.prefect_api import CONFIGURED
 from flows.prefect_runtime.prefect_schema import skip_migrations
+from flows.prefect_runtime.server_process import server_command
 
 
 def main(port: int) -> None:

@@ -49,7 +49,7 @@ def prepare_outgoing(uow: Any, row: DeliveryRecord, *, sending: Sending) -> Prep
     name = recording_name(item.source_uri, roots=sending.roots) if item else f"delivery {row.id}"
     current = item is not None and item.status == "done" and item_version(item) == row.version
     if not current and row.control_id is None:  # never went out: set it aside
-        uow.deliveries.record_delivery_superseded(row.id, lease_token=row.lease_token)
+        uow.delivery_claims.record_delivery_superseded(row.id, lease_token=row.lease_token)
         return Prepared(None, name, None, "superseded")
     if item is None or (not current and row.sent_text is None):
         return _unsendable(uow, row, name, person_resends=sending.person_resends)
@@ -85,7 +85,7 @@ def _unsendable(uow: Any, row: DeliveryRecord, name: str, *, person_resends: boo
     """A version that went out unanswered and cannot go again: a person decides. Once
     one has checked the record (`--resend-in-doubt`), the current version goes instead."""
     if person_resends:
-        uow.deliveries.record_delivery_failed(
+        uow.delivery_claims.record_delivery_failed(
             row.id,
             lease_token=row.lease_token,
             error_kind=DeliveryInDoubt.kind,
@@ -94,7 +94,7 @@ def _unsendable(uow: Any, row: DeliveryRecord, name: str, *, person_resends: boo
             retryable=False,
         )
         return Prepared(None, name, None, "failed")
-    uow.deliveries.record_delivery_in_doubt(
+    uow.delivery_claims.record_delivery_in_doubt(
         row.id,
         lease_token=row.lease_token,
         error_kind=DeliveryInDoubt.kind,

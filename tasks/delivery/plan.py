@@ -79,7 +79,7 @@ def requeue_deliveries(
 ) -> int:
     """Take back dead claims, requeue retryable failures (and the target's in-doubt rows
     when it may resend them); how many went back to pending."""
-    uow.deliveries.release_dead_local_deliveries()  # sent ones become in_doubt
+    uow.delivery_claims.release_dead_local_deliveries()  # sent ones become in_doubt
     requeued = int(uow.deliveries.requeue_delivery_failures(max_attempts=max_attempts))
     if resend_in_doubt:
         resent = uow.deliveries.in_doubt_deliveries(language=language, target=target)
@@ -203,7 +203,7 @@ def _claim_all(
     )
     to_build: list[_ToBuild] = []
     while True:
-        claimed = uow.deliveries.claim_deliveries(
+        claimed = uow.delivery_claims.claim_deliveries(
             owner=owner, language=language, limit=_PAGE, lease_s=_DRY_RUN_LEASE_S, target=target
         )
         if not claimed:
@@ -223,7 +223,7 @@ def _settle_claimed(
     refused = _refusal(item, columns, rules)
     if refused is not None:
         _count_refusal(preview, refused)
-        uow.deliveries.record_delivery_failed(
+        uow.delivery_claims.record_delivery_failed(
             row.id, lease_token=row.lease_token, error_kind=refused, message="", retryable=False
         )
         return None
@@ -235,7 +235,7 @@ def _settle_claimed(
         built = _ToBuild(prepared.outgoing, linked=rules.linked(columns))
     preview.documents_to_send += 1
     preview.unlinked += not rules.linked(columns)
-    uow.deliveries.record_delivered(row.id, lease_token=row.lease_token, response={})
+    uow.delivery_claims.record_delivered(row.id, lease_token=row.lease_token, response={})
     return built
 
 

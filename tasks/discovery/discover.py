@@ -1,4 +1,17 @@
-"""List a source and register what is there: the first step of every backlog run."""
+"""List a source and register what is there: the first step of every backlog run.
+
+`discover_and_register` upserts one item per (file, language). The listing streams:
+every `batch_files` listed files are registered in a transaction of their own, so
+memory and the write lock's hold stay bounded however large the archive. Files that are
+there but cannot be read, and folders or bucket prefixes that cannot be listed, are
+recorded as failed (source_unreadable); a folder's row goes once it is listed again.
+Files still being written are left for the next run. The metadata manifest (`manifest`,
+else medasr.csv at a local source's root) is stored on the items it names; a bad one
+raises ManifestInvalid before anything is listed. A run that read it already passes its
+`metadata` (and its parsed `source`): nothing is read twice. A manifest's `language`
+cell sets a file's language (tasks/discovery/languages.py); `language` is the default
+for the others.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +30,7 @@ from storage.local_files import printable
 from storage.manifest import default_manifest, metadata_by_uri, read_manifest
 from storage.query_plans import refresh_statistics
 from storage.records import IgnoredFiles, RegisterResult, SourceFile
-from storage.sources import SkippedFile, SourceLocation, iter_audio, parse_source
+from storage.sources import ListingStream, SkippedFile, SourceLocation, iter_audio, parse_source
 from tasks.discovery.languages import FileLanguages
 from tasks.discovery.recording_names import one_line, recording_name
 
@@ -68,19 +81,9 @@ def discover_and_register(
     metadata: Metadata | None = None,
     batch_files: int = REGISTER_BATCH_FILES,
 ) -> Discovery:
-    """List audio under `source` and upsert one item per (file, language); raises SourceError.
-
-    The listing streams: every `batch_files` listed files are registered in a
-    transaction of their own, so memory and the write lock's hold stay bounded however
-    large the archive. Files that are there but cannot be read, and folders or bucket
-    prefixes that cannot be listed, are recorded as failed (source_unreadable); a
-    folder's row goes once it is listed again. Files still being written are left for the
-    next run. The metadata manifest (`manifest`, else medasr.csv at a local source's root)
-    is stored on the items it names; a bad one raises ManifestInvalid before anything is
-    listed. A run that read it already passes its `metadata` (and its parsed `source`):
-    nothing is read twice. A manifest's `language` cell sets a file's language
-    (tasks/discovery/languages.py); `language` is the default for the others.
-    """
+    """List audio under `source` and upsert one item per (file, language); raises
+    SourceError (ManifestInvalid before anything is listed). The rules: this module's
+    docstring."""
     location = as_location(source)
     if metadata is None:
         metadata = manifest_metadata(location, manifest=manifest)
@@ -95,38 +98,68 @@ def discover_and_register(
     listed, registered = _register_stream(
         stream.files, store, languages, source_uri=location.uri, batch_files=batch_files
     )
-    language = languages.default
+    return _settled(
+        store, stream, languages=languages, root=location.uri, listed=listed, registered=registered
+    )
+
+
+def _settled(
+    store: UnitOfWorkFactory,
+    stream: ListingStream,
+    *,
+    languages: FileLanguages,
+    root: str,
+    listed: int,
+    registered: RegisterResult,
+) -> Discovery:
+    """Record and log what the listing did not register; fresh statistics for the planner
+    after new items; what was found."""
     skipped = sorted(stream.skipped, key=lambda s: s.uri)
+    unreadable = _record_unlisted(store, stream, skipped, languages=languages, root=root)
+    if registered.new:  # the planner must see the archive's new shape before the run
+        refresh_statistics(store)
+    _log_skipped(skipped, root=root)
+    log_ignored(stream.ignored, root=root)
+    return Discovery(
+        source=root,
+        listed=listed,
+        new=registered.new,
+        changed=registered.changed,
+        unchanged=registered.unchanged,
+        skipped=tuple(skipped),
+        unreadable=unreadable,
+        ignored=stream.ignored,
+    )
+
+
+def _record_unlisted(
+    store: UnitOfWorkFactory,
+    stream: ListingStream,
+    skipped: Sequence[SkippedFile],
+    *,
+    languages: FileLanguages,
+    root: str,
+) -> int:
+    """Record what the listing could not register (unreadable files and folders, files
+    that are not audio) and the manifest's columns; returns how many are unreadable."""
+    language = languages.default
     unreadable = [s for s in skipped if s.unreadable]
     with store.unit_of_work() as uow:
         uow.items.record_unreadable(unreadable, language=language)
         uow.items.resolve_listed_folders(
-            root=location.uri,
+            root=root,
             unlisted=[s.uri for s in unreadable if s.folder],
             language=language,
         )
         for file_language, columns_by_uri in languages.metadata_by_language():
             uow.items.set_item_metadata(columns_by_uri, language=file_language)
         uow.listings.record_not_audio(
-            location.uri,
+            root,
             count=stream.ignored.count,
             by_reason=stream.ignored.by_reason,
-            names=[relative_name(uri, root=location.uri) for uri in stream.ignored.examples],
+            names=[relative_name(uri, root=root) for uri in stream.ignored.examples],
         )
-    if registered.new:  # the planner must see the archive's new shape before the run
-        refresh_statistics(store)
-    _log_skipped(skipped, root=location.uri)
-    log_ignored(stream.ignored, root=location.uri)
-    return Discovery(
-        source=location.uri,
-        listed=listed,
-        new=registered.new,
-        changed=registered.changed,
-        unchanged=registered.unchanged,
-        skipped=tuple(skipped),
-        unreadable=len(unreadable),
-        ignored=stream.ignored,
-    )
+    return len(unreadable)
 
 
 def _register_stream(

@@ -78,12 +78,7 @@ def purge_recordings(
     dir (the journal's parent) by default. Raises StoreUnavailable or StoreFailed (pages
     already committed stay purged)."""
     cutoff = request.retention.cutoff(now or datetime.now(UTC))
-    selection = PurgeSelection(
-        finished_before=cutoff,
-        language=request.language,
-        include_undelivered=request.include_undelivered,
-        delivery_configured=request.delivery_configured,
-    )
+    selection = _selection(request, cutoff=cutoff)
     result = PurgeResult(cutoff=cutoff)
     with store.unit_of_work(read_only=True) as uow:
         result.kept = uow.retention.kept_counts(selection)
@@ -91,22 +86,10 @@ def purge_recordings(
         _count_dry(store, selection, result, page=page)
         return result
     key = receipt_key(key_folder or journal_folder.parent)
-    running, run_id, after_id, number = hashlib.sha256(), uuid.uuid4().hex[:12], 0, 0
-    while True:
-        with store.unit_of_work() as uow:
-            ids = uow.retention.purgeable_ids(selection, after_id=after_id, limit=page)
-            if not ids:
-                break
-            purged = uow.retention.purge_items(ids, purged_by=request.actor, receipt_key=key)
-            deliveries = uow.retention.delivery_ids_of(ids)
-            number += 1
-            _record_page(uow, request, purged, cutoff=cutoff, run_id=run_id, page=number)
-        after_id = ids[-1]
-        _account(result, purged, running)
-        result.journal_entries += remove_journal_entries(
-            journal_folder, item_ids=ids, delivery_ids=deliveries
-        )
-    result.digest = running.hexdigest()
+    run_id = uuid.uuid4().hex[:12]
+    number = _purge_pages(
+        store, request, selection, result, key=key, run_id=run_id, folder=journal_folder, page=page
+    )
     if number:
         with store.unit_of_work() as uow:
             _record_receipt(uow, request, result, run_id=run_id, pages=number)
@@ -116,6 +99,49 @@ def purge_recordings(
     if result.total or result.not_audio_names:
         result.reclaimed = store.reclaim_space()
     return result
+
+
+def _selection(request: PurgeRequest, *, cutoff: datetime) -> PurgeSelection:
+    """What the store takes: finished before `cutoff`, by the request's rules."""
+    return PurgeSelection(
+        finished_before=cutoff,
+        language=request.language,
+        include_undelivered=request.include_undelivered,
+        delivery_configured=request.delivery_configured,
+    )
+
+
+def _purge_pages(
+    store: UnitOfWorkFactory,
+    request: PurgeRequest,
+    selection: PurgeSelection,
+    result: PurgeResult,
+    *,
+    key: bytes,
+    run_id: str,
+    folder: Path,
+    page: int,
+) -> int:
+    """Purge a page per transaction (each with its audit event), the journal's entries of
+    each after it; counts and the digest of every page into `result`; returns how many
+    pages."""
+    running, after_id, number = hashlib.sha256(), 0, 0
+    while True:
+        with store.unit_of_work() as uow:
+            ids = uow.retention.purgeable_ids(selection, after_id=after_id, limit=page)
+            if not ids:
+                break
+            purged = uow.retention.purge_items(ids, purged_by=request.actor, receipt_key=key)
+            deliveries = uow.retention.delivery_ids_of(ids)
+            number += 1
+            _record_page(uow, request, purged, cutoff=result.cutoff, run_id=run_id, page=number)
+        after_id = ids[-1]
+        _account(result, purged, running)
+        result.journal_entries += remove_journal_entries(
+            folder, item_ids=ids, delivery_ids=deliveries
+        )
+    result.digest = running.hexdigest()
+    return number
 
 
 def _count_dry(

@@ -55,35 +55,21 @@ class BatchContext:
         self.pipeline = pipeline
         self.audio_budget = audio_budget  # the run's audio cap, if it has one
         # MEDASR_REVIEW__REQUIRED=all or measured, or a sample: transcripts the gate did not
-        # flag may wait for a person (needs_review); the run still counts them as done
-        # (a routine review is no failure).
+        # flag may wait for a person; the run counts them as done (a routine review).
         self.hold_all = hold_all
         self.routing = routing or ReviewRouting(mode="all" if hold_all else "flagged")
         self.source_roots = source_roots  # log lines name files relative to these
-        self.store = store
-        self.client = client
-        self.gate = gate
-        self.owner = owner
-        self.lease_s = lease_s
-        self.storage_options = storage_options
+        self.store, self.client, self.gate = store, client, gate
+        self.owner, self.lease_s, self.storage_options = owner, lease_s, storage_options
         self.stats = stats if stats is not None else RunStats()
         self.quality = quality if quality is not None else QualitySettings()
-        storage_defaults = StorageSettings()
-        self.journal = journal or Journal.in_data_dir(storage_defaults.data_dir)
-        self.store_retry_s = (
-            storage_defaults.store_retry_s if store_retry_s is None else store_retry_s
-        )
+        self.journal, self.store_retry_s = _journal_and_retry_s(journal, store_retry_s)
         self.decode_pool = ThreadPoolExecutor(
             max_workers=pipeline.decode_workers, thread_name_prefix="medasr-decode"
         )
         # One libav process per decode thread, kept for the run (tasks/audio/decoder_pool.py).
         self.decoders = DecoderPool(max_processes=pipeline.decode_workers)
-        # Files in flight, shared by every batch of the run: while one batch loop waits for
-        # its slowest file or for Prefect between task runs, the other loop's files keep
-        # the request slots and the decoders busy. Enough for every request slot plus two
-        # files per decoder; more would only queue at the decoders and hold memory (a long
-        # recording in flight holds up to 20 MB).
-        self.files_at_once = asyncio.Semaphore(pipeline.concurrency + 2 * pipeline.decode_workers)
+        self.files_at_once = _files_at_once(pipeline)
         self.in_flight = ContentInFlight()  # copies of content being sent wait for its answer
         self.writer = GroupWriter(store)  # the files' writes share commits
         self.leases = LeaseKeeper(store=store, lease_s=lease_s, writer=self.writer)
@@ -110,3 +96,21 @@ class BatchContext:
         """Stop the lease keeper, then the decode threads."""
         await self.leases.aclose()
         await asyncio.to_thread(self.close)
+
+
+def _files_at_once(pipeline: PipelineSettings) -> asyncio.Semaphore:
+    """Files in flight, shared by every batch of the run: while one batch loop waits for
+    its slowest file or for Prefect between task runs, the other loop's files keep the
+    request slots and the decoders busy. Enough for every request slot plus two files per
+    decoder; more would only queue at the decoders and hold memory (a long recording in
+    flight holds up to 20 MB)."""
+    return asyncio.Semaphore(pipeline.concurrency + 2 * pipeline.decode_workers)
+
+
+def _journal_and_retry_s(
+    journal: Journal | None, store_retry_s: float | None
+) -> tuple[Journal, float]:
+    """The journal and the store's retry time given, else the storage settings' defaults."""
+    defaults = StorageSettings()
+    journal = journal or Journal.in_data_dir(defaults.data_dir)
+    return journal, defaults.store_retry_s if store_retry_s is None else store_retry_s

@@ -10,6 +10,7 @@ report; `is_last_answer` says when an answer may carry that end into its own com
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,15 +98,7 @@ def ending(run: FileRun, *, ctx: BatchContext) -> Ending:
     review = review_transcript(
         run.texts, run.voiced_ms, language=run.item.language, extras=extras, settings=ctx.quality
     )
-    item = run.item
-    hold_reason = ctx.routing.reason_for(
-        flags=review.flags,
-        metadata=item.metadata,
-        language=item.language,
-        identity=recording_identity(
-            source_uri=item.source_uri, language=item.language, source_version=item.source_version
-        ),
-    )
+    hold_reason = _hold_reason(run.item, review.flags, ctx=ctx)
     routine = hold_reason is not None and not review.flags
     if routine and hold_reason != ALL:  # under `all` every transcript waits: no reason kept
         extras["review_reason"] = hold_reason
@@ -127,6 +120,18 @@ def ending(run: FileRun, *, ctx: BatchContext) -> Ending:
         hold_reason=hold_reason,
     )
     return Ending(end, outcome)
+
+
+def _hold_reason(item: ItemRecord, flags: Sequence[str], *, ctx: BatchContext) -> str | None:
+    """Why the routing rules hold this transcript for a person (None: they do not)."""
+    return ctx.routing.reason_for(
+        flags=flags,
+        metadata=item.metadata,
+        language=item.language,
+        identity=recording_identity(
+            source_uri=item.source_uri, language=item.language, source_version=item.source_version
+        ),
+    )
 
 
 def worst(errors: list[BaseException]) -> BaseException:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -122,23 +122,28 @@ async def _settle(run: FileRun, *, ctx: BatchContext) -> FileOutcome:
     except LeaseLost:
         raise
     except SilentAudio as exc:
-        kind, reason = exc.kind, exc.message
-        await recorder.skip(reason_kind=kind, reason=reason)
-        why = reason_about(reason, uri=item.source_uri, roots=ctx.source_roots)
-        logger.warning("%s skipped (%s): %s", _name(item, ctx), kind, why, extra=PER_FILE)
-        return FileOutcome(
-            item.source_uri,
-            ItemStatus.SKIPPED,
-            requests=run.requests,
-            error_kind=kind,
-            reason=reason,
-        )
+        return await _skip(run, exc, ctx=ctx)
     except MedasrError as exc:
         return await _fail(run, exc, ctx=ctx)
     except Exception as exc:  # a bug must cost one file, not the batch
         logger.exception("unexpected error on %s", _name(item, ctx))
         internal = InternalError(f"unexpected internal error ({type(exc).__name__}); see the logs")
         return await _fail(run, internal, ctx=ctx)
+
+
+async def _skip(run: FileRun, exc: SilentAudio, *, ctx: BatchContext) -> FileOutcome:
+    """Nothing to transcribe (no speech): the file is skipped, with the reason."""
+    item, kind, reason = run.item, exc.kind, exc.message
+    await run.recorder.skip(reason_kind=kind, reason=reason)
+    why = reason_about(reason, uri=item.source_uri, roots=ctx.source_roots)
+    logger.warning("%s skipped (%s): %s", _name(item, ctx), kind, why, extra=PER_FILE)
+    return FileOutcome(
+        item.source_uri,
+        ItemStatus.SKIPPED,
+        requests=run.requests,
+        error_kind=kind,
+        reason=reason,
+    )
 
 
 async def _fits_budget(path: Path, *, item: ItemRecord, ctx: BatchContext) -> bool:
@@ -170,7 +175,6 @@ async def _split_and_send(
     )
     held = asyncio.Semaphore(CHUNKS_AHEAD_PER_FILE)
     sends: list[asyncio.Task[None]] = []
-    loop = asyncio.get_running_loop()
     decoding: Future[Chunk | None] | None = None
     try:
         while not run.errors and ctx.gate.stopped is None:
@@ -181,31 +185,49 @@ async def _split_and_send(
                 run.decoded_all = True
                 held.release()
                 break
-            run.last = chunk
-            key = _speech_key(chunk, run=run, coverage=coverage)
-            run.voiced_ms[key] = run.voiced_ms.get(key, 0) + chunk.voiced_ms
-            reused = coverage.reused_text(chunk)
-            run.all_silent = run.all_silent and chunk.silent and reused is None
-            if reused is not None:  # answered before, by an earlier split: never paid twice
-                if reused or key not in run.texts:
-                    run.texts[key] = reused
-                ctx.stats.chunks_reused += 1
+            if _answered_before(chunk, run=run, coverage=coverage, ctx=ctx):
                 held.release()
                 continue
             chunk = replace(chunk, index=coverage.row_index(chunk))
             run.sending += 1
             sends.append(asyncio.create_task(_send_chunk(chunk, run=run, ctx=ctx, held=held)))
     finally:
-        if decoding is not None and not decoding.done():
-            # Cancelled while a decode thread runs the generator: closing it from another
-            # thread now would fail ("generator already executing"); let that chunk end.
-            await asyncio.wait([asyncio.wrap_future(decoding)])
-        if inspect.getgeneratorstate(chunks) != inspect.GEN_CLOSED:
-            # Suspended: closing it may stop ffmpeg and wait for it, so in a decode thread.
-            # Ended (every chunk out, or raised): closing does nothing; no thread hop.
-            await loop.run_in_executor(ctx.decode_pool, chunks.close)
+        await _stop_decoding(chunks, decoding, ctx=ctx)
         await asyncio.gather(*sends, return_exceptions=True)
     return await _finish(run, ctx=ctx)
+
+
+def _answered_before(chunk: Chunk, *, run: FileRun, coverage: Coverage, ctx: BatchContext) -> bool:
+    """Count a decoded chunk's voiced audio; True when an earlier split answered it (its
+    text reused: never paid twice)."""
+    run.last = chunk
+    key = _speech_key(chunk, run=run, coverage=coverage)
+    run.voiced_ms[key] = run.voiced_ms.get(key, 0) + chunk.voiced_ms
+    reused = coverage.reused_text(chunk)
+    run.all_silent = run.all_silent and chunk.silent and reused is None
+    if reused is None:
+        return False
+    if reused or key not in run.texts:
+        run.texts[key] = reused
+    ctx.stats.chunks_reused += 1
+    return True
+
+
+async def _stop_decoding(
+    chunks: Generator[Chunk, None, None],
+    decoding: Future[Chunk | None] | None,
+    *,
+    ctx: BatchContext,
+) -> None:
+    """Let a chunk being decoded end, then close the decoder (stopping ffmpeg)."""
+    if decoding is not None and not decoding.done():
+        # Cancelled while a decode thread runs the generator: closing it from another
+        # thread now would fail ("generator already executing"); let that chunk end.
+        await asyncio.wait([asyncio.wrap_future(decoding)])
+    if inspect.getgeneratorstate(chunks) != inspect.GEN_CLOSED:
+        # Suspended: closing it may stop ffmpeg and wait for it, so in a decode thread.
+        # Ended (every chunk out, or raised): closing does nothing; no thread hop.
+        await asyncio.get_running_loop().run_in_executor(ctx.decode_pool, chunks.close)
 
 
 def _speech_key(chunk: Chunk, *, run: FileRun, coverage: Coverage) -> int:

@@ -305,7 +305,7 @@ def record_accepted(uow: UnitOfWork, accepted: AcceptedDelivery) -> bool:
     """Record an accepted upload with no live claim (journaled, or its claim lapsed);
     False when the row moved on (gone, delivered, another version)."""
     return bool(
-        uow.deliveries.record_recovered_delivery(
+        uow.delivery_claims.record_recovered_delivery(
             accepted.delivery_id,
             version=accepted.version,
             response=accepted.response,

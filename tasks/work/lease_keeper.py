@@ -58,7 +58,7 @@ def renew_items(uow: UnitOfWork, tokens: list[str], lease_s: float) -> frozenset
 
 def renew_deliveries(uow: UnitOfWork, tokens: list[str], lease_s: float) -> frozenset[str]:
     """Renew delivery claims; returns the tokens lost."""
-    return uow.deliveries.renew_deliveries(tokens, lease_s=lease_s)
+    return uow.delivery_claims.renew_deliveries(tokens, lease_s=lease_s)
 
 
 class LeaseKeeper:

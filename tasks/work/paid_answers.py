@@ -21,7 +21,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from storage.errors import StoreUnavailable
 from storage.interface import UnitOfWork
@@ -55,34 +55,53 @@ async def store_chunk_answer(
     fails leaves the answer committed, and later attempts carry the answer alone.
     """
     call = _chunk_write(answer, lease_token=lease_token, silent=silent)
-    companion: asyncio.Future[Any] | None = None
-
-    def submit(entry: Path | None) -> asyncio.Future[None]:
-        nonlocal companion, alongside
-        written = writer.submit(call, entry=entry)
-        if alongside is not None:
-            companion, alongside = writer.submit(alongside), None
-            companion.add_done_callback(_looked_at)  # the caller may never ask for it
-        return written
-
+    submit = _Submitter(writer, call, alongside=alongside)
     if silent:
         await submit(None)
-        return companion
+        return submit.companion
     entry = _journal_quietly(journal, answer)
     try:
         async for attempt in store_retries(retry_s=retry_s):
             with attempt:
                 await submit(entry)
     except StoreUnavailable as exc:
-        where = await asyncio.to_thread(_keep_for_next_run, journal, answer, entry)
-        logger.error(
-            "the store is unavailable; answer %s was kept in %s and will be "
-            "recorded by the next run",
-            answer.journal_name,
-            where,
-        )
-        raise StoreUnavailable(f"{exc.message}; the paid answer was kept in the journal") from exc
-    return companion
+        await _kept_for_next_run(journal, answer, entry, exc)
+    return submit.companion
+
+
+async def _kept_for_next_run(
+    journal: Journal, answer: PaidChunk, entry: Path | None, exc: StoreUnavailable
+) -> NoReturn:
+    """The store stayed down: the entry made durable, StoreUnavailable raised."""
+    where = await asyncio.to_thread(_keep_for_next_run, journal, answer, entry)
+    logger.error(
+        "the store is unavailable; answer %s was kept in %s and will be recorded by the next run",
+        answer.journal_name,
+        where,
+    )
+    raise StoreUnavailable(f"{exc.message}; the paid answer was kept in the journal") from exc
+
+
+class _Submitter:
+    """Submits the answer's write to the group writer; `alongside` with the first attempt
+    only, its future kept as `companion`."""
+
+    def __init__(
+        self,
+        writer: GroupWriter,
+        call: Callable[[UnitOfWork], None],
+        *,
+        alongside: Callable[[UnitOfWork], Any] | None,
+    ) -> None:
+        self._writer, self._call, self.alongside = writer, call, alongside
+        self.companion: asyncio.Future[Any] | None = None
+
+    def __call__(self, entry: Path | None) -> asyncio.Future[None]:
+        written = self._writer.submit(self._call, entry=entry)
+        if self.alongside is not None:
+            self.companion, self.alongside = self._writer.submit(self.alongside), None
+            self.companion.add_done_callback(_looked_at)  # the caller may never ask for it
+        return written
 
 
 def _looked_at(future: asyncio.Future[Any]) -> None:

@@ -120,7 +120,9 @@ def test_a_delivery_recorded_from_the_journal_is_an_event(
     with store.unit_of_work() as uow:  # sent; the store went down before it was recorded
         wanted = WantedDelivery(item_id=item.id, language=item.language, version=item_version(item))
         uow.deliveries.plan_deliveries([wanted], format_name="txt")
-        (row,) = uow.deliveries.claim_deliveries(owner="gone", language=None, limit=1, lease_s=60)
+        (row,) = uow.delivery_claims.claim_deliveries(
+            owner="gone", language=None, limit=1, lease_s=60
+        )
     settings = delivery_settings(server, sqlite_url)
     settings.storage.data_dir = tmp_path
     accepted = AcceptedDelivery(row.id, row.version, {"id": "doc-77"}, remote_id="doc-77")

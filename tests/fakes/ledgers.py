@@ -6,14 +6,12 @@ rule; tests/storage/test_store_conformance.py runs the same scenarios on both.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from storage.errors import LeaseLost, NotUnderReview
-from storage.owners import is_dead_local_owner
+from storage.errors import NotUnderReview
 from storage.records import (
     DeliveryCount,
     DeliveryRecord,
@@ -21,7 +19,6 @@ from storage.records import (
     NotAudioListing,
     QueueSize,
     RunRecord,
-    SentIdentity,
     WantedDelivery,
 )
 from storage.versions import plan_version
@@ -29,9 +26,7 @@ from storage.versions import plan_version
 if TYPE_CHECKING:
     from tests.fakes.store import _State
 
-_NO_LEASE: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None, "lease_token": None}
 _UNSENT = ("pending", "failed")
-_UNSETTLED = ("pending", "processing", "in_doubt")
 
 
 def _now() -> datetime:
@@ -161,7 +156,7 @@ class FakeReviews:
 
 
 class FakeDeliveries:
-    """DeliveryRepository in memory, on the same queue rules as storage/work_queue.py."""
+    """DeliveryRepository in memory: plan, send back, read (storage/deliveries.py)."""
 
     def __init__(self, state: _State) -> None:
         self._s = state
@@ -169,14 +164,17 @@ class FakeDeliveries:
     def plan_deliveries(self, wanted: Sequence[WantedDelivery], *, format_name: str) -> int:
         added = 0
         for want in wanted:
-            rows = [r for r in self._rows(want.item_id) if r.target == want.target]
+            rows = [r for r in delivery_rows(self._s, want.item_id) if r.target == want.target]
             for row in rows:
                 if row.version != want.version and row.status in _UNSENT and not row.control_id:
-                    self._put(replace(row, status="superseded"))
+                    put_delivery(self._s, replace(row, status="superseded"))
             plan = plan_version(rows, version=want.version)
             if plan.action == "revive" and plan.row_id is not None:
                 row = self._s.deliveries[plan.row_id]
-                self._put(replace(row, status="pending", attempts=0, replaces_id=plan.replaces_id))
+                put_delivery(
+                    self._s,
+                    replace(row, status="pending", attempts=0, replaces_id=plan.replaces_id),
+                )
             elif plan.action in ("new", "refile"):
                 self._insert(
                     want, format_name=format_name, replaces_id=plan.replaces_id, filing=plan.filing
@@ -193,7 +191,7 @@ class FakeDeliveries:
             if r.status == "failed" and r.retryable and r.attempts < max_attempts
         ]
         for row in chosen:
-            self._put(replace(row, status="pending", sending_at=None))
+            put_delivery(self._s, replace(row, status="pending", sending_at=None))
         return len(chosen)
 
     def resend_in_doubt(self, *, language: str | None = None, target: str | None = None) -> int:
@@ -205,7 +203,7 @@ class FakeDeliveries:
             and target in (None, r.target)
         ]
         for row in chosen:
-            self._put(replace(row, status="pending", sending_at=None))
+            put_delivery(self._s, replace(row, status="pending", sending_at=None))
         return len(chosen)
 
     def in_doubt_deliveries(
@@ -219,65 +217,8 @@ class FakeDeliveries:
             and target in (None, r.target)
         ]
 
-    def claim_deliveries(
-        self,
-        *,
-        owner: str,
-        language: str | None,
-        limit: int,
-        lease_s: float,
-        now: datetime | None = None,
-        target: str | None = None,
-    ) -> list[DeliveryRecord]:
-        now = now or _now()
-        if limit <= 0:
-            return []
-        for row in self._lapsed(now, owner=owner):
-            if row.sending_at is not None:
-                self._put(replace(row, status="in_doubt", **_NO_LEASE))
-        ordered = sorted(self._s.deliveries.values(), key=lambda r: r.id)
-        wanted = [
-            r for r in ordered if language in (None, r.language) and target in (None, r.target)
-        ]
-        lapsed = [r for r in self._lapsed(now, owner=owner) if r in wanted]
-        pending = [r for r in wanted if r.status == "pending" and not self._waits(r)]
-        taken = []
-        for row in (lapsed + pending)[:limit]:
-            held = replace(
-                row,
-                status="processing",
-                lease_owner=owner,
-                lease_expires_at=now + timedelta(seconds=lease_s),
-                lease_token=uuid.uuid4().hex,
-                attempts=row.attempts + 1,
-                sending_at=None,
-            )
-            self._put(held)
-            taken.append(held)
-        return taken
-
-    def renew_deliveries(self, lease_tokens: Sequence[str], *, lease_s: float) -> frozenset[str]:
-        renewed = set()
-        for row in list(self._s.deliveries.values()):
-            if row.status == "processing" and row.lease_token in lease_tokens:
-                self._put(replace(row, lease_expires_at=_now() + timedelta(seconds=lease_s)))
-                renewed.add(row.lease_token)
-        return frozenset(lease_tokens) - renewed
-
-    def _waits(self, row: DeliveryRecord) -> bool:
-        return any(
-            r.id < row.id and r.target == row.target and r.status in _UNSETTLED
-            for r in self._rows(row.item_id)
-        )
-
     def store_identity(self) -> str:
         return self._s.store_id
-
-    def mark_sending(
-        self, delivery_id: int, *, lease_token: str | None, sent: SentIdentity | None = None
-    ) -> None:
-        kept = {} if sent is None else vars(sent)
-        self._put(replace(self._held(delivery_id, lease_token), sending_at=_now(), **kept))
 
     def latest_delivered_before(self, delivery_id: int) -> DeliveryRecord | None:
         row = self._s.deliveries.get(delivery_id)
@@ -285,107 +226,16 @@ class FakeDeliveries:
             return None
         found = [
             r
-            for r in self._rows(row.item_id)
+            for r in delivery_rows(self._s, row.item_id)
             if r.target == row.target and r.id < delivery_id and r.status == "delivered"
         ]
         return found[-1] if found else None
-
-    def record_delivered(
-        self,
-        delivery_id: int,
-        *,
-        lease_token: str | None,
-        response: dict[str, Any],
-        format_name: str | None = None,
-        remote_id: str | None = None,
-    ) -> None:
-        row = self._held(delivery_id, lease_token)
-        self._settle(
-            row,
-            status="delivered",
-            format=format_name or row.format,
-            response=response,
-            remote_id=remote_id,
-            delivered_at=_now(),
-            error_kind=None,
-            error_message=None,
-            retryable=False,
-            sent_text=None,
-        )
-
-    def record_recovered_delivery(
-        self, delivery_id: int, *, version: str, response: dict[str, Any], remote_id: str | None
-    ) -> bool:
-        row = self._s.deliveries.get(delivery_id)
-        if row is None or row.version != version or row.status in ("delivered", "superseded"):
-            return False
-        self._settle(
-            row,
-            status="delivered",
-            response=response,
-            remote_id=remote_id,
-            delivered_at=_now(),
-            error_kind=None,
-            error_message=None,
-            retryable=False,
-        )
-        return True
-
-    def record_delivery_failed(
-        self,
-        delivery_id: int,
-        *,
-        lease_token: str | None,
-        error_kind: str,
-        message: str,
-        retryable: bool,
-    ) -> None:
-        row = self._held(delivery_id, lease_token)
-        self._settle(
-            row,
-            status="failed",
-            error_kind=error_kind,
-            error_message=message,
-            retryable=retryable,
-            sending_at=None,
-            control_id=None,
-            sent_text=None,
-            series=row.series + 1,
-        )
-
-    def record_delivery_in_doubt(
-        self, delivery_id: int, *, lease_token: str | None, error_kind: str, message: str
-    ) -> None:
-        row = self._held(delivery_id, lease_token)
-        self._settle(
-            row, status="in_doubt", error_kind=error_kind, error_message=message, retryable=False
-        )
-
-    def record_delivery_superseded(self, delivery_id: int, *, lease_token: str | None) -> None:
-        self._settle(self._held(delivery_id, lease_token), status="superseded")
-
-    def release_deliveries(self, lease_tokens: Sequence[str], *, refused: bool = False) -> None:
-        for row in list(self._s.deliveries.values()):
-            if row.status == "processing" and row.lease_token in lease_tokens:
-                if refused:
-                    row = replace(row, sending_at=None, control_id=None, sent_text=None)
-                self._take_back(row, attempts=max(row.attempts - 1, 0))
-
-    def release_dead_local_deliveries(self) -> int:
-        dead = [
-            r
-            for r in self._s.deliveries.values()
-            if r.status == "processing" and r.lease_owner and is_dead_local_owner(r.lease_owner)
-        ]
-        for row in dead:
-            self._take_back(row, attempts=row.attempts)
-        return len(dead)
 
     def get_delivery(self, delivery_id: int) -> DeliveryRecord | None:
         return self._s.deliveries.get(delivery_id)
 
     def deliveries_of_item(self, item_id: int) -> list[DeliveryRecord]:
-        return self._rows(item_id)
+        return delivery_rows(self._s, item_id)
 
     def delivered_versions(
         self, item_ids: Sequence[int], *, target: str | None = None
@@ -420,36 +270,6 @@ class FakeDeliveries:
             counts[key] = counts.get(key, 0) + 1
         return [DeliveryCount(status, n, target) for (target, status), n in sorted(counts.items())]
 
-    def _lapsed(self, now: datetime, *, owner: str) -> list[DeliveryRecord]:
-        return [
-            r
-            for r in sorted(self._s.deliveries.values(), key=lambda r: r.id)
-            if r.status == "processing"
-            and r.lease_expires_at is not None
-            and r.lease_expires_at < now
-            and r.lease_owner != owner
-        ]
-
-    def _take_back(self, row: DeliveryRecord, *, attempts: int) -> None:
-        status = "in_doubt" if row.sending_at is not None else "pending"
-        self._put(replace(row, status=status, attempts=attempts, **_NO_LEASE))
-
-    def _held(self, delivery_id: int, lease_token: str | None) -> DeliveryRecord:
-        row = self._s.deliveries.get(delivery_id)
-        if row is None or lease_token is None or row.status != "processing":
-            raise LeaseLost(f"delivery {delivery_id} is no longer held by this worker")
-        if row.lease_token != lease_token:
-            raise LeaseLost(f"delivery {delivery_id} is no longer held by this worker")
-        return row
-
-    def _settle(self, row: DeliveryRecord, **values: Any) -> None:
-        self._put(replace(row, **{**_NO_LEASE, **values, "updated_at": _now()}))
-
-    def _rows(self, item_id: int) -> list[DeliveryRecord]:
-        return sorted(
-            (r for r in self._s.deliveries.values() if r.item_id == item_id), key=lambda r: r.id
-        )
-
     def _insert(
         self, want: WantedDelivery, *, format_name: str, replaces_id: int | None, filing: int = 0
     ) -> None:
@@ -477,5 +297,14 @@ class FakeDeliveries:
             filing=filing,
         )
 
-    def _put(self, row: DeliveryRecord) -> None:
-        self._s.deliveries[row.id] = row
+
+def delivery_rows(state: _State, item_id: int) -> list[DeliveryRecord]:
+    """One item's delivery rows, oldest first."""
+    return sorted(
+        (r for r in state.deliveries.values() if r.item_id == item_id), key=lambda r: r.id
+    )
+
+
+def put_delivery(state: _State, row: DeliveryRecord) -> None:
+    """Write one delivery row."""
+    state.deliveries[row.id] = row

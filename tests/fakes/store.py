@@ -30,6 +30,7 @@ from storage.records import (
     RunRecord,
 )
 from tests.fakes.audit import FakeAudit, FakeRetention
+from tests.fakes.delivery_claims import FakeDeliveryClaims
 from tests.fakes.item_listing import FakeItems
 from tests.fakes.item_queries import FakeItemQueries
 from tests.fakes.item_rows import NO_LEASE, drop_chunks, fake_now, held_row, put_row, under
@@ -100,6 +101,7 @@ class FakeUnitOfWork:
         self.listings = FakeListings(state)
         self.reviews = FakeReviews(state)
         self.deliveries = FakeDeliveries(state)
+        self.delivery_claims = FakeDeliveryClaims(state)
         self.audit = FakeAudit(state.audit_events)
         self.retention = FakeRetention(state.items)
         self.accuracy = FakeAccuracy()

@@ -98,10 +98,10 @@ def test_a_purge_never_touches_a_delivery_another_process_holds(
         wanted = WantedDelivery(item.id, item.language, item_version(item), "mllp://h:1")
         uow.deliveries.plan_deliveries([wanted], format_name="txt")
     with store.unit_of_work() as uow:  # another deliverer holds it, its request going out
-        (held,) = uow.deliveries.claim_deliveries(
+        (held,) = uow.delivery_claims.claim_deliveries(
             owner="other", language=None, limit=1, lease_s=3600, target="mllp://h:1"
         )
-        uow.deliveries.mark_sending(held.id, lease_token=held.lease_token)
+        uow.delivery_claims.mark_sending(held.id, lease_token=held.lease_token)
     purged = _purge(store, tmp_path, now=LATER, include_undelivered=True)
     (row,) = rows_of(store, item)
     assert (row.status, row.lease_token) == ("processing", held.lease_token)

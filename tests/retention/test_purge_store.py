@@ -45,15 +45,17 @@ def deliver_rows(store: UnitOfWorkFactory, statuses: dict[int, str]) -> None:
             format_name="txt",
         )
     with store.unit_of_work() as uow:
-        for row in uow.deliveries.claim_deliveries(owner="w", language=None, limit=9, lease_s=60):
+        for row in uow.delivery_claims.claim_deliveries(
+            owner="w", language=None, limit=9, lease_s=60
+        ):
             status = statuses[row.item_id]
             if status == DeliveryStatus.DELIVERED:
-                uow.deliveries.record_delivered(
+                uow.delivery_claims.record_delivered(
                     row.id, lease_token=row.lease_token, response={"echo": TEXTS["/ward/a.wav"]},
                     format_name="txt", remote_id=f"doc-{row.id}",
                 )  # fmt: skip
             else:
-                uow.deliveries.record_delivery_failed(
+                uow.delivery_claims.record_delivery_failed(
                     row.id, lease_token=row.lease_token, error_kind="x", message="refused",
                     retryable=False,
                 )  # fmt: skip

@@ -13,6 +13,7 @@ import pytest
 import storage.audit_interface
 import storage.delivery_interface
 import storage.interface
+import storage.item_interface
 import storage.retention_interface
 from tests.fakes.store import FakeStore, FakeUnitOfWork, _State
 
@@ -21,6 +22,7 @@ PROTOCOLS = sorted(
         value
         for module in (
             storage.interface,
+            storage.item_interface,
             storage.delivery_interface,
             storage.audit_interface,
             storage.retention_interface,
@@ -52,6 +54,7 @@ def _fake_of(protocol: type) -> object:
         "ItemQueryRepository": uow.item_queries,
         "ChunkRepository": uow.chunks,
         "DeliveryRepository": uow.deliveries,
+        "DeliveryClaimRepository": uow.delivery_claims,
         "RunRepository": uow.runs,
         "ListingRepository": uow.listings,
         "ReviewRepository": uow.reviews,
@@ -62,7 +65,8 @@ def _fake_of(protocol: type) -> object:
 
 def test_every_protocol_of_the_store_is_found() -> None:
     assert [p.__name__ for p in PROTOCOLS] == [
-        "AuditRepository", "ChunkRepository", "ClaimRepository", "DeliveryRepository",
+        "AuditRepository", "ChunkRepository", "ClaimRepository", "DeliveryClaimRepository",
+        "DeliveryRepository",
         "ItemQueryRepository", "ItemRepository", "ListingRepository", "RetentionRepository",
         "ReviewRepository", "RunRepository", "SpendRepository", "UnitOfWork",
         "UnitOfWorkFactory",

@@ -196,38 +196,40 @@ def ledger_scenario(store: UnitOfWorkFactory) -> list[object]:
                   for i, v in ((a, "1"), (b, "2"))]  # fmt: skip
         seen_.append(uow.deliveries.plan_deliveries(wanted, format_name="txt"))
         seen_.append(uow.deliveries.plan_deliveries(wanted, format_name="txt"))  # nothing new
-        first, second = uow.deliveries.claim_deliveries(
+        first, second = uow.delivery_claims.claim_deliveries(
             owner="w1", language=LANG, limit=5, lease_s=60
         )
         seen_ += [row_seen(first), row_seen(second)]
     with store.unit_of_work() as uow:
-        uow.deliveries.mark_sending(first.id, lease_token=first.lease_token)
-        uow.deliveries.mark_sending(second.id, lease_token=second.lease_token)
-        lost = uow.deliveries.renew_deliveries([first.lease_token or "", "gone"], lease_s=60)
+        uow.delivery_claims.mark_sending(first.id, lease_token=first.lease_token)
+        uow.delivery_claims.mark_sending(second.id, lease_token=second.lease_token)
+        lost = uow.delivery_claims.renew_deliveries([first.lease_token or "", "gone"], lease_s=60)
         seen_.append(sorted(lost))
-        uow.deliveries.record_delivered(
+        uow.delivery_claims.record_delivered(
             first.id, lease_token=first.lease_token, response={"document_id": "d1"}, remote_id="d1"
         )
-        uow.deliveries.release_deliveries([second.lease_token or ""])  # sent: in doubt
+        uow.delivery_claims.release_deliveries([second.lease_token or ""])  # sent: in doubt
     with pytest.raises(LeaseLost), store.unit_of_work() as uow:
-        uow.deliveries.record_delivered(first.id, lease_token=first.lease_token, response={})
+        uow.delivery_claims.record_delivered(first.id, lease_token=first.lease_token, response={})
     with store.unit_of_work() as uow:
         seen_ += [row_seen(uow.deliveries.get_delivery(r.id)) for r in (first, second)]
         seen_.append(
-            uow.deliveries.claim_deliveries(owner="w2", language=LANG, limit=5, lease_s=60)
+            uow.delivery_claims.claim_deliveries(owner="w2", language=LANG, limit=5, lease_s=60)
         )
         seen_.append(sorted((n.status, n.rows) for n in uow.deliveries.delivery_counts()))
         seen_.append(uow.deliveries.resend_in_doubt(language=LANG))
-        (again,) = uow.deliveries.claim_deliveries(owner="w2", language=LANG, limit=5, lease_s=60)
+        (again,) = uow.delivery_claims.claim_deliveries(
+            owner="w2", language=LANG, limit=5, lease_s=60
+        )
         seen_.append(row_seen(again))
-        uow.deliveries.record_delivery_failed(
+        uow.delivery_claims.record_delivery_failed(
             again.id, lease_token=again.lease_token, error_kind="rejected", message="no",
             retryable=True,
         )  # fmt: skip
         seen_.append(uow.deliveries.requeue_delivery_failures(max_attempts=5))
-        seen_.append(uow.deliveries.record_recovered_delivery(
+        seen_.append(uow.delivery_claims.record_recovered_delivery(
             again.id, version=again.version, response={}, remote_id="d2"))  # fmt: skip
-        seen_.append(uow.deliveries.record_recovered_delivery(
+        seen_.append(uow.delivery_claims.record_recovered_delivery(
             again.id, version=again.version, response={}, remote_id="d2"))  # fmt: skip
         delivered = uow.deliveries.delivered_versions([a.id, b.id])
         seen_.append(delivered == {a.id: ["1" * 64], b.id: ["2" * 64]})

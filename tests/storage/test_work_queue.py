@@ -73,12 +73,12 @@ ITEMS = Kind(
 )
 DELIVERIES = Kind(
     name="deliveries",
-    claim=lambda uow, **kw: uow.deliveries.claim_deliveries(language=LANG, limit=1, **kw),
-    renew=lambda uow, tokens: uow.deliveries.renew_deliveries(tokens, lease_s=60),
-    settle=lambda uow, row: uow.deliveries.record_delivered(
+    claim=lambda uow, **kw: uow.delivery_claims.claim_deliveries(language=LANG, limit=1, **kw),
+    renew=lambda uow, tokens: uow.delivery_claims.renew_deliveries(tokens, lease_s=60),
+    settle=lambda uow, row: uow.delivery_claims.record_delivered(
         row.id, lease_token=row.lease_token, response={}
     ),
-    take_back_dead=lambda uow: uow.deliveries.release_dead_local_deliveries(),
+    take_back_dead=lambda uow: uow.delivery_claims.release_dead_local_deliveries(),
     status=lambda uow, row_id: uow.deliveries.get_delivery(row_id).status,
 )
 MAKERS = {"items": _items, "deliveries": _deliveries}
@@ -174,19 +174,24 @@ def test_a_delivery_whose_request_went_out_is_in_doubt_never_pending(
     _deliveries(store)
     owner, now = (dead_owner, None) if ending == "killed" else ("w1", PAST)
     with store.unit_of_work() as uow:
-        (row,) = uow.deliveries.claim_deliveries(
+        (row,) = uow.delivery_claims.claim_deliveries(
             owner=owner, language=LANG, limit=1, lease_s=5, now=now
         )
-        uow.deliveries.mark_sending(row.id, lease_token=row.lease_token)
+        uow.delivery_claims.mark_sending(row.id, lease_token=row.lease_token)
     with store.unit_of_work() as uow:
         if ending == "killed":
-            assert uow.deliveries.release_dead_local_deliveries() == 1
+            assert uow.delivery_claims.release_dead_local_deliveries() == 1
         elif ending == "released":
-            uow.deliveries.release_deliveries([row.lease_token or ""])
-        assert uow.deliveries.claim_deliveries(owner="w2", language=LANG, limit=1, lease_s=60) == []
+            uow.delivery_claims.release_deliveries([row.lease_token or ""])
+        assert (
+            uow.delivery_claims.claim_deliveries(owner="w2", language=LANG, limit=1, lease_s=60)
+            == []
+        )
     assert status_of(store, DELIVERIES, row.id) == "in_doubt"
     with store.unit_of_work() as uow:  # a person's word sends it again
         assert uow.deliveries.resend_in_doubt() == 1
-        (again,) = uow.deliveries.claim_deliveries(owner="w2", language=LANG, limit=1, lease_s=60)
+        (again,) = uow.delivery_claims.claim_deliveries(
+            owner="w2", language=LANG, limit=1, lease_s=60
+        )
     assert again.id == row.id
     assert again.sending_at is None

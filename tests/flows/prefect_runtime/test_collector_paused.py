@@ -13,7 +13,7 @@ from pathlib import Path
 
 from config.runtime import temporary_server_environment
 from flows.cli.flow_run import _collector_paused
-from flows.prefect_runtime.prefect_api import server_command
+from flows.prefect_runtime.server_process import server_command
 from tests.flows.prefect_server import _healthy, free_port, wait_until
 
 # In the server's process only: once its boot froze the start-up's objects, say what the

@@ -13,8 +13,8 @@ import pytest
 from alembic.script import ScriptDirectory
 
 from config.runtime import temporary_server_environment
-from flows.prefect_runtime.prefect_api import server_command
 from flows.prefect_runtime.prefect_schema import MIGRATE_ON_START, _newest_revision, skip_migrations
+from flows.prefect_runtime.server_process import server_command
 from tests.flows.prefect_server import PREFECT, free_port
 
 MIGRATIONS = Path(prefect.__file__).parent / "server" / "database" / "_migrations"

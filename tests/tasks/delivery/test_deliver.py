@@ -214,11 +214,11 @@ def test_a_lease_held_by_a_live_worker_is_left_alone_and_an_expired_one_is_taken
 
     plan_deliveries(store, language=None, format_name="txt", max_attempts=3)
     with store.unit_of_work() as uow:
-        (live,) = uow.deliveries.claim_deliveries(
+        (live,) = uow.delivery_claims.claim_deliveries(
             owner="other", language=None, limit=1, lease_s=600
         )
     with store.unit_of_work() as uow:
-        (stale,) = uow.deliveries.claim_deliveries(  # a lease that lapsed an hour ago
+        (stale,) = uow.delivery_claims.claim_deliveries(  # a lease that lapsed an hour ago
             owner="dead", language=None, limit=1, lease_s=60, now=AN_HOUR_AGO
         )
     stats = deliver(settings, store)
@@ -229,7 +229,9 @@ def test_a_lease_held_by_a_live_worker_is_left_alone_and_an_expired_one_is_taken
         from storage.errors import LeaseLost
 
         with pytest.raises(LeaseLost):  # the dead worker comes back too late
-            uow.deliveries.record_delivered(stale.id, lease_token=stale.lease_token, response={})
+            uow.delivery_claims.record_delivered(
+                stale.id, lease_token=stale.lease_token, response={}
+            )
 
 
 def test_logs_carry_no_transcript_and_no_token(
@@ -261,7 +263,7 @@ def test_rows_of_a_killed_local_deliverer_are_taken_back_at_once(
     with store.unit_of_work() as uow:
         assert (
             len(
-                uow.deliveries.claim_deliveries(
+                uow.delivery_claims.claim_deliveries(
                     owner=dead_owner, language=None, limit=5, lease_s=900
                 )
             )
@@ -331,7 +333,7 @@ def test_delivery_names_recordings_by_their_path_in_the_source_with_controls_esc
 def test_an_accepted_upload_the_store_cannot_record_is_journaled_then_recorded_not_resent(
     devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, tmp_path, monkeypatch
 ) -> None:
-    from storage.deliveries import Deliveries
+    from storage.delivery_claims import DeliveryClaims
     from storage.errors import StoreUnavailable
 
     server = devserver_factory()
@@ -341,17 +343,17 @@ def test_an_accepted_upload_the_store_cannot_record_is_journaled_then_recorded_n
         update={"data_dir": tmp_path / "data", "store_retry_s": 0.3}
     )
     settings = settings.model_copy(update={"storage": storage})
-    original = Deliveries.record_delivered
+    original = DeliveryClaims.record_delivered
 
     def down(*_args: object, **_kwargs: object) -> None:
         raise StoreUnavailable("server closed the connection")
 
-    monkeypatch.setattr(Deliveries, "record_delivered", down)
+    monkeypatch.setattr(DeliveryClaims, "record_delivered", down)
     deliver(settings, store)
     kept = list((tmp_path / "data" / "journal" / "deliveries").glob("*.json"))
     assert len(kept) == 1
     assert oct(kept[0].stat().st_mode & 0o777) == oct(0o600)
-    monkeypatch.setattr(Deliveries, "record_delivered", original)
+    monkeypatch.setattr(DeliveryClaims, "record_delivered", original)
     stats = deliver(settings, store)  # the next start records it from the journal
     (row,) = rows_of(store, items["/archive/a.wav"])
     assert row.status == "delivered"
@@ -382,7 +384,7 @@ def test_the_lease_keeper_renews_a_delivery_whose_answer_takes_longer_than_its_l
 ) -> None:
     import threading
 
-    from storage.deliveries import Deliveries
+    from storage.delivery_claims import DeliveryClaims
     from storage.records import DeliveryRecord
 
     server = devserver_factory(latency_ms=7000)  # longer than the 5 s lease
@@ -391,15 +393,15 @@ def test_the_lease_keeper_renews_a_delivery_whose_answer_takes_longer_than_its_l
     storage = settings.storage.model_copy(update={"lease_s": 5})
     settings = settings.model_copy(update={"storage": storage})
     taken, doubted, done, held = [], [], threading.Event(), threading.Event()
-    claim_deliveries = Deliveries.claim_deliveries
+    claim_deliveries = DeliveryClaims.claim_deliveries
 
-    def claim_and_tell(self: Deliveries, **kwargs: Any) -> list[DeliveryRecord]:
+    def claim_and_tell(self: DeliveryClaims, **kwargs: Any) -> list[DeliveryRecord]:
         claimed = claim_deliveries(self, **kwargs)
         if claimed and kwargs["owner"] != "rival":
             held.set()  # the deliverer's claim commits before the rival's write can begin
         return claimed
 
-    monkeypatch.setattr(Deliveries, "claim_deliveries", claim_and_tell)
+    monkeypatch.setattr(DeliveryClaims, "claim_deliveries", claim_and_tell)
 
     def rival() -> None:  # another deliverer, looking for lapsed leases once we hold it
         if not held.wait(timeout=60):
@@ -409,7 +411,7 @@ def test_the_lease_keeper_renews_a_delivery_whose_answer_takes_longer_than_its_l
                 counts = {c.status: c.rows for c in uow.deliveries.delivery_counts()}
                 doubted.append(counts.get("in_doubt", 0))
                 taken.extend(
-                    uow.deliveries.claim_deliveries(
+                    uow.delivery_claims.claim_deliveries(
                         owner="rival", language=None, limit=1, lease_s=60
                     )
                 )

@@ -220,7 +220,7 @@ def test_each_target_has_its_own_row_and_a_run_claims_only_its_own(
     for target in ("docs", "mllp://127.0.0.1:2575", "docs"):
         plan_deliveries(store, language=None, format_name="txt", max_attempts=3, target=target)
     with store.unit_of_work() as uow:
-        claimed = uow.deliveries.claim_deliveries(
+        claimed = uow.delivery_claims.claim_deliveries(
             owner="o", language=None, limit=10, lease_s=60, target="mllp://127.0.0.1:2575"
         )
         by_target = {c.target: c.rows for c in uow.deliveries.delivery_counts_by_target()}
