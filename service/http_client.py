@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Generic, Self, TypeVar
 
 import httpx
+from tenacity import AsyncRetrying
 
 from config.settings import ServiceSettings
 from service import jwe
@@ -164,14 +165,7 @@ class ServiceSession(AsyncClosing):
         # waiting in our own limits (pacing) does not.
         deadline = Deadline.after(self.policy.total_s, clock=self.clock)
         reply: Reply[T] | None = None
-        loop = retrying(
-            self.policy,
-            deadline=deadline,
-            label=endpoint.label,
-            on_retry=on_retry,
-            resend_unanswered=endpoint.resend_unanswered,
-        )
-        async for attempt in loop:
+        async for attempt in self._attempts(endpoint, deadline=deadline, on_retry=on_retry):
             with attempt:
                 number = attempt.retry_state.attempt_number
                 reply = await self._paced_attempt(
@@ -180,6 +174,22 @@ class ServiceSession(AsyncClosing):
         if reply is None:  # tenacity re-raises the last error before we get here
             raise ServiceUnavailable("the request was not attempted")
         return reply
+
+    def _attempts(
+        self,
+        endpoint: Endpoint,
+        *,
+        deadline: Deadline,
+        on_retry: Callable[[RetryEvent], None] | None,
+    ) -> AsyncRetrying:
+        """The policy's attempts for one call, within its deadline."""
+        return retrying(
+            self.policy,
+            deadline=deadline,
+            label=endpoint.label,
+            on_retry=on_retry,
+            resend_unanswered=endpoint.resend_unanswered,
+        )
 
     async def aclose(self) -> None:
         """Close the connection pool if this session created it."""

@@ -29,14 +29,9 @@ from web.context import in_unit_of_work, workstation
 async def peaks(request: Request, session: WebSessionRecord) -> Response:
     """The peaks (0..255 per BUCKET_MS) and the sub-segment marks of one recording."""
     item_id = int(request.path_params["item_id"])
-
-    def read(uow: ReviewUnitOfWork) -> tuple[ItemRecord | None, list[tuple[int, int, int]]]:
-        chunks = uow.chunks.done_chunks(item_id).values()
-        return uow.item_queries.get_item(item_id), [
-            (c.index, c.start_ms, c.end_ms) for c in sorted(chunks, key=lambda c: c.index)
-        ]
-
-    item, chunks = await in_unit_of_work(request, read, read_only=True)
+    item, chunks = await in_unit_of_work(
+        request, lambda uow: _item_and_chunks(uow, item_id), read_only=True
+    )
     if item is None:
         return PlainTextResponse(f"there is no recording {item_id}", status_code=404)
     roots = await in_unit_of_work(request, lambda uow: uow.runs.run_sources(), read_only=True)
@@ -53,16 +48,12 @@ async def peaks(request: Request, session: WebSessionRecord) -> Response:
         )
     max_ms = round(found.segment_max_s * 1000)
     marks = sub_segment_marks(waveform, chunks=chunks, max_ms=max_ms)
-
-    def record(uow: ReviewUnitOfWork) -> None:
-        name = recording_name(item.source_uri, roots=uow.runs.run_sources())
-        detail: dict[str, str | int] = {
-            "start_ms": 0, "end_ms": waveform.duration_ms, "waveform": "peaks"
-        }  # fmt: skip
-        record_event(uow, action=AuditAction.AUDIO_SERVED, actor=session.reviewer.name,
-                     item_id=item.id, path=name, detail=detail)  # fmt: skip
-
-    await in_unit_of_work(request, record)
+    await in_unit_of_work(
+        request,
+        lambda uow: _record_peaks_served(
+            uow, item=item, reviewer=session.reviewer.name, duration_ms=waveform.duration_ms
+        ),
+    )
     return JSONResponse({
         "bucket_ms": BUCKET_MS,
         "duration_ms": waveform.duration_ms,
@@ -70,3 +61,23 @@ async def peaks(request: Request, session: WebSessionRecord) -> Response:
         "peaks": waveform.values.tolist(),
         "marks": [{"segment": m.segment, "at_ms": m.at_ms} for m in marks],
     })  # fmt: skip
+
+
+def _item_and_chunks(
+    uow: ReviewUnitOfWork, item_id: int
+) -> tuple[ItemRecord | None, list[tuple[int, int, int]]]:
+    """The recording and its transcribed chunks (index, start_ms, end_ms), in order."""
+    chunks = uow.chunks.done_chunks(item_id).values()
+    return uow.item_queries.get_item(item_id), [
+        (c.index, c.start_ms, c.end_ms) for c in sorted(chunks, key=lambda c: c.index)
+    ]
+
+
+def _record_peaks_served(
+    uow: ReviewUnitOfWork, *, item: ItemRecord, reviewer: str, duration_ms: int
+) -> None:
+    """The whole recording's loudness was read for a reviewer: an `audio_served` event."""
+    name = recording_name(item.source_uri, roots=uow.runs.run_sources())
+    detail: dict[str, str | int] = {"start_ms": 0, "end_ms": duration_ms, "waveform": "peaks"}
+    record_event(uow, action=AuditAction.AUDIO_SERVED, actor=reviewer,
+                 item_id=item.id, path=name, detail=detail)  # fmt: skip
