@@ -9,9 +9,10 @@ that point, and the resampler's last samples depend on where its input ends).
 Only what is plainly well-formed is decoded: an mp3, MP4/M4A, FLAC, Ogg or AIFF container
 with an audio stream, a duration of at most `MAX_DURATION_MS` (at most ~9.6 MB of
 samples), every packet decoded without an error, and at least as many samples as the
-duration promises, give or take the splitter's own margin. For anything else `decode_whole` returns None and ffmpeg
-decodes the file from its start (tasks/audio/decoder.py), so a damaged, truncated or odd
-file still meets the errors worded from ffmpeg's own messages.
+duration promises, give or take the splitter's own margin. For anything else
+`decode_whole` returns None and ffmpeg decodes the file from its start
+(tasks/audio/decoder.py), so a damaged, truncated or odd file still meets the errors
+worded from ffmpeg's own messages.
 
 Imports PyAV and the standard library only (the worker's start-up is its cost).
 """
