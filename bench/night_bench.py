@@ -2,10 +2,10 @@
 
 Run from the repository root: `.venv/bin/python bench/night_bench.py [--files 600]`.
 The workload of a real night in miniature (bench/night_workload.py): ~15 s dictations
-in wav, mp3 and m4a, mono and stereo, 8 to 44.1 kHz. The service is `medasr devserver
---latency-ms 250 --engine default` on loopback in its own process: every upload is read
-as a WAV and its tones decoded, as a real service decodes what it gets. In one process,
-taking turns round by round:
+in wav (16/24-bit, float), mp3, m4a, FLAC and Opus, mono and stereo, 8 to 48 kHz. The
+service is `medasr devserver --latency-ms 250 --engine default` on loopback in its own
+process: every upload is read as a WAV and its tones decoded, as a real service decodes
+what it gets. In one process, taking turns round by round:
 
 * the naive script: `find | xargs -P8 sh -c 'ffmpeg ... -ac 1 -ar 16000 t.wav && curl
   -F file=@t.wav ...'` with the bundled ffmpeg and the system curl;
@@ -13,7 +13,10 @@ taking turns round by round:
   before (warmed by a run over one recording), each time on a copy of the SQLite
   store that run migrated (a store used before, no items in it);
 * the same `medasr run` over one recording (start-and-stop CPU);
-* once, medasr against `--capacity 3 --retry-after-s 1` (429 beyond 3 in flight).
+* medasr against `--capacity 3 --retry-after-s 1` (429 beyond 3 in flight), and in the
+  same round the client that knows the capacity: exactly 3 requests in flight, never a
+  429, every recording decoded to 16 kHz mono WAV beforehand (by the ffmpeg command,
+  outside the measurement); medasr's window is reported as a fraction of its window.
 
 CPU seconds come from /proc (bench/pipeline_procs.py): medasr's own process, Prefect's
 temporary server (its Python child), decoding (the rest of its children: ffmpeg and the
@@ -34,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +72,25 @@ xargs -0 -P8 -I{} sh -c '
     "$URL/voice/get-asr?language=en-IN" > "$out.json"
   rm -f "$out"
 ' _ {}
+"""
+# The client that knows the capacity: 3 threads, each sending one decoded WAV at a time.
+KNOWING_CLIENT = r"""
+import os, sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+import httpx
+wavs = sorted(Path(os.environ["WAVS"]).iterdir())
+url = os.environ["URL"] + "/voice/get-asr?language=en-IN"
+headers = {"Authorization": "Bearer " + os.environ["TOKEN"]}
+def send(path, client):
+    answer = client.post(url, headers=headers, files={"file": (path.name, path.read_bytes(),
+                                                              "audio/wav")}, timeout=60)
+    if answer.status_code != 200:
+        sys.exit(f"{path.name}: {answer.status_code}")
+clients = [httpx.Client() for _ in range(int(os.environ["IN_FLIGHT"]))]
+with ThreadPoolExecutor(len(clients)) as pool:
+    for done in [pool.submit(send, p, clients[i % len(clients)]) for i, p in enumerate(wavs)]:
+        done.result()
 """
 
 
@@ -135,6 +158,34 @@ def run_naive(source: Path, *, work: Path) -> Measured:
             "URL": server.url,
         }
         return measure(["bash", "-c", NAIVE_SCRIPT], env=env, work=work, server=server, naive=True)
+
+
+def decode_beforehand(source: Path, *, work: Path) -> Path:
+    """work/decoded/: every recording of `source` as the ffmpeg command's 16 kHz mono WAV
+    (once, outside any measurement: the knowing client's head start)."""
+    out = work / "decoded"
+    if out.is_dir():
+        return out
+    out.mkdir()
+
+    def decode(path: Path) -> None:
+        command = [find_ffmpeg(), "-nostdin", "-loglevel", "error", "-y", "-i", str(path),
+                   "-ac", "1", "-ar", "16000", str(out / f"{path.stem}.wav")]  # fmt: skip
+        subprocess.run(command, check=True)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(decode, sorted(source.iterdir())))
+    return out
+
+
+def run_knowing_client(decoded: Path, *, work: Path) -> Measured:
+    """The client that knows the capacity against a fresh `--capacity 3` devserver."""
+    extra = [*ENGINE, "--capacity", str(CAPACITY), "--retry-after-s", "1"]
+    with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=extra) as server:
+        env = dict(os.environ) | {"WAVS": str(decoded), "URL": server.url,
+                                  "TOKEN": server.token, "IN_FLIGHT": str(CAPACITY)}  # fmt: skip
+        command = [sys.executable, "-c", KNOWING_CLIENT]
+        return measure(command, env=env, work=work, server=server, naive=True)
 
 
 def medasr(code: Path | None, *args: str) -> list[str]:
@@ -246,7 +297,7 @@ def per_recording_ms(run: Measured, one: Measured, *, files: int, field: str) ->
     return 1000 * (getattr(run, field) - getattr(one, field)) / max(files - 1, 1)
 
 
-def report(files: int, rounds: list[dict[str, Measured]], capacity: Measured | None) -> None:
+def report(files: int, rounds: list[dict[str, Measured]]) -> None:
     """The figures of every round, then the median of each ratio."""
     bound_s = files * LATENCY_MS / 1000 / CONCURRENCY
     print(f"\n{files} recordings; request bound {files} x {LATENCY_MS} ms / {CONCURRENCY}"
@@ -280,16 +331,23 @@ def report(files: int, rounds: list[dict[str, Measured]], capacity: Measured | N
               f" {naive_ms:.1f} | {cells[0] / naive_ms:.3f}")  # fmt: skip
     print(f"ratio to the naive script: median {statistics.median(ratios):.2f}x "
           f"(spread {min(ratios):.2f}-{max(ratios):.2f})")  # fmt: skip
-    if capacity is not None:
-        print(f"capacity {CAPACITY} window: {capacity.window_ratio:.2f} of its bound"
-              f" ({capacity.answers} answers, wall {capacity.wall_s:.1f} s)")  # fmt: skip
+    for number, r in enumerate(rounds, 1):
+        if "capacity" in r:
+            med, knowing = r["capacity"], r["knowing"]
+            print(f"{number} | capacity {CAPACITY} window: medasr {med.window_ratio:.3f} of its"
+                  f" bound ({med.answers} answers, wall {med.wall_s:.1f} s); the client that"
+                  f" knows the capacity {knowing.window_ratio:.3f} ({knowing.answers} answers,"
+                  f" wall {knowing.wall_s:.1f} s); medasr / knowing client"
+                  f" {med.window_ratio / max(knowing.window_ratio, 1e-9):.3f}")  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=600, help="recordings (600 for the record)")
     parser.add_argument("--rounds", type=int, default=2, help="naive/medasr turns (0: none)")
-    parser.add_argument("--skip-capacity", action="store_true")
+    parser.add_argument(
+        "--skip-capacity", action="store_true", help="no capacity-3 runs (medasr, knowing client)"
+    )
     parser.add_argument(
         "--before", type=Path, help="another checkout's medasr, taking turns with this one"
     )
@@ -303,12 +361,12 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "compileall", "-q", *CODE], cwd=code, check=False)
     rounds: list[dict[str, Measured]] = []
     befores: list[dict[str, Measured]] = []  # the --before checkout, same naive runs
-    capacity = None
     with scratch_dir("medasr-night-") as work:
         home = work / "prefect-home"
         if args.before:  # its own migrated store; Prefect's database is shared
             warm_home(home, work=work, code=args.before)
         warm_home(home, work=work)
+        decoded = None if args.skip_capacity else decode_beforehand(source, work=work)
         for number in range(args.rounds):
             print(f"round {number + 1}: naive, medasr, one recording ...", flush=True)
             before = machine_cpu_s()
@@ -320,18 +378,19 @@ def main() -> None:
                 before_med = run_medasr(source, work=work, home=home, code=args.before)
                 before_one = run_medasr(one, work=work, home=home, code=args.before)
                 befores.append({"naive": naive, "medasr": before_med, "one": before_one})
+            if decoded is not None:
+                print("   capacity 3: medasr, the client that knows it ...", flush=True)
+                rounds[-1]["capacity"] = run_medasr(source, work=work, home=home, capacity=True)
+                rounds[-1]["knowing"] = run_knowing_client(decoded, work=work)
             print(f"   machine CPU during the round: {machine_cpu_s() - before:.0f} s", flush=True)
-        if not args.skip_capacity:
-            print("capacity 3 ...", flush=True)
-            capacity = run_medasr(source, work=work, home=home, capacity=True)
         if args.profile:
             profile(source, work=work, home=home, out_dir=args.profile)
     if befores:
         print(f"\n=== before: {args.before}")
-        report(args.files, befores, None)
+        report(args.files, befores)
         print("\n=== this checkout")
     if rounds:
-        report(args.files, rounds, capacity)
+        report(args.files, rounds)
 
 
 if __name__ == "__main__":

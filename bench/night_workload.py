@@ -1,8 +1,10 @@
-"""The night benchmark's recordings: ~15 s tone dictations in wav, mp3 and m4a.
+"""The night benchmark's recordings: ~15 s tone dictations in wav, mp3, m4a, FLAC and Opus.
 
 Made once by the bundled ffmpeg into bench/out/night/ (gitignored), every file a
 different dictation (its own words and noise seed), cycling through the formats a
-hospital's recorders leave behind: mono and stereo, 8 to 44.1 kHz. A run over N files
+hospital's recorders leave behind: mono and stereo, 8 to 48 kHz; a third of them (5 of
+every 15) what handheld and desk recorders write: 24-bit/44.1 kHz stereo, 16-bit/48 kHz
+stereo and 32-bit float WAV, FLAC and Opus. A run over N files
 uses bench/out/night-N/, hard links to the first N, so every N shares one generation.
 """
 
@@ -30,8 +32,18 @@ VARIANTS = (
     ("mp3", 22_050, 1, ["-c:a", "libmp3lame", "-b:a", "64k"]),
     ("m4a", 44_100, 1, ["-c:a", "aac", "-b:a", "96k"]),
     ("wav", 44_100, 2, ["-c:a", "pcm_s16le"]),
+    ("wav", 16_000, 1, ["-c:a", "pcm_s16le"]),
+    ("mp3", 44_100, 2, ["-c:a", "libmp3lame", "-b:a", "128k"]),
+    ("m4a", 22_050, 2, ["-c:a", "aac", "-b:a", "64k"]),
+    # What recorders write (a third of the files): ffmpeg's WAV muxer writes the 24-bit
+    # and float ones as WAVE_FORMAT_EXTENSIBLE, as many recorders do.
+    ("wav", 44_100, 2, ["-c:a", "pcm_s24le"]),
+    ("wav", 48_000, 2, ["-c:a", "pcm_s16le"]),
+    ("wav", 48_000, 1, ["-c:a", "pcm_f32le"]),
+    ("flac", 44_100, 1, ["-c:a", "flac"]),
+    ("opus", 48_000, 1, ["-c:a", "libopus", "-b:a", "32k"]),
 )
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 
 
 def _encode(index: int, folder: Path) -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from audit import AuditAction, record_event
 from storage.errors import SourceError, SourceNotFound
 from storage.records import ItemRecord, WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
+from tasks.audio import riff
 from tasks.audio.ffmpeg import find_ffmpeg, input_arg
 from tasks.discovery.fetch import fetched_file
 from tasks.discovery.recording_names import one_line, recording_name
@@ -48,7 +48,7 @@ from web.context import in_unit_of_work, render, workstation
 
 RATE_HZ = 16_000
 SAMPLES_PER_MS = RATE_HZ // 1000
-HEADER_BYTES = 44
+HEADER_BYTES = riff.WAV_HEADER_BYTES
 _READ_BYTES = 64 * 1024
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
@@ -292,15 +292,7 @@ def byte_range(header: str | None, *, total: int) -> tuple[int, int] | None:
 
 def wav_header(samples: int) -> bytes:
     """The 44-byte header of 16 kHz mono 16-bit PCM holding `samples` samples."""
-    data = 2 * samples
-    return (
-        b"RIFF"
-        + struct.pack("<I", 36 + data)
-        + b"WAVEfmt "
-        + struct.pack("<IHHIIHH", 16, 1, 1, RATE_HZ, RATE_HZ * 2, 2, 16)
-        + b"data"
-        + struct.pack("<I", data)
-    )
+    return riff.wav_header(data_bytes=2 * samples, rate_hz=RATE_HZ)
 
 
 async def wav_bytes(stretch: Stretch, *, first: int, last: int) -> AsyncIterator[bytes]:

@@ -1,4 +1,5 @@
-"""Short mp3 and m4a decoded by libav in long-lived worker processes (tasks/libav/).
+"""Short mp3, m4a, FLAC, Ogg (Vorbis, Opus) and AIFF files decoded by libav in long-lived
+worker processes (tasks/libav/).
 
 An ffmpeg process per compressed file costs its start (about 10 ms of CPU for the static
 binary), a pipe and a description to parse: on a backlog of 15 s dictations that is most
@@ -8,8 +9,8 @@ loop that sends the requests (bench/README.md "Night"). Here each worker is a pr
 its own that decodes one file at a time for the whole run: the same libav decoders and
 resampler as the ffmpeg command, the same bytes (tests/tasks/audio/test_decoder_pool.py).
 
-`DecoderPool.decode` returns None whenever ffmpeg should decode the file instead: not an
-mp3 or m4a by its first bytes, anything the worker finds unfit (tasks/libav/decode.py),
+`DecoderPool.decode` returns None whenever ffmpeg should decode the file instead: none
+of those by its first bytes, anything the worker finds unfit (tasks/libav/decode.py),
 no worker free, a worker that died or took longer than the caller's timeout, or PyAV
 missing (then the pool stops trying). So every error a person reads is still worded from
 ffmpeg's own messages, and a worker's trouble costs a file an ffmpeg run, never a result.
@@ -34,7 +35,8 @@ from tasks.audio.ffmpeg import AudioInfo
 
 logger = logging.getLogger(__name__)
 
-_MAGIC = ((0, b"ID3"), (4, b"ftyp"))  # an ID3 tag (mp3), an MP4 file type box (m4a)
+# An ID3 tag (mp3), an MP4 file type box (m4a), FLAC, Ogg (Vorbis, Opus), AIFF and AIFF-C.
+_MAGIC = ((0, b"ID3"), (4, b"ftyp"), (0, b"fLaC"), (0, b"OggS"), (8, b"AIFF"), (8, b"AIFC"))
 _START_TIMEOUT_S = 30.0  # a Python start and `import av`, on a host busy decoding
 _STOP_WAIT_S = 2.0
 _READY = b"ready"  # tasks/libav/worker.py's first message
@@ -50,7 +52,8 @@ _LAUNCH = (
 
 
 def looks_compressed(head: bytes) -> bool:
-    """Whether the first bytes are an mp3's or an MP4/M4A's (what the workers decode)."""
+    """Whether the first bytes are an mp3's, MP4/M4A's, FLAC's, Ogg's or AIFF's (what the
+    workers decode)."""
     if any(head[at : at + len(magic)] == magic for at, magic in _MAGIC):
         return True
     return len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0  # an MPEG frame
@@ -195,8 +198,8 @@ class DecoderPool:
     def decode(
         self, path: Path, *, head: bytes, timeout_s: float
     ) -> tuple[AudioInfo, DecodedPcm] | None:
-        """(info, samples) of a short, well-formed mp3 or m4a; None if ffmpeg should
-        decode `path` instead."""
+        """(info, samples) of a short, well-formed compressed file (`looks_compressed`);
+        None if ffmpeg should decode `path` instead."""
         if not looks_compressed(head) or (worker := self._take()) is None:
             return None
         try:

@@ -1,15 +1,18 @@
-"""16-bit PCM WAVs are read without ffmpeg: as they are when already in the output
-format (16 kHz mono s16le), else downmixed and resampled here (tasks/audio/resampler.py).
+"""PCM and float WAVs are read without ffmpeg: as they are when already in the output
+format (16 kHz mono s16le), else converted, downmixed and resampled here
+(tasks/audio/resampler.py).
 
 Decoding such a file is the identity or nearly, yet an ffmpeg run costs a process start
 and a pass through its decoder (tens of ms of CPU per file, more than reading a 15 s
-recording): on a backlog of short dictations that is the largest cost left. Anything
-else (24-bit, float, more than two channels, a rate outside 8-48 kHz, RF64, a data
-chunk past the first 64 KiB) goes through ffmpeg, or, for a short well-formed mp3 or m4a,
+recording): on a backlog of short dictations that is the largest cost left. Read here:
+8-bit unsigned, 16/24/32-bit signed and 32/64-bit float samples, plain or
+WAVE_FORMAT_EXTENSIBLE (with no channel mask or the usual one), one or two channels,
+8-96 kHz. Anything else (more channels, A-law, ADPCM, another rate, RF64, a data chunk
+past the first 64 KiB) goes through ffmpeg, or, for a short well-formed compressed file,
 through a libav worker process when the caller has them (tasks/audio/decoder_pool.py).
 `open_pcm_source` is the one entry point: it returns ffmpeg's decoder
 (tasks/audio/decoder.py), the samples a worker decoded, this reader, or this reader
-behind the resampler.
+behind the converter.
 
 A data size left as a placeholder (0, 0xFFFFFFFF or near it, written by streaming
 recorders and by one that never closed its file)
@@ -28,19 +31,40 @@ from types import TracebackType
 from tasks.audio.decoder import PcmDecoder
 from tasks.audio.decoder_pool import DecodedPcm, DecoderPool
 from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, read_head
-from tasks.audio.resampler import ResampledReader
+from tasks.audio.resampler import SAMPLE_BYTES, ResampledReader, SampleFormat
+from tasks.audio.riff import wave_chunks
 from tasks.audio.sniff import check_wav_header, is_placeholder_size
 from tasks.errors import AudioNotFound
 
 _PCM = 1
+_FLOAT = 3
 _EXTENSIBLE = 0xFFFE
+# (format tag, bits per sample) -> the samples' format and ffmpeg's name for the codec.
+_FORMATS: dict[tuple[int, int], tuple[SampleFormat, str]] = {
+    (_PCM, 8): ("u8", "pcm_u8"),
+    (_PCM, 16): ("s16", "pcm_s16le"),
+    (_PCM, 24): ("s24", "pcm_s24le"),
+    (_PCM, 32): ("s32", "pcm_s32le"),
+    (_FLOAT, 32): ("f32", "pcm_f32le"),
+    (_FLOAT, 64): ("f64", "pcm_f64le"),
+}
+# WAVE_FORMAT_EXTENSIBLE's speaker masks read here: none, front centre, front left+right.
+_USUAL_MASKS = {1: (0, 0x4), 2: (0, 0x3)}
 
-# Rates read without ffmpeg: telephone 8 kHz up to studio 48 kHz.
+# Rates read without ffmpeg: telephone 8 kHz up to studio 96 kHz.
 MIN_RATE_HZ = 8_000
-MAX_RATE_HZ = 48_000
+MAX_RATE_HZ = 96_000
 _TAIL_BYTES = 64 * 1024  # trailing metadata chunks longer than this are not looked for
 # A chunk id: four printable ASCII characters, the first a letter (LIST, id3 , bext, cue ).
 _CHUNK_ID = re.compile(rb"(?=[A-Za-z][\x20-\x7e]{3})")
+
+
+@dataclass(frozen=True)
+class _Layout:
+    rate_hz: int = OUTPUT_SAMPLE_RATE_HZ
+    channels: int = 1
+    sample_format: SampleFormat = "s16"
+    codec: str = "pcm_s16le"
 
 
 @dataclass(frozen=True)
@@ -48,47 +72,48 @@ class _DataChunk:
     offset: int  # of the first sample byte
     size_bytes: int  # whole frames only
     placeholder: bool = False  # the header's size was a placeholder: read to the end
-    rate_hz: int = OUTPUT_SAMPLE_RATE_HZ
-    channels: int = 1
+    layout: _Layout = _Layout()
+
+    @property
+    def rate_hz(self) -> int:
+        return self.layout.rate_hz
+
+    @property
+    def channels(self) -> int:
+        return self.layout.channels
 
     @property
     def frame_bytes(self) -> int:
-        return 2 * self.channels
+        return SAMPLE_BYTES[self.layout.sample_format] * self.layout.channels
 
     @property
     def native(self) -> bool:
-        """Already 16 kHz mono: the samples are the output as they are."""
-        return (self.rate_hz, self.channels) == (OUTPUT_SAMPLE_RATE_HZ, 1)
+        """Already 16 kHz mono s16le: the samples are the output as they are."""
+        return self.layout == _Layout()
 
 
 def native_data_chunk(head: bytes, *, size_bytes: int) -> _DataChunk | None:
     """Where the samples of a 16 kHz mono s16le RIFF WAV are; None for any other file."""
-    data = pcm16_data_chunk(head, size_bytes=size_bytes)
+    data = pcm_data_chunk(head, size_bytes=size_bytes)
     return data if data is not None and data.native else None
 
 
-def pcm16_data_chunk(head: bytes, *, size_bytes: int) -> _DataChunk | None:
-    """Where the samples of a 16-bit PCM RIFF WAV (mono or stereo, a rate medasr reads
-    itself) are, with its rate and channels; None for any other file."""
-    if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
-        return None
-    offset, layout = 12, None
-    while offset + 8 <= len(head):
-        chunk_id = head[offset : offset + 4]
-        (size,) = struct.unpack_from("<I", head, offset + 4)
-        if chunk_id == b"fmt ":
-            layout = _pcm16_layout(head[offset + 8 : offset + 8 + size])
-        elif chunk_id == b"data":
+def pcm_data_chunk(head: bytes, *, size_bytes: int) -> _DataChunk | None:
+    """Where the samples of a RIFF WAV that medasr reads itself are (see the module
+    docstring), with their layout; None for any other file."""
+    layout = None
+    for chunk in wave_chunks(head):
+        if chunk.chunk_id == b"fmt ":
+            layout = _layout(head[chunk.offset : chunk.offset + chunk.size_bytes])
+        elif chunk.chunk_id == b"data":
             if layout is None:
                 return None
-            rate_hz, channels = layout
-            start = offset + 8
-            present = max(0, size_bytes - start)
-            placeholder = is_placeholder_size(size)
-            declared = present if placeholder else min(size, present)
-            whole = declared - declared % (2 * channels)
-            return _DataChunk(start, whole, placeholder, rate_hz=rate_hz, channels=channels)
-        offset += 8 + size + (size & 1)
+            present = max(0, size_bytes - chunk.offset)
+            placeholder = is_placeholder_size(chunk.size_bytes)
+            declared = present if placeholder else min(chunk.size_bytes, present)
+            frame_bytes = SAMPLE_BYTES[layout.sample_format] * layout.channels
+            whole = declared - declared % frame_bytes
+            return _DataChunk(chunk.offset, whole, placeholder, layout)
     return None
 
 
@@ -121,21 +146,24 @@ def _chain_ends_at(tail: bytes, position: int) -> bool:
     return False
 
 
-def _pcm16_layout(fmt: bytes) -> tuple[int, int] | None:
-    """(rate Hz, channels) for 16-bit PCM (plain or WAVE_FORMAT_EXTENSIBLE), 1 or 2 channels
-    at MIN_RATE_HZ to MAX_RATE_HZ; None for any other format."""
+def _layout(fmt: bytes) -> _Layout | None:
+    """The layout of a `fmt ` chunk medasr reads itself (see the module docstring); None
+    for any other format."""
     if len(fmt) < 16:
         return None
     tag, channels, rate_hz, _, block_align, bits = struct.unpack_from("<HHIIHH", fmt)
     if tag == _EXTENSIBLE:
-        if len(fmt) < 26:
+        if len(fmt) < 40:
             return None
-        (tag,) = struct.unpack_from("<H", fmt, 24)  # first two bytes of the subformat GUID
-    if tag != _PCM or bits != 16 or channels not in (1, 2) or block_align != 2 * channels:
+        (mask, tag) = struct.unpack_from("<IH", fmt, 20)  # the subformat GUID's first bytes
+        if mask not in _USUAL_MASKS.get(channels, ()):
+            return None
+    known = _FORMATS.get((tag, bits))
+    if known is None or channels not in (1, 2) or block_align != bits // 8 * channels:
         return None
     if not MIN_RATE_HZ <= rate_hz <= MAX_RATE_HZ:
         return None
-    return rate_hz, channels
+    return _Layout(rate_hz, channels, *known)
 
 
 class NativeWavReader:
@@ -182,14 +210,14 @@ class NativeWavReader:
 def open_pcm_source(
     path: Path, *, timeout_s: float, probe_timeout_s: float, decoders: DecoderPool | None = None
 ) -> tuple[AudioInfo, bool, PcmDecoder | DecodedPcm | NativeWavReader | ResampledReader]:
-    """(info, exact duration?, reader) for `path`: ffmpeg unless the WAV is 16-bit PCM or
-    `decoders` (libav worker processes) decoded a short, well-formed mp3 or m4a.
+    """(info, exact duration?, reader) for `path`: ffmpeg unless the WAV is one medasr
+    reads itself or `decoders` (libav worker processes) decoded a short, well-formed file.
 
     Raises the AudioError subclasses of probe_audio for a file that cannot be opened.
     """
     head, size_bytes = read_head(path)
     check_wav_header(head, size_bytes=size_bytes, path=path)
-    data = pcm16_data_chunk(head, size_bytes=size_bytes)
+    data = pcm_data_chunk(head, size_bytes=size_bytes)
     if data is None:
         if decoders is not None:
             decoded = decoders.decode(path, head=head, timeout_s=timeout_s)
@@ -205,13 +233,17 @@ def open_pcm_source(
         duration_ms=data.size_bytes // data.frame_bytes * 1000 // data.rate_hz,
         sample_rate_hz=data.rate_hz,
         channels=data.channels,
-        codec="pcm_s16le",
+        codec=data.layout.codec,
         container="wav",
     )
     reader = NativeWavReader(path, data)
     if data.native:
         return info, True, reader
-    return info, True, ResampledReader(reader, rate_hz=data.rate_hz, channels=data.channels)
+    layout = data.layout
+    converted = ResampledReader(
+        reader, rate_hz=layout.rate_hz, channels=layout.channels, sample_format=layout.sample_format
+    )
+    return info, True, converted
 
 
 def _without_trailing_chunks(path: Path, data: _DataChunk, *, size_bytes: int) -> _DataChunk:

@@ -1,11 +1,17 @@
-"""16-bit PCM of another rate or two channels -> 16 kHz mono s16le, in this process.
+"""PCM or float samples of any rate, mono or stereo -> 16 kHz mono s16le, in this process.
 
 An ffmpeg process per WAV costs its start (about 10 ms of CPU for the static build) and
 a pass through its resampler: 20-50 ms of CPU for a 15 s dictation, three to ten times
 what soxr (libsoxr, the SoX resampler, at its "high quality" setting) spends on the same
-samples here. The output agrees with ffmpeg's `-ac 1 -ar 16000` within a fraction of a
-quantization step's noise (tests/tasks/audio/test_resampled_wav.py compares them).
+samples here.
 
+What is sent is one of two things, tested against the ffmpeg command `-ac 1 -ar 16000`
+(tests/tasks/audio/test_resampled_wav.py, test_wav_formats.py):
+- 16 kHz mono of any sample format: ffmpeg's own conversion to s16, byte for byte
+  (24/32-bit keep the top 16 bits, 8-bit is re-centred, floats are rounded and clipped);
+- any other rate, or stereo: a sample-accurate equivalent, the same number of samples
+  on the same time grid, within a fraction of a quantization step's noise of ffmpeg's
+  (its resampler and soxr differ in their filters only).
 Stereo is the mean of the two channels (what ffmpeg's `-ac 1` does), then resampled as
 32-bit floats and rounded once. The stream is converted block by block: memory holds a
 block, whatever the recording's length.
@@ -13,18 +19,22 @@ block, whatever the recording's length.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Final, Literal, Protocol
 
 import numpy as np
 import soxr
 
 from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ
 
+SampleFormat = Literal["u8", "s16", "s24", "s32", "f32", "f64"]
+SAMPLE_BYTES: Final[dict[SampleFormat, int]] = {
+    "u8": 1, "s16": 2, "s24": 3, "s32": 4, "f32": 4, "f64": 8,
+}  # fmt: skip
 _BLOCK_FRAMES = 64 * 1024
 
 
 class RawReader(Protocol):
-    """Bytes of interleaved s16le frames, as NativeWavReader reads them from a file."""
+    """Bytes of interleaved little-endian frames, as NativeWavReader reads them."""
 
     def readinto(self, view: memoryview) -> int: ...
 
@@ -32,13 +42,16 @@ class RawReader(Protocol):
 
 
 class ResampledReader:
-    """16 kHz mono s16le out of `raw`'s frames at `rate_hz` with `channels` (1 or 2);
-    the same surface as PcmDecoder."""
+    """16 kHz mono s16le out of `raw`'s frames at `rate_hz` with `channels` (1 or 2) in
+    `sample_format`; the same surface as PcmDecoder."""
 
-    def __init__(self, raw: RawReader, *, rate_hz: int, channels: int) -> None:
+    def __init__(
+        self, raw: RawReader, *, rate_hz: int, channels: int, sample_format: SampleFormat = "s16"
+    ) -> None:
         self._raw = raw
         self._channels = channels
-        self._frame_bytes = 2 * channels
+        self._format: SampleFormat = sample_format
+        self._frame_bytes = SAMPLE_BYTES[sample_format] * channels
         self._stream = (
             None
             if rate_hz == OUTPUT_SAMPLE_RATE_HZ
@@ -68,13 +81,17 @@ class ResampledReader:
         filled = self._fill_block()
         self._ended = filled < len(self._block)  # a full block holds whole frames only
         whole = filled - filled % self._frame_bytes  # a file that shrank may end mid-frame
-        frames = np.frombuffer(self._block, dtype="<i2", count=whole // 2)
-        frames = frames.reshape(-1, self._channels)
+        samples = _samples_of(memoryview(self._block)[:whole], self._format)
+        if self._stream is None and self._channels == 1:
+            return _ffmpeg_s16(samples, self._format)
+        frames = samples.reshape(-1, self._channels)
         # Channel by channel: numpy's sum along a short axis with a cast is ten times slower.
         mono = frames[:, 0].astype(np.float32)
         for channel in range(1, self._channels):
             mono += frames[:, channel]
-        mono *= np.float32(1 / (self._channels * 32768))
+        mono *= np.float32(_FULL_SCALE[self._format] / self._channels)
+        if self._format == "u8":
+            mono -= np.float32(1)
         if self._stream is not None:
             mono = self._stream.resample_chunk(mono, last=self._ended)
         return _to_s16le(mono)
@@ -95,7 +112,44 @@ class ResampledReader:
         self._raw.close()
 
 
+# What one unit of each format's numbers is, as a float in [-1, 1) (8-bit: in [0, 2)).
+_FULL_SCALE: Final[dict[SampleFormat, float]] = {
+    "u8": 1 / 128, "s16": 1 / 32768, "s24": 1 / 2**31, "s32": 1 / 2**31, "f32": 1.0, "f64": 1.0,
+}  # fmt: skip
+_DTYPES: Final[dict[SampleFormat, str]] = {
+    "u8": "u1", "s16": "<i2", "s32": "<i4", "f32": "<f4", "f64": "<f8",
+}  # fmt: skip
+
+
+def _samples_of(raw: memoryview, sample_format: SampleFormat) -> np.ndarray:
+    """The interleaved samples of `raw`; 24-bit ones as 32-bit with the low byte zero,
+    as ffmpeg's decoder gives them."""
+    if sample_format != "s24":
+        return np.frombuffer(raw, dtype=_DTYPES[sample_format])
+    triples = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 3)
+    widened = np.zeros((len(triples), 4), dtype=np.uint8)
+    widened[:, 1:] = triples
+    return widened.view("<i4").reshape(-1)
+
+
+def _ffmpeg_s16(samples: np.ndarray, sample_format: SampleFormat) -> bytes:
+    """Mono samples as s16le the way ffmpeg's sample-format conversion makes them."""
+    if sample_format == "s16":
+        return samples.tobytes()
+    if sample_format == "u8":
+        return ((samples.astype("<i2") - 128) << 8).astype("<i2").tobytes()
+    if sample_format in ("s24", "s32"):
+        return (samples.astype("<i4") >> 16).astype("<i2").tobytes()  # the top 16 bits
+    scaled = np.rint(samples * 32768)  # in the samples' own precision (float32 stays float32)
+    return _to_s16le_rounded(scaled)
+
+
 def _to_s16le(samples: np.ndarray) -> bytes:
     """Floats in [-1, 1) as s16le, rounded to the nearest step and clipped."""
-    scaled = np.rint(samples * np.float32(32768))
-    return np.clip(scaled, -32768, 32767).astype("<i2").tobytes()
+    return _to_s16le_rounded(np.rint(samples * np.float32(32768)))
+
+
+def _to_s16le_rounded(scaled: np.ndarray) -> bytes:
+    """Whole numbers clipped to 16 bits, as s16le."""
+    clipped: np.ndarray = np.clip(scaled, -32768, 32767)
+    return clipped.astype("<i2").tobytes()

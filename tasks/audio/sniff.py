@@ -6,9 +6,9 @@ truncated m4a alike) and to catch a WAV cut short, which ffmpeg decodes silently
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
+from tasks.audio.riff import wave_chunks
 from tasks.errors import CorruptAudio, EmptyAudio
 
 # Sizes a recorder writes before it knows the real one (streaming writers, crashed runs).
@@ -64,15 +64,9 @@ def looks_like_audio(head: bytes) -> bool:
 
 def _wav_data_chunk(head: bytes) -> tuple[int, int] | None:
     """(offset, declared size) of a RIFF/WAVE file's data chunk, if it is within `head`."""
-    if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
-        return None
-    offset = 12
-    while offset + 8 <= len(head):
-        chunk_id = head[offset : offset + 4]
-        (size,) = struct.unpack_from("<I", head, offset + 4)
-        if chunk_id == b"data":
-            return offset + 8, size
-        offset += 8 + size + (size & 1)
+    for chunk in wave_chunks(head):
+        if chunk.chunk_id == b"data":
+            return chunk.offset, chunk.size_bytes
     return None
 
 

@@ -15,8 +15,8 @@ away what decodes: every readable chunk is yielded, then DamagedTail says where 
 damage starts (or, when nothing readable holds speech, the CorruptAudio itself). A
 recording in which every chunk is silent raises SilentAudio after its (silent) chunks.
 
-Libraries: the standard library's `wave` writes each chunk's WAV (header and samples, in
-memory; soundfile's writer gave the same bytes at ten times the CPU). pydub is
+Libraries: each chunk's WAV is tasks/audio/riff.py's header and the samples (the bytes
+the standard library's `wave` writes; soundfile's writer gave them at ten times the CPU). pydub is
 not used at run time: it holds the whole decoded recording in memory (gigabytes for a
 long dictation) and calls ffprobe, which the imageio-ffmpeg wheel does not ship; only
 bench/audio_bench.py imports it, as the reference to beat.
@@ -24,9 +24,7 @@ bench/audio_bench.py imports it, as the reference to beat.
 
 from __future__ import annotations
 
-import io
 import re
-import wave
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +48,7 @@ from tasks.audio.pauses import (
     is_silent,
     is_steady_sound,
 )
+from tasks.audio.riff import wav_header
 from tasks.errors import AudioError, CorruptAudio, DamagedTail, EmptyAudio, SilentAudio
 
 __all__ = [
@@ -73,15 +72,8 @@ _CHUNK_NAME = re.compile(r"chunk-[0-9]{4}\.wav")  # chunk_filename's form; nothi
 
 def _wav_bytes(samples: npt.NDArray[np.int16]) -> bytes:
     """A complete 16 kHz mono PCM s16le WAV file holding `samples`."""
-    # The standard library's writer: the same 44-byte header and data as libsndfile's,
-    # byte for byte, at a tenth of the CPU (no virtual-IO callbacks through cffi).
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(OUTPUT_SAMPLE_RATE_HZ)
-        out.writeframes(samples.astype("<i2", copy=False).tobytes())
-    return buffer.getvalue()
+    pcm = samples.astype("<i2", copy=False).tobytes()
+    return wav_header(data_bytes=len(pcm), rate_hz=OUTPUT_SAMPLE_RATE_HZ) + pcm
 
 
 WAV_HEADER_BYTES = len(_wav_bytes(np.zeros(0, dtype=np.int16)))

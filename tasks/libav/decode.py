@@ -1,16 +1,18 @@
-"""A short mp3 or m4a decoded whole by libav, as `ffmpeg -i F -ac 1 -ar 16000` decodes it.
+"""A short mp3, m4a, FLAC, Ogg or AIFF decoded whole by libav, as `ffmpeg -i F -ac 1 -ar
+16000` decodes it.
 
 libav's own decoders and resampler (swresample with its defaults), the ones the ffmpeg
 command runs; the decoded frames are cut where the container says the stream ends, before
 resampling, as ffmpeg cuts them (an m4a's last AAC frame carries the encoder's padding past
 that point, and the resampler's last samples depend on where its input ends).
 
-Only what is plainly well-formed is decoded: an mp3 or MP4/M4A container with an audio
-stream, a duration of at most `MAX_DURATION_MS` (at most ~9.6 MB of samples), every packet
-decoded without an error, and at least as many samples as the duration promises, give or
-take the splitter's own margin. For anything else `decode_whole` returns None and ffmpeg
-decodes the file from its start (tasks/audio/decoder.py), so a damaged, truncated or odd
-file still meets the errors worded from ffmpeg's own messages.
+Only what is plainly well-formed is decoded: an mp3, MP4/M4A, FLAC, Ogg or AIFF container
+with an audio stream, a duration of at most `MAX_DURATION_MS` (at most ~9.6 MB of
+samples), every packet decoded without an error, and at least as many samples as the
+duration promises, give or take the splitter's own margin. For anything else
+`decode_whole` returns None and ffmpeg decodes the file from its start
+(tasks/audio/decoder.py), so a damaged, truncated or odd file still meets the errors
+worded from ffmpeg's own messages.
 
 Imports PyAV and the standard library only (the worker's start-up is its cost).
 """
@@ -27,7 +29,7 @@ import av
 
 MAX_DURATION_MS = 5 * 60 * 1000
 OUTPUT_SAMPLE_RATE_HZ = 16_000  # tasks/audio/ffmpeg.py's, without importing tasks.audio
-_CONTAINERS = frozenset({"mp3", "mov,mp4,m4a,3gp,3g2,mj2"})
+_CONTAINERS = frozenset({"mp3", "mov,mp4,m4a,3gp,3g2,mj2", "flac", "ogg", "aiff"})
 _SHORT_MARGIN_MS = 500  # decoded this much (plus 5 %) under the promise: ffmpeg decides
 
 
@@ -46,7 +48,7 @@ class Described:
 
 
 def decode_whole(path: str) -> tuple[Described, bytearray] | None:
-    """(description, 16 kHz mono s16le samples) of a short, well-formed mp3 or m4a at the
+    """(description, 16 kHz mono s16le samples) of a short, well-formed compressed file at the
     absolute `path`; None when ffmpeg should decode it instead."""
     try:
         with av.open("file:" + path, mode="r") as container:  # no protocol prefix hijacks it

@@ -35,10 +35,10 @@ def long_text(tag: str) -> str:
     return " ".join(f"{tag} case {i} stable resting." for i in range(40))
 
 
-def write_tone_flac(path: Path, text: str) -> None:
-    """`text` as a tone-dictation FLAC (decoded by ffmpeg, not read as a WAV)."""
+def write_tone_caf(path: Path, text: str) -> None:
+    """`text` as a tone-dictation CAF (decoded by an ffmpeg process: no libav worker takes CAF)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    soundfile.write(path, encode_tone_dictation(text, sample_rate_hz=16_000), 16_000)
+    soundfile.write(path, encode_tone_dictation(text, sample_rate_hz=16_000), 16_000, format="CAF")
 
 
 def wait_for(check: Callable[[], object], *, running: Running, what: str) -> None:
@@ -58,9 +58,9 @@ def ctrl_c(running: Running) -> None:
 
 
 def recordings(root: Path) -> dict[str, str]:
-    texts = {"ward a/first.flac": long_text("alpha"), "ward b/second.flac": long_text("bravo")}
+    texts = {"ward a/first.caf": long_text("alpha"), "ward b/second.caf": long_text("bravo")}
     for name, text in texts.items():
-        write_tone_flac(root / name, text)
+        write_tone_caf(root / name, text)
     age_files(root)
     return texts
 
@@ -184,8 +184,8 @@ def test_ctrl_c_to_the_group_during_a_split_is_an_interruption(
     tmp_path: Path, medasr_for, tone_devserver
 ) -> None:
     medasr = medasr_for(tone_devserver(), f"sqlite:///{tmp_path / 'medasr.db'}")
-    recording = tmp_path / "long.flac"
-    write_tone_flac(recording, " ".join([long_text("split")] * 6))  # about 12 minutes
+    recording = tmp_path / "long.caf"
+    write_tone_caf(recording, " ".join([long_text("split")] * 6))  # about 12 minutes
     out = tmp_path / "chunks"
 
     running = medasr.start("split", str(recording), "--out", str(out), "--max-bytes", "64000")
@@ -210,7 +210,7 @@ def test_after_ctrl_c_before_the_run_row_status_and_export_name_recordings_relat
 ) -> None:
     server = tone_devserver(latency_ms=5000)
     source = tmp_path / "archive"
-    write_tone_flac(source / "ward b" / "long.flac", long_text("bravo"))
+    write_tone_caf(source / "ward b" / "long.caf", long_text("bravo"))
     (source / "ward a").mkdir(parents=True)
     (source / "ward a" / "notes.wav").write_text("a scanned letter, not a dictation\n")
     age_files(source)
@@ -218,7 +218,7 @@ def test_after_ctrl_c_before_the_run_row_status_and_export_name_recordings_relat
     medasr = medasr_for(server, database, **SMALL_CHUNKS)
 
     running = medasr.start("run", str(source), "-l", "en-IN")
-    # The head start works while Prefect's server starts: notes.wav fails at once, long.flac
+    # The head start works while Prefect's server starts: notes.wav fails at once, long.caf
     # decodes; no run row exists yet.
     wait_for(
         lambda: (
@@ -240,7 +240,7 @@ def test_after_ctrl_c_before_the_run_row_status_and_export_name_recordings_relat
     assert str(source) not in status.output, status.describe()
     lines = (tmp_path / "out.jsonl").read_text().splitlines()
     rows = {r["source"]: r for r in map(json.loads, lines)}
-    assert set(rows) == {"ward a/notes.wav", "ward b/long.flac"}
+    assert set(rows) == {"ward a/notes.wav", "ward b/long.caf"}
     notes = rows["ward a/notes.wav"]
     assert notes["source_uri"] == str(source / "ward a" / "notes.wav")  # a column of its own
     assert str(source) not in notes["error_message"]

@@ -37,6 +37,10 @@ _ENCODERS = {
     ".mp3": ("-c:a", "libmp3lame", "-b:a", "64k"),
     ".m4a": ("-c:a", "aac", "-b:a", "48k", "-movflags", "+faststart"),
     ".ogg": ("-c:a", "libvorbis"),
+    ".opus": ("-c:a", "libopus", "-b:a", "32k"),
+    ".flac": ("-c:a", "flac"),
+    ".aiff": ("-c:a", "pcm_s16be"),
+    ".aifc": ("-c:a", "pcm_s24be", "-f", "aiff"),
 }
 
 
@@ -119,6 +123,34 @@ def test_short_mp3_and_m4a_are_decoded_by_a_worker_as_ffmpeg_decodes_them(
     assert decoders.decoded == 2
 
 
+@pytest.mark.parametrize(
+    ("suffix", "rate_hz", "channels"),
+    [(".flac", 44_100, 2), (".flac", 16_000, 1), (".ogg", 22_050, 1), (".ogg", 48_000, 2),
+     (".opus", 48_000, 1), (".opus", 16_000, 2), (".aiff", 44_100, 2), (".aifc", 8_000, 1)],
+)  # fmt: skip
+def test_flac_ogg_opus_and_aiff_are_decoded_by_a_worker_as_ffmpeg_decodes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool, suffix: str,
+    rate_hz: int, channels: int,
+) -> None:  # fmt: skip
+    path = _encode(tmp_path / f"note{suffix}", rate_hz=rate_hz, channels=channels, pad_s=2.0)
+
+    def no_ffmpeg(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an ffmpeg process was started")
+
+    monkeypatch.setattr(sources, "PcmDecoder", no_ffmpeg)
+    info, exact, source = sources.open_pcm_source(
+        path, timeout_s=60, probe_timeout_s=60, decoders=decoders
+    )
+    source.close()
+    assert isinstance(source, DecodedPcm)
+    assert exact
+    assert info == probe_audio(path)
+    ours, text = pcm_of(path, max_bytes=100_000, decoders=decoders)
+    assert np.array_equal(ours, reference_pcm(path))  # the ffmpeg command's bytes exactly
+    if suffix != ".opus":  # 32 kb/s Opus blurs the tones, for ffmpeg's decode as for ours
+        assert text.strip() == TEXT
+
+
 def _cut(source: Path, target: Path, *, keep: float) -> Path:
     data = source.read_bytes()
     target.write_bytes(data[: int(len(data) * keep)])
@@ -137,8 +169,8 @@ def _too_long_mp3(tmp: Path) -> Path:
     return _encode(tmp / "long.mp3", pad_s=MAX_DURATION_MS / 1000)
 
 
-def _ogg(tmp: Path) -> Path:
-    return _encode(tmp / "note.ogg")
+def _truncated_flac(tmp: Path) -> Path:  # its STREAMINFO still promises the whole length
+    return _cut(_encode(tmp / "whole.flac", pad_s=6.0), tmp / "cut.flac", keep=0.5)
 
 
 def _damaged_m4a(tmp: Path) -> Path:  # a stretch of the audio overwritten with noise
@@ -156,7 +188,7 @@ def _looks_like_mp3(tmp: Path) -> Path:
 
 @pytest.mark.parametrize(
     "make",
-    [_truncated_mp3, _truncated_m4a, _too_long_mp3, _ogg, _damaged_m4a, _looks_like_mp3],
+    [_truncated_mp3, _truncated_m4a, _too_long_mp3, _truncated_flac, _damaged_m4a, _looks_like_mp3],
 )
 def test_what_is_not_plainly_well_formed_goes_to_ffmpeg(
     tmp_path: Path, decoders: DecoderPool, make: Callable[[Path], Path]

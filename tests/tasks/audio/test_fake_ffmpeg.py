@@ -70,9 +70,9 @@ sys.exit(1)
 
 @pytest.fixture
 def recording(tmp_path: Path) -> Path:
-    """A 3 s 8 kHz 24-bit WAV: not 16-bit PCM, so it goes through ffmpeg."""
+    """A 3 s 8 kHz A-law WAV: not PCM, so it goes through ffmpeg."""
     path = tmp_path / "in.wav"
-    soundfile.write(path, np.zeros(3 * 8000, dtype=np.int16), 8000, subtype="PCM_24")
+    soundfile.write(path, np.zeros(3 * 8000, dtype=np.int16), 8000, subtype="ALAW")
     return path
 
 
