@@ -124,25 +124,10 @@ def retrying(
     `resend_unanswered=False` (a receiver that files every copy) retries only what surely
     never arrived: a request that may have reached it is left to the caller to judge.
     """
-    server_faults: list[int] = []  # this call's answers that get the small budget
-    budgeted: list[str] = []  # this call's failures that use an attempt (not 429s)
     backoff = wait_random_exponential(multiplier=policy.initial_backoff_s, max=policy.max_backoff_s)
 
     def wait_s(state: RetryCallState) -> float:
         return _wait_s(state, backoff=backoff)
-
-    def should_stop(state: RetryCallState) -> bool:
-        error = _failure(state)
-        status = getattr(error, "status", None)
-        if status is not None and status not in _FULL_BUDGET_STATUSES:
-            server_faults.append(status)
-        # Throttling is no fault of the request: while the service keeps answering, a 429
-        # costs only time, and the total budget ends it.
-        if not isinstance(error, Throttled):
-            budgeted.append(type(error).__name__)
-        return _out_of_budget(
-            state, policy=policy, server_faults=server_faults, budgeted=budgeted, deadline=deadline
-        )
 
     def before_sleep(state: RetryCallState) -> None:
         _announce_retry(state, label=label, on_retry=on_retry)
@@ -155,11 +140,39 @@ def retrying(
             )
         ),
         wait=wait_s,
-        stop=should_stop,
+        stop=_CallBudgets(policy, deadline=deadline).spent,
         before_sleep=before_sleep,
         sleep=deadline.clock.sleep,
         reraise=True,
     )
+
+
+class _CallBudgets:
+    """What one call has used of the policy's budgets, failure by failure."""
+
+    def __init__(self, policy: RetryPolicy, *, deadline: Deadline) -> None:
+        self.policy = policy
+        self.deadline = deadline
+        self.server_faults: list[int] = []  # answers that get the small budget
+        self.budgeted: list[str] = []  # failures that use an attempt (not 429s)
+
+    def spent(self, state: RetryCallState) -> bool:
+        """Count this failure; True when no budget allows another attempt."""
+        error = _failure(state)
+        status = getattr(error, "status", None)
+        if status is not None and status not in _FULL_BUDGET_STATUSES:
+            self.server_faults.append(status)
+        # Throttling is no fault of the request: while the service keeps answering, a 429
+        # costs only time, and the total budget ends it.
+        if not isinstance(error, Throttled):
+            self.budgeted.append(type(error).__name__)
+        return _out_of_budget(
+            state,
+            policy=self.policy,
+            server_faults=self.server_faults,
+            budgeted=self.budgeted,
+            deadline=self.deadline,
+        )
 
 
 def _wait_s(state: RetryCallState, *, backoff: wait_random_exponential) -> float:

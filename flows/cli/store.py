@@ -9,6 +9,7 @@ onto one line (`one_line`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 import typer
@@ -35,6 +36,7 @@ from storage.records import (
     QueueSize,
     StatusCount,
 )
+from storage.review_interface import ReviewUnitOfWork
 from tasks.discovery.recording_names import one_line, reason_about, recording_name
 
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
@@ -63,35 +65,53 @@ def print_status(storage: StorageSettings, *, failures: int = 10) -> None:
     store = open_review_store(storage)
     try:
         with store.unit_of_work(read_only=True) as uow:
-            queue = uow.reviews.queue_size()
-            corrected = uow.reviews.corrected_count()
-            counts = uow.item_queries.status_counts()
-            deliveries = uow.deliveries.delivery_counts_by_target()
-            latest = {
-                status: uow.item_queries.list_latest(status=status, limit=failures)
-                if failures
-                else []
-                for status in _TO_CHECK
-            }
-            roots = uow.runs.run_sources()
-            not_audio = uow.listings.not_audio()
-            last_purge = uow.audit.newest_event(action=AuditAction.PURGED)
+            found = _read_status(uow, failures=failures)
     finally:
         store.dispose()
     console = Console()
     if console.is_terminal:
-        _print_rich(console, counts, latest, roots=roots)
-        _print_deliveries_rich(console, deliveries)
+        _print_rich(console, found.counts, found.latest, roots=found.roots)
+        _print_deliveries_rich(console, found.deliveries)
     else:
-        _print_plain(counts, latest, roots=roots)
-        _print_deliveries_plain(deliveries)
-    if last_purge is not None:  # a line for a person; stdout stays the tables
-        typer.echo(_retention_line(counts, last_purge), err=True)
-    for line in _not_audio_lines(not_audio):  # for a person; stdout stays the tables
+        _print_plain(found.counts, found.latest, roots=found.roots)
+        _print_deliveries_plain(found.deliveries)
+    if found.last_purge is not None:  # a line for a person; stdout stays the tables
+        typer.echo(_retention_line(found.counts, found.last_purge), err=True)
+    for line in _not_audio_lines(found.not_audio):  # for a person; stdout stays the tables
         typer.echo(line, err=True)
-    if queue.waiting or corrected:
-        typer.echo(_review_line(queue, corrected=corrected))
+    if found.queue.waiting or found.corrected:
+        typer.echo(_review_line(found.queue, corrected=found.corrected))
     print_store(storage.store_location, err=True)  # for a person; stdout stays the tables
+
+
+@dataclass(frozen=True)
+class _Status:
+    """What `status` prints, read in one unit of work."""
+
+    queue: QueueSize
+    corrected: int
+    counts: list[StatusCount]
+    deliveries: list[DeliveryCount]
+    latest: dict[str, list[ItemRecord]]
+    roots: list[str]
+    not_audio: list[NotAudioListing]
+    last_purge: AuditEvent | None
+
+
+def _read_status(uow: ReviewUnitOfWork, *, failures: int) -> _Status:
+    return _Status(
+        queue=uow.reviews.queue_size(),
+        corrected=uow.reviews.corrected_count(),
+        counts=uow.item_queries.status_counts(),
+        deliveries=uow.deliveries.delivery_counts_by_target(),
+        latest={
+            status: uow.item_queries.list_latest(status=status, limit=failures) if failures else []
+            for status in _TO_CHECK
+        },
+        roots=uow.runs.run_sources(),
+        not_audio=uow.listings.not_audio(),
+        last_purge=uow.audit.newest_event(action=AuditAction.PURGED),
+    )
 
 
 def _not_audio_lines(listings: list[NotAudioListing]) -> list[str]:

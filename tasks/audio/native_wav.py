@@ -207,9 +207,14 @@ class NativeWavReader:
         self._handle.close()
 
 
+# What open_pcm_source hands back: each is a context manager whose `readinto` fills
+# 16 kHz mono s16le samples and whose `finish` says how decoding ended.
+PcmReader = PcmDecoder | DecodedPcm | NativeWavReader | ResampledReader
+
+
 def open_pcm_source(
     path: Path, *, timeout_s: float, probe_timeout_s: float, decoders: DecoderPool | None = None
-) -> tuple[AudioInfo, bool, PcmDecoder | DecodedPcm | NativeWavReader | ResampledReader]:
+) -> tuple[AudioInfo, bool, PcmReader]:
     """(info, exact duration?, reader) for `path`: ffmpeg unless the WAV is one medasr
     reads itself or `decoders` (libav worker processes) decoded a short, well-formed file.
 

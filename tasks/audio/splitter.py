@@ -36,7 +36,7 @@ from config.private_files import make_private_folders, write_private_file
 from service.contract import chunk_filename
 from tasks.audio.decoder_pool import DecoderPool
 from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, find_ffmpeg, probe_audio
-from tasks.audio.native_wav import open_pcm_source
+from tasks.audio.native_wav import PcmReader, open_pcm_source
 from tasks.audio.pauses import (
     FRAME_MS,
     FRAME_SAMPLES,
@@ -286,7 +286,37 @@ def iter_chunks(
         probe_timeout_s=min(timeout_s, _PROBE_TIMEOUT_S),
         decoders=decoders,
     )
-    damage: CorruptAudio | None = None
+    damage = yield from _cut_while_decoding(source, cutter, info=info, exact=exact, path=path)
+    if info.truncated is not None:  # worded as the probe words it (tasks/audio/ffmpeg.py)
+        damage = CorruptAudio(info.truncated, path=str(path))
+    if damage is not None and cutter.start + cutter.fill == 0:
+        raise damage
+    while (last := cutter.cut_rest()) is not None:
+        yield last
+    if damage is not None:
+        raise _damaged_tail(damage, heard_speech=cutter.heard_speech, samples=cutter.start)
+    _check_heard_speech(cutter, path=path)
+
+
+def _check_heard_speech(cutter: _Cutter, *, path: Path) -> None:
+    """Raise SilentAudio, saying how loud the file was, when no chunk held speech."""
+    if not cutter.heard_speech:
+        message = _silence_message(
+            path, samples=cutter.start, thresholds=cutter.histogram.thresholds()
+        )
+        raise SilentAudio(message, path=str(path))
+
+
+def _cut_while_decoding(
+    source: PcmReader,
+    cutter: _Cutter,
+    *,
+    info: AudioInfo,
+    exact: bool,
+    path: Path,
+) -> Generator[Chunk, None, CorruptAudio | None]:
+    """The full chunks as the decoder fills the cutter; returns the damage found at the
+    end of decoding (a decoder's failure, a length short of the probe's), if any."""
     with source as decoder:
         while count := decoder.readinto(cutter.free_view()):
             cutter.take(count)
@@ -296,20 +326,8 @@ def iter_chunks(
             decoder.finish()
             _check_length(cutter.start + cutter.fill, info=info, exact=exact, path=path)
         except CorruptAudio as exc:
-            damage = exc
-    if info.truncated is not None:  # worded as the probe words it (tasks/audio/ffmpeg.py)
-        damage = CorruptAudio(info.truncated, path=str(path))
-    if damage is not None and cutter.start + cutter.fill == 0:
-        raise damage
-    while (last := cutter.cut_rest()) is not None:
-        yield last
-    if damage is not None:
-        raise _damaged_tail(damage, heard_speech=cutter.heard_speech, samples=cutter.start)
-    if not cutter.heard_speech:
-        message = _silence_message(
-            path, samples=cutter.start, thresholds=cutter.histogram.thresholds()
-        )
-        raise SilentAudio(message, path=str(path))
+            return exc
+    return None
 
 
 def _damaged_tail(damage: CorruptAudio, *, heard_speech: bool, samples: int) -> CorruptAudio:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from service.devserver.tone import encode_tone_dictation
+from devserver.tone import encode_tone_dictation
 from tasks.audio.decoder import PcmDecoder
 from tasks.audio.length import audio_length_ms
 from tasks.audio.native_wav import open_pcm_source
