@@ -15,20 +15,20 @@ import asyncio
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
 from config.errors import (
     EXIT_CREDENTIALS,
     EXIT_INTERRUPTED,
-    EXIT_USAGE,
     ConfigError,
     MedasrError,
     exit_code_of,
 )
 from config.settings import Settings, load_settings
 from flows.cli.console import print_summary
+from flows.cli.error_exits import usage_error
 from flows.cli.log_level import medasr_log_level
 from service.contract import LANGUAGES, is_supported_language
 from service.errors import CredentialsRejected
@@ -179,7 +179,7 @@ def _checked_settings(language: str | None) -> tuple[Settings, DocsQuery]:
         check_service_config(service=settings.service, encryption=settings.encryption)
         return settings, parse_docs_query(settings.delivery.docs_query)
     except ConfigError as exc:
-        _usage_error("configuration error", exc)
+        usage_error("configuration error", exc)
 
 
 def _checked_target(settings: Settings, to: str | None) -> Target:
@@ -188,7 +188,7 @@ def _checked_target(settings: Settings, to: str | None) -> Target:
             return configured_target(settings)
         return parse_target(to, allow_insecure=settings.service.allow_insecure_http)
     except ConfigError as exc:
-        _usage_error("configuration error", exc)
+        usage_error("configuration error", exc)
 
 
 def _known_target(store: UnitOfWorkFactory, target: Target, *, new_target: bool) -> Target:
@@ -199,7 +199,7 @@ def _known_target(store: UnitOfWorkFactory, target: Target, *, new_target: bool)
         return check_target_alias(target, known=known, new_target=new_target)
     except ConfigError as exc:
         store.dispose()
-        _usage_error("configuration error", exc)
+        usage_error("configuration error", exc)
 
 
 def _check_before_sending(
@@ -218,7 +218,7 @@ def _check_before_sending(
         typer.echo(f"medasr: credentials rejected: {exc}", err=True)
         raise typer.Exit(EXIT_CREDENTIALS) from None
     except ConfigError as exc:
-        _usage_error("configuration error", exc)
+        usage_error("configuration error", exc)
 
 
 def _token_variable(target: Target) -> str:
@@ -237,18 +237,18 @@ def _require_database(settings: Settings) -> None:
             where = storage.database_url_redacted
             raise ConfigError(f"no database at {where}: nothing to deliver")
     except ConfigError as exc:
-        _usage_error("configuration error", exc)
+        usage_error("configuration error", exc)
     except MedasrError as exc:
-        _usage_error("database error", exc)
+        usage_error("database error", exc)
 
 
 def _open_store(settings: Settings) -> UnitOfWorkFactory:
     try:
         return open_store(settings.storage)
     except ConfigError as exc:
-        _usage_error("configuration error", exc)
+        usage_error("configuration error", exc)
     except MedasrError as exc:
-        _usage_error("database error", exc)
+        usage_error("database error", exc)
 
 
 def _apply_manifest(
@@ -262,7 +262,7 @@ def _apply_manifest(
         rows = read_manifest(path)
     except ConfigError as exc:
         store.dispose()
-        _usage_error("manifest error", exc)
+        usage_error("manifest error", exc)
     by_uri = metadata_by_uri(rows, source_root=str(path.resolve().parent))
     if dry_run:
         typer.echo(f"manifest {path}: {len(by_uri)} row(s) read (a dry run stores nothing)")
@@ -311,7 +311,7 @@ def _deliver(settings: Settings, store: UnitOfWorkFactory, choices: _Choices) ->
             )
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except ConfigError as exc:
-            _usage_error("configuration error", exc)
+            usage_error("configuration error", exc)
     return delivery_summary(stats)
 
 
@@ -347,7 +347,7 @@ def _print_plan(
         )
     except MedasrError as exc:
         store.dispose()
-        _usage_error("database error", exc)
+        usage_error("database error", exc)
     summary: dict[str, Any] = {"target": target.name, **vars(preview), "sent": 0}
     # As the real run would end: a document it cannot send, or one in doubt, needs a person.
     summary["exit_code"] = exit_code_of(
@@ -372,8 +372,3 @@ def _plan_rules(settings: Settings, choices: _Choices, query: DocsQuery) -> Plan
         allow_unlinked=choices.allow_unlinked,
     )
     return plan_rules(choices.target, query, allow_unlinked=choices.allow_unlinked, build=build)
-
-
-def _usage_error(what: str, exc: Exception) -> NoReturn:
-    typer.echo(f"medasr: {what}: {exc}", err=True)
-    raise typer.Exit(EXIT_USAGE)
