@@ -10,13 +10,14 @@ import pytest
 from config.settings import StorageSettings
 from storage import open_store
 from storage.interface import UnitOfWorkFactory
+from tests.helpers.sqlite_template import copy_template
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def audit_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A database at the newest schema with no rows: an SQLite file, or PostgreSQL."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'medasr.db'}"
+    if request.param == "sqlite":  # a copy of this worker's migrated template
+        return copy_template(request.getfixturevalue("sqlite_template"), tmp_path / "medasr.db")
     return str(request.getfixturevalue("postgres_store_url"))
 
 

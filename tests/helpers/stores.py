@@ -13,6 +13,7 @@ import pytest
 from config.settings import StorageSettings
 from storage import open_store
 from storage.interface import UnitOfWorkFactory
+from tests.helpers.sqlite_template import copy_template
 
 
 @pytest.fixture(
@@ -24,7 +25,7 @@ def store_on_both_backends(
 ) -> Iterator[UnitOfWorkFactory]:
     """An opened store at the newest schema with no rows: SQLite file or PostgreSQL."""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'medasr.db'}"
+        url = copy_template(request.getfixturevalue("sqlite_template"), tmp_path / "medasr.db")
     else:
         url = str(request.getfixturevalue("postgres_store_url"))
     opened = open_store(StorageSettings(database_url=url), upgrade=True)

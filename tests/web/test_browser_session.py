@@ -2,7 +2,8 @@
 reviewer works, and a save that arrives after it ended is kept and offered back.
 
 The idle timeout is the shortest the settings allow (10 s), so the tests wait real
-seconds: what is under test is time passing in the page.
+seconds: what is under test is time passing in the page. The two that wait out or
+outlast the timeout (15-20 s each, in the one browser worker) are in the slow tier.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def session_expired(sqlite_url: str) -> bool:
     return all(expired for (expired,) in rows)
 
 
+@pytest.mark.slow
 def test_typing_and_listening_longer_than_the_idle_timeout_keeps_the_session(
     page: Any, served: Served, recording: int
 ) -> None:
@@ -88,6 +90,7 @@ def test_typing_and_listening_longer_than_the_idle_timeout_keeps_the_session(
     assert page.evaluate("() => sessionStorage.length") == 0
 
 
+@pytest.mark.slow
 def test_a_save_after_the_session_ended_is_offered_back_after_signing_in(
     page: Any, served: Served, recording: int, sqlite_url: str
 ) -> None:

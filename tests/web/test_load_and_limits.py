@@ -52,7 +52,9 @@ def flood_sign_ins(url: str, stop: threading.Event, counts: list[int]) -> None:
             counts.append(1)
 
 
-def test_a_signed_in_page_answers_while_sign_ins_flood(served: Served) -> None:
+def test_a_signed_in_page_answers_while_sign_ins_flood(
+    served: Served, production_argon2: None
+) -> None:
     stop, counts = threading.Event(), []
     flood = [
         threading.Thread(target=flood_sign_ins, args=(served.url, stop, counts), daemon=True)

@@ -33,8 +33,8 @@ NOTES = [  # (author, department, final text or None for accepted as is)
 
 
 @pytest.fixture
-def review_store(sqlite_url: str) -> Iterator[ReviewStore]:
-    opened = open_review_store(StorageSettings(database_url=sqlite_url))
+def review_store(migrated_sqlite_url: str) -> Iterator[ReviewStore]:
+    opened = open_review_store(StorageSettings(database_url=migrated_sqlite_url))
     yield opened
     opened.dispose()
 

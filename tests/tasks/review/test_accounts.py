@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from argon2 import PasswordHasher, extract_parameters
 
 from config.settings import StorageSettings
 from storage import open_review_store
@@ -15,8 +16,8 @@ from tests.helpers.review import PASSWORD, add_account
 
 
 @pytest.fixture
-def review_store(sqlite_url: str) -> Iterator[ReviewStore]:
-    opened = open_review_store(StorageSettings(database_url=sqlite_url))
+def review_store(migrated_sqlite_url: str) -> Iterator[ReviewStore]:
+    opened = open_review_store(StorageSettings(database_url=migrated_sqlite_url))
     yield opened
     opened.dispose()
 
@@ -26,13 +27,27 @@ def login(store: ReviewStore, name: str, password: str, *, lockout_s: float = 90
         return sign_in(uow, name=name, password=password, lockout_s=lockout_s).result
 
 
-def test_the_password_is_stored_as_an_argon2id_hash(review_store: ReviewStore) -> None:
+def test_the_password_is_stored_as_an_argon2id_hash(
+    review_store: ReviewStore, production_argon2: None
+) -> None:
     add_account(review_store, "ann")
     with review_store.unit_of_work(read_only=True) as uow:
         stored = uow.reviewers.password_hash("ann")
     assert stored is not None
     assert stored.startswith("$argon2id$")
     assert PASSWORD not in stored
+
+
+def test_production_hashes_cost_argon2_cffi_defaults(
+    review_store: ReviewStore, production_argon2: None
+) -> None:
+    """The suite hashes cheaply (tests/conftest.py); medasr itself keeps the library's
+    RFC 9106 parameters."""
+    add_account(review_store, "ann")
+    with review_store.unit_of_work(read_only=True) as uow:
+        stored = uow.reviewers.password_hash("ann")
+    assert stored is not None
+    assert extract_parameters(stored) == extract_parameters(PasswordHasher().hash("x"))
 
 
 def test_right_and_wrong_passwords(review_store: ReviewStore) -> None:

@@ -20,8 +20,8 @@ MACHINE = [Segment(0, 4000, "met for men 5 hundred"), Segment(4000, 9000, "twice
 
 
 @pytest.fixture
-def review_store(sqlite_url: str) -> Iterator[ReviewStore]:
-    opened = open_review_store(StorageSettings(database_url=sqlite_url))
+def review_store(migrated_sqlite_url: str) -> Iterator[ReviewStore]:
+    opened = open_review_store(StorageSettings(database_url=migrated_sqlite_url))
     yield opened
     opened.dispose()
 

@@ -19,8 +19,8 @@ MACHINE = [Segment(0, 4000, "patient takes met for men"), Segment(4000, 9000, "t
 
 
 @pytest.fixture
-def review_store(sqlite_url: str) -> Iterator[ReviewStore]:
-    opened = open_review_store(StorageSettings(database_url=sqlite_url))
+def review_store(migrated_sqlite_url: str) -> Iterator[ReviewStore]:
+    opened = open_review_store(StorageSettings(database_url=migrated_sqlite_url))
     yield opened
     opened.dispose()
 
