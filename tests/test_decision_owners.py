@@ -1,11 +1,13 @@
-"""Each review decision has one owner: tasks/review/, which changes the review state and
-writes the decision's audit event in the same unit of work. Read from the source with
-`ast` (nothing is imported), like tests/test_layout.py.
+"""Each review decision, and each change to a reviewer's account, has one owner:
+tasks/review/, which changes the review state or the account and writes the decision's
+audit event in the same unit of work. Read from the source with `ast` (nothing is
+imported), like tests/test_layout.py.
 
 A face (the command line, the workstation, a future API) parses, calls one decision
 function and renders: it neither calls the repository methods that change a recording's
-review state nor writes a decision's audit event, so no face can make a decision without
-its event. A failure lists every offending line as "path:line calls X".
+review state or an account (nor tasks/review/accounts.add_reviewer, which adds one
+without an event, for seeding) nor writes a decision's audit event, so no face can make
+a decision without its event. A failure lists every offending line as "path:line calls X".
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ PACKAGES = ("audit", "config", "service", "storage", "tasks", "flows", "web")
 OWNERS = ("tasks/review/", "storage/")
 # Repository methods that change a recording's review state.
 REVIEW_WRITERS = frozenset({"accept_review", "resend_review", "add_revision", "sign_off"})
-# The audit actions of review decisions (audit/actions.py).
+# Calls that change an account (repository methods, and accounts.add_reviewer by name).
+ACCOUNT_WRITERS = frozenset({"add_reviewer", "set_disabled", "unlock"})
+# The audit actions of review decisions and account changes (audit/actions.py).
 DECISION_ACTIONS = frozenset(
     {"ACCEPTED", "SENT_BACK", "REVISION_SAVED", "FINALIZED", "LANGUAGE_CHANGED"}
+    | {"REVIEWER_ADDED", "REVIEWER_DISABLED", "REVIEWER_UNLOCKED"}
 )
 
 
@@ -36,6 +41,8 @@ def _offences(source: str, *, path: str) -> list[str]:
             and node.func.attr in REVIEW_WRITERS
         ):
             found.append(f"{path}:{node.lineno} calls {node.func.attr}")
+        if isinstance(node, ast.Call) and _called(node) in ACCOUNT_WRITERS:
+            found.append(f"{path}:{node.lineno} calls {_called(node)}")
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
@@ -44,6 +51,12 @@ def _offences(source: str, *, path: str) -> list[str]:
         ):
             found.append(f"{path}:{node.lineno} writes AuditAction.{node.attr}")
     return found
+
+
+def _called(call: ast.Call) -> str | None:
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return call.func.id if isinstance(call.func, ast.Name) else None
 
 
 def _faces() -> list[Path]:
@@ -67,6 +80,7 @@ def test_only_the_decision_functions_change_review_state_and_write_its_events() 
 def test_the_faces_are_read() -> None:
     read = {str(p.relative_to(ROOT)) for p in _faces()}
     assert {"flows/cli/review.py", "web/review_actions.py"} <= read
+    assert {"flows/cli/reviewers.py", "web/admin.py"} <= read
     assert not any(p.startswith(OWNERS) for p in read)
 
 
@@ -81,6 +95,14 @@ def test_the_faces_are_read() -> None:
         ),
         ("decisions.accept_as_is(uow, item_id=7, author='a', base_revision=None)", []),
         ("record_event(uow, action=AuditAction.LOGIN, actor='a')", []),
+        ("uow.reviewers.unlock('ann')", ["x.py:1 calls unlock"]),
+        ("uow.reviewers.set_disabled('ann', disabled=True)", ["x.py:1 calls set_disabled"]),
+        ("add_reviewer(uow, name='ann', role='admin', password=p)", ["x.py:1 calls add_reviewer"]),
+        (
+            "record_event(uow, action=AuditAction.REVIEWER_ADDED, actor='a')",
+            ["x.py:1 writes AuditAction.REVIEWER_ADDED"],
+        ),
+        ("account_changes.unlock_account(uow, name='ann', actor='a')", []),
     ],
 )
 def test_a_face_deciding_itself_is_named(source: str, expected: list[str]) -> None:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
-from audit import AuditAction, record_event
 from config.errors import MedasrError
 from storage.records import WebSessionRecord
 from storage.review_interface import ReviewUnitOfWork
-from tasks.review.accounts import account_named, add_reviewer
+from tasks.review import account_changes
 from web.context import in_unit_of_work, render
 
 _ADMIN_ONLY = "only an admin manages accounts"
@@ -31,9 +30,9 @@ async def add_account(request: Request, session: WebSessionRecord) -> Response:
     password = str(form.get("password") or "")
 
     def work(uow: ReviewUnitOfWork) -> None:
-        added = add_reviewer(uow, name=name, role=role, password=password)
-        record_event(uow, action=AuditAction.REVIEWER_ADDED, actor=session.reviewer.name,
-                     target=added.name, detail={"role": added.role})  # fmt: skip
+        account_changes.add_account(
+            uow, name=name, role=role, password=password, actor=session.reviewer.name
+        )
 
     try:
         await in_unit_of_work(request, work)
@@ -50,10 +49,7 @@ async def unlock_account(request: Request, session: WebSessionRecord) -> Respons
     name = str(form.get("name") or "")
 
     def work(uow: ReviewUnitOfWork) -> None:
-        account = account_named(uow, name).name
-        uow.reviewers.unlock(account)
-        record_event(uow, action=AuditAction.REVIEWER_UNLOCKED, actor=session.reviewer.name,
-                     target=account)  # fmt: skip
+        account_changes.unlock_account(uow, name=name, actor=session.reviewer.name)
 
     try:
         await in_unit_of_work(request, work)

@@ -2,7 +2,8 @@
 
 `add NAME [--role reviewer|admin] --password-stdin` reads the password from standard
 input (never from an argument: arguments are visible to every user of the host, and
-kept in shell histories). Each change is an event of the audit trail.
+kept in shell histories). Each change is an event of the audit trail, written by
+tasks/review/account_changes.py with the change.
 Exit codes: 0 done, 2 usage (bad name, name taken, unknown name, no password), 1 store.
 """
 
@@ -13,13 +14,14 @@ from typing import Annotated
 
 import typer
 
-from audit import AuditAction, command_actor, record_event
+from audit import command_actor
 from config.errors import ConfigError
 from config.settings import load_settings
 from flows.cli.error_exits import command_errors
 from storage import open_review_store
 from storage.review_interface import ReviewStore
-from tasks.review.accounts import ROLES, account_named, add_reviewer, check_name
+from tasks.review.account_changes import add_account, disable_account, unlock_account
+from tasks.review.accounts import ROLES, check_name
 
 reviewers_app = typer.Typer(
     help="Accounts of the review workstation (`medasr web`).", no_args_is_help=True
@@ -55,13 +57,8 @@ def add_command(
         store = _open()
         try:
             with store.unit_of_work() as uow:
-                reviewer = add_reviewer(uow, name=name, role=role, password=password)
-                record_event(
-                    uow,
-                    action=AuditAction.REVIEWER_ADDED,
-                    actor=command_actor(),
-                    target=reviewer.name,
-                    detail={"role": reviewer.role},
+                reviewer = add_account(
+                    uow, name=name, role=role, password=password, actor=command_actor()
                 )
         finally:
             store.dispose()
@@ -110,13 +107,8 @@ def _change(typed: str, *, disable: bool) -> None:
     store = _open()
     try:
         with store.unit_of_work() as uow:
-            name = account_named(uow, typed).name  # whatever the case or form typed
-            if disable:
-                uow.reviewers.set_disabled(name, disabled=True)
-            else:
-                uow.reviewers.unlock(name)
-            action = AuditAction.REVIEWER_DISABLED if disable else AuditAction.REVIEWER_UNLOCKED
-            record_event(uow, action=action, actor=command_actor(), target=name)
+            change = disable_account if disable else unlock_account
+            change(uow, name=typed, actor=command_actor())
     finally:
         store.dispose()
 

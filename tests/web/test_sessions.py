@@ -115,6 +115,27 @@ def test_five_wrong_passwords_lock_the_account_until_an_admin_unlocks_it(
         assert unlocked.status_code == 303
     with httpx.Client(base_url=served.url) as ann:
         assert sign_in(ann, "ann").status_code == 303
+    unlock = [e for e in audit_events(served.store) if e.action == "reviewer_unlocked"]
+    assert [(e.actor, e.target) for e in unlock] == [("root", "ann")]
+
+
+def test_an_admin_adds_an_account_and_the_trail_says_so(served: Served) -> None:
+    with httpx.Client(base_url=served.url) as admin:
+        sign_in(admin, "root")
+        page = admin.get("/admin")
+        added = admin.post(
+            "/admin/reviewers",
+            data={"name": "Bea", "role": "reviewer", "password": PASSWORD,
+                  "csrf_token": csrf_of(page.text)},
+        )  # fmt: skip
+        assert added.status_code == 303
+    with httpx.Client(base_url=served.url) as bea:
+        assert sign_in(bea, "bea").status_code == 303
+    events = [e for e in audit_events(served.store) if e.action == "reviewer_added"]
+    assert [(e.actor, e.target, e.detail) for e in events] == [
+        ("root", "bea", {"role": "reviewer"})
+    ]
+    assert PASSWORD not in repr(audit_events(served.store))
 
 
 def test_a_reviewer_cannot_manage_accounts(client: httpx.Client) -> None:
