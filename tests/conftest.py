@@ -1,4 +1,4 @@
-"""Shared fixtures: real local servers (devserver, PostgreSQL, S3) live in plugin modules.
+"""Shared fixtures: real local servers (devserver, PostgreSQL, S3, Prefect) live in plugin modules.
 
 Here: `clean_environment` (autouse: no MEDASR_* from outside, no stray .env; a test's
 own settings come from monkeypatch or its arguments), `sqlite_url` and
@@ -20,7 +20,7 @@ from config.settings import StorageSettings
 from storage import open_store
 from storage.interface import UnitOfWorkFactory
 
-pytest_plugins = ["tests.servers", "tests.storage_servers"]
+pytest_plugins = ["tests.servers", "tests.storage_servers", "tests.prefect_servers"]
 
 TEST_SWITCHES = "MEDASR_TEST_"  # the suite's own settings (tests/storage_servers.py)
 
