@@ -1,10 +1,9 @@
-"""Shared fixtures: real local servers (devserver, PostgreSQL, S3) live in plugin modules.
+"""Shared fixtures: real local servers (devserver, PostgreSQL, S3, Prefect) live in plugin modules.
 
 Here: `clean_environment` (autouse: no MEDASR_* from outside, no stray .env; a test's
 own settings come from monkeypatch or its arguments), `_cheap_argon2` (autouse: reviewer
 passwords hashed at argon2id's least cost unless a test asks for `production_argon2`),
-`sqlite_url` and
-`store` (an SQLite store under tmp_path, copied from a migrated template made once per
+`sqlite_url` and `store` (an SQLite store under tmp_path, copied from a migrated template made once per
 worker; tests/storage overrides `store` with both backends), and `runner` (Typer's
 CliRunner pointed at that database).
 """
@@ -25,7 +24,12 @@ from storage import open_store
 from storage.interface import UnitOfWorkFactory
 from tasks.review import accounts
 
-pytest_plugins = ["tests.servers", "tests.storage_servers", "tests.helpers.sqlite_template"]
+pytest_plugins = [
+    "tests.servers",
+    "tests.storage_servers",
+    "tests.prefect_servers",
+    "tests.helpers.sqlite_template",
+]
 
 TEST_SWITCHES = "MEDASR_TEST_"  # the suite's own settings (tests/storage_servers.py)
 

@@ -66,6 +66,18 @@ def clean_env(prefect_home: Path, **extra: str) -> dict[str, str]:
     }
 
 
+def migrate_prefect_home(home: Path, *, timeout_s: float = 600.0) -> None:
+    """Create Prefect's database under `home` once, so that later starts skip the migrations."""
+    home.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [PREFECT, "server", "database", "upgrade", "-y"],
+        env=stripped_env() | {"PREFECT_HOME": str(home)},
+        check=True,
+        capture_output=True,
+        timeout=timeout_s,
+    )
+
+
 @dataclass
 class Background:
     """A process started by a test, its log file, and how to end it."""

@@ -1,11 +1,8 @@
 """Reliability suite: the real `medasr` command against the devserver over loopback.
 
-Fixtures:
-- `prefect_template`: a PREFECT_HOME migrated once per session (copied into each part).
-- `prefect_api`: {"PREFECT_API_URL": ...} of one `prefect server start` for the session; a
-  part whose subject is not Prefect's own start-up passes it to skip the ephemeral server
-  (most of a short run's time). Parts that inspect PREFECT_HOME or kill medasr with its
-  Prefect children keep the ephemeral server.
+Fixtures (`prefect_template` and `prefect_api` come from tests/prefect_servers.py: a part
+whose subject is not Prefect's own start-up passes `prefect_api` to skip the ephemeral
+server; parts that inspect PREFECT_HOME or kill medasr with its Prefect children keep it):
 - `medasr_for(devserver, database_url, **env)`: a `harness.Medasr` pointed at a devserver.
 - `tone_devserver(**config)`: a devserver with the tone engine and a ledger file.
 - `figures(part, **numbers)`: keeps a part's measured figures in pytest's cache
@@ -15,7 +12,6 @@ Fixtures:
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,25 +19,7 @@ from typing import Any
 import pytest
 
 from devserver import RunningDevServer, start_devserver
-from tests.flows.prefect_server import running_prefect_server
-from tests.reliability.harness import TOKEN, Medasr, migrate_prefect_home
-
-
-@pytest.fixture(scope="session")
-def prefect_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("prefect-template")
-    migrate_prefect_home(home)
-    return home
-
-
-@pytest.fixture(scope="session")
-def prefect_api(
-    prefect_template: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[dict[str, str]]:
-    home = tmp_path_factory.mktemp("prefect-api")
-    shutil.copytree(prefect_template, home, dirs_exist_ok=True)  # starts without migrating
-    with running_prefect_server(home) as server:
-        yield {"PREFECT_API_URL": server.api_url}
+from tests.reliability.harness import TOKEN, Medasr
 
 
 @pytest.fixture

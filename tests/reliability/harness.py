@@ -23,21 +23,7 @@ from tests.flows.prefect_server import stripped_env
 
 MEDASR = Path(sys.executable).with_name("medasr")
 TOKEN = "reliability-token"  # the devservers of the reliability parts accept this one
-PREFECT = Path(sys.executable).with_name("prefect")
 RUN_TIMEOUT_S = 600.0
-
-
-def migrate_prefect_home(home: Path) -> None:
-    """Create Prefect's database under `home` once, so that later runs skip the migrations."""
-    home.mkdir(parents=True, exist_ok=True)
-    env = stripped_env() | {"PREFECT_HOME": str(home)}
-    subprocess.run(
-        [str(PREFECT), "server", "database", "upgrade", "-y"],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=RUN_TIMEOUT_S,
-    )
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """The `medasr` console script as a person or a cron job runs it: output and exit codes.
 
-Every case is a real subprocess of `.venv/bin/medasr`; a `medasr run` pays Prefect's
-ephemeral start-up (~6 s), so only two cases run a flow. One devserver serves them all.
+Every case is a real subprocess of `.venv/bin/medasr`. One devserver serves them all. A
+case that runs a flow is not about Prefect's temporary server, so it takes `served_env`:
+`env` with the worker's shared Prefect API (tests/prefect_servers.py) in place of a start.
+The cases that check Prefect did not start keep `env`, whose PREFECT_HOME would show one.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import soundfile
 
 from devserver import RunningDevServer, start_devserver
 from devserver.tone import encode_tone_dictation
-from tests.flows.prefect_server import MEDASR, clean_env
+from tests.flows.prefect_server import MEDASR, PrefectServer, clean_env
 from tests.helpers.cli import medasr, table_rows
 from tests.recordings import write_tone_recordings
 
@@ -71,6 +73,17 @@ def env(service: RunningDevServer, tmp_path: Path) -> dict[str, str]:
         MEDASR_DATABASE_URL=f"sqlite:///{tmp_path / 'medasr.db'}",
         MEDASR_PIPELINE__SETTLE_S="0",
     )
+
+
+@pytest.fixture
+def served_env(env: dict[str, str], prefect_api: dict[str, str]) -> dict[str, str]:
+    """`env` pointed at the worker's shared Prefect API: a run starts no Prefect of its own."""
+    return env | prefect_api
+
+
+def flow_runs(server: PrefectServer) -> int:
+    """How many flow runs the shared Prefect API holds."""
+    return server.call(lambda client: client.count_flow_runs())
 
 
 def prefect_started(env: dict[str, str]) -> bool:
@@ -145,9 +158,9 @@ def test_dry_run_prints_the_plan_and_sends_nothing(
 
 
 def test_run_prints_plain_lines_and_a_summary(
-    env: dict[str, str], recordings: Path, service: RunningDevServer, tmp_path: Path
+    served_env: dict[str, str], recordings: Path, service: RunningDevServer, tmp_path: Path
 ) -> None:
-    result = medasr("run", str(recordings), "--language", "en-IN", env=env, cwd=tmp_path)
+    result = medasr("run", str(recordings), "--language", "en-IN", env=served_env, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "\x1b[" not in out, "escape codes without a terminal"
@@ -220,12 +233,18 @@ def test_bad_service_settings_exit_2_before_prefect_starts(
 
 
 def test_rejected_token_exits_3_and_leaves_files_pending(
-    env: dict[str, str], recordings: Path, service: RunningDevServer, tmp_path: Path
+    served_env: dict[str, str],
+    shared_prefect_server: PrefectServer,
+    recordings: Path,
+    service: RunningDevServer,
+    tmp_path: Path,
 ) -> None:
-    bad = env | {"MEDASR_TOKEN": "not-the-token"}
+    bad = served_env | {"MEDASR_TOKEN": "not-the-token"}
+    runs_before = flow_runs(shared_prefect_server)
     result = medasr("run", str(recordings), "--language", "en-IN", env=bad, cwd=tmp_path)
     assert result.returncode == 3, result.stdout + result.stderr
-    assert prefect_started(env)
+    # Stopped inside its flow run (after Prefect), not by a check before it.
+    assert flow_runs(shared_prefect_server) == runs_before + 1
     assert "Traceback" not in result.stdout + result.stderr
     assert "not-the-token" not in result.stdout + result.stderr
     # The summary table first (stdout), then one line naming the setting to fix (stderr).
@@ -238,16 +257,16 @@ def test_rejected_token_exits_3_and_leaves_files_pending(
     assert ours[0].startswith("medasr: stopped: credentials rejected:")
     assert "MEDASR_TOKEN" in ours[0]
     assert set(service.ledger.statuses()) == {403}
-    status = medasr("status", env=env, cwd=tmp_path)
+    status = medasr("status", env=served_env, cwd=tmp_path)
     assert status.returncode == 0, status.stderr
     assert "en-IN\tpending\t3\t" in status.stdout, status.stdout
 
 
 def test_a_reader_that_leaves_early_costs_no_file(
-    env: dict[str, str], recordings: Path, tmp_path: Path
+    served_env: dict[str, str], recordings: Path, tmp_path: Path
 ) -> None:
     # `medasr run ... | head -1`: stdout closes after the first line.
-    proc = start_run(recordings, env=env, cwd=tmp_path)
+    proc = start_run(recordings, env=served_env, cwd=tmp_path)
     assert proc.stdout is not None
     proc.stdout.readline()
     proc.stdout.close()
@@ -255,29 +274,31 @@ def test_a_reader_that_leaves_early_costs_no_file(
 
     assert "Traceback" not in stderr
     out = tmp_path / "rows.jsonl"
-    exported = medasr("export", "--format", "jsonl", "--out", str(out), env=env, cwd=tmp_path)
+    exported = medasr(
+        "export", "--format", "jsonl", "--out", str(out), env=served_env, cwd=tmp_path
+    )
     assert exported.returncode == 0, exported.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(row["status"] for row in rows) == ["done"] * len(TEXTS)
 
 
 def test_a_reader_gone_before_the_first_line_costs_no_file(
-    env: dict[str, str], recordings: Path, tmp_path: Path
+    served_env: dict[str, str], recordings: Path, tmp_path: Path
 ) -> None:
     # `medasr run ... | true`: the reader has left before medasr writes anything, so every
     # write to stdout meets a closed pipe; the run still finishes and exits per its result.
-    proc = start_run(recordings, env=env, cwd=tmp_path)
+    proc = start_run(recordings, env=served_env, cwd=tmp_path)
     assert proc.stdout is not None
     proc.stdout.close()
     _, stderr = proc.communicate(timeout=120)
 
     assert "Traceback" not in stderr
-    assert export_statuses(env, tmp_path) == ["done"] * len(TEXTS)
+    assert export_statuses(served_env, tmp_path) == ["done"] * len(TEXTS)
     assert proc.returncode == 0, stderr
 
 
 def test_ctrl_c_finishes_what_is_in_flight_and_gives_the_rest_back(
-    env: dict[str, str], tmp_path: Path
+    served_env: dict[str, str], tmp_path: Path
 ) -> None:
     folder = tmp_path / "many"
     folder.mkdir()
@@ -285,7 +306,7 @@ def test_ctrl_c_finishes_what_is_in_flight_and_gives_the_rest_back(
         text = f"note {i}. stable."
         soundfile.write(folder / f"n{i:02d}.wav", encode_tone_dictation(text), 16000)
     with start_devserver(token=TOKEN, port=0, engine="tone", latency_ms=300) as slow:
-        run_env = env | {"MEDASR_BASE_URL": slow.url, "MEDASR_CONCURRENCY": "1"}
+        run_env = served_env | {"MEDASR_BASE_URL": slow.url, "MEDASR_CONCURRENCY": "1"}
         proc = start_run(folder, env=run_env, cwd=tmp_path)
         assert proc.stdout is not None
         while not proc.stdout.readline().startswith("[1/"):  # one file is done
@@ -326,13 +347,13 @@ def start_run(source: Path, *, env: dict[str, str], cwd: Path) -> subprocess.Pop
 
 
 def test_without_a_terminal_each_failure_is_printed_once_as_a_warning(
-    env: dict[str, str], recordings: Path, service: RunningDevServer, tmp_path: Path
+    served_env: dict[str, str], recordings: Path, service: RunningDevServer, tmp_path: Path
 ) -> None:
     """A night operator reads stdout and stderr of a cron job: one line per failed or
     silent recording, with its reason, and the log records of both at WARNING."""
     (recordings / "broken.mp3").write_bytes(b"not audio at all" * 64)
     soundfile.write(recordings / "quiet.wav", np.zeros(16000 * 2, dtype=np.int16), 16000)
-    result = medasr("run", str(recordings), "--language", "en-IN", env=env, cwd=tmp_path)
+    result = medasr("run", str(recordings), "--language", "en-IN", env=served_env, cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     both = (result.stdout + result.stderr).splitlines()
     for name, outcome in (("broken.mp3", "failed"), ("quiet.wav", "skipped")):
@@ -348,14 +369,14 @@ def test_without_a_terminal_each_failure_is_printed_once_as_a_warning(
 
 
 def test_quiet_run_logs_a_failed_and_a_silent_file_at_warning(
-    env: dict[str, str], service: RunningDevServer, tmp_path: Path
+    served_env: dict[str, str], service: RunningDevServer, tmp_path: Path
 ) -> None:
     """Without per-file lines the log tells them, at one level: both need a person."""
     folder = tmp_path / "bad"
     folder.mkdir()
     (folder / "broken.mp3").write_bytes(b"not audio at all" * 64)
     soundfile.write(folder / "quiet.wav", np.zeros(16000 * 2, dtype=np.int16), 16000)
-    result = medasr("run", str(folder), "--language", "en-IN", "-q", env=env, cwd=tmp_path)
+    result = medasr("run", str(folder), "--language", "en-IN", "-q", env=served_env, cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     both = result.stdout + result.stderr
     assert re.search(r"WARNING +\| medasr\.transcribe - broken\.mp3 failed \(", both), both
