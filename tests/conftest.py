@@ -3,9 +3,9 @@
 Here: `clean_environment` (autouse: no MEDASR_* from outside, no stray .env; a test's
 own settings come from monkeypatch or its arguments), `_cheap_argon2` (autouse: reviewer
 passwords hashed at argon2id's least cost unless a test asks for `production_argon2`),
-`sqlite_url` and `store` (an SQLite store under tmp_path, copied from a migrated template made once per
-worker; tests/storage overrides `store` with both backends), and `runner` (Typer's
-CliRunner pointed at that database).
+`sqlite_url` and `store` (an SQLite store under tmp_path, copied from a migrated
+template made once per worker; tests/storage overrides `store` with both backends), and
+`runner` (Typer's CliRunner pointed at that database).
 """
 
 from __future__ import annotations
