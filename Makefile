@@ -16,9 +16,10 @@ endif
 
 # Worker processes for the suite (pytest-xdist; TEST_WORKERS=0 runs it in one process).
 # Tests spread one by one; a module whose module-scoped fixture is costly (a browser, a
-# shared `medasr run`) carries an xdist_group mark and stays on one worker.
+# shared `medasr run`) carries an xdist_group mark and stays on one worker. The ten slowest
+# tests are printed at the end: the suite keeps to ten minutes here (DESIGN.md §10).
 TEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --durations=10
 
 .PHONY: all install lint format typecheck test test-all demo bench bench-pipeline clean
 
