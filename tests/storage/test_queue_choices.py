@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from storage.interface import UnitOfWorkFactory
 from storage.records import SourceFile
+from storage.review_interface import ReviewStore
 
 
-def _waiting(store: UnitOfWorkFactory, name: str, *, language: str, flags: tuple[str, ...]) -> None:
+def _waiting(store: ReviewStore, name: str, *, language: str, flags: tuple[str, ...]) -> None:
     with store.unit_of_work() as uow:
         uow.items.register_items([SourceFile(f"/archive/{name}.wav", 100, "v1")], language=language)
         [item] = uow.claims.claim_batch(owner="w1", language=language, limit=1, lease_s=60)
@@ -20,7 +20,7 @@ def _waiting(store: UnitOfWorkFactory, name: str, *, language: str, flags: tuple
         )  # fmt: skip
 
 
-def test_the_choices_are_the_languages_and_flags_of_what_waits(store: UnitOfWorkFactory) -> None:
+def test_the_choices_are_the_languages_and_flags_of_what_waits(store: ReviewStore) -> None:
     _waiting(store, "a", language="hi-IN", flags=("too_few_words", "script_mismatch"))
     _waiting(store, "b", language="en-IN", flags=("too_few_words",))
     _waiting(store, "c", language="ta-IN", flags=())  # done: not waiting, not a choice
