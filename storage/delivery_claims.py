@@ -23,7 +23,7 @@ from storage.deliveries import deliveries_where
 from storage.models import Delivery
 from storage.queries import batches
 from storage.records import DeliveryRecord, SentIdentity
-from storage.work_queue import WorkQueue, ended_with_error
+from storage.work_queue import WorkQueue, cleared_lease, ended_with_error
 
 # A row that may still be filed, or is about to go: a newer version of its note waits.
 _UNSETTLED = ("pending", "processing", "in_doubt")
@@ -114,15 +114,8 @@ class DeliveryClaims:
         self._queue.settle(
             delivery_id,
             lease_token=lease_token,
-            status="delivered",
             **formats,
-            response=response,
-            remote_id=remote_id,
-            delivered_at=clock.host_now(),
-            error_kind=None,
-            error_message=None,
-            retryable=False,
-            sent_text=None,
+            **_delivered(response=response, remote_id=remote_id),
         )
 
     def record_recovered_delivery(
@@ -141,18 +134,9 @@ class DeliveryClaims:
                 Delivery.status.in_(("pending", "processing", "failed", "in_doubt")),
             )
             .values(
-                status="delivered",
-                response=response,
-                remote_id=remote_id,
-                delivered_at=clock.host_now(),
-                error_kind=None,
-                error_message=None,
-                retryable=False,
-                sent_text=None,
+                **_delivered(response=response, remote_id=remote_id),
+                **cleared_lease(),
                 updated_at=clock.host_now(),
-                lease_owner=None,
-                lease_expires_at=None,
-                lease_token=None,
             )
             .execution_options(synchronize_session=False)
         )
@@ -236,3 +220,17 @@ def _older_version_unsettled() -> ColumnElement[bool]:
         older.id < Delivery.id,
         older.status.in_(_UNSETTLED),
     )
+
+
+def _delivered(*, response: dict[str, Any], remote_id: str | None) -> dict[str, Any]:
+    """The columns of a delivered row, whoever settles it (its worker or a replayed journal)."""
+    return {
+        "status": "delivered",
+        "response": response,
+        "remote_id": remote_id,
+        "delivered_at": clock.host_now(),
+        "error_kind": None,
+        "error_message": None,
+        "retryable": False,
+        "sent_text": None,
+    }
