@@ -1,9 +1,12 @@
-"""Fixtures of the workstation's tests: a real SQLite store, accounts, held recordings."""
+"""Fixtures of the workstation's tests: a real SQLite store, accounts, held recordings,
+the workstation served over a real socket (`served`) and Chromium (`browser`, one per
+module); a module that needs other settings defines its own `served`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,7 +14,8 @@ from config.settings import StorageSettings
 from storage import open_review_store
 from storage.review_interface import ReviewStore
 from tests.helpers.review import LANG, Segment, add_account, add_transcribed, file_fingerprint
-from tests.web.workstation import write_tone_wav
+from tests.web.browser import launched_browser
+from tests.web.workstation import Served, serve, write_tone_wav
 
 SEGMENTS = [
     Segment(0, 3000, "met for men 5 hundred"),
@@ -43,3 +47,14 @@ def recording(review_store: ReviewStore, tmp_path: Path) -> int:
     with review_store.unit_of_work() as uow:  # pages name recordings relative to a run's source
         uow.runs.start_run(source=str(tmp_path), language=LANG)
     return add_transcribed(review_store, str(wav), segments=SEGMENTS, **file_fingerprint(wav))
+
+
+@pytest.fixture
+def served(review_store: ReviewStore, accounts, recording) -> Iterator[Served]:
+    with serve(review_store) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    yield from launched_browser()

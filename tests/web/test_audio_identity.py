@@ -15,18 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from storage.review_interface import ReviewStore
 from tests.helpers.review import audit_events
 from tests.web.test_pages import client_of
-from tests.web.workstation import Served, serve, write_tone_wav
+from tests.web.workstation import Served, write_tone_wav
 
 CHANGED = "the recording changed on disk since it was transcribed"
-
-
-@pytest.fixture
-def served(review_store: ReviewStore, accounts, recording) -> Iterator[Served]:
-    with serve(review_store) as running:
-        yield running
 
 
 @pytest.fixture

@@ -22,9 +22,8 @@ from storage.review_interface import ReviewStore
 from tests.helpers.review import PASSWORD, add_transcribed, audit_actions, get_item
 from tests.service.mllp_listener import running_listener
 from tests.tasks.delivery.delivery_helpers import deliver, delivery_settings, rows_of
-from tests.web.browser import launched_browser
 from tests.web.conftest import SEGMENTS
-from tests.web.workstation import Served, serve
+from tests.web.workstation import Served
 
 # One browser for the module (its fixture is module-scoped): `make test`'s workers keep
 # these tests together rather than each launching chromium for a share of them.
@@ -37,17 +36,6 @@ def deliver_now(settings: Any, store: ReviewStore) -> Any:
     """`medasr deliver`'s step, in a thread of its own (Playwright's loop holds this one)."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(deliver, settings, store).result()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_browser()
-
-
-@pytest.fixture
-def served(review_store: ReviewStore, accounts, recording) -> Iterator[Served]:
-    with serve(review_store) as running:
-        yield running
 
 
 @pytest.fixture

@@ -19,18 +19,12 @@ from playwright.sync_api import expect
 from config.workstation import WebSettings
 from storage.review_interface import ReviewStore
 from tests.helpers.review import PASSWORD, get_item
-from tests.web.browser import launched_browser
 from tests.web.workstation import Served, serve
 
 pytestmark = pytest.mark.xdist_group("browser")
 
 IDLE_S = 10.0
 WORDS = "metformin 500 mg twice daily review in six weeks"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_browser()
 
 
 @pytest.fixture

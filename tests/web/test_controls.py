@@ -6,17 +6,15 @@ every admin route; a Range past the audio clamped, never padded with zeros."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import httpx
 import pytest
 from starlette.routing import Route
 
 from config.workstation import WebSettings
-from storage.review_interface import ReviewStore
 from tests.helpers.review import audit_actions, get_item
 from tests.web.test_pages import client_of
-from tests.web.workstation import Served, csrf_of, serve
+from tests.web.workstation import Served, csrf_of
 from web.app import build_app
 
 _APP = build_app(None, web=WebSettings(), tls=False)  # type: ignore[arg-type]
@@ -39,12 +37,6 @@ def test_the_routes_are_the_ones_these_tests_cover() -> None:
     assert len(CHANGING) >= 8  # login, logout, four decisions, two admin changes
     assert ("GET", "/admin") in ADMIN
     assert len(ADMIN) == 3
-
-
-@pytest.fixture
-def served(review_store: ReviewStore, accounts, recording) -> Iterator[Served]:
-    with serve(review_store) as running:
-        yield running
 
 
 def concrete(path: str, item_id: int) -> str:

@@ -14,25 +14,13 @@ from playwright.sync_api import expect
 
 from storage.review_interface import ReviewStore
 from tests.helpers.review import Segment, add_transcribed, file_fingerprint, get_item
-from tests.web.browser import launched_browser
 from tests.web.conftest import SEGMENTS
 from tests.web.test_browser import PLAYER, player, signed_in_page, wait_player
-from tests.web.workstation import Served, serve
+from tests.web.workstation import Served
 
 pytestmark = pytest.mark.xdist_group("browser")
 
 VIEW_HEIGHT_PX = 768  # a 1366x768 screen, the floor's usual one
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_browser()
-
-
-@pytest.fixture
-def served(review_store: ReviewStore, accounts, recording) -> Iterator[Served]:
-    with serve(review_store) as running:
-        yield running
 
 
 @pytest.fixture

@@ -4,31 +4,17 @@ and a recording that changed on disk since it was transcribed."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
-from storage.review_interface import ReviewStore
 from tests.helpers.review import audit_actions, get_item
-from tests.web.browser import launched_browser
 from tests.web.test_browser import press_and_confirm, signed_in_page
-from tests.web.workstation import Served, serve, write_tone_wav
+from tests.web.workstation import Served, write_tone_wav
 
 pytestmark = pytest.mark.xdist_group("browser")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_browser()
-
-
-@pytest.fixture
-def served(review_store: ReviewStore, accounts, recording) -> Iterator[Served]:
-    with serve(review_store) as running:
-        yield running
 
 
 def test_accept_on_a_page_a_colleague_saved_over_is_refused(

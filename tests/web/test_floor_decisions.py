@@ -9,24 +9,16 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from storage.review_interface import ReviewStore
 from tests.helpers.review import audit_events, get_item
 from tests.web.conftest import SEGMENTS
 from tests.web.test_pages import client_of, post_edit
-from tests.web.workstation import Served, csrf_of, serve
+from tests.web.workstation import Served, csrf_of
 
 _BASE = re.compile(r'name="base_revision" value="(\d+)"')
-
-
-@pytest.fixture
-def served(review_store: ReviewStore, accounts, recording) -> Iterator[Served]:
-    with serve(review_store) as running:
-        yield running
 
 
 def decide(

@@ -14,10 +14,9 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
-from storage.review_interface import ReviewStore
 from tasks.review.accounts import Candidate
 from tests.web.test_pages import client_of
-from tests.web.workstation import Served, csrf_of, serve
+from tests.web.workstation import Served, csrf_of
 from web import throttle
 
 SECURITY = {
@@ -28,12 +27,6 @@ SECURITY = {
 FLOOD_CLIENTS = 12
 # Generous on purpose: a shared 2-core host under load; the figure was 18 s.
 PAGE_MEDIAN_BOUND_S = 1.0
-
-
-@pytest.fixture
-def served(review_store: ReviewStore, accounts, recording) -> Iterator[Served]:
-    with serve(review_store) as running:
-        yield running
 
 
 def has_security_headers(answer: httpx.Response) -> bool:

@@ -4,24 +4,14 @@ filtered queue, and the decided recording named only to the session that decided
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
-import pytest
-
-from storage.review_interface import ReviewStore
 from tests.helpers.review import add_transcribed
 from tests.web.conftest import SEGMENTS
 from tests.web.test_pages import client_of
-from tests.web.workstation import Served, csrf_of, serve
+from tests.web.workstation import Served, csrf_of
 
 _BASE = re.compile(r'name="base_revision" value="(\d+)"')
 _NOTICE = 'data-testid="next-item-notice"'
-
-
-@pytest.fixture
-def served(review_store: ReviewStore, accounts, recording) -> Iterator[Served]:
-    with serve(review_store) as running:
-        yield running
 
 
 def test_the_decided_recording_is_named_only_to_the_session_that_decided(

@@ -17,16 +17,10 @@ import soundfile
 from storage.review_interface import ReviewStore
 from tests.helpers.review import Segment, add_transcribed, audit_actions, audit_events, get_item
 from tests.web.conftest import SEGMENTS
-from tests.web.workstation import Served, csrf_of, serve, sign_in
+from tests.web.workstation import Served, csrf_of, sign_in
 
 _ROW = re.compile(r'data-testid="queue-item" href="/items/(\d+)[^"]*">([^<]*)<')
 _BASE = re.compile(r'name="base_revision" value="(\d+)"')
-
-
-@pytest.fixture
-def served(review_store: ReviewStore, accounts, recording) -> Iterator[Served]:
-    with serve(review_store) as running:
-        yield running
 
 
 @contextmanager

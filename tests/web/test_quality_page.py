@@ -19,7 +19,6 @@ from storage.review_interface import ReviewStore
 from storage.sources import SourceFile
 from tests.helpers.quality import add_reviewed
 from tests.helpers.review import PASSWORD, add_account
-from tests.web.browser import launched_browser
 from tests.web.workstation import Served, serve, sign_in
 
 pytestmark = pytest.mark.xdist_group("browser")
@@ -55,11 +54,6 @@ def history(review_store: ReviewStore) -> None:
 def served(review_store: ReviewStore, history: None) -> Iterator[Served]:
     with serve(review_store) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_browser()
 
 
 def test_the_chart_shows_the_points_of_the_data_served(browser: Any, served: Served) -> None:

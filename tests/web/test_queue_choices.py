@@ -13,13 +13,7 @@ from storage.review_interface import ReviewStore
 from tests.helpers.review import add_transcribed
 from tests.web.conftest import SEGMENTS
 from tests.web.test_pages import client_of
-from tests.web.workstation import Served, serve
-
-
-@pytest.fixture
-def served(review_store: ReviewStore, accounts, recording) -> Iterator[Served]:
-    with serve(review_store) as running:
-        yield running
+from tests.web.workstation import Served
 
 
 @pytest.fixture

@@ -16,12 +16,6 @@ from web.security import token_digest
 
 
 @pytest.fixture
-def served(review_store: ReviewStore, accounts, recording) -> Iterator[Served]:
-    with serve(review_store) as running:
-        yield running
-
-
-@pytest.fixture
 def client(served: Served) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=served.url) as http:
         yield http

@@ -19,7 +19,6 @@ from playwright.sync_api import expect
 import tasks.review.peaks as peaks_module
 from storage.review_interface import ReviewStore
 from tests.helpers.review import LANG, Segment, add_transcribed, audit_events, file_fingerprint
-from tests.web.browser import launched_browser
 from tests.web.test_browser import PLAYER, signed_in_page, wait_player
 from tests.web.test_pages import client_of
 from tests.web.workstation import Served, serve, write_tone_wav
@@ -56,11 +55,6 @@ def dictation(review_store: ReviewStore, tmp_path: Path) -> int:
 def served(review_store: ReviewStore, accounts, dictation) -> Iterator[Served]:
     with serve(review_store) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launched_browser()
 
 
 def in_a_pause(at_ms: int) -> bool:
