@@ -3,8 +3,8 @@
 `uow.deliveries` (plan, send back, read) and `uow.delivery_claims` (what the holder of a
 claim does) of storage/interface.py's UnitOfWork satisfy them; the SQL side is
 storage/deliveries.py and storage/delivery_claims.py on the one work queue
-(storage/work_queue.py), the fake is tests/fakes/ledgers.py. Writes under a claim take
-its lease token (LeaseLost otherwise).
+(storage/work_queue.py). Writes under a claim take its lease token (LeaseLost
+otherwise).
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ its Protocol. Items have three repositories, not one chain (storage/item_interfa
 what a listing or a rerun writes (`items`), what the holder of a claim does (`claims`)
 and what readers ask (`item_queries`); deliveries two (storage/delivery_interface.py):
 planned and read (`deliveries`), and under a claim (`delivery_claims`). The SQL store
-(storage/database.py, storage/unit_of_work.py) satisfies them structurally; so does the
-in-memory fake of the unit tests (tests/fakes/store.py), which a conformance test keeps
-honest for every Protocol.
+(storage/database.py, storage/unit_of_work.py) satisfies them structurally, checked by
+mypy where `open_store` returns it; the tests use it too, on SQLite in a temporary
+folder (docs/DESIGN.md §10).
 
 Every write under a claim takes its lease token and raises LeaseLost when the claim is
 no longer current; a store that cannot be reached raises StoreUnavailable (transient),

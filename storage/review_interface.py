@@ -3,7 +3,7 @@
 `open_review_store(settings.storage)` (storage/__init__.py) returns a `ReviewStore`,
 whose units of work add, to the pipeline's repositories, the review queue, the
 reviewers' accounts and browser sessions, and the revisions of transcripts. The SQL
-store satisfies these structurally; the pipeline's in-memory fake does not need to.
+store satisfies these structurally.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""What was sent (`uow.spend`), read alike by the in-memory fake and the SQL store
-(SQLite, and PostgreSQL where available): requests, billed ms with a billed minimum,
-dates, languages, and the pending audio a capped run leaves."""
+"""What was sent (`uow.spend`), read alike by the SQL stores (SQLite, and PostgreSQL
+where available): requests, billed ms with a billed minimum, dates, languages, and the
+pending audio a capped run leaves."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 
 from storage.interface import UnitOfWorkFactory
 from storage.records import SourceFile
-from tests.fakes.store import FakeStore
 
 LISTING = [SourceFile(f"/archive/{name}.wav", 64_000, "v1") for name in "abcd"]
 
@@ -54,17 +53,19 @@ def sent_and_billed(store: UnitOfWorkFactory) -> list[Any]:
     return seen
 
 
-def test_the_sql_store_reads_what_was_sent_as_the_fake_does(store: UnitOfWorkFactory) -> None:
-    sql, fake = sent_and_billed(store), sent_and_billed(FakeStore())
+def test_every_sql_store_reads_what_was_sent_alike(
+    store: UnitOfWorkFactory, sqlite_reference: UnitOfWorkFactory
+) -> None:
+    sql = sent_and_billed(store)
 
-    assert sql == fake
+    assert sql == sent_and_billed(sqlite_reference)
     # One minute sent once, two seconds sent three times (a retry billed whole), the
     # silent chunk never; with a 5 s minimum the short chunk is billed 5 s a request.
     assert sql[0] == [("hi", "done", {"department": "cardio"}, 70_000, 4, 60_000 + 3 * 2_000)]
-    assert sql[1][0][5] == 60_000 + 3 * 5_000
+    assert sql[1] == [("hi", "done", {"department": "cardio"}, 70_000, 4, 60_000 + 3 * 5_000)]
     assert sql[2] == []
     assert sql[3] == 4
     assert sql[4] == []
     assert (sql[5].recordings, sql[5].measured_ms, sql[5].unmeasured_bytes) == (3, 0, 3 * 64_000)
-    assert sql[6].recordings == 2
-    assert sql[7].recordings == 0
+    assert (sql[6].recordings, sql[6].measured_ms, sql[6].unmeasured_bytes) == (2, 0, 2 * 64_000)
+    assert (sql[7].recordings, sql[7].unmeasured_bytes) == (0, 0)

@@ -1,9 +1,10 @@
-"""The in-memory fake (tests/fakes/store.py) and the SQL store answer alike, every Protocol.
+"""The SQL stores answer alike, every Protocol: SQLite, and PostgreSQL where available.
 
-One small scenario of a file's life (register, claim, fingerprint, chunks, settle, renew,
-release, re-list, journal recovery, rollback) runs against the fake and against the SQL
-store (SQLite, and PostgreSQL where available); the observations must be equal, so the
-unit tier's fake cannot drift from the store it stands in for.
+Small scenarios (a file's life: register, claim, fingerprint, chunks, settle, renew,
+release, re-list, journal recovery, rollback; runs, reviews and the delivery queue;
+unreadable files, listed folders and the export) run on `store` and on an SQLite store
+beside it; the observations must be equal, so the backends cannot drift apart, and the
+assertions after it check that the story is the one told, not two equal mistakes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import pytest
 from storage.errors import LeaseLost, NotUnderReview
 from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord, SkippedFile, SourceFile, WantedDelivery
-from tests.fakes.store import FakeStore
 
 LANG = "en-IN"
 X, Y, Z = "1" * 64, "2" * 64, "3" * 64
@@ -127,11 +127,12 @@ def scenario(store: UnitOfWorkFactory) -> list[object]:
     return seen_
 
 
-def test_the_fake_answers_like_the_sql_store(store: UnitOfWorkFactory) -> None:
+def test_a_files_life_reads_alike_on_every_sql_store(
+    store: UnitOfWorkFactory, sqlite_reference: UnitOfWorkFactory
+) -> None:
     real = scenario(store)
-    fake = scenario(FakeStore())
 
-    assert fake == real
+    assert real == scenario(sqlite_reference)
     # The story is the one told above, not two equal mistakes.
     assert real[0].new == 3  # type: ignore[attr-defined]
     assert real[3] == [(0, "done", "part 0", 0), (1, "silent", "", 1000)]
@@ -140,8 +141,22 @@ def test_the_fake_answers_like_the_sql_store(store: UnitOfWorkFactory) -> None:
     assert real[6] == {}
     assert real[7] == ["a", "gone"]
     assert real[8] == ("b.wav", "pending", Z, None, 0, None, False, None, False)
+    held = ("processing", None, None, 1, None, False, None, True)  # claimed, not yet read
+    assert real[1:3] == [("a.wav", *held), ("b.wav", *held)]
+    claimed_again = [(s[0], s[1], s[2], s[4], s[8]) for s in real[9]]  # type: ignore[attr-defined]
+    assert claimed_again == [
+        ("b.wav", "processing", Z, 1, True),
+        ("c.wav", "processing", None, 1, True),
+    ]
     assert real[10] == [False, True, False]
+    assert real[11] == [3]  # the rolled-back reset kept b's recovered chunk
     assert real[12].changed == 1  # type: ignore[attr-defined]
+    settled = [(s[0], s[1], s[4], s[5], s[6]) for s in real[13]]  # type: ignore[attr-defined]
+    assert settled == [
+        ("a.wav", "pending", 0, None, False),  # listed again as changed: to do again
+        ("b.wav", "skipped", 1, "silent_audio", False),
+        ("c.wav", "failed", 1, "corrupt_audio", True),
+    ]
 
 
 def _done(uow: Any, item: ItemRecord, text: str, *, flags: tuple[str, ...] = ()) -> None:
@@ -241,12 +256,18 @@ def ledger_scenario(store: UnitOfWorkFactory) -> list[object]:
     return seen_
 
 
-def test_runs_reviews_and_the_delivery_queue_answer_alike(store: UnitOfWorkFactory) -> None:
+def test_runs_reviews_and_the_delivery_queue_answer_alike(
+    store: UnitOfWorkFactory, sqlite_reference: UnitOfWorkFactory
+) -> None:
     real = ledger_scenario(store)
-    fake = ledger_scenario(FakeStore())
 
-    assert fake == real
+    assert real == ledger_scenario(sqlite_reference)
+    assert real[0:2] == [[("/archive", "some_failed", 1)], ["/archive"]]
     assert real[2] == [("done", 1), ("failed", 1), ("needs_review", 1)]
+    assert [s[0] for s in real[4]] == ["b.wav"]  # type: ignore[attr-defined]
+    assert real[5][1] == "done"  # type: ignore[index]
+    assert real[6:8] == [1, {"mrn": "1"}]
+    assert real[9:12] == [1, 1, ["a.wav", "b.wav", "c.wav"]]  # c requeued, then pending
     assert real[-1] is True  # delivered_filings: (version, filing) per item
     assert real[12:14] == [2, 0]  # two versions planned, then none
     assert real[16] == ["gone"]
@@ -254,7 +275,11 @@ def test_runs_reviews_and_the_delivery_queue_answer_alike(store: UnitOfWorkFacto
     assert real[18] == ("2", "in_doubt", 0, None, "docs", False, True, None)
     assert real[19] == []  # in doubt: never claimed blindly
     assert real[20] == [("delivered", 1), ("in_doubt", 1)]
+    assert real[14:16] == [("1", "processing", 1, None, "docs", True, False, None),
+                           ("2", "processing", 1, None, "docs", True, False, None)]  # fmt: skip
+    assert real[21:24] == [1, ("2", "processing", 1, None, "docs", True, False, None), 1]
     assert real[24:26] == [True, False]  # a journaled answer is recorded once
+    assert real[26:28] == [True, [("2", "delivered", 1, None, "docs", False, False, "d2")]]
 
 
 def export_seen(row: Any) -> tuple[Any, ...]:
@@ -310,14 +335,19 @@ def listing_scenario(store: UnitOfWorkFactory) -> list[object]:
     return seen_
 
 
-def test_unreadable_files_folders_and_the_export_answer_alike(store: UnitOfWorkFactory) -> None:
+def test_unreadable_files_folders_and_the_export_answer_alike(
+    store: UnitOfWorkFactory, sqlite_reference: UnitOfWorkFactory
+) -> None:
     real = listing_scenario(store)
-    fake = listing_scenario(FakeStore())
 
-    assert fake == real
+    assert real == listing_scenario(sqlite_reference)
     assert real[0] == ["/archive/b.wav", "/archive/c.wav", "/archive/d.wav"]
     assert real[1:3] == [["/archive/a.wav"], ["/archive/b.wav"]]
     assert real[3:7] == [5, 0, 1, 1]  # c, e, locked, old, archivez/f; then none; fr-FR; e
+    kept = {s[0]: (s[1], s[5], version) for s, version in real[7]}  # type: ignore[attr-defined]
+    assert kept["a.wav"] == ("done", None, "v1")  # done: left alone
+    assert kept["b.wav"] == ("processing", None, "v1")  # being processed: left alone
+    assert kept["c.wav"] == kept["e.wav"] == ("failed", "source_unreadable", "unreadable")
     assert real[8:10] == [1, 1]  # old went (locked was not listed); then locked
     exported = real[10]
     assert [(r[0], r[1], r[2]) for r in exported] == [  # type: ignore[attr-defined]

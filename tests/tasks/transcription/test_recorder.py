@@ -1,8 +1,8 @@
-"""The fast unit tier: the per-file recorder, transcribe_file's outcomes and the dry run,
-against the in-memory store (tests/fakes/store.py), the devserver and real ffmpeg.
+"""The per-file recorder, transcribe_file's outcomes and the dry run, against the SQL
+store on SQLite (a copy of the worker's migrated template), the devserver and real ffmpeg.
 
-The same code runs on the SQL store in test_transcribe.py; the fake itself is held to
-the SQL store by tests/storage/test_store_conformance.py.
+The store is observed (tests/helpers/observed_store.py): it can be taken down, as an
+unreachable database is, and it counts the units of work the pipeline opens.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from devserver import RunningDevServer
 from devserver.tone import encode_tone_dictation
 from service.client import Transcription, TranscriptionClient, max_wav_bytes_for
 from storage.errors import LeaseLost, StoreUnavailable
+from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord
 from storage.sources import Fingerprint, list_audio
 from tasks.audio import Chunk
@@ -33,13 +34,19 @@ from tasks.transcription.progress import FileOutcome
 from tasks.transcription.recorder import FileEnd, FileRecorder
 from tasks.work.journal import Journal, replay_journal
 from tasks.work.lease_keeper import LeaseKeeper
-from tests.fakes.store import FakeStore
+from tests.helpers.observed_store import ObservedStore
 from tests.servers import client_settings
 
 LANG = "en-IN"
 CAP_BYTES = 224_000  # ~7 s of 16 kHz audio per chunk: several chunks per dictation
 TEXT = " ".join(f"item {i}. pulse regular, chest clear." for i in range(1, 7))
 SHA = "c" * 64
+
+
+@pytest.fixture
+def store(store: UnitOfWorkFactory) -> ObservedStore:
+    """The SQLite store of tests/conftest.py, observed (its outage and its count)."""
+    return ObservedStore(store)
 
 
 @pytest.fixture
@@ -51,7 +58,7 @@ def folder(tmp_path: Path) -> Path:
 
 
 def register_and_claim(
-    store: FakeStore, folder: Path | str, storage_options: dict[str, Any] | None = None
+    store: ObservedStore, folder: Path | str, storage_options: dict[str, Any] | None = None
 ) -> list[ItemRecord]:
     listing = list_audio(str(folder), settle_s=0, storage_options=storage_options)
     with store.unit_of_work() as uow:
@@ -60,7 +67,7 @@ def register_and_claim(
 
 
 def run_batch(
-    store: FakeStore,
+    store: ObservedStore,
     server: RunningDevServer,
     folder: Path | str,
     *,
@@ -97,8 +104,13 @@ def run_batch(
     return {Path(o.source_uri).name: o for o in asyncio.run(go())}
 
 
-def stored(store: FakeStore, name: str) -> ItemRecord:
-    return next(item for item in store.items() if Path(item.source_uri).name == name)
+def stored(store: ObservedStore, name: str) -> ItemRecord:
+    """The item of the file called `name`, as the store holds it now."""
+    with store.unit_of_work(read_only=True) as uow:
+        uri = next(uri for uri in uow.item_queries.source_uris() if Path(uri).name == name)
+        found = uow.item_queries.find_item(source_uri=uri, language=LANG)
+    assert found is not None
+    return found
 
 
 def answered(server: RunningDevServer) -> int:
@@ -106,11 +118,11 @@ def answered(server: RunningDevServer) -> int:
 
 
 def test_each_file_of_a_batch_ends_done_skipped_or_failed(
-    devserver_factory, folder: Path, tmp_path: Path
+    store: ObservedStore, devserver_factory, folder: Path, tmp_path: Path
 ) -> None:
     soundfile.write(folder / "quiet.wav", np.zeros(16000 * 3, dtype=np.int16), 16000)
     (folder / "broken.mp3").write_bytes(b"\xff\xfb" + b"\x00" * 300)
-    store, server = FakeStore(), devserver_factory()
+    server = devserver_factory()
 
     outcomes = run_batch(store, server, folder, journal=Journal(tmp_path / "journal"))
 
@@ -128,7 +140,13 @@ def test_each_file_of_a_batch_ends_done_skipped_or_failed(
 
 
 def test_a_remote_file_is_read_once_to_fetch_and_fingerprint(
-    s3_server, s3_bucket: str, devserver_factory, folder: Path, tmp_path: Path, monkeypatch
+    store: ObservedStore,
+    s3_server,
+    s3_bucket: str,
+    devserver_factory,
+    folder: Path,
+    tmp_path: Path,
+    monkeypatch,
 ) -> None:
     s3_server.client().upload_file(str(folder / "note.wav"), s3_bucket, "night/note.wav")
     hashed: list[int] = []
@@ -140,7 +158,7 @@ def test_a_remote_file_is_read_once_to_fetch_and_fingerprint(
         return digest, size
 
     monkeypatch.setattr(storage.sources, "_copy_hashing", counted)
-    store, source = FakeStore(), f"s3://{s3_bucket}/night"
+    source = f"s3://{s3_bucket}/night"
 
     outcomes = run_batch(
         store, devserver_factory(), source, journal=Journal(tmp_path / "journal"),
@@ -153,9 +171,9 @@ def test_a_remote_file_is_read_once_to_fetch_and_fingerprint(
 
 
 def test_content_done_under_another_name_is_reused_and_nothing_is_sent(
-    devserver_factory, folder: Path, tmp_path: Path
+    store: ObservedStore, devserver_factory, folder: Path, tmp_path: Path
 ) -> None:
-    store, journal = FakeStore(), Journal(tmp_path / "journal")
+    journal = Journal(tmp_path / "journal")
     run_batch(store, devserver_factory(), folder, journal=journal)
     shutil.copy(folder / "note.wav", folder / "copy.wav")
     again = devserver_factory()
@@ -169,9 +187,9 @@ def test_content_done_under_another_name_is_reused_and_nothing_is_sent(
 
 
 def test_rejected_credentials_release_the_file_and_keep_its_paid_chunks(
-    devserver_factory, folder: Path, tmp_path: Path
+    store: ObservedStore, devserver_factory, folder: Path, tmp_path: Path
 ) -> None:
-    store, server = FakeStore(), devserver_factory(auth_fail_after=2)
+    server = devserver_factory(auth_fail_after=2)
     gate = RequestGate(concurrency=1)
 
     outcomes = run_batch(store, server, folder, journal=Journal(tmp_path / "j"), gate=gate)
@@ -184,9 +202,9 @@ def test_rejected_credentials_release_the_file_and_keep_its_paid_chunks(
 
 
 def test_a_file_costs_one_store_call_to_settle_its_content_one_per_chunk_and_one_to_finish(
-    devserver_factory, folder: Path, tmp_path: Path
+    store: ObservedStore, devserver_factory, folder: Path, tmp_path: Path
 ) -> None:
-    store, server = FakeStore(), devserver_factory()
+    server = devserver_factory()
     before, contexts = store.transactions, []
     journal = Journal(tmp_path / "journal")
 
@@ -203,9 +221,9 @@ def test_a_file_costs_one_store_call_to_settle_its_content_one_per_chunk_and_one
 
 
 def test_a_copy_of_answered_content_costs_one_store_call_in_a_shared_commit(
-    devserver_factory, folder: Path, tmp_path: Path
+    store: ObservedStore, devserver_factory, folder: Path, tmp_path: Path
 ) -> None:
-    store, journal = FakeStore(), Journal(tmp_path / "journal")
+    journal = Journal(tmp_path / "journal")
     run_batch(store, devserver_factory(), folder, journal=journal)
     copies = 6
     for i in range(copies):
@@ -223,9 +241,9 @@ def test_a_copy_of_answered_content_costs_one_store_call_in_a_shared_commit(
 
 
 def test_the_dry_run_counts_exactly_what_the_run_then_sends(
-    devserver_factory, folder: Path, tmp_path: Path
+    store: ObservedStore, devserver_factory, folder: Path, tmp_path: Path
 ) -> None:
-    store, journal = FakeStore(), Journal(tmp_path / "journal")
+    journal = Journal(tmp_path / "journal")
 
     def plan() -> Plan:
         return plan_backlog(
@@ -256,7 +274,7 @@ def max_wav_bytes(server: RunningDevServer) -> int:
 # --- the recorder on its own ---------------------------------------------------------
 
 
-def recorder_of(store: FakeStore, item: ItemRecord, journal: Journal) -> FileRecorder:
+def recorder_of(store: ObservedStore, item: ItemRecord, journal: Journal) -> FileRecorder:
     keeper = LeaseKeeper(store=store, lease_s=60)
     return FileRecorder(item, store=store, leases=keeper, journal=journal, store_retry_s=0.1)
 
@@ -279,9 +297,9 @@ ANSWER = Transcription(text="stable", extras={"txn_id": "t-1"}, attempts=1, late
 
 
 def test_a_paid_answer_goes_to_the_journal_while_the_store_is_down_and_is_recorded_later(
-    folder: Path, tmp_path: Path
+    store: ObservedStore, folder: Path, tmp_path: Path
 ) -> None:
-    store, journal = FakeStore(), Journal(tmp_path / "journal")
+    journal = Journal(tmp_path / "journal")
     (item,) = register_and_claim(store, folder)
     recorder = recorder_of(store, item, journal)
 
@@ -303,9 +321,8 @@ def test_a_paid_answer_goes_to_the_journal_while_the_store_is_down_and_is_record
 
 
 def test_the_recorder_writes_nothing_once_its_claim_was_taken_over(
-    folder: Path, tmp_path: Path
+    store: ObservedStore, folder: Path, tmp_path: Path
 ) -> None:
-    store = FakeStore()
     (item,) = register_and_claim(store, folder)
     with store.unit_of_work() as uow:
         assert item.lease_token is not None
@@ -326,13 +343,15 @@ def test_the_recorder_writes_nothing_once_its_claim_was_taken_over(
     assert list(Journal(tmp_path / "journal").entries()) == []
 
 
-def test_a_file_ends_in_its_last_answers_commit(devserver_factory, tmp_path: Path) -> None:
+def test_a_file_ends_in_its_last_answers_commit(
+    store: ObservedStore, devserver_factory, tmp_path: Path
+) -> None:
     """A one-chunk dictation: its content settled, then its answer and its end in one
     commit (they were two), with the same transcript and outcome."""
     short = tmp_path / "short"
     short.mkdir()
     soundfile.write(short / "brief.wav", encode_tone_dictation("pulse regular"), 16000)
-    store, contexts = FakeStore(), []
+    contexts: list[BatchContext] = []
     journal = Journal(tmp_path / "journal")
 
     outcomes = run_batch(store, devserver_factory(), short, journal=journal, contexts=contexts)
@@ -348,9 +367,8 @@ def test_a_file_ends_in_its_last_answers_commit(devserver_factory, tmp_path: Pat
 
 
 def test_the_recorder_finishes_with_the_last_answer_and_lets_the_claim_go(
-    folder: Path, tmp_path: Path
+    store: ObservedStore, folder: Path, tmp_path: Path
 ) -> None:
-    store = FakeStore()
     (item,) = register_and_claim(store, folder)
     recorder = recorder_of(store, item, Journal(tmp_path / "journal"))
     end = FileEnd("stable", 1000, 1, {}, ())

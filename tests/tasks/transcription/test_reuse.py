@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from storage.interface import UnitOfWorkFactory
 from storage.records import ChunkRecord, ItemRecord
 from tasks.transcription.reuse import ReuseFacts, decide_reuse, read_reuse_facts, reused_extras
-from tests.fakes.store import FakeStore
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 OLD, NEW = "a" * 64, "b" * 64
@@ -95,7 +95,7 @@ def test_a_twin_is_named_in_the_extras_and_an_own_transcript_is_not() -> None:
     ],
 )
 def test_the_facts_read_only_what_the_decision_weighs(
-    stored: ItemRecord | None, queries: set[str]
+    store: UnitOfWorkFactory, stored: ItemRecord | None, queries: set[str]
 ) -> None:
     asked: set[str] = set()
 
@@ -110,6 +110,6 @@ def test_the_facts_read_only_what_the_decision_weighs(
             asked.add(name)
             return found
 
-    with FakeStore().unit_of_work(read_only=True) as uow:
+    with store.unit_of_work(read_only=True) as uow:
         read_reuse_facts(Counting(uow), stored, sha256=NEW, language="en-IN")  # type: ignore[arg-type]
     assert asked == queries

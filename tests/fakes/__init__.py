@@ -1,1 +1,0 @@
-"""In-memory stand-ins of the narrow interfaces, for the fast unit tier."""
