@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import typer
-from typer import _click as click  # Typer vendors click; its group API is typed with it
 from typer.core import TyperCommand, TyperGroup
 
 from config.errors import MedasrError
@@ -25,6 +24,7 @@ from config.runtime import prepare_prefect_environment
 from flows.cli.error_exits import exit_on_error
 from flows.cli.metavars import name_values
 from flows.cli.reader_gone import outlive_readers
+from flows.cli.vendored_click import click
 
 
 @dataclass(frozen=True)

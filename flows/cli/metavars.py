@@ -7,8 +7,9 @@ metavar keeps it; every other one gets a word from its type, and a flag none.
 
 from __future__ import annotations
 
-from typer import _click as click  # Typer vendors click; its command API is typed with it
 from typer.core import TyperArgument, TyperOption
+
+from flows.cli.vendored_click import click
 
 # Typer's label of a type (without the angle brackets) -> the word shown instead.
 _WORDS = {
