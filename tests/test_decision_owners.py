@@ -1,7 +1,7 @@
-"""Each review decision, and each change to a reviewer's account, has one owner:
-tasks/review/, which changes the review state or the account and writes the decision's
-audit event in the same unit of work. Read from the source with `ast` (nothing is
-imported), like tests/test_layout.py.
+"""Each review decision, each change to a reviewer's account, and each sign-in and
+sign-out has one owner: tasks/review/, which changes the review state, the account or the
+session and writes the decision's audit event in the same unit of work. Read from the
+source with `ast` (nothing is imported), like tests/test_layout.py.
 
 A face (the command line, the workstation, a future API) parses, calls one decision
 function and renders: it neither calls the repository methods that change a recording's
@@ -23,12 +23,16 @@ PACKAGES = ("audit", "config", "service", "storage", "tasks", "flows", "web")
 OWNERS = ("tasks/review/", "storage/")
 # Repository methods that change a recording's review state.
 REVIEW_WRITERS = frozenset({"accept_review", "resend_review", "add_revision", "sign_off"})
-# Calls that change an account (repository methods, and accounts.add_reviewer by name).
-ACCOUNT_WRITERS = frozenset({"add_reviewer", "set_disabled", "unlock"})
+# Calls that change an account (repository methods, and accounts.add_reviewer by name),
+# and those that settle a sign-in or start and end a workstation session.
+ACCOUNT_WRITERS = frozenset({"add_reviewer", "set_disabled", "unlock"}) | frozenset(
+    {"record_failure", "record_success", "settle_sign_in", "start_session", "end_session"}
+)
 # The audit actions of review decisions and account changes (audit/actions.py).
 DECISION_ACTIONS = frozenset(
     {"ACCEPTED", "SENT_BACK", "REVISION_SAVED", "FINALIZED", "LANGUAGE_CHANGED"}
     | {"REVIEWER_ADDED", "REVIEWER_DISABLED", "REVIEWER_UNLOCKED"}
+    | {"LOGIN", "LOGIN_FAILED", "LOCKED_OUT", "LOGOUT"}
 )
 
 
@@ -94,7 +98,12 @@ def test_the_faces_are_read() -> None:
             ["x.py:1 writes AuditAction.SENT_BACK"],
         ),
         ("decisions.accept_as_is(uow, item_id=7, author='a', base_revision=None)", []),
-        ("record_event(uow, action=AuditAction.LOGIN, actor='a')", []),
+        (
+            "record_event(uow, action=AuditAction.LOGIN, actor='a')",
+            ["x.py:1 writes AuditAction.LOGIN"],
+        ),
+        ("uow.web_sessions.end_session(digest)", ["x.py:1 calls end_session"]),
+        ("record_event(uow, action=AuditAction.TRANSCRIPT_VIEWED, actor='a')", []),
         ("uow.reviewers.unlock('ann')", ["x.py:1 calls unlock"]),
         ("uow.reviewers.set_disabled('ann', disabled=True)", ["x.py:1 calls set_disabled"]),
         ("add_reviewer(uow, name='ann', role='admin', password=p)", ["x.py:1 calls add_reviewer"]),

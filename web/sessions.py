@@ -15,10 +15,9 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
-from audit import AuditAction, record_event
 from storage.records import WebSessionRecord
-from storage.review_interface import ReviewUnitOfWork
 from tasks.review.accounts import LoginResult
+from tasks.review.workstation_sessions import sign_out
 from web.context import in_unit_of_work, render, workstation
 from web.limits import read_form
 from web.security import (
@@ -162,11 +161,10 @@ async def login(request: Request) -> Response:
 async def logout(request: Request, session: WebSessionRecord) -> Response:
     """POST /logout: the session ends."""
 
-    def end(uow: ReviewUnitOfWork) -> None:
-        uow.web_sessions.end_session(session.id_sha256)
-        record_event(uow, action=AuditAction.LOGOUT, actor=session.reviewer.name)
-
-    await in_unit_of_work(request, end)
+    await in_unit_of_work(
+        request,
+        lambda uow: sign_out(uow, id_sha256=session.id_sha256, reviewer_name=session.reviewer.name),
+    )
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, **cookie_options(tls=workstation(request).tls))
     return response

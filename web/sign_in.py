@@ -4,27 +4,19 @@ Before anything: the throttle per client address and per name (web/throttle.py) 
 refuse the attempt (429). Then the account is read (a read-only unit of work), its
 password verified by argon2 in a worker thread with at most VERIFICATIONS_AT_ONCE
 (web/throttle.py) running at a time (the others wait on the event loop, holding no
-thread and no transaction), and the outcome written (failure count, session, audit event) in a short
-unit of work of its own. Signed-in pages never wait behind a hash.
+thread and no transaction), and the outcome settled in a short unit of work of its own by
+tasks/review/workstation_sessions.py (failure count, session, audit event). Signed-in pages
+never wait behind a hash.
 """
 
 from __future__ import annotations
 
-import hashlib
-
 from starlette.requests import Request
 
-from audit import AuditAction, record_event
 from config.workstation import WebSettings
 from storage.review_interface import ReviewUnitOfWork
-from tasks.review.accounts import (
-    Candidate,
-    Login,
-    LoginResult,
-    fold_name,
-    look_up,
-    settle_sign_in,
-)
+from tasks.review.accounts import Candidate, Login, fold_name, look_up
+from tasks.review.workstation_sessions import NewSession, settle_sign_in_session
 from web.context import in_unit_of_work, workstation
 from web.security import new_token, token_digest
 
@@ -61,31 +53,13 @@ def _settle(
     web: WebSettings,
     replaces: str | None,
 ) -> Login:
-    """Settle the sign-in, start the session on success, and record what happened."""
-    name = candidate.reviewer.name if candidate.reviewer is not None else _unknown(candidate.name)
-    outcome = settle_sign_in(
-        uow, candidate, matched=matched, password=password, lockout_s=web.lockout_s
+    session = NewSession(
+        id_sha256=token_digest(token),
+        csrf_token=new_token(),
+        idle_s=web.idle_timeout_s,
+        replaces_sha256=token_digest(replaces) if replaces else None,
     )
-    if outcome.result is LoginResult.OK and outcome.reviewer is not None:
-        if replaces:
-            uow.web_sessions.end_session(token_digest(replaces))
-        uow.web_sessions.start_session(
-            id_sha256=token_digest(token),
-            reviewer_id=outcome.reviewer.id,
-            csrf_token=new_token(),
-            idle_s=web.idle_timeout_s,
-        )
-        record_event(uow, action=AuditAction.LOGIN, actor=name)
-        return outcome
-    detail: dict[str, str | int] = {"reason": outcome.result.value}
-    record_event(uow, action=AuditAction.LOGIN_FAILED, actor=name, detail=detail)
-    if outcome.result is LoginResult.LOCKED_NOW:
-        record_event(uow, action=AuditAction.LOCKED_OUT, actor=name, target=name)
-    return outcome
-
-
-def _unknown(typed: str) -> str:
-    """What the trail keeps of a typed name that names no account: people type their
-    password into the name field, so only a short hash of it."""
-    digest = hashlib.sha256(typed.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"unknown-name:{digest[:16]}"
+    return settle_sign_in_session(
+        uow, candidate, matched=matched, password=password, lockout_s=web.lockout_s,
+        session=session,
+    )  # fmt: skip
