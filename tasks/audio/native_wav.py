@@ -34,6 +34,7 @@ from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, read_head
 from tasks.audio.resampler import SAMPLE_BYTES, ResampledReader, SampleFormat
 from tasks.audio.riff import wave_chunks
 from tasks.audio.sniff import check_wav_header, is_placeholder_size
+from tasks.audio.worker_stream import StreamedPcm
 from tasks.errors import AudioNotFound
 
 _PCM = 1
@@ -209,7 +210,7 @@ class NativeWavReader:
 
 # What open_pcm_source hands back: each is a context manager whose `readinto` fills
 # 16 kHz mono s16le samples and whose `finish` says how decoding ended.
-PcmReader = PcmDecoder | DecodedPcm | NativeWavReader | ResampledReader
+PcmReader = PcmDecoder | DecodedPcm | StreamedPcm | NativeWavReader | ResampledReader
 
 
 def open_pcm_source(
@@ -227,7 +228,7 @@ def open_pcm_source(
         if decoders is not None:
             decoded = decoders.decode(path, head=head, timeout_s=timeout_s)
             if decoded is not None:
-                return decoded[0], True, decoded[1]  # as long as its header promised
+                return decoded[0], decoded[1].exact, decoded[1]
         # One ffmpeg run both describes the input (before any sample) and decodes it.
         decoder = PcmDecoder(path, timeout_s=timeout_s)
         info, exact = decoder.read_info(head=head, timeout_s=probe_timeout_s)

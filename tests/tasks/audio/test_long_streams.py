@@ -1,0 +1,257 @@
+"""mp3 and m4a recordings of any length are decoded by a libav worker that streams the
+samples back in pieces, as the ffmpeg command would decode them; a worker that dies,
+hangs or finds the file unfit mid-stream hands the rest to ffmpeg, which starts the file
+over and whose first samples must be the ones already taken.
+
+The oracle is the naive script's own command, `ffmpeg -i F -ac 1 -ar 16000 out.wav`,
+split by the same splitter: chunk for chunk, byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+
+from devserver.tone import decode_wav_bytes, encode_tone_dictation
+from tasks.audio import DecoderPool, iter_chunks
+from tasks.audio import worker_stream as stream_module
+from tasks.audio.decoder import PcmDecoder
+from tasks.audio.ffmpeg import probe_with_confidence, read_head
+from tasks.audio.native_wav import open_pcm_source
+from tasks.audio.worker_stream import StreamedPcm
+from tasks.errors import AudioError
+from tests.helpers.audio import assert_no_child_left, children_pids, ffmpeg
+from tests.helpers.native_wav import TEXT
+
+_CAP_BYTES = 1_000_000  # about 31 s a chunk: a 6-minute file is a dozen chunks
+_ENCODERS = {
+    ".mp3": ("-c:a", "libmp3lame", "-b:a", "64k"),
+    ".m4a": ("-c:a", "aac", "-b:a", "48k", "-movflags", "+faststart"),
+}
+
+
+@pytest.fixture
+def decoders() -> Iterator[DecoderPool]:
+    pool = DecoderPool(max_processes=2)
+    yield pool
+    pool.close()
+
+
+def long_recording(path: Path, *, minutes: float, rate_hz: int = 44_100, channels: int = 2,
+                   extra: tuple[str, ...] = ()) -> Path:  # fmt: skip
+    """TEXT as tone dictation, then 4 s of quiet noise, again and again for `minutes`,
+    encoded by `path`'s suffix at `rate_hz` and `channels` (and `extra` options)."""
+    spoken = encode_tone_dictation(TEXT, sample_rate_hz=22_050).astype(np.float64)
+    quiet = np.random.default_rng(7).normal(0, 60, 4 * 22_050)
+    segment = path.with_suffix(".segment.wav")
+    soundfile.write(segment, np.concatenate([spoken, quiet]).astype(np.int16), 22_050, "PCM_16")
+    ffmpeg("-stream_loop", "-1", "-i", str(segment), "-t", str(minutes * 60), "-ar", str(rate_hz),
+           "-ac", str(channels), *_ENCODERS[path.suffix], *extra, str(path))  # fmt: skip
+    segment.unlink()
+    return path
+
+
+def ffmpeg_wav(path: Path) -> Path:
+    """The ffmpeg command's own 16 kHz mono s16le WAV of `path` (the oracle)."""
+    target = path.with_suffix(".ffmpeg.wav")
+    ffmpeg("-i", str(path), "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", str(target))
+    return target
+
+
+def chunk_digests(path: Path, *, decoders: DecoderPool | None) -> list[tuple[int, int, str]]:
+    """(start, end, sha256 of the WAV) of every chunk of `path`."""
+    return [
+        (chunk.start_sample, chunk.end_sample, hashlib.sha256(chunk.wav).hexdigest())
+        for chunk in iter_chunks(path, max_bytes=_CAP_BYTES, decoders=decoders)
+    ]
+
+
+def outcome(path: Path, *, decoders: DecoderPool | None) -> list[tuple[int, int, str]] | str:
+    """The chunks, or the error word for word."""
+    try:
+        return chunk_digests(path, decoders=decoders)
+    except AudioError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def no_ffmpeg(*args: object, **kwargs: object) -> None:
+    raise AssertionError("an ffmpeg process was started")
+
+
+def live_workers() -> list[int]:
+    """This process's decoding workers, alive (zombies not counted)."""
+    return [
+        pid
+        for pid in children_pids()
+        if b"tasks.libav.worker" in _cmdline(pid) and _state(pid) not in ("Z", None)
+    ]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def counting_ffmpeg(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The paths ffmpeg takes over from a worker, from now on."""
+    started: list[Path] = []
+
+    class Counted(PcmDecoder):
+        def __init__(self, path: Path, *, timeout_s: float) -> None:
+            started.append(path)
+            super().__init__(path, timeout_s=timeout_s)
+
+    monkeypatch.setattr(stream_module, "PcmDecoder", Counted)
+    return started
+
+
+def split_with_trouble(
+    path: Path, decoders: DecoderPool, *, trouble: Callable[[int], None], timeout_s: float = 60
+) -> list[tuple[int, int, str]]:
+    """The chunks of `path`, `trouble(worker pid)` done once three chunks are out."""
+    digests = []
+    chunks = iter_chunks(path, max_bytes=_CAP_BYTES, decoders=decoders, timeout_s=timeout_s)
+    for chunk in chunks:
+        digest = hashlib.sha256(chunk.wav).hexdigest()
+        digests.append((chunk.start_sample, chunk.end_sample, digest))
+        if len(digests) == 3:
+            [worker] = live_workers()
+            trouble(worker)
+    return digests
+
+
+def test_a_six_minute_mp3_is_decoded_by_a_worker_not_by_ffmpeg(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool
+) -> None:
+    path = long_recording(tmp_path / "long.mp3", minutes=6)
+    oracle = chunk_digests(ffmpeg_wav(path), decoders=None)
+    monkeypatch.setattr(PcmDecoder, "__init__", no_ffmpeg)
+    assert chunk_digests(path, decoders=decoders) == oracle
+    assert decoders.decoded == 1
+    chunks = iter_chunks(path, max_bytes=_CAP_BYTES, decoders=decoders)
+    assert decode_wav_bytes(next(chunks).wav).startswith(TEXT)
+    chunks.close()
+
+
+@pytest.mark.parametrize("suffix", [".mp3", ".m4a"])
+def test_six_minutes_give_the_ffmpeg_commands_chunks_byte_for_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool, suffix: str
+) -> None:
+    path = long_recording(tmp_path / f"long{suffix}", minutes=6)
+    oracle = chunk_digests(ffmpeg_wav(path), decoders=None)
+    monkeypatch.setattr(PcmDecoder, "__init__", no_ffmpeg)
+    info, exact, source = open_pcm_source(path, timeout_s=60, probe_timeout_s=60,
+                                          decoders=decoders)  # fmt: skip
+    source.close()
+    assert isinstance(source, StreamedPcm)
+    assert (info, exact) == probe_with_confidence(path)
+    assert chunk_digests(path, decoders=decoders) == oracle  # cut at the same pauses
+    assert len(oracle) >= 12
+    assert decoders.decoded == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", [".mp3", ".m4a"])
+def test_thirty_minutes_give_the_ffmpeg_commands_chunks_byte_for_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool, suffix: str
+) -> None:
+    path = long_recording(tmp_path / f"long{suffix}", minutes=30, rate_hz=22_050, channels=1)
+    oracle = chunk_digests(ffmpeg_wav(path), decoders=None)
+    monkeypatch.setattr(PcmDecoder, "__init__", no_ffmpeg)
+    assert chunk_digests(path, decoders=decoders) == oracle
+    assert decoders.decoded == 1
+
+
+def test_an_mp3_whose_length_is_estimated_is_streamed_and_judged_as_ffmpeg_judges_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool
+) -> None:
+    path = long_recording(tmp_path / "no-xing.mp3", minutes=6, extra=("-write_xing", "0"))
+    oracle = chunk_digests(ffmpeg_wav(path), decoders=None)
+    monkeypatch.setattr(PcmDecoder, "__init__", no_ffmpeg)
+    info, exact, source = open_pcm_source(path, timeout_s=60, probe_timeout_s=60,
+                                          decoders=decoders)  # fmt: skip
+    source.close()
+    assert (info, exact) == probe_with_confidence(path)
+    assert not exact  # "Estimating duration from bitrate": no length promised
+    assert chunk_digests(path, decoders=decoders) == oracle
+
+
+def test_a_worker_killed_mid_file_hands_the_rest_to_ffmpeg_from_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool
+) -> None:
+    path = long_recording(tmp_path / "long.m4a", minutes=6)
+    oracle = chunk_digests(ffmpeg_wav(path), decoders=None)
+    taken_over = counting_ffmpeg(monkeypatch)
+    ours = split_with_trouble(path, decoders, trouble=lambda pid: os.kill(pid, signal.SIGKILL))
+    assert ours == oracle  # the chunks cut before the kill are the ffmpeg command's too
+    assert taken_over == [path]
+    assert decoders.decoded == 0
+    assert live_workers() == []  # the dead one reaped
+
+
+def test_a_worker_that_hangs_mid_file_is_killed_and_ffmpeg_finishes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool
+) -> None:
+    path = long_recording(tmp_path / "long.mp3", minutes=6)
+    oracle = chunk_digests(ffmpeg_wav(path), decoders=None)
+    taken_over = counting_ffmpeg(monkeypatch)
+    stopped: list[int] = []
+
+    def hang(pid: int) -> None:
+        os.kill(pid, signal.SIGSTOP)
+        stopped.append(pid)
+
+    assert split_with_trouble(path, decoders, trouble=hang, timeout_s=8) == oracle
+    assert taken_over == [path]
+    assert _state(stopped[0]) is None  # killed and reaped
+    assert live_workers() == []
+
+
+def test_a_file_found_damaged_mid_stream_meets_ffmpegs_own_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool
+) -> None:
+    whole = long_recording(tmp_path / "whole.m4a", minutes=6)
+    data = bytearray(whole.read_bytes())
+    at = len(data) * 2 // 3
+    data[at : at + 4096] = np.random.default_rng(1).bytes(4096)  # noise over a stretch
+    path = tmp_path / "damaged.m4a"
+    path.write_bytes(bytes(data))
+    alone = outcome(path, decoders=None)
+    taken_over = counting_ffmpeg(monkeypatch)
+    assert outcome(path, decoders=decoders) == alone
+    assert taken_over == [path]  # the worker streamed two thirds, then said unfit
+    assert decoders.decoded == 0
+    assert len(live_workers()) == 1  # the worker itself was fine: kept for the next file
+
+
+def test_a_split_closed_mid_stream_leaves_no_worker_and_no_process(
+    tmp_path: Path, decoders: DecoderPool
+) -> None:
+    path = long_recording(tmp_path / "long.mp3", minutes=6)
+    before = children_pids()
+    chunks = iter_chunks(path, max_bytes=_CAP_BYTES, decoders=decoders)
+    next(chunks)
+    assert len(live_workers()) == 1
+    chunks.close()  # a cancelled run closes the split of the file it was sending
+    assert live_workers() == []
+    assert_no_child_left(before)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["long.mp3"]  # no temp file
+    source = decoders.decode(path, head=read_head(path)[0], timeout_s=60)
+    assert source is not None  # a new worker for the next file
+    source[1].close()
