@@ -8,7 +8,7 @@ recording): on a backlog of short dictations that is the largest cost left. Read
 8-bit unsigned, 16/24/32-bit signed and 32/64-bit float samples, plain or
 WAVE_FORMAT_EXTENSIBLE (with no channel mask or the usual one), one or two channels,
 8-96 kHz. Anything else (more channels, A-law, ADPCM, another rate, RF64, a data chunk
-past the first 64 KiB) goes through ffmpeg, or, for a short well-formed compressed file,
+past the first 64 KiB) goes through ffmpeg, or, for a well-formed compressed file,
 through a libav worker process when the caller has them (tasks/audio/decoder_pool.py).
 `open_pcm_source` is the one entry point: it returns ffmpeg's decoder
 (tasks/audio/decoder.py), the samples a worker decoded, this reader, or this reader
@@ -217,7 +217,7 @@ def open_pcm_source(
     path: Path, *, timeout_s: float, probe_timeout_s: float, decoders: DecoderPool | None = None
 ) -> tuple[AudioInfo, bool, PcmReader]:
     """(info, exact duration?, reader) for `path`: ffmpeg unless the WAV is one medasr
-    reads itself or `decoders` (libav worker processes) decoded a short, well-formed file.
+    reads itself or `decoders` (libav worker processes) decode a well-formed file.
 
     Raises the AudioError subclasses of probe_audio for a file that cannot be opened.
     """

@@ -271,8 +271,9 @@ def iter_chunks(
 
     Raises AudioError subclasses (see the module docstring for when); ValueError for a
     cap under one second. `timeout_s` bounds the time spent waiting for ffmpeg.
-    Closing the generator early kills ffmpeg. With `decoders`, a short mp3 or m4a is
-    decoded whole by a libav worker process first (at most ~9.6 MB of samples).
+    Closing the generator early kills ffmpeg. With `decoders`, an mp3, m4a, FLAC, Ogg or
+    AIFF is decoded by a libav worker process: whole first up to 5 minutes (at most
+    ~9.6 MB of samples), streamed beyond (closing early kills that worker).
     """
     cutter = _Cutter(
         cap_samples=max_chunk_samples(max_bytes),
