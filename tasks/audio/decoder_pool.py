@@ -198,7 +198,9 @@ def _widen_pipe(descriptor: int, *, size_bytes: int) -> None:
 
 
 class DecoderPool:
-    """Up to `max_processes` decoding workers, started when first needed, kept for the run.
+    """Up to `max_processes` decoding workers, started when first needed, kept for the run;
+    a worker streaming a long file (waiting on the splitter most of the time) is not
+    counted, up to twice `max_processes` in all, so long files leave short ones a worker.
 
     Thread-safe: each decode thread takes a free worker for one file. `close()` ends them.
     """
@@ -208,6 +210,7 @@ class DecoderPool:
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
         self._started = 0  # workers alive, idle or decoding
+        self._streaming = 0  # of those, held by a streamed file
         self._unavailable = False  # a worker could not start: ffmpeg decodes everything
         self._closed = False
         self.decoded = 0  # files the workers decoded (for tests and benchmarks)
@@ -233,6 +236,8 @@ class DecoderPool:
         if whole is not None:
             self._give_back(worker, decoded=True)
             return info, whole
+        with self._lock:
+            self._streaming += 1
         streamed = StreamedPcm(path, answers=worker, head=head, timeout_s=timeout_s, exact=exact,
                                release=functools.partial(self._release, worker))  # fmt: skip
         return info, streamed
@@ -240,6 +245,8 @@ class DecoderPool:
     def _release(self, worker: _Worker, *, alive: bool, decoded: bool) -> None:
         """A streamed file's worker back to the pool, or killed (dead, hung, or the file
         left half read)."""
+        with self._lock:
+            self._streaming -= 1
         if not alive:
             worker.kill()
         self._give_back(worker if alive else None, decoded=decoded)
@@ -250,7 +257,8 @@ class DecoderPool:
                 return None
             if self._idle:
                 return self._idle.pop()
-            if self._started >= self._max_processes:
+            decoding = self._started - self._streaming
+            if decoding >= self._max_processes or self._started >= 2 * self._max_processes:
                 return None
             self._started += 1
         try:
@@ -265,7 +273,8 @@ class DecoderPool:
     def _give_back(self, worker: _Worker | None, *, decoded: bool) -> None:
         with self._lock:
             self.decoded += decoded
-            if worker is not None and not self._closed:
+            needed = self._started <= self._max_processes + self._streaming  # not a spare
+            if worker is not None and not self._closed and needed:
                 self._idle.append(worker)
                 return
             self._started -= 1

@@ -172,10 +172,22 @@ def test_thirty_minutes_give_the_ffmpeg_commands_chunks_byte_for_byte(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool, suffix: str
 ) -> None:
     path = long_recording(tmp_path / f"long{suffix}", minutes=30, rate_hz=22_050, channels=1)
+    short = long_recording(tmp_path / f"short{suffix}", minutes=0.25)
     oracle = chunk_digests(ffmpeg_wav(path), decoders=None)
     monkeypatch.setattr(PcmDecoder, "__init__", no_ffmpeg)
+    chunk_digests(short, decoders=decoders)  # the worker started, a short file decoded whole
+    [worker] = live_workers()
+    started_kb = peak_kb(worker)
     assert chunk_digests(path, decoders=decoders) == oracle
-    assert decoders.decoded == 1
+    assert decoders.decoded == 2
+    # 57.6 MB of samples went through it, a piece at a time
+    assert peak_kb(worker) - started_kb < 16_000
+
+
+def peak_kb(pid: int) -> int:
+    """The peak resident memory (VmHWM) of process `pid`."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0])
 
 
 def test_an_mp3_whose_length_is_estimated_is_streamed_and_judged_as_ffmpeg_judges_it(
@@ -255,3 +267,29 @@ def test_a_split_closed_mid_stream_leaves_no_worker_and_no_process(
     source = decoders.decode(path, head=read_head(path)[0], timeout_s=60)
     assert source is not None  # a new worker for the next file
     source[1].close()
+
+
+def test_a_long_file_streaming_leaves_short_ones_a_worker(tmp_path: Path) -> None:
+    long_path = long_recording(tmp_path / "long.mp3", minutes=6)
+    short_path = long_recording(tmp_path / "short.m4a", minutes=0.25)
+    pool = DecoderPool(max_processes=1)
+
+    def decode(path: Path) -> tuple[object, StreamedPcm | object] | None:
+        return pool.decode(path, head=read_head(path)[0], timeout_s=60)
+
+    chunks = iter_chunks(long_path, max_bytes=_CAP_BYTES, decoders=pool)
+    next(chunks)  # the one worker streams the long file, waiting on its pipe
+    assert decode(short_path) is not None  # a second worker, not an ffmpeg process
+    assert len(live_workers()) == 2
+    assert len(list(chunks)) >= 11
+    assert len(live_workers()) == 1  # no file streams: the spare one ended
+    chunks = iter_chunks(long_path, max_bytes=_CAP_BYTES, decoders=pool)
+    next(chunks)
+    assert decode(short_path) is not None
+    another = decode(long_path)
+    assert another is not None
+    assert decode(short_path) is None  # two workers streaming: twice the cap, ffmpeg's turn
+    another[1].close()  # type: ignore[attr-defined]
+    chunks.close()
+    pool.close()
+    assert live_workers() == []
