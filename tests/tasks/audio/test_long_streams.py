@@ -10,6 +10,7 @@ split by the same splitter: chunk for chunk, byte for byte.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import signal
 from collections.abc import Callable, Iterator
@@ -25,9 +26,9 @@ from tasks.audio import worker_stream as stream_module
 from tasks.audio.decoder import PcmDecoder
 from tasks.audio.ffmpeg import probe_with_confidence, read_head
 from tasks.audio.native_wav import open_pcm_source
-from tasks.audio.worker_stream import StreamedPcm
-from tasks.errors import AudioError
-from tests.helpers.audio import assert_no_child_left, children_pids, ffmpeg
+from tasks.audio.worker_stream import StreamedPcm, WorkerGone
+from tasks.errors import AudioError, CorruptAudio
+from tests.helpers.audio import assert_no_child_left, children_pids, ffmpeg, reference_pcm
 from tests.helpers.native_wav import TEXT
 
 _CAP_BYTES = 1_000_000  # about 31 s a chunk: a 6-minute file is a dozen chunks
@@ -293,3 +294,63 @@ def test_a_long_file_streaming_leaves_short_ones_a_worker(tmp_path: Path) -> Non
     chunks.close()
     pool.close()
     assert live_workers() == []
+
+
+class FakeWorker:
+    """A worker's answers from a list (what no real worker is made to say): then it is gone."""
+
+    def __init__(self, messages: list[bytes]) -> None:
+        self.messages = messages
+        self.released: list[dict[str, bool]] = []
+
+    def answer(self, *, timeout_s: float) -> bytes:
+        if not self.messages:
+            raise WorkerGone("no more answers")
+        return self.messages.pop(0)
+
+    def release(self, **outcome: bool) -> None:
+        self.released.append(outcome)
+
+
+def read_all(source: StreamedPcm) -> bytes:
+    out = bytearray()
+    view = memoryview(bytearray(100_000))
+    while count := source.readinto(view):
+        out += view[:count]
+    return bytes(out)
+
+
+def test_samples_that_differ_from_ffmpegs_are_said_and_ffmpeg_gives_the_rest(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = long_recording(tmp_path / "long.mp3", minutes=6)
+    reference = reference_pcm(path).tobytes()
+    wrong = bytes(300_000)  # silence where ffmpeg has sound
+    worker = FakeWorker([wrong])
+    source = StreamedPcm(path, answers=worker, release=worker.release,
+                         head=read_head(path)[0], timeout_s=60, exact=True)  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger=stream_module.__name__), source:
+        pcm = read_all(source)
+        source.finish()
+    assert worker.released == [{"alive": False, "decoded": False}]
+    assert pcm == wrong + reference[len(wrong) :]  # no sample lost or repeated
+    assert ["differ from ffmpeg's" in r.getMessage() for r in caplog.records] == [True]
+    assert str(path) not in caplog.text  # file names can carry patients' names
+
+
+def test_a_file_ffmpeg_finds_truncated_after_a_worker_gave_up_fails_as_ffmpeg_words_it(
+    tmp_path: Path,
+) -> None:
+    whole = long_recording(tmp_path / "whole.mp3", minutes=6).read_bytes()
+    path = tmp_path / "cut.mp3"
+    path.write_bytes(whole[: len(whole) // 2])  # its Xing header promises 6 minutes
+    reference = reference_pcm(path).tobytes()
+    worker = FakeWorker([reference[:200_000], b"", b"unfit"])
+    source = StreamedPcm(path, answers=worker, release=worker.release,
+                         head=read_head(path)[0], timeout_s=60, exact=True)  # fmt: skip
+    with source:
+        assert read_all(source) == reference
+        with pytest.raises(CorruptAudio) as raised:
+            source.finish()
+    assert worker.released == [{"alive": True, "decoded": False}]
+    assert outcome(path, decoders=None) == f"DamagedTail: {raised.value}"
