@@ -35,6 +35,10 @@ _CAP_BYTES = 1_000_000  # about 31 s a chunk: a 6-minute file is a dozen chunks
 _ENCODERS = {
     ".mp3": ("-c:a", "libmp3lame", "-b:a", "64k"),
     ".m4a": ("-c:a", "aac", "-b:a", "48k", "-movflags", "+faststart"),
+    ".flac": ("-c:a", "flac"),
+    ".ogg": ("-c:a", "libvorbis"),
+    ".opus": ("-c:a", "libopus", "-b:a", "32k"),
+    ".aiff": ("-c:a", "pcm_s16be"),
 }
 
 
@@ -167,6 +171,22 @@ def test_six_minutes_give_the_ffmpeg_commands_chunks_byte_for_byte(
     assert decoders.decoded == 1
 
 
+@pytest.mark.parametrize(
+    ("suffix", "rate_hz", "channels"),
+    [(".flac", 44_100, 2), (".ogg", 22_050, 1), (".opus", 48_000, 1), (".aiff", 16_000, 1)],
+)
+def test_six_minutes_of_flac_ogg_opus_and_aiff_give_the_ffmpeg_commands_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool, suffix: str,
+    rate_hz: int, channels: int,
+) -> None:  # fmt: skip
+    path = long_recording(tmp_path / f"long{suffix}", minutes=6, rate_hz=rate_hz,
+                          channels=channels)  # fmt: skip
+    oracle = chunk_digests(ffmpeg_wav(path), decoders=None)
+    monkeypatch.setattr(PcmDecoder, "__init__", no_ffmpeg)
+    assert chunk_digests(path, decoders=decoders) == oracle
+    assert decoders.decoded == 1
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".mp3", ".m4a"])
 def test_thirty_minutes_give_the_ffmpeg_commands_chunks_byte_for_byte(
@@ -236,15 +256,24 @@ def test_a_worker_that_hangs_mid_file_is_killed_and_ffmpeg_finishes_it(
     assert live_workers() == []
 
 
-def test_a_file_found_damaged_mid_stream_meets_ffmpegs_own_outcome(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool
-) -> None:
-    whole = long_recording(tmp_path / "whole.m4a", minutes=6)
+def _damaged(whole: Path) -> bytes:
     data = bytearray(whole.read_bytes())
     at = len(data) * 2 // 3
     data[at : at + 4096] = np.random.default_rng(1).bytes(4096)  # noise over a stretch
-    path = tmp_path / "damaged.m4a"
-    path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+def _cut_short(whole: Path) -> bytes:  # its STREAMINFO still promises 6 minutes
+    return whole.read_bytes()[: whole.stat().st_size * 2 // 3]
+
+
+@pytest.mark.parametrize(("suffix", "spoil"), [(".m4a", _damaged), (".flac", _cut_short)])
+def test_a_file_found_unfit_mid_stream_meets_ffmpegs_own_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool, suffix: str,
+    spoil: Callable[[Path], bytes],
+) -> None:  # fmt: skip
+    path = tmp_path / f"spoilt{suffix}"
+    path.write_bytes(spoil(long_recording(tmp_path / f"whole{suffix}", minutes=6)))
     alone = outcome(path, decoders=None)
     taken_over = counting_ffmpeg(monkeypatch)
     assert outcome(path, decoders=decoders) == alone
