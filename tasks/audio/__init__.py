@@ -7,8 +7,8 @@ What it offers (everything a caller needs is importable from `tasks.audio`):
                                             start/end sample and ms, WAV bytes, silent,
                                             voiced ms); memory is about two chunks,
                                             whatever the recording's length (with
-                                            `decoders`, a short compressed file is decoded
-                                            whole first: at most ~9.6 MB)
+                                            `decoders`, a compressed file of at most 5
+                                            minutes is decoded whole first: ~9.6 MB)
     is_all_silent(chunks)                   True when no chunk holds speech
     DecoderPool(max_processes=N)            libav worker processes for `decoders=`
     split_to_dir(path, out_dir, *, ...)     write chunk-NNNN.wav files (0700 folder, 0600
@@ -21,8 +21,9 @@ What it offers (everything a caller needs is importable from `tasks.audio`):
 Inside: splitter.py (splitting), pauses.py (speech level, pause and cut finder),
 decoder.py (one streaming ffmpeg process per file), ffmpeg.py (the binary, the probe,
 stderr summaries), native_wav.py (PCM and float WAV read without ffmpeg),
-resampler.py (its downmix and resampling to 16 kHz mono), decoder_pool.py (short mp3,
-m4a, FLAC, Ogg and AIFF decoded by libav worker processes, tasks/libav/), sniff.py
+resampler.py (its downmix and resampling to 16 kHz mono), decoder_pool.py (mp3,
+m4a, FLAC, Ogg and AIFF decoded by libav worker processes, tasks/libav/; a long one
+streamed, worker_stream.py), sniff.py
 (magic bytes), riff.py (the RIFF chunk walk and the WAV header).
 Failures are the typed AudioError tree of tasks/errors.py, each with one sentence.
 """

@@ -9,9 +9,12 @@ loop that sends the requests (bench/README.md "Night"). Here each worker is a pr
 its own that decodes one file at a time for the whole run: the same libav decoders and
 resampler as the ffmpeg command, the same bytes (tests/tasks/audio/test_decoder_pool.py).
 
-`DecoderPool.decode` returns None whenever ffmpeg should decode the file instead: none
-of those by its first bytes, anything the worker finds unfit (tasks/libav/decode.py),
-no worker free, a worker that died or took longer than the caller's timeout, or PyAV
+A file of at most 5 minutes comes back whole (`DecodedPcm`), a longer one in pieces as the
+splitter reads it (`StreamedPcm`, tasks/audio/worker_stream.py, which hands the rest of
+the file to ffmpeg when the worker fails mid-file). `DecoderPool.decode` returns None
+whenever ffmpeg should decode the file instead: none of those by its first bytes,
+anything the worker finds unfit before the first sample (tasks/libav/decode.py), no
+worker free, a worker that died or took longer than the caller's timeout, or PyAV
 missing (then the pool stops trying). So every error a person reads is still worded from
 ffmpeg's own messages, and a worker's trouble costs a file an ffmpeg run, never a result.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -32,6 +36,7 @@ from types import TracebackType
 
 from config.runtime import decoding_worker_environment
 from tasks.audio.ffmpeg import AudioInfo
+from tasks.audio.worker_stream import StreamedPcm, WorkerGone
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +66,8 @@ def looks_compressed(head: bytes) -> bool:
 
 class DecodedPcm:
     """A recording's 16 kHz mono s16le samples, decoded already; read like ffmpeg's pipe."""
+
+    exact = True  # as long as its header promised (the worker checked)
 
     def __init__(self, pcm: bytes) -> None:
         self._pcm = memoryview(pcm)
@@ -93,7 +100,7 @@ class DecodedPcm:
         self._at = 0
 
 
-class _WorkerGone(Exception):
+class _WorkerGone(WorkerGone):
     """The worker died, closed its pipe or did not answer in time."""
 
 
@@ -137,8 +144,10 @@ class _Worker:
             raise
         return worker
 
-    def decode(self, path: Path, *, timeout_s: float) -> tuple[AudioInfo, DecodedPcm] | None:
-        """The worker's decoding of `path`; None if ffmpeg should decode it."""
+    def decode(self, path: Path, *, timeout_s: float) -> tuple[AudioInfo, DecodedPcm | None,
+                                                               bool] | None:  # fmt: skip
+        """(info, samples, exact) of `path`, samples None when they follow in pieces
+        (`answer`); None if ffmpeg should decode it."""
         try:
             self._requests.send_bytes(os.fsencode(str(path.absolute())))
         except OSError as exc:
@@ -146,8 +155,16 @@ class _Worker:
         described = self._answer(timeout_s=timeout_s)
         if not described:
             return None
+        fields = json.loads(described)
+        streamed, exact = fields.pop("streamed", False), fields.pop("exact", True)
+        if streamed:
+            return AudioInfo(**fields), None, exact
         pcm = self._answer(timeout_s=timeout_s)  # written right after the description
-        return AudioInfo(**json.loads(described)), DecodedPcm(pcm)
+        return AudioInfo(**fields), DecodedPcm(pcm), True
+
+    def answer(self, *, timeout_s: float) -> bytes:
+        """The next message (a streamed file's piece); raises WorkerGone."""
+        return self._answer(timeout_s=timeout_s)
 
     def _answer(self, *, timeout_s: float) -> bytes:
         try:
@@ -181,7 +198,9 @@ def _widen_pipe(descriptor: int, *, size_bytes: int) -> None:
 
 
 class DecoderPool:
-    """Up to `max_processes` decoding workers, started when first needed, kept for the run.
+    """Up to `max_processes` decoding workers, started when first needed, kept for the run;
+    a worker streaming a long file (waiting on the splitter most of the time) is not
+    counted, up to twice `max_processes` in all, so long files leave short ones a worker.
 
     Thread-safe: each decode thread takes a free worker for one file. `close()` ends them.
     """
@@ -191,15 +210,16 @@ class DecoderPool:
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
         self._started = 0  # workers alive, idle or decoding
+        self._streaming = 0  # of those, held by a streamed file
         self._unavailable = False  # a worker could not start: ffmpeg decodes everything
         self._closed = False
         self.decoded = 0  # files the workers decoded (for tests and benchmarks)
 
     def decode(
         self, path: Path, *, head: bytes, timeout_s: float
-    ) -> tuple[AudioInfo, DecodedPcm] | None:
-        """(info, samples) of a short, well-formed compressed file (`looks_compressed`);
-        None if ffmpeg should decode `path` instead."""
+    ) -> tuple[AudioInfo, DecodedPcm | StreamedPcm] | None:
+        """(info, samples) of a well-formed compressed file (`looks_compressed`): decoded
+        whole up to 5 minutes, streamed beyond; None if ffmpeg should decode `path` instead."""
         if not looks_compressed(head) or (worker := self._take()) is None:
             return None
         try:
@@ -209,8 +229,27 @@ class DecoderPool:
             worker.kill()  # dead already, or hung past the caller's timeout: no grace
             self._give_back(None, decoded=False)
             return None
-        self._give_back(worker, decoded=decoded is not None)
-        return decoded
+        if decoded is None:
+            self._give_back(worker, decoded=False)
+            return None
+        info, whole, exact = decoded
+        if whole is not None:
+            self._give_back(worker, decoded=True)
+            return info, whole
+        with self._lock:
+            self._streaming += 1
+        streamed = StreamedPcm(path, answers=worker, head=head, timeout_s=timeout_s, exact=exact,
+                               release=functools.partial(self._release, worker))  # fmt: skip
+        return info, streamed
+
+    def _release(self, worker: _Worker, *, alive: bool, decoded: bool) -> None:
+        """A streamed file's worker back to the pool, or killed (dead, hung, or the file
+        left half read)."""
+        with self._lock:
+            self._streaming -= 1
+        if not alive:
+            worker.kill()
+        self._give_back(worker if alive else None, decoded=decoded)
 
     def _take(self) -> _Worker | None:
         with self._lock:
@@ -218,7 +257,8 @@ class DecoderPool:
                 return None
             if self._idle:
                 return self._idle.pop()
-            if self._started >= self._max_processes:
+            decoding = self._started - self._streaming
+            if decoding >= self._max_processes or self._started >= 2 * self._max_processes:
                 return None
             self._started += 1
         try:
@@ -233,7 +273,8 @@ class DecoderPool:
     def _give_back(self, worker: _Worker | None, *, decoded: bool) -> None:
         with self._lock:
             self.decoded += decoded
-            if worker is not None and not self._closed:
+            needed = self._started <= self._max_processes + self._streaming  # not a spare
+            if worker is not None and not self._closed and needed:
                 self._idle.append(worker)
                 return
             self._started -= 1

@@ -8,7 +8,7 @@ recording): on a backlog of short dictations that is the largest cost left. Read
 8-bit unsigned, 16/24/32-bit signed and 32/64-bit float samples, plain or
 WAVE_FORMAT_EXTENSIBLE (with no channel mask or the usual one), one or two channels,
 8-96 kHz. Anything else (more channels, A-law, ADPCM, another rate, RF64, a data chunk
-past the first 64 KiB) goes through ffmpeg, or, for a short well-formed compressed file,
+past the first 64 KiB) goes through ffmpeg, or, for a well-formed compressed file,
 through a libav worker process when the caller has them (tasks/audio/decoder_pool.py).
 `open_pcm_source` is the one entry point: it returns ffmpeg's decoder
 (tasks/audio/decoder.py), the samples a worker decoded, this reader, or this reader
@@ -34,6 +34,7 @@ from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, read_head
 from tasks.audio.resampler import SAMPLE_BYTES, ResampledReader, SampleFormat
 from tasks.audio.riff import wave_chunks
 from tasks.audio.sniff import check_wav_header, is_placeholder_size
+from tasks.audio.worker_stream import StreamedPcm
 from tasks.errors import AudioNotFound
 
 _PCM = 1
@@ -209,14 +210,14 @@ class NativeWavReader:
 
 # What open_pcm_source hands back: each is a context manager whose `readinto` fills
 # 16 kHz mono s16le samples and whose `finish` says how decoding ended.
-PcmReader = PcmDecoder | DecodedPcm | NativeWavReader | ResampledReader
+PcmReader = PcmDecoder | DecodedPcm | StreamedPcm | NativeWavReader | ResampledReader
 
 
 def open_pcm_source(
     path: Path, *, timeout_s: float, probe_timeout_s: float, decoders: DecoderPool | None = None
 ) -> tuple[AudioInfo, bool, PcmReader]:
     """(info, exact duration?, reader) for `path`: ffmpeg unless the WAV is one medasr
-    reads itself or `decoders` (libav worker processes) decoded a short, well-formed file.
+    reads itself or `decoders` (libav worker processes) decode a well-formed file.
 
     Raises the AudioError subclasses of probe_audio for a file that cannot be opened.
     """
@@ -227,7 +228,7 @@ def open_pcm_source(
         if decoders is not None:
             decoded = decoders.decode(path, head=head, timeout_s=timeout_s)
             if decoded is not None:
-                return decoded[0], True, decoded[1]  # as long as its header promised
+                return decoded[0], decoded[1].exact, decoded[1]
         # One ffmpeg run both describes the input (before any sample) and decodes it.
         decoder = PcmDecoder(path, timeout_s=timeout_s)
         info, exact = decoder.read_info(head=head, timeout_s=probe_timeout_s)

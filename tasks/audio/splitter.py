@@ -271,8 +271,8 @@ def iter_chunks(
 
     Raises AudioError subclasses (see the module docstring for when); ValueError for a
     cap under one second. `timeout_s` bounds the time spent waiting for ffmpeg.
-    Closing the generator early kills ffmpeg. With `decoders`, a short mp3 or m4a is
-    decoded whole by a libav worker process first (at most ~9.6 MB of samples).
+    Closing the generator early kills ffmpeg (or the streaming worker). With `decoders`, a
+    libav worker process decodes mp3/m4a/FLAC/Ogg/AIFF, whole up to 5 minutes, streamed beyond.
     """
     cutter = _Cutter(
         cap_samples=max_chunk_samples(max_bytes),

@@ -7,11 +7,19 @@ runs beside the parent's event loop, not under its GIL. Framing is
 
     parent -> worker    the absolute path, as bytes (os.fsencode)
     worker -> parent    b"ready" once, after PyAV is imported; then per path either
-                        b"" (ffmpeg should decode it) or a JSON description followed by
-                        a message of 16 kHz mono s16le samples
+                        b"" (ffmpeg should decode it), or
+                        a JSON description with "streamed": false, then one message of
+                        16 kHz mono s16le samples (a file of at most MAX_WHOLE_MS, decoded
+                        whole and judged fit before it is sent), or
+                        a JSON description with "streamed": true, then the samples in
+                        messages of about PIECE_BYTES as they decode, b"" after the last,
+                        and the verdict: b"ok", or b"unfit" (ffmpeg should decode it
+                        from its start; the pieces sent are the start of its bytes)
 
-The worker ends when its parent closes the request pipe, or dies (end of file), and when
-an answer cannot be written (the parent is gone). It writes nothing else anywhere.
+While it streams, the worker waits on the answer pipe: the parent reads a piece when the
+splitter wants samples, so neither side holds more than a piece or two. The worker ends
+when its parent closes the request pipe, or dies (end of file), and when an answer cannot
+be written (the parent is gone). It writes nothing else anywhere.
 """
 
 from __future__ import annotations
@@ -21,13 +29,20 @@ import os
 import signal
 import sys
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tasks.libav.decode import Stream
 
 READY = b"ready"
+END = b""  # after the last piece of a streamed file
+FIT = b"ok"
+UNFIT = b"unfit"
 
 
 def serve(requests: Connection, answers: Connection) -> None:
     """Answer paths until the parent closes its end."""
-    from tasks.libav.decode import decode_whole  # after the fds are ours: a failed import
+    from tasks.libav.decode import open_stream  # after the fds are ours: a failed import
     # of PyAV ends the worker before READY, which the parent reads as "no libav here"
 
     answers.send_bytes(READY)
@@ -36,13 +51,41 @@ def serve(requests: Connection, answers: Connection) -> None:
             path = os.fsdecode(requests.recv_bytes())
         except EOFError:
             return
-        decoded = decode_whole(path)
-        if decoded is None:
+        stream = open_stream(path)
+        if stream is None:
             answers.send_bytes(b"")
             continue
-        described, pcm = decoded
-        answers.send_bytes(json.dumps(described.as_dict()).encode())
+        try:
+            _answer(answers, stream)
+        finally:
+            stream.close()
+
+
+def _answer(answers: Connection, stream: Stream) -> None:
+    """One open file's answer: whole if short, else in pieces (or b"" for ffmpeg)."""
+    from tasks.libav.decode import MAX_WHOLE_MS, PIECE_BYTES, decode_whole
+
+    if stream.described.duration_ms <= MAX_WHOLE_MS:
+        pcm = decode_whole(stream)
+        if pcm is None:
+            answers.send_bytes(b"")
+            return
+        answers.send_bytes(_description(stream, streamed=False))
         answers.send_bytes(pcm)
+        return
+    if not stream.streamable:
+        answers.send_bytes(b"")
+        return
+    answers.send_bytes(_description(stream, streamed=True))
+    for piece in stream.iter_pieces(piece_bytes=PIECE_BYTES):
+        answers.send_bytes(piece)
+    answers.send_bytes(END)
+    answers.send_bytes(FIT if stream.fit else UNFIT)
+
+
+def _description(stream: Stream, *, streamed: bool) -> bytes:
+    fields = {**stream.described.as_dict(), "streamed": streamed, "exact": stream.exact}
+    return json.dumps(fields).encode()
 
 
 def main(argv: list[str]) -> int:

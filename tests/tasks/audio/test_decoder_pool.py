@@ -29,7 +29,7 @@ from tasks.audio import native_wav as sources
 from tasks.audio.decoder_pool import DecodedPcm
 from tasks.audio.ffmpeg import read_head
 from tasks.errors import AudioError
-from tasks.libav.decode import MAX_DURATION_MS
+from tasks.libav.decode import MAX_WHOLE_MS
 from tests.helpers.audio import ffmpeg, reference_pcm
 from tests.helpers.native_wav import TEXT, pcm_of
 
@@ -151,6 +151,22 @@ def test_flac_ogg_opus_and_aiff_are_decoded_by_a_worker_as_ffmpeg_decodes_them(
         assert text.strip() == TEXT
 
 
+@pytest.mark.parametrize(("rate_hz", "channels"), [(44_100, 2), (22_050, 1)])
+def test_an_mp3_without_a_xing_header_is_the_ffmpeg_commands_bytes_to_its_last_sample(
+    tmp_path: Path, decoders: DecoderPool, rate_hz: int, channels: int
+) -> None:
+    """Its duration is guessed from the bitrate: nothing says where the stream ends, and
+    ffmpeg keeps every decoded sample (cut at the guess, the last one or two were lost)."""
+    source = _encode(tmp_path / "note.m4a", rate_hz=rate_hz, channels=channels, pad_s=1.0)
+    path = tmp_path / "no-xing.mp3"
+    ffmpeg("-i", str(source), "-c:a", "libmp3lame", "-b:a", "64k", "-write_xing", "0", str(path))
+    assert _decode(decoders, path) is not None
+    ours, _ = pcm_of(path, max_bytes=100_000, decoders=decoders)
+    assert len(ours) == len(reference_pcm(path))
+    assert np.array_equal(ours, reference_pcm(path))
+    assert decoders.decoded == 2
+
+
 def _cut(source: Path, target: Path, *, keep: float) -> Path:
     data = source.read_bytes()
     target.write_bytes(data[: int(len(data) * keep)])
@@ -165,8 +181,8 @@ def _truncated_m4a(tmp: Path) -> Path:  # the index at the start promises what i
     return _cut(_encode(tmp / "whole.m4a", pad_s=6.0), tmp / "cut.m4a", keep=0.5)
 
 
-def _too_long_mp3(tmp: Path) -> Path:
-    return _encode(tmp / "long.mp3", pad_s=MAX_DURATION_MS / 1000)
+def _truncated_long_mp3(tmp: Path) -> Path:  # streamed if whole: its size betrays it first
+    return _cut(_encode(tmp / "long.mp3", pad_s=MAX_WHOLE_MS / 1000), tmp / "cut.mp3", keep=0.5)
 
 
 def _truncated_flac(tmp: Path) -> Path:  # its STREAMINFO still promises the whole length
@@ -188,7 +204,14 @@ def _looks_like_mp3(tmp: Path) -> Path:
 
 @pytest.mark.parametrize(
     "make",
-    [_truncated_mp3, _truncated_m4a, _too_long_mp3, _truncated_flac, _damaged_m4a, _looks_like_mp3],
+    [
+        _truncated_mp3,
+        _truncated_m4a,
+        _truncated_long_mp3,
+        _truncated_flac,
+        _damaged_m4a,
+        _looks_like_mp3,
+    ],
 )
 def test_what_is_not_plainly_well_formed_goes_to_ffmpeg(
     tmp_path: Path, decoders: DecoderPool, make: Callable[[Path], Path]
