@@ -13,6 +13,8 @@ import hashlib
 import logging
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -383,3 +385,38 @@ def test_a_file_ffmpeg_finds_truncated_after_a_worker_gave_up_fails_as_ffmpeg_wo
             source.finish()
     assert worker.released == [{"alive": True, "decoded": False}]
     assert outcome(path, decoders=None) == f"DamagedTail: {raised.value}"
+
+
+def test_a_worker_stopped_halfway_through_writing_a_piece_is_timed_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool
+) -> None:
+    """A reader waiting on splitter and service leaves the worker blocked mid-piece in a
+    full pipe; stopped there, the rest of that piece never comes: the timeout still holds."""
+    path = long_recording(tmp_path / "long.mp3", minutes=6)
+    oracle = chunk_digests(ffmpeg_wav(path), decoders=None)
+    taken_over = counting_ffmpeg(monkeypatch)
+    chunks = iter_chunks(path, max_bytes=_CAP_BYTES, decoders=decoders, timeout_s=12)
+    digests = [next(chunks)]
+    [worker] = live_workers()
+    wait_for(lambda: "pipe_write" in Path(f"/proc/{worker}/wchan").read_text())
+    os.kill(worker, signal.SIGSTOP)  # a piece half written: its length said, its bytes not
+    rest = threading.Thread(target=lambda: digests.extend(chunks), daemon=True)
+    rest.start()
+    rest.join(timeout=120)
+    hung = rest.is_alive()
+    if hung:
+        os.kill(worker, signal.SIGKILL)  # ends the read (end of file), ffmpeg finishes
+        rest.join()
+    assert not hung, "the read of a half-written piece outlived the 12 s timeout"
+    assert [(c.start_sample, c.end_sample, hashlib.sha256(c.wav).hexdigest())
+            for c in digests] == oracle  # fmt: skip
+    assert taken_over == [path]
+    assert live_workers() == []
+
+
+def wait_for(condition: Callable[[], bool], *, timeout_s: float = 60) -> None:
+    """Wait (polling, no fixed sleep) until `condition()` holds."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met"
+        time.sleep(0.05)
