@@ -420,3 +420,35 @@ def wait_for(condition: Callable[[], bool], *, timeout_s: float = 60) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met"
         time.sleep(0.05)
+
+
+def mislabelled_mp3(path: Path, *, minutes: float) -> Path:
+    """An mp3 without a Xing header whose first 20 s are at 320 kb/s and the rest at
+    32 kb/s (two files joined, as a recorder appending to a file may write): libav
+    estimates its length from the first frames' bitrate, far under 5 minutes."""
+    parts = []
+    for seconds, kbps in ((20, "320k"), (minutes * 60, "32k")):
+        part = path.with_suffix(f".{kbps}.mp3")
+        long_recording(part, minutes=seconds / 60, extra=("-b:a", kbps, "-write_xing", "0",
+                                                          "-id3v2_version", "0"))  # fmt: skip
+        parts.append(part.read_bytes())
+        part.unlink()
+    path.write_bytes(b"".join(parts))
+    return path
+
+
+def test_an_mp3_far_longer_than_its_estimated_length_is_not_held_whole(
+    tmp_path: Path, decoders: DecoderPool
+) -> None:
+    path = mislabelled_mp3(tmp_path / "joined.mp3", minutes=15)
+    short = long_recording(tmp_path / "short.mp3", minutes=0.25)
+    info, _ = probe_with_confidence(path)
+    assert info.duration_ms is not None
+    assert info.duration_ms < 300_000  # "short": decoded whole
+    oracle = chunk_digests(ffmpeg_wav(path), decoders=None)
+    chunk_digests(short, decoders=decoders)  # the worker started, a short file decoded whole
+    [worker] = live_workers()
+    started_kb = peak_kb(worker)
+    assert chunk_digests(path, decoders=decoders) == oracle  # no sample lost
+    # 28.8 MB of samples: at most the ~9.6 MB a short file may hold, not the whole
+    assert peak_kb(worker) - started_kb < 16_000
