@@ -27,9 +27,11 @@ import functools
 import json
 import logging
 import os
+import struct
 import subprocess
 import sys
 import threading
+import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import TracebackType
@@ -167,12 +169,30 @@ class _Worker:
         return self._answer(timeout_s=timeout_s)
 
     def _answer(self, *, timeout_s: float) -> bytes:
+        """The next message, read whole within `timeout_s`: Connection.recv_bytes would wait
+        for ever on a worker stopped halfway through writing one (blocked on a full pipe
+        while the splitter waited, then hung)."""
+        deadline = time.monotonic() + timeout_s
         try:
-            if not self._answers.poll(timeout_s):
-                raise _WorkerGone(f"no answer within {timeout_s:g} s")
-            return self._answers.recv_bytes()
-        except (EOFError, OSError) as exc:
+            (size,) = struct.unpack("!i", self._read(4, deadline=deadline, timeout_s=timeout_s))
+            if size == -1:  # multiprocessing's framing of a message over 2 GiB
+                (size,) = struct.unpack("!Q", self._read(8, deadline=deadline, timeout_s=timeout_s))
+            return self._read(size, deadline=deadline, timeout_s=timeout_s)
+        except OSError as exc:
             raise _WorkerGone("it ended") from exc
+
+    def _read(self, size: int, *, deadline: float, timeout_s: float) -> bytes:
+        """`size` bytes of the answer pipe, or _WorkerGone at `deadline` or its end."""
+        parts: list[bytes] = []
+        while size > 0:
+            if not self._answers.poll(max(0.0, deadline - time.monotonic())):
+                raise _WorkerGone(f"no answer within {timeout_s:g} s")
+            part = os.read(self._answers.fileno(), size)
+            if not part:
+                raise _WorkerGone("it ended")
+            parts.append(part)
+            size -= len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def stop(self) -> None:
         """Close its pipes (it ends at the end of file), then wait, or kill it."""

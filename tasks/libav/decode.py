@@ -10,9 +10,10 @@ next stretch of the ffmpeg command's bytes.
 
 Only what is plainly well-formed is decoded: an mp3, MP4/M4A, FLAC, Ogg or AIFF container
 with an audio stream and a duration. A file of at most `MAX_WHOLE_MS` is decoded whole
-before anything is handed on (at most ~9.6 MB of samples) and kept only if every packet
-decoded without an error into at least as many samples as the duration promises, give or
-take the splitter's own margin: `decode_whole` returns None otherwise. A longer file is
+before anything is handed on (at most ~9.6 MB of samples; one that decodes to 5 % more,
+its duration a guess, goes to ffmpeg) and kept only if every packet decoded without an
+error into at least as many samples as the duration promises, give or take the
+splitter's own margin: `decode_whole` returns None otherwise. A longer file is
 handed on in pieces of `PIECE_BYTES` as it decodes (`open_stream`, `Stream.iter_pieces`)
 when, before decoding, nothing says ffmpeg's probe would find it truncated
 (`Stream.streamable`); its verdict (`Stream.fit`: every packet decoded and, when ffmpeg
@@ -40,6 +41,9 @@ PIECE_BYTES = 512 * 1024  # a longer file leaves in pieces of this (16.4 s of sa
 OUTPUT_SAMPLE_RATE_HZ = 16_000  # tasks/audio/ffmpeg.py's, without importing tasks.audio
 _CONTAINERS = frozenset({"mp3", "mov,mp4,m4a,3gp,3g2,mj2", "flac", "ogg", "aiff"})
 _SHORT_MARGIN_MS = 500  # decoded this much (plus 5 %) under the promise: ffmpeg decides
+# The most a file decoded whole may hold (5 % over MAX_WHOLE_MS): one whose duration
+# libavformat estimated from its first frames' bitrate may be far longer than that.
+_WHOLE_MAX_BYTES = MAX_WHOLE_MS * 105 // 100 * OUTPUT_SAMPLE_RATE_HZ // 1000 * 2
 # tasks/audio/ffmpeg.py's size check (file bitrate under 0.9 of the stream's: truncated),
 # with a margin: a file near that line is left to ffmpeg.
 _SIZE_CHECKED_CONTAINERS = frozenset({"mp3", "mov,mp4,m4a,3gp,3g2,mj2"})
@@ -133,7 +137,9 @@ def decode_whole(stream: Stream) -> bytearray | None:
         return None
     stream.exact = True  # the length is checked whatever the probe would say of it
     pcm = bytearray()
-    for piece in stream.iter_pieces(piece_bytes=1 << 62):  # one piece: all of it
+    for piece in stream.iter_pieces(piece_bytes=_WHOLE_MAX_BYTES + 1):  # one piece: all of it
+        if len(piece) > _WHOLE_MAX_BYTES:  # far longer than a guessed duration: ffmpeg's
+            return None
         pcm = piece
     return pcm if stream.fit else None
 

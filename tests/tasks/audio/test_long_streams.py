@@ -13,6 +13,8 @@ import hashlib
 import logging
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -383,3 +385,70 @@ def test_a_file_ffmpeg_finds_truncated_after_a_worker_gave_up_fails_as_ffmpeg_wo
             source.finish()
     assert worker.released == [{"alive": True, "decoded": False}]
     assert outcome(path, decoders=None) == f"DamagedTail: {raised.value}"
+
+
+def test_a_worker_stopped_halfway_through_writing_a_piece_is_timed_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decoders: DecoderPool
+) -> None:
+    """A reader waiting on splitter and service leaves the worker blocked mid-piece in a
+    full pipe; stopped there, the rest of that piece never comes: the timeout still holds."""
+    path = long_recording(tmp_path / "long.mp3", minutes=6)
+    oracle = chunk_digests(ffmpeg_wav(path), decoders=None)
+    taken_over = counting_ffmpeg(monkeypatch)
+    chunks = iter_chunks(path, max_bytes=_CAP_BYTES, decoders=decoders, timeout_s=12)
+    digests = [next(chunks)]
+    [worker] = live_workers()
+    wait_for(lambda: "pipe_write" in Path(f"/proc/{worker}/wchan").read_text())
+    os.kill(worker, signal.SIGSTOP)  # a piece half written: its length said, its bytes not
+    rest = threading.Thread(target=lambda: digests.extend(chunks), daemon=True)
+    rest.start()
+    rest.join(timeout=120)
+    hung = rest.is_alive()
+    if hung:
+        os.kill(worker, signal.SIGKILL)  # ends the read (end of file), ffmpeg finishes
+        rest.join()
+    assert not hung, "the read of a half-written piece outlived the 12 s timeout"
+    assert [(c.start_sample, c.end_sample, hashlib.sha256(c.wav).hexdigest())
+            for c in digests] == oracle  # fmt: skip
+    assert taken_over == [path]
+    assert live_workers() == []
+
+
+def wait_for(condition: Callable[[], bool], *, timeout_s: float = 60) -> None:
+    """Wait (polling, no fixed sleep) until `condition()` holds."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met"
+        time.sleep(0.05)
+
+
+def mislabelled_mp3(path: Path, *, minutes: float) -> Path:
+    """An mp3 without a Xing header whose first 20 s are at 320 kb/s and the rest at
+    32 kb/s (two files joined, as a recorder appending to a file may write): libav
+    estimates its length from the first frames' bitrate, far under 5 minutes."""
+    parts = []
+    for seconds, kbps in ((20, "320k"), (minutes * 60, "32k")):
+        part = path.with_suffix(f".{kbps}.mp3")
+        long_recording(part, minutes=seconds / 60, extra=("-b:a", kbps, "-write_xing", "0",
+                                                          "-id3v2_version", "0"))  # fmt: skip
+        parts.append(part.read_bytes())
+        part.unlink()
+    path.write_bytes(b"".join(parts))
+    return path
+
+
+def test_an_mp3_far_longer_than_its_estimated_length_is_not_held_whole(
+    tmp_path: Path, decoders: DecoderPool
+) -> None:
+    path = mislabelled_mp3(tmp_path / "joined.mp3", minutes=15)
+    short = long_recording(tmp_path / "short.mp3", minutes=0.25)
+    info, _ = probe_with_confidence(path)
+    assert info.duration_ms is not None
+    assert info.duration_ms < 300_000  # "short": decoded whole
+    oracle = chunk_digests(ffmpeg_wav(path), decoders=None)
+    chunk_digests(short, decoders=decoders)  # the worker started, a short file decoded whole
+    [worker] = live_workers()
+    started_kb = peak_kb(worker)
+    assert chunk_digests(path, decoders=decoders) == oracle  # no sample lost
+    # 28.8 MB of samples: at most the ~9.6 MB a short file may hold, not the whole
+    assert peak_kb(worker) - started_kb < 16_000
