@@ -273,7 +273,7 @@ def profile(source: Path, *, work: Path, home: Path, out_dir: Path) -> None:
 
 
 def _py_spy() -> Path:
-    """py-spy beside medasr's Python (not a dependency: `pip install py-spy` to profile)."""
+    """py-spy beside medasr's Python (the dev extras pin it)."""
     return MEDASR.parent / "py-spy"
 
 
@@ -354,7 +354,7 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="also a py-spy profile into this folder")
     args = parser.parse_args()
     if args.profile and not _py_spy().exists():
-        parser.error(f"--profile needs py-spy: {MEDASR.parent / 'pip'} install py-spy")
+        parser.error(f"--profile needs py-spy: {MEDASR.parent / 'pip'} install -e '.[dev]'")
     source, one = recordings(args.files), recordings(1)
     # As installed: byte-compiled (PYTHONDONTWRITEBYTECODE would recompile every start).
     for code in [ROOT, *([args.before] if args.before else [])]:

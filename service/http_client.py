@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -48,6 +49,7 @@ ReadAnswer = Callable[[httpx.Response], T]  # a 2xx answer -> the endpoint's val
 KEEPALIVE_EXPIRY_S = 2.0
 ANSWER_CAP_SETTING = "MEDASR_SERVICE__MAX_ANSWER_BYTES"
 DEFAULT_MAX_ANSWER_BYTES = 10_000_000
+_URLS_KEPT = 64  # parsed URLs a session keeps (endpoint and query string)
 # Rebuilt answers carry their body decoded and whole: these headers would describe another.
 _BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
@@ -119,6 +121,10 @@ class ServiceSession(AsyncClosing):
         self.max_answer_bytes = max_answer_bytes
         self.clock = clock
         self._owns_http = http is None
+        # One multipart boundary for the session's uploads (random, never in a body we
+        # send): httpx draws one per request from the OS, a system call per upload.
+        self._boundary = secrets.token_hex(16)
+        self._urls: dict[tuple[str, tuple[tuple[str, str], ...]], httpx.URL] = {}
         self._http = http or httpx.AsyncClient(
             verify=tls_verify(ca_bundle),
             timeout=httpx.Timeout(policy.request_timeout_s),
@@ -239,7 +245,7 @@ class ServiceSession(AsyncClosing):
     def _build_request(self, call: _Call[T]) -> httpx.Request:
         endpoint, payload = call.endpoint, call.payload
         headers = dict(call.headers) | {"Authorization": f"Bearer {call.token}"}
-        build = _RequestBuilder(self._http, endpoint.url, call.params, self.policy)
+        build = _RequestBuilder(self._http, self._url(endpoint.url, call.params), self.policy)
         if endpoint.key is not None:
             # A fresh IV per attempt; a file's plaintext is {"file": "<base64>"} (spec rule 5).
             plain = payload.content
@@ -251,8 +257,22 @@ class ServiceSession(AsyncClosing):
             return build(headers, content=content)
         if isinstance(payload, FilePart):
             files = {UPLOAD_FIELD: (payload.filename, payload.content, payload.content_type)}
-            return build(headers, files=files)
+            multipart = f"multipart/form-data; boundary={self._boundary}"
+            request = build(headers | {"Content-Type": multipart}, files=files)
+            request.read()  # the body as one piece: one write, not one per multipart part
+            return request
         return build(headers | {"Content-Type": payload.content_type}, content=payload.content)
+
+    def _url(self, url: str, params: tuple[tuple[str, str], ...]) -> httpx.URL:
+        """`url` with `params`, parsed once per pair (httpx parses a str URL per request)."""
+        parsed = self._urls.get((url, params))
+        if parsed is None:
+            if len(self._urls) >= _URLS_KEPT:  # query strings that vary (a delivery's ids)
+                self._urls.clear()
+            parsed = self._urls[url, params] = httpx.URL(
+                url, params=httpx.QueryParams(list(params))
+            )
+        return parsed
 
     async def _exchange(self, request: httpx.Request, *, timeout_s: float) -> httpx.Response:
         """The answer to one request; raises ServiceUnavailable or TlsNotVerified (terminal)."""
@@ -309,8 +329,7 @@ class _RequestBuilder:
     """httpx.AsyncClient.build_request with what every attempt shares filled in."""
 
     http: httpx.AsyncClient
-    url: str
-    params: tuple[tuple[str, str], ...]
+    url: httpx.URL  # its query included
     policy: RetryPolicy
 
     def __call__(
@@ -323,7 +342,6 @@ class _RequestBuilder:
         return self.http.build_request(
             "POST",
             self.url,
-            params=httpx.QueryParams(list(self.params)),
             headers=headers,
             content=content,
             files=files,

@@ -126,10 +126,14 @@ def _samples_of(raw: memoryview, sample_format: SampleFormat) -> np.ndarray:
     as ffmpeg's decoder gives them."""
     if sample_format != "s24":
         return np.frombuffer(raw, dtype=_DTYPES[sample_format])
-    triples = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 3)
-    widened = np.zeros((len(triples), 4), dtype=np.uint8)
-    widened[:, 1:] = triples
-    return widened.view("<i4").reshape(-1)
+    # Each sample read as the 32-bit word starting at its first byte (strides of 3, one
+    # byte of padding for the last), then shifted up a byte: its low byte becomes zero
+    # and the next sample's byte falls off the top. A copy into 4-byte rows cost 1 ms
+    # per 64k frames, half the CPU of a 15 s 24-bit stereo file.
+    padded = bytearray(len(raw) + 1)
+    padded[: len(raw)] = raw
+    words = np.ndarray((len(raw) // 3,), dtype="<u4", buffer=padded, strides=(3,))
+    return (words << np.uint32(8)).view("<i4")
 
 
 def _ffmpeg_s16(samples: np.ndarray, sample_format: SampleFormat) -> bytes:

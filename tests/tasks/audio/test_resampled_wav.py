@@ -16,7 +16,7 @@ import soundfile
 
 from devserver.tone import encode_tone_dictation
 from tasks.audio.native_wav import open_pcm_source
-from tasks.audio.resampler import ResampledReader
+from tasks.audio.resampler import ResampledReader, _samples_of
 from tasks.errors import CorruptAudio
 from tests.helpers.audio import reference_pcm
 from tests.helpers.native_wav import TEXT, pcm_of
@@ -71,3 +71,17 @@ def test_a_truncated_stereo_wav_keeps_its_error(tmp_path: Path) -> None:
     path.write_bytes(raw[: len(raw) // 3])  # the header promises three times as much
     with pytest.raises(CorruptAudio, match="truncated"):
         pcm_of(path)
+
+
+@pytest.mark.parametrize("frames", [0, 1, 2, 65_537])
+def test_24_bit_samples_are_their_three_bytes_under_a_zero_byte(frames: int) -> None:
+    """Every 24-bit sample, the last of a block included, is the signed 32-bit number of
+    a zero byte and its three bytes (as ffmpeg's decoder widens it)."""
+    extremes = bytes([0x00, 0x00, 0x80, 0xFF, 0xFF, 0x7F, 0xFF, 0xFF, 0xFF, 0x01, 0x00, 0x00])
+    noise = np.random.default_rng(frames).integers(0, 256, 3 * frames, dtype=np.uint8).tobytes()
+    raw = (extremes + noise)[: 3 * frames]
+    expected = [
+        int.from_bytes(b"\0" + raw[at : at + 3], "little", signed=True)
+        for at in range(0, len(raw), 3)
+    ]
+    assert _samples_of(memoryview(raw), "s24").tolist() == expected
