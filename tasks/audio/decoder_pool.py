@@ -102,10 +102,6 @@ class DecodedPcm:
         self._at = 0
 
 
-class _WorkerGone(WorkerGone):
-    """The worker died, closed its pipe or did not answer in time."""
-
-
 class _Worker:
     """One decoding process and the two pipes to it."""
 
@@ -117,7 +113,7 @@ class _Worker:
 
     @classmethod
     def start(cls) -> _Worker:
-        """A worker that said it is ready; raises _WorkerGone if it did not."""
+        """A worker that said it is ready; raises WorkerGone if it did not."""
         requests_read, requests_write = os.pipe()
         answers_read, answers_write = os.pipe()
         _widen_pipe(answers_read, size_bytes=_ANSWER_PIPE_BYTES)
@@ -132,16 +128,16 @@ class _Worker:
         except OSError as exc:
             os.close(requests_write)
             os.close(answers_read)
-            raise _WorkerGone(f"cannot start: {exc.strerror or exc}") from exc
+            raise WorkerGone(f"cannot start: {exc.strerror or exc}") from exc
         finally:
             os.close(requests_read)
             os.close(answers_write)
         worker = cls(process, Connection(requests_write, readable=False),
                      Connection(answers_read, writable=False))  # fmt: skip
         try:
-            if worker._answer(timeout_s=_START_TIMEOUT_S) != _READY:
-                raise _WorkerGone("said something else than ready")
-        except _WorkerGone:
+            if worker.answer(timeout_s=_START_TIMEOUT_S) != _READY:
+                raise WorkerGone("said something else than ready")
+        except WorkerGone:
             worker.stop()
             raise
         return worker
@@ -153,23 +149,20 @@ class _Worker:
         try:
             self._requests.send_bytes(os.fsencode(str(path.absolute())))
         except OSError as exc:
-            raise _WorkerGone("its pipe is closed") from exc
-        described = self._answer(timeout_s=timeout_s)
+            raise WorkerGone("its pipe is closed") from exc
+        described = self.answer(timeout_s=timeout_s)
         if not described:
             return None
         fields = json.loads(described)
         streamed, exact = fields.pop("streamed", False), fields.pop("exact", True)
         if streamed:
             return AudioInfo(**fields), None, exact
-        pcm = self._answer(timeout_s=timeout_s)  # written right after the description
+        pcm = self.answer(timeout_s=timeout_s)  # written right after the description
         return AudioInfo(**fields), DecodedPcm(pcm), True
 
     def answer(self, *, timeout_s: float) -> bytes:
-        """The next message (a streamed file's piece); raises WorkerGone."""
-        return self._answer(timeout_s=timeout_s)
-
-    def _answer(self, *, timeout_s: float) -> bytes:
-        """The next message, read whole within `timeout_s`: Connection.recv_bytes would wait
+        """The next message (a description, samples, a streamed file's piece), read whole
+        within `timeout_s`; raises WorkerGone. Connection.recv_bytes would wait
         for ever on a worker stopped halfway through writing one (blocked on a full pipe
         while the splitter waited, then hung)."""
         deadline = time.monotonic() + timeout_s
@@ -179,17 +172,17 @@ class _Worker:
                 (size,) = struct.unpack("!Q", self._read(8, deadline=deadline, timeout_s=timeout_s))
             return self._read(size, deadline=deadline, timeout_s=timeout_s)
         except OSError as exc:
-            raise _WorkerGone("it ended") from exc
+            raise WorkerGone("it ended") from exc
 
     def _read(self, size: int, *, deadline: float, timeout_s: float) -> bytes:
-        """`size` bytes of the answer pipe, or _WorkerGone at `deadline` or its end."""
+        """`size` bytes of the answer pipe, or WorkerGone at `deadline` or its end."""
         parts: list[bytes] = []
         while size > 0:
             if not self._answers.poll(max(0.0, deadline - time.monotonic())):
-                raise _WorkerGone(f"no answer within {timeout_s:g} s")
+                raise WorkerGone(f"no answer within {timeout_s:g} s")
             part = os.read(self._answers.fileno(), size)
             if not part:
-                raise _WorkerGone("it ended")
+                raise WorkerGone("it ended")
             parts.append(part)
             size -= len(part)
         return parts[0] if len(parts) == 1 else b"".join(parts)
@@ -244,7 +237,7 @@ class DecoderPool:
             return None
         try:
             decoded = worker.decode(path, timeout_s=timeout_s)
-        except _WorkerGone as exc:
+        except WorkerGone as exc:
             logger.debug("a decoding worker is gone (%s); ffmpeg decodes this file", exc)
             worker.kill()  # dead already, or hung past the caller's timeout: no grace
             self._give_back(None, decoded=False)
@@ -283,7 +276,7 @@ class DecoderPool:
             self._started += 1
         try:
             return _Worker.start()
-        except _WorkerGone as exc:
+        except WorkerGone as exc:
             with self._lock:
                 self._started -= 1
                 self._unavailable = True

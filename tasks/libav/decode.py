@@ -73,10 +73,9 @@ class Stream:
     def __init__(self, container: Any, described: Described, *, exact: bool) -> None:
         self.container = container
         self.described = described
-        self.exact = exact
-        self.estimated = not exact  # libavformat guessed the duration from the bitrate
+        self.exact = exact  # False: libavformat guessed the duration from the bitrate
         self.decoded_bytes = 0
-        self.fit = False  # every packet decoded, and (if exact) the length as promised
+        self.fit = False  # every packet decoded, and (if checked) the length as promised
 
     @property
     def streamable(self) -> bool:
@@ -87,13 +86,14 @@ class Stream:
     def close(self) -> None:
         self.container.close()
 
-    def iter_pieces(self, *, piece_bytes: int) -> Iterator[bytearray]:
+    def iter_pieces(self, *, piece_bytes: int, check_length: bool) -> Iterator[bytearray]:
         """16 kHz mono s16le samples in pieces of at least `piece_bytes` (the last may be
         shorter; the same bytearray, refilled: hand each on before the next). At the end,
-        `fit` is the verdict; an error ends the pieces early with `fit` False."""
+        `fit` is the verdict (with `check_length`, at least the length the duration
+        promises); an error ends the pieces early with `fit` False."""
         pcm = bytearray()
         try:
-            for out in _resampled(self.container, cut_at_end=not self.estimated):
+            for out in _resampled(self.container, cut_at_end=self.exact):
                 pcm += memoryview(out.planes[0])[: 2 * out.samples]
                 if len(pcm) >= piece_bytes:
                     self.decoded_bytes += len(pcm)
@@ -104,7 +104,7 @@ class Stream:
         self.decoded_bytes += len(pcm)
         if pcm:
             yield pcm
-        self.fit = not self.exact or _long_enough(self.decoded_bytes, self.described)
+        self.fit = not check_length or _long_enough(self.decoded_bytes, self.described)
 
 
 def open_stream(path: str) -> Stream | None:
@@ -135,9 +135,9 @@ def decode_whole(stream: Stream) -> bytearray | None:
     should decode it instead (an error, or fewer samples than the duration promises)."""
     if stream.described.duration_ms > MAX_WHOLE_MS:
         return None
-    stream.exact = True  # the length is checked whatever the probe would say of it
     pcm = bytearray()
-    for piece in stream.iter_pieces(piece_bytes=_WHOLE_MAX_BYTES + 1):  # one piece: all of it
+    # One piece, all of it; its length checked whatever ffmpeg's probe would say of it.
+    for piece in stream.iter_pieces(piece_bytes=_WHOLE_MAX_BYTES + 1, check_length=True):
         if len(piece) > _WHOLE_MAX_BYTES:  # far longer than a guessed duration: ffmpeg's
             return None
         pcm = piece

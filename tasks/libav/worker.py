@@ -77,7 +77,7 @@ def _answer(answers: Connection, stream: Stream) -> None:
         answers.send_bytes(b"")
         return
     answers.send_bytes(_description(stream, streamed=True))
-    for piece in stream.iter_pieces(piece_bytes=PIECE_BYTES):
+    for piece in stream.iter_pieces(piece_bytes=PIECE_BYTES, check_length=stream.exact):
         answers.send_bytes(piece)
     answers.send_bytes(END)
     answers.send_bytes(FIT if stream.fit else UNFIT)

@@ -24,6 +24,11 @@ VOCAB = [
 # fmt: on
 
 
+def no_ffmpeg(*args: object, **kwargs: object) -> None:
+    """Put in place of the ffmpeg decoder where a file must be decoded without it."""
+    raise AssertionError("an ffmpeg process was started")
+
+
 def ffmpeg(*args: str) -> None:
     """Run the bundled ffmpeg quietly; raise on failure."""
     subprocess.run(

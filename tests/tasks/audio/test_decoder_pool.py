@@ -30,7 +30,7 @@ from tasks.audio.decoder_pool import DecodedPcm
 from tasks.audio.ffmpeg import read_head
 from tasks.errors import AudioError
 from tasks.libav.decode import MAX_WHOLE_MS
-from tests.helpers.audio import ffmpeg, reference_pcm
+from tests.helpers.audio import ffmpeg, no_ffmpeg, reference_pcm
 from tests.helpers.native_wav import TEXT, pcm_of
 
 _ENCODERS = {
@@ -105,9 +105,6 @@ def test_short_mp3_and_m4a_are_decoded_by_a_worker_as_ffmpeg_decodes_them(
     path = _encode(tmp_path / f"note-{rate_hz}-{channels}{suffix}", rate_hz=rate_hz,
                    channels=channels, pad_s=3.0)  # fmt: skip
 
-    def no_ffmpeg(*args: object, **kwargs: object) -> None:
-        raise AssertionError("an ffmpeg process was started")
-
     monkeypatch.setattr(sources, "PcmDecoder", no_ffmpeg)
     info, exact, source = sources.open_pcm_source(
         path, timeout_s=60, probe_timeout_s=60, decoders=decoders
@@ -133,9 +130,6 @@ def test_flac_ogg_opus_and_aiff_are_decoded_by_a_worker_as_ffmpeg_decodes_them(
     rate_hz: int, channels: int,
 ) -> None:  # fmt: skip
     path = _encode(tmp_path / f"note{suffix}", rate_hz=rate_hz, channels=channels, pad_s=2.0)
-
-    def no_ffmpeg(*args: object, **kwargs: object) -> None:
-        raise AssertionError("an ffmpeg process was started")
 
     monkeypatch.setattr(sources, "PcmDecoder", no_ffmpeg)
     info, exact, source = sources.open_pcm_source(

@@ -30,7 +30,13 @@ from tasks.audio.ffmpeg import probe_with_confidence, read_head
 from tasks.audio.native_wav import open_pcm_source
 from tasks.audio.worker_stream import StreamedPcm, WorkerGone
 from tasks.errors import AudioError, CorruptAudio
-from tests.helpers.audio import assert_no_child_left, children_pids, ffmpeg, reference_pcm
+from tests.helpers.audio import (
+    assert_no_child_left,
+    children_pids,
+    ffmpeg,
+    no_ffmpeg,
+    reference_pcm,
+)
 from tests.helpers.native_wav import TEXT
 
 _CAP_BYTES = 1_000_000  # about 31 s a chunk: a 6-minute file is a dozen chunks
@@ -86,10 +92,6 @@ def outcome(path: Path, *, decoders: DecoderPool | None) -> list[tuple[int, int,
         return chunk_digests(path, decoders=decoders)
     except AudioError as exc:
         return f"{type(exc).__name__}: {exc}"
-
-
-def no_ffmpeg(*args: object, **kwargs: object) -> None:
-    raise AssertionError("an ffmpeg process was started")
 
 
 def live_workers() -> list[int]:
