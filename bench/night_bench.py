@@ -12,7 +12,9 @@ what it gets. In one process, taking turns round by round:
 * `medasr run` with MEDASR_CONCURRENCY=8, start-up included, in a PREFECT_HOME used
   before (warmed by a run over one recording), each time on a copy of the SQLite
   store that run migrated (a store used before, no items in it);
-* the same `medasr run` over one recording (start-and-stop CPU);
+* the same `medasr run` over one recording, three times (start-and-stop CPU: the median
+  of each figure, since the per-recording figures subtract it and one start of Prefect's
+  server varies by a second of CPU from the next);
 * medasr against `--capacity 3 --retry-after-s 1` (429 beyond 3 in flight), and in the
   same round the client that knows the capacity: exactly 3 requests in flight, never a
   429, every recording decoded to 16 kHz mono WAV beforehand (by the ffmpeg command,
@@ -30,6 +32,7 @@ py-spy attached to its process and to Prefect's server (CPU mode: running thread
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -211,6 +214,19 @@ def run_medasr(
         return measure(command, env=env, work=work, server=server)
 
 
+def start_and_stop(
+    one: Path, *, work: Path, home: Path, code: Path | None = None, runs: int = 3
+) -> Measured:
+    """`medasr run` over one recording `runs` times: the median of each figure."""
+    measured = [run_medasr(one, work=work, home=home, code=code) for _ in range(runs)]
+    return Measured(
+        **{
+            f.name: statistics.median(getattr(m, f.name) for m in measured)
+            for f in dataclasses.fields(Measured)
+        }
+    )
+
+
 def template_db(code: Path | None) -> str:
     """The migrated store of one checkout: an older medasr refuses a newer one's schema."""
     return TEMPLATE_DB if code is None else f"before-{TEMPLATE_DB}"
@@ -318,7 +334,8 @@ def report(files: int, rounds: list[dict[str, Measured]]) -> None:
         if med.prefects_own_servers:
             print(f"  ! Prefect started {med.prefects_own_servers} server(s) of its own mid-run")
     print("per recording beyond start-and-stop (ms CPU): round | medasr | server | decoding"
-          " | start-and-stop CPU s (medasr + server) | naive script | medasr / naive")  # fmt: skip
+          " | start-and-stop CPU s (medasr + server; median of 3) | naive script"
+          " | medasr / naive")  # fmt: skip
     for number, r in enumerate(rounds, 1):
         med, one, naive = r["medasr"], r["one"], r["naive"]
         cells = [per_recording_ms(med, one, files=files, field=f)
@@ -372,11 +389,11 @@ def main() -> None:
             before = machine_cpu_s()
             naive = run_naive(source, work=work)
             med = run_medasr(source, work=work, home=home)
-            single = run_medasr(one, work=work, home=home)
+            single = start_and_stop(one, work=work, home=home)
             rounds.append({"naive": naive, "medasr": med, "one": single})
             if args.before:
                 before_med = run_medasr(source, work=work, home=home, code=args.before)
-                before_one = run_medasr(one, work=work, home=home, code=args.before)
+                before_one = start_and_stop(one, work=work, home=home, code=args.before)
                 befores.append({"naive": naive, "medasr": before_med, "one": before_one})
             if decoded is not None:
                 print("   capacity 3: medasr, the client that knows it ...", flush=True)

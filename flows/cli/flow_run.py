@@ -101,9 +101,7 @@ async def _flow_after_start(
     heads.extend([head] if head is not None else [])
     ready = asyncio.create_task(_ready_unless_interrupted(api))
     preload = asyncio.create_task(
-        _import_flows_when(
-            lambda: head is None or head.idle or run.stats.requests > 0 or ready.done()
-        )
+        _import_flows_when(lambda: flows_import_due(head, run=run, api_ready=ready.done()))
     )
     try:
         await ready
@@ -122,9 +120,23 @@ async def _flow_after_start(
         return await summary_from(await flow_run(head)(return_state=True))
 
 
+def flows_import_due(head: HeadStart | None, *, run: Run, api_ready: bool) -> bool:
+    """Whether to import the flows (and Prefect) now: once the head start has sent as
+    many requests as there are slots (every slot filled once), has nothing to send, or
+    the API answers; at once without a head start.
+
+    Not at its first request: the import (~1.5 s of CPU, most of it holding the
+    interpreter) then slowed the decoding of the next files, and the slots filled up
+    over 0.4 s instead of 0.2 s (bench/night_bench.py). Prefect's server takes longer
+    to start than the import, so the flow does not wait for it either way."""
+    if head is None or head.idle or api_ready:
+        return True
+    return run.stats.requests >= run.settings.pipeline.concurrency
+
+
 async def _import_flows_when(due: Callable[[], bool]) -> None:
-    """Import the flows and Prefect (~1.5 s) in a thread once `due()`: after the head
-    start's first request, so that it does not wait for them."""
+    """Import the flows and Prefect (~1.5 s) in a thread once `due()`
+    (flows_import_due), so that the head start's first requests do not wait for them."""
     while not due():
         await asyncio.sleep(_POLL_S)
     await _import_flows()

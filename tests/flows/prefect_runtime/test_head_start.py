@@ -23,6 +23,7 @@ import soundfile
 from devserver import RunningDevServer, start_devserver
 from devserver.tone import encode_tone_dictation
 from flows import batch_loops
+from flows.cli.flow_run import flows_import_due
 from flows.prefect_runtime.head_start import HeadStart
 from flows.setup.bootstrap import RunRequest, bootstrap
 from tasks.discovery.discover import discover_and_register
@@ -320,3 +321,51 @@ def test_an_api_named_by_a_prefect_profile_is_checked_before_anything_is_sent(
     assert ours[0].startswith("medasr: configuration error: no Prefect server answers")
     assert f"PREFECT_API_URL={url}" in ours[0]
     assert arrived(service) == 0  # a profile's API is checked first, like the environment's
+
+
+@pytest.mark.parametrize(("concurrency", "due_with_both_in_flight"), [(3, False), (2, True)])
+def test_the_flows_are_imported_once_every_request_slot_has_had_a_request(
+    tmp_path: Path, service: RunningDevServer, concurrency: int, due_with_both_in_flight: bool
+) -> None:
+    """Not at the first request: the import's CPU would slow the decoding of the files
+    that fill the other slots (flows_import_due). Two files, each answered 1.5 s after it
+    is sent."""
+    source = recordings(tmp_path / "s", 2)
+    settings = settings_for(service, tmp_path / "medasr.db", token=TOKEN)
+    pipeline = settings.pipeline.model_copy(update={"concurrency": concurrency})
+    settings = settings.model_copy(update={"pipeline": pipeline})
+    request = RunRequest(language="en-IN", source=str(source))
+    due: dict[str, bool] = {}
+
+    with bootstrap(settings, request) as run:
+        assert run.source is not None
+        discover_and_register(
+            source=run.source.location, language="en-IN", store=run.store, settle_s=0.0
+        )
+
+        async def watch_head_start() -> None:
+            due["no head start"] = flows_import_due(None, run=run, api_ready=False)
+            head = HeadStart(run)
+            await head.prepared()
+            due["before any request"] = flows_import_due(head, run=run, api_ready=False)
+            async with asyncio.timeout(120):
+                while run.stats.requests < 2:
+                    await asyncio.sleep(0.005)
+            due["both in flight"] = flows_import_due(head, run=run, api_ready=False)
+            due["the API answers"] = flows_import_due(head, run=run, api_ready=True)
+            async with asyncio.timeout(120):
+                while not head.idle:  # both answered, nothing left to claim
+                    await asyncio.sleep(0.05)
+            due["idle"] = flows_import_due(head, run=run, api_ready=False)
+            await head.stop()
+
+        asyncio.run(watch_head_start())
+
+    assert due == {
+        "no head start": True,
+        "before any request": False,
+        "both in flight": due_with_both_in_flight,
+        "the API answers": True,
+        "idle": True,
+    }
+    assert len(service.ledger) == 2
