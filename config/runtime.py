@@ -20,6 +20,12 @@ _PREFECT_DEFAULTS = {
 }
 
 
+# numpy's OpenBLAS starts a thread per further core on import, which spins for a while:
+# 0.1 s of CPU at each start of a command (`import numpy` alone), for matrix products
+# medasr never makes. One thread: none started. An operator's own value wins.
+_NUMPY_DEFAULTS = {"OPENBLAS_NUM_THREADS": "1"}
+
+
 def prefect_api_url_in_environment() -> str | None:
     """PREFECT_API_URL as the environment gives it (without its trailing slash), if set."""
     return os.environ.get("PREFECT_API_URL", "").rstrip("/") or None
@@ -50,6 +56,13 @@ def prepare_prefect_environment() -> None:
 
     Entry points call it (the command's `main`); importing a module never does."""
     for name, value in _PREFECT_DEFAULTS.items():
+        os.environ.setdefault(name, value)
+
+
+def prepare_numpy_environment() -> None:
+    """Fill in numpy's defaults for a command; call before numpy is imported (entry
+    points do, as for Prefect)."""
+    for name, value in _NUMPY_DEFAULTS.items():
         os.environ.setdefault(name, value)
 
 

@@ -20,7 +20,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from config.errors import MedasrError
-from config.runtime import prepare_prefect_environment
+from config.runtime import prepare_numpy_environment, prepare_prefect_environment
 from flows.cli.error_exits import exit_on_error
 from flows.cli.metavars import name_values
 from flows.cli.reader_gone import outlive_readers
@@ -216,6 +216,7 @@ def main() -> None:
     """Console entry point: run the app, turn known errors into one line and an exit code."""
     # Before any command imports Prefect, which reads its settings on first use.
     prepare_prefect_environment()
+    prepare_numpy_environment()  # before any command imports numpy
     outlive_readers()  # `medasr run ... | head -1`: the run goes on, its output is dropped
     try:
         app(standalone_mode=True)
