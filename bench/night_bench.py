@@ -26,7 +26,8 @@ libav workers), the devserver.
 The machine may be shared: the ratios within a round are the figures that hold.
 `--before DIR` runs another checkout's medasr (`git archive REV | tar -x -C DIR`) in
 each round too, against the same naive run. `--profile DIR` also runs medasr once with
-py-spy attached to its process and to Prefect's server (CPU mode: running threads).
+py-spy attached to its process and to Prefect's server (CPU mode: running threads);
+`--cpu-by-call` once with its CPU told by thread and call (bench/night_profiles.py).
 """
 
 from __future__ import annotations
@@ -44,12 +45,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from night_profiles import cpu_by_call, profile, py_spy
 from night_workload import recordings
 from pipeline_procs import (
     MEDASR,
     DevServer,
     RunResult,
-    _descendants,
     machine,
     machine_cpu_s,
     medasr_env,
@@ -64,6 +65,7 @@ CONCURRENCY = 8
 CAPACITY = 3
 TEMPLATE_DB = "medasr-migrated.db"  # a store used before: migrated, no items
 ENGINE = ["--engine", "default"]
+DEVSERVER = {"latency_ms": LATENCY_MS, "extra_args": ENGINE}
 ROOT = MEDASR.parents[2]
 CODE = ["config", "flows", "service", "storage", "tasks"]
 NAIVE_SCRIPT = r"""
@@ -261,53 +263,6 @@ def warm_home(home: Path, *, work: Path, code: Path | None = None) -> None:
         sys.exit(f"the warm-up left no Prefect database in {home}")
 
 
-def profile(source: Path, *, work: Path, home: Path, out_dir: Path) -> None:
-    """medasr once, its process and Prefect's server each under py-spy (CPU mode)."""
-    py_spy = str(_py_spy())
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fresh_store(work)
-    with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=ENGINE) as server:
-        env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
-        command = [str(MEDASR), "run", str(source), "--language", "en-IN"]
-        medasr = subprocess.Popen(command, env=env, cwd=work, stdout=subprocess.DEVNULL)
-        spies = [_spy(py_spy, medasr.pid, out_dir / "medasr.collapsed")]
-        try:
-            while medasr.poll() is None and len(spies) == 1:
-                for pid, _comm in _descendants(medasr.pid):
-                    if "uvicorn" in _cmdline(pid):
-                        spies.append(_spy(py_spy, pid, out_dir / "server.collapsed"))
-                        break
-                time.sleep(0.05)
-            medasr.wait()
-        finally:
-            if medasr.poll() is None:
-                medasr.kill()
-                medasr.wait()
-            for spy in spies:
-                spy.wait()
-    print(f"profiles: {out_dir}/medasr.collapsed, server.collapsed (collapsed stacks)")
-
-
-def _py_spy() -> Path:
-    """py-spy beside medasr's Python (the dev extras pin it)."""
-    return MEDASR.parent / "py-spy"
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _spy(py_spy: str, pid: int, out: Path) -> subprocess.Popen[bytes]:
-    # CPU mode: threads the OS sees running (py-spy leaves idle ones out), not --gil,
-    # whose samples include a thread that holds the GIL while it waits.
-    command = [py_spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250",
-               "--nonblocking", "-o", str(out)]  # fmt: skip
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 def per_recording_ms(run: Measured, one: Measured, *, files: int, field: str) -> float:
     """CPU ms per recording of `field` beyond the start-and-stop run's."""
     return 1000 * (getattr(run, field) - getattr(one, field)) / max(files - 1, 1)
@@ -369,8 +324,11 @@ def main() -> None:
         "--before", type=Path, help="another checkout's medasr, taking turns with this one"
     )
     parser.add_argument("--profile", type=Path, help="also a py-spy profile into this folder")
+    parser.add_argument(
+        "--cpu-by-call", action="store_true", help="also medasr's CPU by thread and call, once"
+    )
     args = parser.parse_args()
-    if args.profile and not _py_spy().exists():
+    if args.profile and not py_spy().exists():
         parser.error(f"--profile needs py-spy: {MEDASR.parent / 'pip'} install -e '.[dev]'")
     source, one = recordings(args.files), recordings(1)
     # As installed: byte-compiled (PYTHONDONTWRITEBYTECODE would recompile every start).
@@ -401,7 +359,11 @@ def main() -> None:
                 rounds[-1]["knowing"] = run_knowing_client(decoded, work=work)
             print(f"   machine CPU during the round: {machine_cpu_s() - before:.0f} s", flush=True)
         if args.profile:
-            profile(source, work=work, home=home, out_dir=args.profile)
+            fresh_store(work)
+            profile(source, work=work, home=home, out_dir=args.profile, devserver=DEVSERVER)
+        if args.cpu_by_call:
+            fresh_store(work)
+            cpu_by_call(source, work=work, home=home, devserver=DEVSERVER)
     if befores:
         print(f"\n=== before: {args.before}")
         report(args.files, befores)
