@@ -110,6 +110,7 @@ class Measured:
     server_s: float  # Prefect's temporary server
     service_s: float  # the devserver
     first_request_s: float  # spawn to the first request's arrival
+    slots_full_s: float  # spawn to the CONCURRENCY-th request's arrival (every slot used)
     answers: int
     window_ratio: float = 0.0  # answers per second over the ledger's window / the bound
     prefects_own_servers: int = 0  # servers Prefect started by itself inside medasr
@@ -130,7 +131,8 @@ def measure(
         sys.exit(f"{command[:2]} exited {result.returncode}:\n{result.output[-3000:]}")
     entries = [json.loads(line) for line in server.ledger.read_text().splitlines()]
     answered = [e for e in entries if e["status"] == 200]
-    first = min((e["time"] for e in entries), default=spawned_at)
+    arrivals = sorted(e["time"] for e in entries) or [spawned_at]
+    first = arrivals[0]
     ratio = 0.0
     if answered:
         end = max(e["time"] for e in answered) + LATENCY_MS / 1000
@@ -143,6 +145,7 @@ def measure(
         server_s=0.0 if naive else result.prefect_server_cpu_s,
         service_s=server.cpu_s() - service_before,
         first_request_s=first - spawned_at,
+        slots_full_s=arrivals[min(CONCURRENCY, len(arrivals)) - 1] - spawned_at,
         answers=len(answered),
         window_ratio=ratio,
         prefects_own_servers=result.output.count("Starting temporary server on"),
@@ -219,13 +222,18 @@ def run_medasr(
 def start_and_stop(
     one: Path, *, work: Path, home: Path, code: Path | None = None, runs: int = 3
 ) -> Measured:
-    """`medasr run` over one recording `runs` times: the median of each figure."""
+    """`medasr run` over one recording `runs` times: the median of each figure (each
+    apart: medasr's and the server's CPU may come from different runs), and every server
+    Prefect started of its own in any run."""
     measured = [run_medasr(one, work=work, home=home, code=code) for _ in range(runs)]
-    return Measured(
+    medians = Measured(
         **{
             f.name: statistics.median(getattr(m, f.name) for m in measured)
             for f in dataclasses.fields(Measured)
         }
+    )
+    return dataclasses.replace(
+        medians, prefects_own_servers=sum(m.prefects_own_servers for m in measured)
     )
 
 
@@ -273,8 +281,9 @@ def report(files: int, rounds: list[dict[str, Measured]]) -> None:
     bound_s = files * LATENCY_MS / 1000 / CONCURRENCY
     print(f"\n{files} recordings; request bound {files} x {LATENCY_MS} ms / {CONCURRENCY}"
           f" = {bound_s:.1f} s; {machine()}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
-    header = ("round | naive wall | medasr wall | ratio | first req | CPU s: medasr / server"
-              " / decoding / service | naive CPU s: sh+ffmpeg+curl / service")  # fmt: skip
+    header = ("round | naive wall | medasr wall | ratio | first req (every slot used) | CPU s:"
+              " medasr / server / decoding / service"
+              " | naive CPU s: sh+ffmpeg+curl / service")  # fmt: skip
     print(header)
     ratios = []
     for number, r in enumerate(rounds, 1):
@@ -282,7 +291,8 @@ def report(files: int, rounds: list[dict[str, Measured]]) -> None:
         ratios.append(naive.wall_s / med.wall_s)
         print(
             f"{number} | {naive.wall_s:.1f} s | {med.wall_s:.1f} s | {ratios[-1]:.2f}x |"
-            f" {med.first_request_s:.2f} s | {med.medasr_s:.1f} / {med.server_s:.1f} /"
+            f" {med.first_request_s:.2f} s ({med.slots_full_s:.2f} s) |"
+            f" {med.medasr_s:.1f} / {med.server_s:.1f} /"
             f" {med.ffmpeg_s:.1f} / {med.service_s:.1f} |"
             f" {naive.medasr_s + naive.ffmpeg_s:.1f} / {naive.service_s:.1f}"
         )

@@ -30,7 +30,7 @@ def cpu_by_call(source: Path, *, work: Path, home: Path, devserver: dict[str, An
             work,
             server=server,
             extra={"PREFECT_HOME": str(home), "PYTHONPATH": str(HOOK),
-                   "MEDASR_BENCH_CPU_BY_CALL": "1"},
+                   "BENCH_CPU_BY_CALL": "1"},
         )  # fmt: skip
         command = [str(MEDASR), "run", str(source), "--language", "en-IN"]
         done = subprocess.run(command, env=env, cwd=work, capture_output=True, text=True)

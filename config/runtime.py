@@ -22,7 +22,7 @@ _PREFECT_DEFAULTS = {
 
 # numpy's OpenBLAS starts a thread per further core on import, which spins for a while:
 # 0.1 s of CPU at each start of a command (`import numpy` alone), for matrix products
-# medasr never makes. One thread: none started. An operator's own value wins.
+# the pipeline never makes. One thread: none started. An operator's own value wins.
 _NUMPY_DEFAULTS = {"OPENBLAS_NUM_THREADS": "1"}
 
 

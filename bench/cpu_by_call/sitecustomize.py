@@ -5,13 +5,15 @@ Every function a worker thread runs (asyncio.to_thread, run_in_executor: the sto
 group commits, decoding, fetching) is timed with time.thread_time, which counts only
 that thread's CPU; the event loop's thread is the main thread's CPU. At exit, one line
 each on stderr, from the most CPU down. Only in a process started as `medasr` with
-MEDASR_BENCH_CPU_BY_CALL set: Prefect's server and the decoding workers are left alone.
+BENCH_CPU_BY_CALL set: Prefect's server and the decoding workers are left alone. It
+wraps `concurrent.futures.thread._WorkItem.run(self)` as Python 3.11 has it (the version
+medasr pins).
 """
 
 import os
 import sys
 
-if os.path.basename(sys.argv[0]) == "medasr" and os.environ.get("MEDASR_BENCH_CPU_BY_CALL"):
+if os.path.basename(sys.argv[0]) == "medasr" and os.environ.get("BENCH_CPU_BY_CALL"):
     import atexit
     import collections
     import concurrent.futures.thread

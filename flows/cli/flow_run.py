@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -47,6 +48,7 @@ from tasks.throttle.gate import operator_interrupted
 # A flow built around the Run, carrying on the head start (if any): call it for its state.
 FlowRun = Callable[[HeadStart | None], Any]
 _POLL_S = 0.1  # how often the wait for Prefect looks for Ctrl-C
+SLOTS_FILL_S = 0.5  # the longest the flows' import waits for the slots to fill
 FLOW_MODULES = ("flows.reporting.states", "flows.backlog", "flows.rerun")  # they import Prefect
 
 
@@ -100,9 +102,7 @@ async def _flow_after_start(
     head = HeadStart(run) if early and api.starting and may_start_early(run) else None
     heads.extend([head] if head is not None else [])
     ready = asyncio.create_task(_ready_unless_interrupted(api))
-    preload = asyncio.create_task(
-        _import_flows_when(lambda: flows_import_due(head, run=run, api_ready=ready.done()))
-    )
+    preload = asyncio.create_task(_import_flows_when(head, run=run, ready=ready))
     try:
         await ready
     except (PrefectDidNotStart, PrefectUnavailable, _InterruptedWhileStarting):
@@ -120,24 +120,42 @@ async def _flow_after_start(
         return await summary_from(await flow_run(head)(return_state=True))
 
 
-def flows_import_due(head: HeadStart | None, *, run: Run, api_ready: bool) -> bool:
-    """Whether to import the flows (and Prefect) now: once the head start has sent as
-    many requests as there are slots (every slot filled once), has nothing to send, or
-    the API answers; at once without a head start.
+def flows_import_due(
+    head: HeadStart | None,
+    *,
+    run: Run,
+    api_ready: bool,
+    since_first_request_s: float | None = None,
+) -> bool:
+    """Whether to import the flows (and Prefect) now: at once without a head start; else
+    once it has sent a request for every slot (or for every file it expects, if fewer),
+    has finished, the API answers, or SLOTS_FILL_S after its first request.
 
-    Not at its first request: the import (~1.5 s of CPU, most of it holding the
-    interpreter) then slowed the decoding of the next files, and the slots filled up
-    over 0.4 s instead of 0.2 s (bench/night_bench.py). Prefect's server takes longer
-    to start than the import, so the flow does not wait for it either way."""
+    Not at its first request: the import (about a second of CPU, most of it holding the
+    interpreter) then slowed the decoding of the files that fill the other slots (the
+    eighth request of bench/night_bench.py's night at 1.19-1.40 s instead of 1.29-1.67 s,
+    paired runs). The bound keeps a paced or throttled head start from holding the
+    import until the API answers, when the flow would wait for it."""
     if head is None or head.idle or api_ready:
         return True
-    return run.stats.requests >= run.settings.pipeline.concurrency
+    if since_first_request_s is not None and since_first_request_s >= SLOTS_FILL_S:
+        return True
+    slots = min(run.settings.pipeline.concurrency, max(head.result.planned, 1))
+    return run.stats.requests >= slots
 
 
-async def _import_flows_when(due: Callable[[], bool]) -> None:
-    """Import the flows and Prefect (~1.5 s) in a thread once `due()`
-    (flows_import_due), so that the head start's first requests do not wait for them."""
-    while not due():
+async def _import_flows_when(
+    head: HeadStart | None, *, run: Run, ready: asyncio.Task[None]
+) -> None:
+    """Import the flows and Prefect in a thread once flows_import_due says so, so that
+    the head start's first requests do not wait for them."""
+    first_request_at: float | None = None
+    while True:
+        if first_request_at is None and run.stats.requests:
+            first_request_at = time.monotonic()
+        waited_s = None if first_request_at is None else time.monotonic() - first_request_at
+        if flows_import_due(head, run=run, api_ready=ready.done(), since_first_request_s=waited_s):
+            break
         await asyncio.sleep(_POLL_S)
     await _import_flows()
 

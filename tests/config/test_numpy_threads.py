@@ -20,14 +20,17 @@ import numpy
 print(len(os.listdir("/proc/self/task")))
 """
 
+# OpenBLAS counts the cores this process may run on (a container's or taskset's share).
 needs_two_cores = pytest.mark.skipif(
-    (os.cpu_count() or 1) < 2, reason="OpenBLAS starts no thread of its own on one core"
+    len(os.sched_getaffinity(0)) < 2, reason="OpenBLAS starts no thread of its own on one core"
 )
+# Each of these caps OpenBLAS's threads too: a bare interpreter has none of them.
+THREAD_CAPS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 def threads_after_numpy(how: str, **environment: str) -> int:
     """Threads of a fresh Python once it has imported numpy (`how`: prepared or bare)."""
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | environment
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_CAPS} | environment
     done = subprocess.run(
         [sys.executable, "-c", THREADS_AFTER_NUMPY, how],
         env=env,

@@ -13,7 +13,7 @@ import os
 import signal
 import sqlite3
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import closing
 from pathlib import Path
 
@@ -23,9 +23,9 @@ import soundfile
 from devserver import RunningDevServer, start_devserver
 from devserver.tone import encode_tone_dictation
 from flows import batch_loops
-from flows.cli.flow_run import flows_import_due
+from flows.cli.flow_run import SLOTS_FILL_S, flows_import_due
 from flows.prefect_runtime.head_start import HeadStart
-from flows.setup.bootstrap import RunRequest, bootstrap
+from flows.setup.bootstrap import Run, RunRequest, bootstrap
 from tasks.discovery.discover import discover_and_register
 from tests.flows.prefect_server import MEDASR, clean_env, free_port
 from tests.helpers.flows import settings_for
@@ -323,49 +323,90 @@ def test_an_api_named_by_a_prefect_profile_is_checked_before_anything_is_sent(
     assert arrived(service) == 0  # a profile's API is checked first, like the environment's
 
 
-@pytest.mark.parametrize(("concurrency", "due_with_both_in_flight"), [(3, False), (2, True)])
-def test_the_flows_are_imported_once_every_request_slot_has_had_a_request(
-    tmp_path: Path, service: RunningDevServer, concurrency: int, due_with_both_in_flight: bool
+def bootstrapped_head_start_watch(
+    tmp_path: Path,
+    service: RunningDevServer,
+    *,
+    files: int,
+    pipeline: dict[str, object],
+    watch: Callable[[HeadStart, Run], Awaitable[None]],
 ) -> None:
-    """Not at the first request: the import's CPU would slow the decoding of the files
-    that fill the other slots (flows_import_due). Two files, each answered 1.5 s after it
-    is sent."""
-    source = recordings(tmp_path / "s", 2)
+    """`watch(head, run)` over a head start on `files` one-chunk dictations, the pipeline
+    settings changed by `pipeline`; the head start stopped after."""
+    source = recordings(tmp_path / "s", files)
     settings = settings_for(service, tmp_path / "medasr.db", token=TOKEN)
-    pipeline = settings.pipeline.model_copy(update={"concurrency": concurrency})
-    settings = settings.model_copy(update={"pipeline": pipeline})
-    request = RunRequest(language="en-IN", source=str(source))
-    due: dict[str, bool] = {}
-
-    with bootstrap(settings, request) as run:
+    changed = settings.pipeline.model_copy(update=pipeline)
+    settings = settings.model_copy(update={"pipeline": changed})
+    with bootstrap(settings, RunRequest(language="en-IN", source=str(source))) as run:
         assert run.source is not None
         discover_and_register(
             source=run.source.location, language="en-IN", store=run.store, settle_s=0.0
         )
 
-        async def watch_head_start() -> None:
-            due["no head start"] = flows_import_due(None, run=run, api_ready=False)
+        async def watched() -> None:
             head = HeadStart(run)
-            await head.prepared()
-            due["before any request"] = flows_import_due(head, run=run, api_ready=False)
-            async with asyncio.timeout(120):
-                while run.stats.requests < 2:
-                    await asyncio.sleep(0.005)
-            due["both in flight"] = flows_import_due(head, run=run, api_ready=False)
-            due["the API answers"] = flows_import_due(head, run=run, api_ready=True)
-            async with asyncio.timeout(120):
-                while not head.idle:  # both answered, nothing left to claim
-                    await asyncio.sleep(0.05)
-            due["idle"] = flows_import_due(head, run=run, api_ready=False)
-            await head.stop()
+            try:
+                await head.prepared()
+                async with asyncio.timeout(120):
+                    await watch(head, run)
+            finally:
+                await head.stop()
 
-        asyncio.run(watch_head_start())
+        asyncio.run(watched())
 
+
+async def requests_sent(run: Run, count: int) -> None:
+    while run.stats.requests < count:
+        await asyncio.sleep(0.005)
+
+
+def test_the_flows_are_imported_once_every_request_slot_has_had_a_request(
+    tmp_path: Path, service: RunningDevServer
+) -> None:
+    """Not at the first request: the import's CPU would slow the decoding of the files
+    that fill the other slots (flows_import_due). Three files for two slots, one request
+    started a second, each answered 1.5 s after it is sent."""
+    due: dict[str, bool] = {}
+
+    async def watch(head: HeadStart, run: Run) -> None:
+        due["no head start"] = flows_import_due(None, run=run, api_ready=False)
+        due["before any request"] = flows_import_due(head, run=run, api_ready=False)
+        await requests_sent(run, 1)
+        due["one slot of two"] = flows_import_due(
+            head, run=run, api_ready=False, since_first_request_s=0.0
+        )
+        due["the API answers"] = flows_import_due(head, run=run, api_ready=True)
+        due["the slots still filling"] = flows_import_due(
+            head, run=run, api_ready=False, since_first_request_s=SLOTS_FILL_S
+        )
+        await requests_sent(run, 2)
+        due["both slots"] = flows_import_due(head, run=run, api_ready=False)
+
+    bootstrapped_head_start_watch(
+        tmp_path, service, files=3, pipeline={"concurrency": 2, "requests_per_s": 1.0}, watch=watch
+    )
     assert due == {
         "no head start": True,
         "before any request": False,
-        "both in flight": due_with_both_in_flight,
+        "one slot of two": False,
         "the API answers": True,
-        "idle": True,
+        "the slots still filling": True,  # paced or throttled: not held until the API
+        "both slots": True,
     }
-    assert len(service.ledger) == 2
+    assert len(service.ledger) == 3
+
+
+def test_fewer_files_than_slots_import_the_flows_once_each_has_a_request(
+    tmp_path: Path, service: RunningDevServer
+) -> None:
+    due: dict[str, bool] = {}
+
+    async def watch(head: HeadStart, run: Run) -> None:
+        due["before its request"] = flows_import_due(head, run=run, api_ready=False)
+        await requests_sent(run, 1)
+        due["its request out"] = flows_import_due(head, run=run, api_ready=False)
+
+    bootstrapped_head_start_watch(
+        tmp_path, service, files=1, pipeline={"concurrency": 4}, watch=watch
+    )
+    assert due == {"before its request": False, "its request out": True}
