@@ -25,17 +25,20 @@ HOOK = Path(__file__).parent / "cpu_by_call"
 
 def cpu_by_call(source: Path, *, work: Path, home: Path, devserver: dict[str, Any]) -> None:
     """medasr once over `source` with the hook on its path; print its figures."""
+    hooked = {"PYTHONPATH": str(HOOK), "BENCH_CPU_BY_CALL": "1"}
     with DevServer(work=work, **devserver) as server:
-        env = medasr_env(
-            work,
-            server=server,
-            extra={"PREFECT_HOME": str(home), "PYTHONPATH": str(HOOK),
-                   "BENCH_CPU_BY_CALL": "1"},
-        )  # fmt: skip
-        command = [str(MEDASR), "run", str(source), "--language", "en-IN"]
+        command, env = _medasr_run(source, work=work, home=home, server=server, extra=hooked)
         done = subprocess.run(command, env=env, cwd=work, capture_output=True, text=True)
     lines = [line for line in done.stderr.splitlines() if line.startswith("cpu-by-call:")]
     print("\n".join(lines) if lines else f"cpu-by-call: no figures (exit {done.returncode})")
+
+
+def _medasr_run(
+    source: Path, *, work: Path, home: Path, server: DevServer, extra: dict[str, str] | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """`medasr run SOURCE` and its environment against `server`, in the warmed `home`."""
+    env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home), **(extra or {})})
+    return [str(MEDASR), "run", str(source), "--language", "en-IN"], env
 
 
 def profile(
@@ -45,8 +48,7 @@ def profile(
     spy_command = str(py_spy())
     out_dir.mkdir(parents=True, exist_ok=True)
     with DevServer(work=work, **devserver) as server:
-        env = medasr_env(work, server=server, extra={"PREFECT_HOME": str(home)})
-        command = [str(MEDASR), "run", str(source), "--language", "en-IN"]
+        command, env = _medasr_run(source, work=work, home=home, server=server)
         medasr = subprocess.Popen(command, env=env, cwd=work, stdout=subprocess.DEVNULL)
         spies = [_spy(spy_command, medasr.pid, out_dir / "medasr.collapsed")]
         try:

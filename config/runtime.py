@@ -55,14 +55,18 @@ def prepare_prefect_environment() -> None:
     """Fill in Prefect defaults that suit a batch job; call before Prefect is imported.
 
     Entry points call it (the command's `main`); importing a module never does."""
-    for name, value in _PREFECT_DEFAULTS.items():
-        os.environ.setdefault(name, value)
+    _fill_in(_PREFECT_DEFAULTS)
 
 
 def prepare_numpy_environment() -> None:
     """Fill in numpy's defaults for a command; call before numpy is imported (entry
     points do, as for Prefect)."""
-    for name, value in _NUMPY_DEFAULTS.items():
+    _fill_in(_NUMPY_DEFAULTS)
+
+
+def _fill_in(defaults: Mapping[str, str]) -> None:
+    """Set each of `defaults` the environment does not name: an operator's value wins."""
+    for name, value in defaults.items():
         os.environ.setdefault(name, value)
 
 

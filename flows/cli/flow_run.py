@@ -131,10 +131,11 @@ def flows_import_due(
     once it has sent a request for every slot (or for every file it expects, if fewer),
     has finished, the API answers, or SLOTS_FILL_S after its first request.
 
-    Not at its first request: the import (about a second of CPU, most of it holding the
-    interpreter) then slowed the decoding of the files that fill the other slots (the
-    eighth request of bench/night_bench.py's night at 1.19-1.40 s instead of 1.29-1.67 s,
-    paired runs). The bound keeps a paced or throttled head start from holding the
+    Not at its first request: the import is about a second of CPU, most of it holding
+    the interpreter while the files that fill the other slots are decoded. What that
+    buys is small: in bench/night_bench.py's paired rounds every slot was in use at
+    1.20-1.67 s with this rule and at 1.20-1.53 s with the first-request one, within the
+    host's noise. The bound keeps a paced or throttled head start from holding the
     import until the API answers, when the flow would wait for it."""
     if head is None or head.idle or api_ready:
         return True
