@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import event
+from sqlalchemy.engine.interfaces import CacheStats
 
 from storage.errors import LeaseLost
 from storage.interface import UnitOfWorkFactory
@@ -38,6 +40,28 @@ def test_chunk_results_are_kept_and_replaced(store: UnitOfWorkFactory) -> None:
     assert (chunks[0].start_ms, chunks[0].end_ms, chunks[0].txn_id) == (0, 1000, "txn-0")
     assert chunks[0].latency_ms == 12.5
     assert chunks[1].status == "silent"
+
+
+def test_a_chunk_answer_reuses_its_compiled_statement(store: UnitOfWorkFactory) -> None:
+    """Every chunk answer is an upsert: compiled once, then served from SQLAlchemy's cache
+    (compiling it again for every answer cost more CPU than running it)."""
+    register(store, listed(1))
+    [item] = claim(store)
+    seen: list[CacheStats] = []
+
+    def note(
+        _conn: object, _cursor: object, sql: str, _params: object, context: Any, _many: bool
+    ) -> None:
+        if sql.startswith("INSERT INTO chunks"):
+            seen.append(context.cache_hit)
+
+    event.listen(store.engine, "before_cursor_execute", note)  # type: ignore[attr-defined]
+    for index, text in [(0, "first"), (1, "second"), (0, "first again")]:
+        record(store, item, index, text)
+    assert seen[1:] == [CacheStats.CACHE_HIT, CacheStats.CACHE_HIT]
+    with store.unit_of_work(read_only=True) as uow:
+        chunks = uow.chunks.done_chunks(item.id)
+    assert (chunks[0].text, chunks[1].text) == ("first again", "second")
 
 
 def test_a_committed_chunk_survives_a_later_failure(store: UnitOfWorkFactory) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from config.quality import QualitySettings
@@ -151,6 +153,32 @@ def test_a_setting_turns_the_script_check_off_for_a_romanized_service() -> None:
 def test_repetition_is_a_loop_of_copies_back_to_back(text: str, repeated: bool) -> None:
     found = has_repetition(text.split(), min_copies=3, min_words=8)
     assert found is repeated
+
+
+def _copies_block_by_block(words: list[str], *, size: int) -> int:
+    """The definition, slowly: most equal `size`-word blocks back to back, any phase."""
+    best = 1
+    for start in range(size):
+        copies = 1
+        for at in range(start + size, len(words) - size + 1, size):
+            copies = copies + 1 if words[at : at + size] == words[at - size : at] else 1
+            best = max(best, copies)
+    return best
+
+
+def test_repetition_agrees_with_comparing_block_by_block() -> None:
+    """Random texts of few distinct words (loops of every size and phase): whether a
+    loop is flagged is what comparing each block with the one before it says."""
+    rng = random.Random(45)
+    for _ in range(3000):
+        words = [rng.choice("abcd"[: rng.randint(1, 4)]) for _ in range(rng.randint(0, 60))]
+        copies, span = rng.randint(2, 4), rng.randint(1, 12)
+        expected = any(
+            _copies_block_by_block(words, size=size) >= max(copies, -(-span // size))
+            for size in range(1, 21)
+            if max(copies, -(-span // size)) * size <= len(words)
+        )
+        assert has_repetition(words, min_copies=copies, min_words=span) is expected, words
 
 
 def test_repetition_across_a_chunk_boundary_flags_the_recording() -> None:
