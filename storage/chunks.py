@@ -120,9 +120,7 @@ def _chunk_upsert(dialect: str, columns: tuple[str, ...]) -> TextClause:
         index_elements=["item_id", "index"],
         set_={k: upsert.excluded[k] for k in columns if k not in ("item_id", "index")},
     )
-    named = _DIALECTS[dialect](paramstyle="named")  # the `:name` binds text() reads
+    # Compiled with `:name` binds, the style text() reads, whatever the driver's.
+    named = (postgresql.dialect if dialect == "postgresql" else sqlite.dialect)(paramstyle="named")
     sql = str(statement.compile(dialect=named, column_keys=list(columns)))
     return text(sql).bindparams(*(bindparam(k, type_=CHUNKS.c[k].type) for k in columns))
-
-
-_DIALECTS = {"postgresql": postgresql.dialect, "sqlite": sqlite.dialect}

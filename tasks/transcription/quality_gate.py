@@ -135,9 +135,10 @@ def has_repetition(words: Sequence[str], *, min_copies: int, min_words: int) -> 
 def _longest_loop(words: Sequence[str], *, size: int) -> int:
     """Most back-to-back copies of any `size`-word sequence in `words`.
 
-    Copies from position a on are the words that equal the word `size` after them, each
-    of a run from a: c copies need a run of (c - 1) * size. Those positions are found in
-    C (compress over map), so a text with no loop costs about nothing per size."""
+    c copies from position a are a run of (c - 1) * size positions from a whose word equals
+    the word `size` after it. Those positions are found in C (compress over map); the loop
+    walks only them, and a text without loops has few.
+    """
     same = list(compress(count(), map(operator.eq, words, words[size:])))
     longest = run = 0
     for previous, position in pairwise([-2, *same]):
