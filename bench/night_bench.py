@@ -18,7 +18,10 @@ what it gets. In one process, taking turns round by round:
 * medasr against `--capacity 3 --retry-after-s 1` (429 beyond 3 in flight), and in the
   same round the client that knows the capacity: exactly 3 requests in flight, never a
   429, every recording decoded to 16 kHz mono WAV beforehand (by the ffmpeg command,
-  outside the measurement); medasr's window is reported as a fraction of its window.
+  outside the measurement); medasr's window is reported as a fraction of its window;
+* the same client with 8 in flight against the plain devserver (no capacity): a client
+  with no work to do, the request bound in practice. The naive script's wall over its
+  wall is the most any client reaches in that round; medasr's wall is reported beside it.
 
 CPU seconds come from /proc (bench/pipeline_procs.py): medasr's own process, Prefect's
 temporary server (its Python child), decoding (the rest of its children: ffmpeg and the
@@ -186,12 +189,15 @@ def decode_beforehand(source: Path, *, work: Path) -> Path:
     return out
 
 
-def run_knowing_client(decoded: Path, *, work: Path) -> Measured:
-    """The client that knows the capacity against a fresh `--capacity 3` devserver."""
-    extra = [*ENGINE, "--capacity", str(CAPACITY), "--retry-after-s", "1"]
+def run_knowing_client(decoded: Path, *, work: Path, in_flight: int = CAPACITY) -> Measured:
+    """The client that knows the capacity against a fresh `--capacity 3` devserver; with
+    `in_flight=CONCURRENCY`, the client with no work to do against the plain devserver
+    medasr's run meets (no capacity): the request bound in practice."""
+    capacity = ["--capacity", str(CAPACITY), "--retry-after-s", "1"]
+    extra = [*ENGINE, *(capacity if in_flight == CAPACITY else [])]
     with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=extra) as server:
         env = dict(os.environ) | {"WAVS": str(decoded), "URL": server.url,
-                                  "TOKEN": server.token, "IN_FLIGHT": str(CAPACITY)}  # fmt: skip
+                                  "TOKEN": server.token, "IN_FLIGHT": str(in_flight)}  # fmt: skip
         command = [sys.executable, "-c", KNOWING_CLIENT]
         return measure(command, env=env, work=work, server=server, naive=True)
 
@@ -313,6 +319,7 @@ def report(files: int, rounds: list[dict[str, Measured]]) -> None:
               f" {naive_ms:.1f} | {cells[0] / naive_ms:.3f}")  # fmt: skip
     print(f"ratio to the naive script: median {statistics.median(ratios):.2f}x "
           f"(spread {min(ratios):.2f}-{max(ratios):.2f})")  # fmt: skip
+    report_bound(rounds)
     for number, r in enumerate(rounds, 1):
         if "capacity" in r:
             med, knowing = r["capacity"], r["knowing"]
@@ -323,12 +330,27 @@ def report(files: int, rounds: list[dict[str, Measured]]) -> None:
                   f" {med.window_ratio / max(knowing.window_ratio, 1e-9):.3f}")  # fmt: skip
 
 
+def report_bound(rounds: list[dict[str, Measured]]) -> None:
+    """Per round, the client with no work to do (8 in flight, WAVs decoded beforehand)
+    against the same devserver: the most any client reaches over the naive script."""
+    for number, r in enumerate(rounds, 1):
+        if "bound" in r:
+            naive, med, bound = r["naive"], r["medasr"], r["bound"]
+            print(f"{number} | the client with no work to do, {CONCURRENCY} in flight: wall"
+                  f" {bound.wall_s:.1f} s (first request {bound.first_request_s:.2f} s);"
+                  f" the naive script / it {naive.wall_s / bound.wall_s:.2f}x (the most any"
+                  f" client reaches this round); medasr / it"
+                  f" {bound.wall_s / med.wall_s:.3f}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=600, help="recordings (600 for the record)")
     parser.add_argument("--rounds", type=int, default=2, help="naive/medasr turns (0: none)")
     parser.add_argument(
-        "--skip-capacity", action="store_true", help="no capacity-3 runs (medasr, knowing client)"
+        "--skip-capacity",
+        action="store_true",
+        help="no capacity-3 runs (medasr, knowing client) nor the client with no work to do",
     )
     parser.add_argument(
         "--before", type=Path, help="another checkout's medasr, taking turns with this one"
@@ -359,6 +381,8 @@ def main() -> None:
             med = run_medasr(source, work=work, home=home)
             single = start_and_stop(one, work=work, home=home)
             rounds.append({"naive": naive, "medasr": med, "one": single})
+            if decoded is not None:
+                rounds[-1]["bound"] = run_knowing_client(decoded, work=work, in_flight=CONCURRENCY)
             if args.before:
                 before_med = run_medasr(source, work=work, home=home, code=args.before)
                 before_one = start_and_stop(one, work=work, home=home, code=args.before)
