@@ -189,13 +189,23 @@ def decode_beforehand(source: Path, *, work: Path) -> Path:
     return out
 
 
-def run_knowing_client(decoded: Path, *, work: Path, in_flight: int = CAPACITY) -> Measured:
-    """The client that knows the capacity against a fresh `--capacity 3` devserver; with
-    `in_flight=CONCURRENCY`, the client with no work to do against the plain devserver
-    medasr's run meets (no capacity): the request bound in practice."""
+def run_knowing_client(decoded: Path, *, work: Path) -> Measured:
+    """The client that knows the capacity against a fresh `--capacity 3` devserver."""
     capacity = ["--capacity", str(CAPACITY), "--retry-after-s", "1"]
-    extra = [*ENGINE, *(capacity if in_flight == CAPACITY else [])]
-    with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=extra) as server:
+    return run_decoded_client(decoded, work=work, in_flight=CAPACITY, extra_args=capacity)
+
+
+def run_idle_client(decoded: Path, *, work: Path) -> Measured:
+    """The client with no work to do, CONCURRENCY in flight, against the plain devserver
+    medasr's run meets: the request bound in practice."""
+    return run_decoded_client(decoded, work=work, in_flight=CONCURRENCY, extra_args=[])
+
+
+def run_decoded_client(
+    decoded: Path, *, work: Path, in_flight: int, extra_args: list[str]
+) -> Measured:
+    """KNOWING_CLIENT sending the decoded WAVs, `in_flight` at a time, to a fresh devserver."""
+    with DevServer(latency_ms=LATENCY_MS, work=work, extra_args=[*ENGINE, *extra_args]) as server:
         env = dict(os.environ) | {"WAVS": str(decoded), "URL": server.url,
                                   "TOKEN": server.token, "IN_FLIGHT": str(in_flight)}  # fmt: skip
         command = [sys.executable, "-c", KNOWING_CLIENT]
@@ -279,7 +289,7 @@ def warm_home(home: Path, *, work: Path, code: Path | None = None) -> None:
 
 def per_recording_ms(run: Measured, one: Measured, *, files: int, field: str) -> float:
     """CPU ms per recording of `field` beyond the start-and-stop run's."""
-    return 1000 * (getattr(run, field) - getattr(one, field)) / max(files - 1, 1)
+    return float(1000 * (getattr(run, field) - getattr(one, field)) / max(files - 1, 1))
 
 
 def report(files: int, rounds: list[dict[str, Measured]]) -> None:
@@ -382,7 +392,7 @@ def main() -> None:
             single = start_and_stop(one, work=work, home=home)
             rounds.append({"naive": naive, "medasr": med, "one": single})
             if decoded is not None:
-                rounds[-1]["bound"] = run_knowing_client(decoded, work=work, in_flight=CONCURRENCY)
+                rounds[-1]["bound"] = run_idle_client(decoded, work=work)
             if args.before:
                 before_med = run_medasr(source, work=work, home=home, code=args.before)
                 before_one = start_and_stop(one, work=work, home=home, code=args.before)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -91,7 +91,7 @@ def _noop_file(index: int, folder: Path) -> None:
     soundfile.write(sub / f"note-{index:05d}.wav", samples, WAV_RATE_HZ, subtype="PCM_16")
 
 
-def _build(name: str, recipe: dict[str, object], make: Callable[[Path], None]) -> Path:
+def _build(name: str, recipe: Mapping[str, object], make: Callable[[Path], None]) -> Path:
     """The folder bench/out/NAME, (re)made by `make` unless its recipe marker matches."""
     folder = OUT / name
     marker = OUT / f"{name}.json"
