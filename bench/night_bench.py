@@ -21,7 +21,7 @@ what it gets. In one process, taking turns round by round:
   outside the measurement); medasr's window is reported as a fraction of its window;
 * the same client with 8 in flight against the plain devserver (no capacity): a client
   with no work to do, the request bound in practice. The naive script's wall over its
-  wall is the most any client reaches in that round; medasr's wall is reported beside it.
+  wall is about the most any client reaches in that round; medasr's is reported beside.
 
 CPU seconds come from /proc (bench/pipeline_procs.py): medasr's own process, Prefect's
 temporary server (its Python child), decoding (the rest of its children: ffmpeg and the
@@ -342,13 +342,13 @@ def report(files: int, rounds: list[dict[str, Measured]]) -> None:
 
 def report_bound(rounds: list[dict[str, Measured]]) -> None:
     """Per round, the client with no work to do (8 in flight, WAVs decoded beforehand)
-    against the same devserver: the most any client reaches over the naive script."""
+    against the same devserver: about the most any client reaches over the naive script."""
     for number, r in enumerate(rounds, 1):
         if "bound" in r:
             naive, med, bound = r["naive"], r["medasr"], r["bound"]
             print(f"{number} | the client with no work to do, {CONCURRENCY} in flight: wall"
                   f" {bound.wall_s:.1f} s (first request {bound.first_request_s:.2f} s);"
-                  f" the naive script / it {naive.wall_s / bound.wall_s:.2f}x (the most any"
+                  f" the naive script / it {naive.wall_s / bound.wall_s:.2f}x (about the most any"
                   f" client reaches this round); medasr / it"
                   f" {bound.wall_s / med.wall_s:.3f}")  # fmt: skip
 
