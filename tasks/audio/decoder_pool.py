@@ -5,9 +5,10 @@ An ffmpeg process per compressed file costs its start (about 10 ms of CPU for th
 binary), a pipe and a description to parse: on a backlog of 15 s dictations that is most
 of the decoding's cost. Decoding with PyAV in medasr's own process was tried and measured
 slower: libav hands the GIL back and forth per packet, so the decoding fought the event
-loop that sends the requests (bench/README.md "Night"). Here each worker is a process of
-its own that decodes one file at a time for the whole run: the same libav decoders and
-resampler as the ffmpeg command, the same bytes (tests/tasks/audio/test_decoder_pool.py).
+loop that sends the requests (bench/night_bench.py; the figures are in bench/README.md's
+history). Here each worker is a process of its own that decodes one file at a time for the
+whole run: the same libav decoders and resampler as the ffmpeg command, the same bytes
+(tests/tasks/audio/test_decoder_pool.py).
 
 A file of at most 5 minutes comes back whole (`DecodedPcm`), a longer one in pieces as the
 splitter reads it (`StreamedPcm`, tasks/audio/worker_stream.py, which hands the rest of
