@@ -55,7 +55,7 @@ _ANSWER_PIPE_BYTES = 1 << 20
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the worker runs this code
 _LAUNCH = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    "from tasks.libav.worker import main; sys.exit(main(sys.argv))"
+    "from tasks.libav.worker import run; run(sys.argv)"
 )
 
 

@@ -29,7 +29,7 @@ import os
 import signal
 import sys
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from tasks.libav.decode import Stream
@@ -100,5 +100,14 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def run(argv: list[str]) -> NoReturn:
+    """`main`, then the process ends at once (`os._exit`), as multiprocessing's children
+    do: every answer is in the pipe by then and the worker holds nothing else to flush,
+    while the interpreter's teardown with PyAV loaded is about 30 ms that the parent,
+    closing its pool at the end of every run, would wait for per worker. An error
+    `main` does not expect still ends the worker the usual way, with its traceback."""
+    os._exit(main(argv))
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    run(sys.argv)

@@ -269,8 +269,10 @@ def test_no_more_workers_than_asked_and_none_after_close(tmp_path: Path) -> None
         outcomes = list(threads.map(decode, paths))
     assert most == 2  # four threads at once: two workers, the others left to ffmpeg
     assert outcomes.count(True) == pool.decoded >= 2
+    processes = [worker.process for worker in pool._idle]
     pool.close()
     assert _workers() == []
+    assert [process.returncode for process in processes] == [0, 0]  # ended, not killed
     assert _decode(pool, paths[0]) is None  # closed: ffmpeg decodes
 
 
