@@ -49,7 +49,11 @@ from tasks.throttle.gate import operator_interrupted
 FlowRun = Callable[[HeadStart | None], Any]
 _POLL_S = 0.1  # how often the wait for Prefect looks for Ctrl-C
 SLOTS_FILL_S = 0.5  # the longest the flows' import waits for the slots to fill
-FLOW_MODULES = ("flows.reporting.states", "flows.backlog", "flows.rerun")  # they import Prefect
+# Each command's flow and what it needs of Prefect: imported in a thread once the head
+# start is under way, each command only its own (a deployment's flow, built at import,
+# costs its parameter schema).
+BACKLOG_FLOW = ("flows.reporting.states", "flows.backlog_run")
+RERUN_FLOW = ("flows.reporting.states", "flows.rerun")
 
 
 class _InterruptedWhileStarting(Exception):
@@ -57,16 +61,23 @@ class _InterruptedWhileStarting(Exception):
 
 
 def run_flow(
-    flow_run: FlowRun, *, api: PrefectApi, run: Run, early: bool, held: HeldLogs
+    flow_run: FlowRun,
+    *,
+    modules: tuple[str, ...],
+    api: PrefectApi,
+    run: Run,
+    early: bool,
+    held: HeldLogs,
 ) -> RunSummary:
     """The flow's summary, begun with a head start when `early` and the API is still
-    starting; log lines `held` until Prefect is imported are handed on then. An error
-    raised before there was a summary exits with its line."""
+    starting; its `modules` imported meanwhile (BACKLOG_FLOW, RERUN_FLOW); log lines
+    `held` until Prefect is imported are handed on then. An error raised before there
+    was a summary exits with its line."""
     heads: list[HeadStart] = []  # the head start, once begun
     try:
         with typed_errors_without_traceback():
             flow = _flow_after_start(
-                flow_run, api=api, run=run, early=early, heads=heads, held=held
+                flow_run, modules=modules, api=api, run=run, early=early, heads=heads, held=held
             )
             summary = asyncio.run(run_interruptibly(flow))
     except PrefectUnavailable as exc:
@@ -93,6 +104,7 @@ def run_flow(
 async def _flow_after_start(
     flow_run: FlowRun,
     *,
+    modules: tuple[str, ...],
     api: PrefectApi,
     run: Run,
     early: bool,
@@ -102,14 +114,16 @@ async def _flow_after_start(
     head = HeadStart(run) if early and api.starting and may_start_early(run) else None
     heads.extend([head] if head is not None else [])
     ready = asyncio.create_task(_ready_unless_interrupted(api))
-    preload = asyncio.create_task(_import_flows_when(head, run=run, ready=ready))
+    preload = asyncio.create_task(_import_flows_when(head, modules, run=run, ready=ready))
     try:
         await ready
     except (PrefectDidNotStart, PrefectUnavailable, _InterruptedWhileStarting):
         if head is not None:  # the files in flight finish and are recorded
             await head.stop()
         preload.cancel()
-        await _import_flows()  # Prefect's logging: the held lines are printed, then the error
+        await _import_flows(
+            modules
+        )  # Prefect's logging: the held lines are printed, then the error
         held.hand_on()
         raise
     await preload
@@ -146,7 +160,7 @@ def flows_import_due(
 
 
 async def _import_flows_when(
-    head: HeadStart | None, *, run: Run, ready: asyncio.Task[None]
+    head: HeadStart | None, modules: tuple[str, ...], *, run: Run, ready: asyncio.Task[None]
 ) -> None:
     """Import the flows and Prefect in a thread once flows_import_due says so, so that
     the head start's first requests do not wait for them."""
@@ -158,12 +172,12 @@ async def _import_flows_when(
         if flows_import_due(head, run=run, api_ready=ready.done(), since_first_request_s=waited_s):
             break
         await asyncio.sleep(_POLL_S)
-    await _import_flows()
+    await _import_flows(modules)
 
 
-async def _import_flows() -> None:
+async def _import_flows(modules: tuple[str, ...]) -> None:
     with _collector_paused():
-        for name in FLOW_MODULES:
+        for name in modules:
             await asyncio.to_thread(importlib.import_module, name)
 
 

@@ -28,7 +28,7 @@ from config.settings import Settings
 from flows.cli.console import print_summary, show_progress
 from flows.cli.dry_run import print_plan
 from flows.cli.error_exits import credentials_rejected, usage_error
-from flows.cli.flow_run import interrupted_line, run_flow
+from flows.cli.flow_run import BACKLOG_FLOW, RERUN_FLOW, interrupted_line, run_flow
 from flows.cli.log_level import medasr_log_level
 from flows.cli.nothing_to_do import end_with_nothing_to_do, nothing_to_claim
 from flows.prefect_runtime.held_logs import HeldLogs, held_logs
@@ -147,11 +147,8 @@ def run_command(
                 _end_if_unlisted(api, listed)
             summary = run_flow(
                 lambda head: _backlog_flow()(run, listed=listed, head_start=head),
-                api=api,
-                run=run,
-                early=early,
-                held=held,
-            )
+                modules=BACKLOG_FLOW, api=api, run=run, early=early, held=held,
+            )  # fmt: skip
         _report(summary, run=run, title="medasr run")
 
 
@@ -205,6 +202,7 @@ def rerun_command(
                     requeued=requeued,
                     head_start=head,
                 ),
+                modules=RERUN_FLOW,
                 api=api,
                 run=run,
                 early=early,
@@ -243,7 +241,7 @@ def _end_if_unlisted(api: PrefectApi, listed: Listed) -> None:
 # The flows import Prefect (seconds of start-up): imported once the head start is under way
 # (flows/cli/flow_run.py), not before the first request.
 def _backlog_flow() -> Callable[..., Any]:
-    from flows.backlog import backlog_flow
+    from flows.backlog_run import backlog_flow
 
     return backlog_flow
 

@@ -26,7 +26,7 @@ from flows.reporting.summary import RunSummary
 from flows.setup.bootstrap import Run
 from storage.interface import UnitOfWorkFactory
 from storage.records import ItemRecord, ItemStatus
-from tasks.delivery.deliverer import in_doubt_rows
+from tasks.delivery.stats import in_doubt_rows
 from tasks.discovery.recording_names import one_line, reason_about, recording_name
 from tasks.transcription.bookkeeping import open_backlog
 

@@ -3,7 +3,7 @@
 Like cosmicpython's bootstrap.py: `bootstrap(settings, request)` builds a `Run` in one
 place and everything after gets it injected. `medasr run` calls it before Prefect starts
 (building it is the command's check of source, manifest and store) and hands the Run to
-a flow it builds around it (flows/backlog.py `backlog_flow`); a deployment's flow
+a flow it builds around it (flows/backlog_run.py `backlog_flow`); a deployment's flow
 (`medasr serve`) calls it with its own parameters. The source string is parsed here,
 once, into a `SourceLocation`; the manifest is read here, once. The Run is never a flow
 parameter: Prefect records parameters, and the Run holds the token and an open store.

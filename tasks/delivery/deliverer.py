@@ -28,7 +28,7 @@ from tasks.delivery.document_sender import DocumentSender
 from tasks.delivery.documents import DocsQuery, parse_docs_query, require_patient_link
 from tasks.delivery.plan import plan_deliveries
 from tasks.delivery.senders import configured_target, sender_for
-from tasks.delivery.stats import DeliveryStats, delivery_summary
+from tasks.delivery.stats import DeliveryStats, delivery_summary, in_doubt_rows
 from tasks.delivery.target_aliases import check_target_alias, seen_targets
 from tasks.delivery.targets import Sender, Target, TargetKind
 from tasks.discovery.recording_names import one_line
@@ -148,11 +148,6 @@ async def _drain(
         await run.keeper.aclose()
         if close_sender:
             await run.sender.aclose()
-
-
-def in_doubt_rows(uow: Any) -> int:
-    """Deliveries in doubt in the store (every target): each waits for a person."""
-    return sum(c.rows for c in uow.deliveries.delivery_counts() if c.status == "in_doubt")
 
 
 def _retry(stats: DeliveryStats) -> None:

@@ -10,6 +10,11 @@ from service.errors import CredentialsRejected, ServiceError
 from tasks.delivery.errors import ReceiverSilent
 
 
+def in_doubt_rows(uow: Any) -> int:
+    """Deliveries in doubt in the store (every target): each waits for a person."""
+    return sum(c.rows for c in uow.deliveries.delivery_counts() if c.status == "in_doubt")
+
+
 @dataclass
 class DeliveryStats:
     """Counts of one delivery run (no text, no secret)."""

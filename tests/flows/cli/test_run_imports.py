@@ -1,0 +1,70 @@
+"""`medasr run` imports its own flow, not the deployments' nor the delivery wing's models.
+
+What the command imports beside its first requests holds the interpreter while they
+are sent (flows/cli/flow_run.py): a deployment's flow builds its parameter schema at
+import (pydantic.v1 comes with it), and the delivery step's FHIR and HL7 models are for
+MEDASR_DELIVER=true nights only. The command runs in a fresh interpreter over one
+recording, against a devserver and the worker's shared Prefect API, and reports every
+module it imported.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import soundfile
+
+from devserver import RunningDevServer
+from devserver.tone import encode_tone_dictation
+from tests.flows.prefect_server import clean_env
+
+ROOT = Path(__file__).resolve().parents[3]
+# Runs `medasr ARGS` in this interpreter, then prints its exit code and every module.
+LAUNCHER = """
+import json, sys
+sys.argv = ["medasr", *json.loads(sys.argv[1])]
+try:
+    from flows.cli import main
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+# What a night without delivery never calls, and the libraries only they bring in.
+NOT_IMPORTED = ("flows.backlog", "flows.rerun", "pydantic.v1", "fhir", "hl7apy", "hl7")
+
+
+def test_a_run_imports_neither_the_deployments_flows_nor_fhir_and_hl7(
+    tmp_path: Path, devserver: RunningDevServer, prefect_api: dict[str, str]
+) -> None:
+    source = tmp_path / "recordings"
+    source.mkdir()
+    soundfile.write(source / "note.wav", encode_tone_dictation("review in 6 weeks."), 16_000)
+    env = clean_env(
+        tmp_path / "prefect",
+        MEDASR_BASE_URL=devserver.url,
+        MEDASR_TOKEN=devserver.token,
+        MEDASR_DATABASE_URL=f"sqlite:///{tmp_path / 'medasr.db'}",
+        MEDASR_PIPELINE__SETTLE_S="0",
+    ) | prefect_api
+    args = ["run", str(source), "--language", "en-IN", "--quiet"]
+    done = subprocess.run(
+        [sys.executable, "-c", LAUNCHER, json.dumps(args)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0, done.stderr[-2000:]
+    modules = set(report["modules"])
+    assert "flows.backlog_run" in modules  # the run's own flow
+    imported = {name for name in modules if name.split(".")[0] in NOT_IMPORTED}
+    imported |= {name for name in NOT_IMPORTED if name in modules}
+    assert not imported, f"`medasr run` imported {sorted(imported)[:8]}"
