@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
+import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,39 @@ def medasr(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedPr
         text=True,
         timeout=120,
     )
+
+
+# Runs `medasr ARGS` in this interpreter, then prints its exit code and every module.
+MODULES_LAUNCHER = """
+import json, sys
+sys.argv = ["medasr", *json.loads(sys.argv[1])]
+try:
+    from flows.cli import main
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def modules_imported_by(
+    args: list[str], *, env: dict[str, str], cwd: Path, timeout_s: float = 120
+) -> set[str]:
+    """Every module `medasr ARGS` imported in a fresh interpreter (as a cron job or a
+    person runs it); the command must exit 0."""
+    done = subprocess.run(
+        [sys.executable, "-c", MODULES_LAUNCHER, json.dumps(args)],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0, f"medasr {' '.join(args)} failed:\n{done.stderr[-2000:]}"
+    return set(report["modules"])
 
 
 def table_rows(out: str) -> dict[str, str]:

@@ -9,9 +9,6 @@ of an option or a docstring).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,37 +20,16 @@ from flows.cli import app
 from flows.cli.commands import COMMANDS, load_command
 from tests.flows.cli.help_pages import HELP_DIR, HELP_PAGES, help_page, page_file
 from tests.flows.prefect_server import clean_env
+from tests.helpers.cli import modules_imported_by
 
 ROOT = Path(__file__).resolve().parents[3]
-# Runs `medasr ARGS` in this interpreter, then prints the top-level packages imported.
-LAUNCHER = """
-import json, sys
-sys.argv = ["medasr", *json.loads(sys.argv[1])]
-try:
-    from flows.cli import main
-    main()
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-print(json.dumps({"code": code, "modules": sorted({m.split(".")[0] for m in sys.modules})}))
-"""
 HEAVY = ("prefect", "alembic", "sqlalchemy", "httpx", "numpy")
 
 
 def imported_by(args: list[str], *, env: dict[str, str]) -> set[str]:
     """The HEAVY packages `medasr ARGS` imported in a fresh interpreter; it must succeed."""
-    done = subprocess.run(
-        [sys.executable, "-c", LAUNCHER, json.dumps(args)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["code"] == 0, f"medasr {' '.join(args)} failed:\n{done.stderr[-2000:]}"
-    return set(report["modules"]) & set(HEAVY)
+    modules = modules_imported_by(args, env=env, cwd=ROOT)
+    return {name.split(".")[0] for name in modules} & set(HEAVY)
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,6 @@ module it imported.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import soundfile
@@ -20,21 +17,9 @@ import soundfile
 from devserver import RunningDevServer
 from devserver.tone import encode_tone_dictation
 from tests.flows.prefect_server import clean_env
+from tests.helpers.cli import modules_imported_by
 
 ROOT = Path(__file__).resolve().parents[3]
-# Runs `medasr ARGS` in this interpreter, then prints its exit code and every module.
-LAUNCHER = """
-import json, sys
-sys.argv = ["medasr", *json.loads(sys.argv[1])]
-try:
-    from flows.cli import main
-    main()
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
-"""
 # What a night without delivery never calls, and the libraries only they bring in.
 NOT_IMPORTED = ("flows.backlog", "flows.rerun", "pydantic.v1", "fhir", "hl7apy", "hl7")
 
@@ -45,25 +30,18 @@ def test_a_run_imports_neither_the_deployments_flows_nor_fhir_and_hl7(
     source = tmp_path / "recordings"
     source.mkdir()
     soundfile.write(source / "note.wav", encode_tone_dictation("review in 6 weeks."), 16_000)
-    env = clean_env(
-        tmp_path / "prefect",
-        MEDASR_BASE_URL=devserver.url,
-        MEDASR_TOKEN=devserver.token,
-        MEDASR_DATABASE_URL=f"sqlite:///{tmp_path / 'medasr.db'}",
-        MEDASR_PIPELINE__SETTLE_S="0",
-    ) | prefect_api
-    args = ["run", str(source), "--language", "en-IN", "--quiet"]
-    done = subprocess.run(
-        [sys.executable, "-c", LAUNCHER, json.dumps(args)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
+    env = (
+        clean_env(
+            tmp_path / "prefect",
+            MEDASR_BASE_URL=devserver.url,
+            MEDASR_TOKEN=devserver.token,
+            MEDASR_DATABASE_URL=f"sqlite:///{tmp_path / 'medasr.db'}",
+            MEDASR_PIPELINE__SETTLE_S="0",
+        )
+        | prefect_api
     )
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["code"] == 0, done.stderr[-2000:]
-    modules = set(report["modules"])
+    args = ["run", str(source), "--language", "en-IN", "--quiet"]
+    modules = modules_imported_by(args, env=env, cwd=ROOT, timeout_s=180)
     assert "flows.backlog_run" in modules  # the run's own flow
     imported = {name for name in modules if name.split(".")[0] in NOT_IMPORTED}
     imported |= {name for name in NOT_IMPORTED if name in modules}
