@@ -121,9 +121,8 @@ async def _flow_after_start(
         if head is not None:  # the files in flight finish and are recorded
             await head.stop()
         preload.cancel()
-        await _import_flows(
-            modules
-        )  # Prefect's logging: the held lines are printed, then the error
+        # Prefect's logging: the held lines are printed, then the error
+        await _import_flows(modules)
         held.hand_on()
         raise
     await preload
