@@ -28,6 +28,9 @@
         └── SharedLimitUnavailable     "shared_limit_unavailable": MEDASR_GLOBAL_CONCURRENCY is
                                        set but the Prefect server gives no slot; the run stops
                                        (fail closed), items go back to pending
+        └── FfmpegMissing              "ffmpeg_missing": no ffmpeg binary can be found (or
+                                       IMAGEIO_FFMPEG_EXE names no executable): the run stops,
+                                       the recording that needed it stays pending
         └── RetentionInvalid           "retention_invalid": a purge period that is not
                                        like 90d, 12w or 1y (exit 2)
         └── QualityOptionInvalid       "quality_option_invalid": a `medasr quality` grouping
@@ -134,6 +137,12 @@ class SharedLimitUnavailable(ConfigError):
     """The Prefect server holding the shared request limit gave no slot: send nothing."""
 
     kind = "shared_limit_unavailable"
+
+
+class FfmpegMissing(ConfigError):
+    """No ffmpeg binary to run (tasks/audio/ffmpeg_binary.py): the host's fault, not a file's."""
+
+    kind = "ffmpeg_missing"
 
 
 class DecoderInterrupted(RunInterrupted):

@@ -15,16 +15,17 @@ What it offers (everything a caller needs is importable from `tasks.audio`):
                                             files) -> SplitResult of ChunkFile (`medasr split`)
     probe_audio(path) -> AudioInfo          duration, rate, channels, codec, container
     audio_length_ms(path)                   a recording's length before decoding (length.py)
-    find_ffmpeg()                           the ffmpeg binary (imageio-ffmpeg's static build)
+    find_ffmpeg()                           the ffmpeg binary (a system one, else imageio-ffmpeg's);
+                                            FfmpegMissing when there is none
     WAV_HEADER_BYTES                        the 44 bytes each chunk's cap includes
 
 Inside: splitter.py (splitting), pauses.py (speech level, pause and cut finder),
-decoder.py (one streaming ffmpeg process per file), ffmpeg.py (the binary, the probe,
-stderr summaries), native_wav.py (PCM and float WAV read without ffmpeg),
-resampler.py (its downmix and resampling to 16 kHz mono), decoder_pool.py (mp3,
-m4a, FLAC, Ogg and AIFF decoded by libav worker processes, tasks/libav/; a long one
-streamed, worker_stream.py), sniff.py
-(magic bytes), riff.py (the RIFF chunk walk and the WAV header).
+decoder.py (one streaming ffmpeg process per file), ffmpeg_binary.py (which ffmpeg,
+found without running it), ffmpeg.py (the probe, stderr summaries), native_wav.py (PCM
+and float WAV read without ffmpeg), resampler.py (its downmix and resampling to 16 kHz
+mono), decoder_pool.py (mp3, m4a, FLAC, Ogg and AIFF decoded by libav worker processes,
+tasks/libav/; a long one streamed, worker_stream.py), sniff.py (magic bytes), riff.py
+(the RIFF chunk walk and the WAV header).
 Failures are the typed AudioError tree of tasks/errors.py, each with one sentence.
 """
 

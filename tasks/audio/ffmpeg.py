@@ -1,4 +1,4 @@
-"""ffmpeg as a subprocess: find it, probe a file, word its failures.
+"""ffmpeg as a subprocess: probe a file, word its failures (the binary: ffmpeg_binary.py).
 
 There is no ffprobe: `probe_audio` parses what `ffmpeg -i PATH` prints (`parse_probe`,
 also used on the decode's own stderr by tasks/audio/decoder.py, which streams the decode).
@@ -9,17 +9,14 @@ ffmpeg process is waited for; its failures become one-line tasks/errors.py error
 
 from __future__ import annotations
 
-import functools
 import os
 import re
-import shutil
 import stat
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import imageio_ffmpeg
-
+from tasks.audio.ffmpeg_binary import find_ffmpeg as find_ffmpeg
 from tasks.audio.formats import unsupported_format_sentence
 from tasks.audio.sniff import check_wav_header, looks_like_audio, looks_like_text
 from tasks.errors import (
@@ -56,12 +53,6 @@ class AudioInfo:
     container: str | None
     # Why the file holds less audio than its header promises (found by the probe), if so.
     truncated: str | None = None
-
-
-@functools.cache
-def find_ffmpeg() -> str:
-    """The ffmpeg executable: the system one on PATH if present, else imageio_ffmpeg's."""
-    return shutil.which("ffmpeg") or imageio_ffmpeg.get_ffmpeg_exe()
 
 
 def input_arg(path: Path) -> str:

@@ -24,6 +24,12 @@ VOCAB = [
 # fmt: on
 
 
+def path_without_ffmpeg() -> str:
+    """This PATH less the folders holding an `ffmpeg`: a lookup must use imageio-ffmpeg's."""
+    folders = os.environ.get("PATH", "").split(os.pathsep)
+    return os.pathsep.join(f for f in folders if f and not (Path(f) / "ffmpeg").exists())
+
+
 def no_ffmpeg(*args: object, **kwargs: object) -> None:
     """Put in place of the ffmpeg decoder where a file must be decoded without it."""
     raise AssertionError("an ffmpeg process was started")

@@ -141,7 +141,7 @@ def test_ctrl_c_to_the_group_during_a_rerun_leaves_the_failures_due(
     assert "decode_failed" not in kinds, finished.describe()
     failed = [r for r in items(database) if r["status"] == "failed"]
     not_due = [(r["error_kind"], r.get("error_message")) for r in failed if not r["retryable"]]
-    assert not not_due, (not_due, finished.describe())
+    assert not not_due, f"{not_due}\n{finished.describe()}"  # a string: shown whole
 
     again = medasr.run("rerun-failures")
     assert again.returncode == 0, again.describe()
