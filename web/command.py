@@ -21,6 +21,7 @@ import uvicorn
 from config.errors import ConfigError, MedasrError, error_line, exit_code_for
 from config.settings import Settings, load_settings
 from storage import open_review_store
+from tasks.audio.ffmpeg_binary import find_ffmpeg
 from tasks.discovery.recording_names import one_line
 from web.app import build_app
 
@@ -42,6 +43,7 @@ def web_command(
     try:
         settings = load_settings()
         tls = check_transport(settings, host=host)
+        find_ffmpeg()  # the player decodes every recording with it; FfmpegMissing if none
         store = open_review_store(settings.storage)
     except MedasrError as exc:
         typer.echo(one_line(error_line(exc)), err=True)

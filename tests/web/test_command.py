@@ -18,6 +18,8 @@ from config.settings import Settings
 from config.workstation import WebSettings
 from flows.cli import app as medasr
 from storage.review_interface import ReviewStore
+from tasks.audio import find_ffmpeg
+from tests.helpers.audio import path_without_ffmpeg
 from tests.service.tls_certs import TlsFiles, make_tls_files
 from tests.web.workstation import sign_in
 from web.app import build_app
@@ -96,3 +98,28 @@ def test_under_tls_the_cookies_are_secure(tls_served: str, tls_files: TlsFiles) 
         assert "Secure" in signed.headers["set-cookie"]
         assert "HttpOnly" in signed.headers["set-cookie"]
         assert signed.headers["strict-transport-security"].startswith("max-age=")
+
+
+def test_no_ffmpeg_for_the_player_exits_2_before_serving(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The player decodes every recording with ffmpeg: without one, each recording opened
+    # would fail in the browser. The port is taken, so a workstation that starts anyway
+    # ends on uvicorn's bind error instead of serving for ever.
+    assert runner.invoke(medasr, ["db", "upgrade"]).exit_code == 0
+    missing = tmp_path / "no-such-ffmpeg"
+    monkeypatch.setenv("PATH", path_without_ffmpeg())
+    monkeypatch.setenv("IMAGEIO_FFMPEG_EXE", str(missing))
+    find_ffmpeg.cache_clear()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = runner.invoke(medasr, ["web", "--port", str(port)])
+    find_ffmpeg.cache_clear()
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"medasr: configuration error: IMAGEIO_FFMPEG_EXE names {missing}, which is not an "
+        "executable file: point it at an ffmpeg binary, or unset it to use the one "
+        "imageio-ffmpeg installed"
+    )
