@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from config.runtime import bundled_profile_settings, temporary_server_allowed
+from tests.helpers.fresh import json_printed_by
 
 PREFECTS_OWN_READING = """
 import json
@@ -34,14 +32,7 @@ def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def prefects_reading(work: Path) -> dict[str, object]:
     """What Prefect itself makes of the same environment and working directory."""
-    done = subprocess.run(
-        [sys.executable, "-c", PREFECTS_OWN_READING],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    reading: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    reading: dict[str, object] = json_printed_by(PREFECTS_OWN_READING, cwd=work)
     return reading
 
 

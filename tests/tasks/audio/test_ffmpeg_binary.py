@@ -10,10 +10,7 @@ an ffmpeg that cannot be found is a setting to fix, named in one sentence.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +22,7 @@ from tasks.audio import ffmpeg_binary
 from tasks.audio.ffmpeg import find_ffmpeg
 from tasks.errors import FfmpegMissing
 from tests.helpers.audio import path_without_ffmpeg
+from tests.helpers.fresh import json_printed_by
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -53,16 +51,7 @@ def fresh_lookup(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def test_finding_ffmpeg_runs_no_program() -> None:
     env = {k: v for k, v in os.environ.items() if k != "IMAGEIO_FFMPEG_EXE"}
     env["PATH"] = path_without_ffmpeg()
-    done = subprocess.run(
-        [sys.executable, "-c", _LOOKUP],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    result = json.loads(done.stdout)
+    result = json_printed_by(_LOOKUP, cwd=ROOT, env=env)
     assert result["started"] == [], "a child process ran while ffmpeg was looked up"
     assert result["found"] == imageio_ffmpeg.get_ffmpeg_exe()  # the binary imageio proves
 
