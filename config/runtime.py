@@ -26,6 +26,11 @@ _PREFECT_DEFAULTS = {
 _NUMPY_DEFAULTS = {"OPENBLAS_NUM_THREADS": "1"}
 
 
+def ffmpeg_named_in_environment() -> str | None:
+    """IMAGEIO_FFMPEG_EXE, imageio-ffmpeg's variable naming an ffmpeg binary, if set."""
+    return os.environ.get("IMAGEIO_FFMPEG_EXE") or None
+
+
 def prefect_api_url_in_environment() -> str | None:
     """PREFECT_API_URL as the environment gives it (without its trailing slash), if set."""
     return os.environ.get("PREFECT_API_URL", "").rstrip("/") or None

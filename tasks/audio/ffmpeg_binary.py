@@ -19,6 +19,7 @@ from pathlib import Path
 
 import imageio_ffmpeg
 
+from config.runtime import ffmpeg_named_in_environment
 from tasks.errors import FfmpegMissing
 
 # Where the pinned imageio-ffmpeg (pyproject.toml) keeps its build: one file,
@@ -39,7 +40,7 @@ def _is_executable(path: Path) -> bool:
 
 def _named_ffmpeg() -> str | None:
     """IMAGEIO_FFMPEG_EXE, which imageio-ffmpeg too takes as it is; it must exist."""
-    named = os.environ.get("IMAGEIO_FFMPEG_EXE")
+    named = ffmpeg_named_in_environment()
     if not named:
         return None
     found = shutil.which(named)  # a bare name is looked up on PATH, as the library's user expects
