@@ -38,7 +38,6 @@ from typing import Any
 
 import httpx
 import uvicorn
-from imageio_ffmpeg import get_ffmpeg_exe
 from sqlalchemy import insert
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +47,7 @@ from config.settings import StorageSettings  # noqa: E402
 from config.workstation import WebSettings  # noqa: E402
 from storage import open_review_store  # noqa: E402
 from storage.models import ChunkRow, Item  # noqa: E402
+from tasks.audio import find_ffmpeg  # noqa: E402
 from tasks.review.accounts import add_reviewer  # noqa: E402
 from tasks.review.recording_check import file_sha256  # noqa: E402
 from web.app import build_app  # noqa: E402
@@ -185,7 +185,7 @@ def print_figure(name: str, times_ms: list[float]) -> None:
 
 def make_mp3(path: Path, *, seconds: int) -> None:
     subprocess.run(
-        [get_ffmpeg_exe(), "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i",
+        [find_ffmpeg(), "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i",
          f"sine=frequency=300:duration={seconds}", "-ac", "1", "-b:a", "32k", "-y", str(path)],
         check=True,
     )  # fmt: skip
@@ -233,7 +233,7 @@ def rss_kb(pid: int) -> int:
 def memory_while_serving(folder: Path, *, segments: int) -> None:
     wav = folder / "ten.wav"
     subprocess.run(
-        [get_ffmpeg_exe(), "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i",
+        [find_ffmpeg(), "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i",
          "sine=frequency=300:duration=600", "-ac", "1", "-ar", "16000", "-y", str(wav)], check=True,
     )  # fmt: skip
     url_db = f"sqlite:///{folder / 'm.db'}"
@@ -338,7 +338,7 @@ def long_recording_page(folder: Path) -> None:
         ]  # fmt: skip
         connection.execute(insert(ChunkRow.__table__), chunks)
     start = time.perf_counter()
-    subprocess.run([get_ffmpeg_exe(), "-nostdin", "-loglevel", "error", "-i", str(mp3),
+    subprocess.run([find_ffmpeg(), "-nostdin", "-loglevel", "error", "-i", str(mp3),
                     "-ac", "1", "-ar", "8000", "-f", "null", "-"], check=True)  # fmt: skip
     decode_ms = (time.perf_counter() - start) * 1000
     with served(build_app(store, web=WebSettings(), tls=False)) as url:
