@@ -13,10 +13,11 @@ import ipaddress
 import ssl
 import stat
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import uvicorn
+from starlette.types import ASGIApp
 
 from config.errors import ConfigError, MedasrError, error_line, exit_code_for
 from config.settings import Settings, load_settings
@@ -52,19 +53,41 @@ def web_command(
     app = build_app(store, web=web, tls=tls, review=settings.review)
     scheme = "https" if tls else "http"
     typer.echo(f"medasr web: serving the review workstation on {scheme}://{host}:{port}/")
+    config = server_config(app, host=host, port=port, tls_files=(web.tls_cert, web.tls_key))
     try:
-        uvicorn.run(
-            app,
-            host=host,
-            port=port,
-            ssl_certfile=str(web.tls_cert) if tls and web.tls_cert else None,
-            ssl_keyfile=str(web.tls_key) if tls and web.tls_key else None,
-            access_log=False,
-            server_header=False,
-            log_level="warning",
-        )
+        uvicorn.Server(config).run()
     finally:
         store.dispose()
+
+
+def server_config(
+    app: ASGIApp,
+    *,
+    host: str,
+    port: int,
+    tls_files: tuple[Path | None, Path | None],
+    **options: Any,
+) -> uvicorn.Config:
+    """How uvicorn serves the workstation (the tests serve it the same way).
+
+    No proxy headers: uvicorn would otherwise take a client's address from the
+    X-Forwarded-For any client on loopback can write, and the sign-in throttle counts by
+    address. Behind a reverse proxy every client is the proxy's address; the throttle per
+    account name and the lockout still hold. No access log (a URL can hold a recording's
+    path), no Server header. `options`: more of uvicorn.Config's (the tests' loop, log)."""
+    cert, key = tls_files
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        ssl_certfile=None if cert is None else str(cert),
+        ssl_keyfile=None if key is None else str(key),
+        proxy_headers=False,
+        access_log=False,
+        server_header=False,
+        log_level="warning",
+        **options,
+    )
 
 
 def check_transport(settings: Settings, *, host: str) -> bool:

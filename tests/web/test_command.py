@@ -23,7 +23,7 @@ from tests.helpers.audio import path_without_ffmpeg
 from tests.service.tls_certs import TlsFiles, make_tls_files
 from tests.web.workstation import sign_in
 from web.app import build_app
-from web.command import check_transport, is_loopback
+from web.command import check_transport, is_loopback, server_config
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5", "::", "example.org"])
@@ -68,9 +68,9 @@ def tls_served(review_store: ReviewStore, accounts, tls_files: TlsFiles) -> Iter
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
-    config = uvicorn.Config(
-        application, log_config=None, log_level="warning", access_log=False, lifespan="off",
-        ssl_certfile=str(tls_files.server_cert), ssl_keyfile=str(tls_files.server_key),
+    config = server_config(
+        application, host="127.0.0.1", port=0,
+        tls_files=(tls_files.server_cert, tls_files.server_key), log_config=None, lifespan="off",
     )  # fmt: skip
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -84,6 +84,19 @@ def test_sign_in_is_throttled_per_address_with_a_retry_after(served: Served) -> 
     assert has_security_headers(throttled[0])
 
 
+def test_a_forwarded_for_header_does_not_reset_the_throttle(served: Served) -> None:
+    # Any client on loopback can write X-Forwarded-For; were it believed, each guess would
+    # come from a new address and the per-address throttle would never answer 429.
+    with httpx.Client(base_url=served.url) as client:
+        statuses = []
+        for n in range(40):
+            forwarded = {"X-Forwarded-For": f"10.0.{n // 250}.{n % 250 + 1}"}
+            form = client.get("/login", headers=forwarded)
+            data = {"name": f"nobody{n}", "password": "x" * 12, "csrf_token": csrf_of(form.text)}
+            statuses.append(client.post("/login", data=data, headers=forwarded).status_code)
+    assert 429 in statuses, statuses
+
+
 def test_sign_in_is_throttled_per_name_across_addresses(served: Served) -> None:
     statuses = []
     for _ in range(15):

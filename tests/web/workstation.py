@@ -25,6 +25,7 @@ from config.workstation import WebSettings
 from storage.review_interface import ReviewStore
 from tests.helpers.review import PASSWORD
 from web.app import build_app
+from web.command import server_config
 
 _START_TIMEOUT_S = 10.0
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
@@ -43,9 +44,9 @@ def serve(store: ReviewStore, *, web: WebSettings | None = None) -> Iterator[Ser
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
-    config = uvicorn.Config(
-        app, log_config=None, log_level="warning", access_log=False, lifespan="off",
-        http="h11", loop="asyncio", timeout_graceful_shutdown=1,
+    config = server_config(
+        app, host="127.0.0.1", port=0, tls_files=(None, None), log_config=None,
+        lifespan="off", http="h11", loop="asyncio", timeout_graceful_shutdown=1,
     )  # fmt: skip
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
