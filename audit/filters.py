@@ -9,14 +9,20 @@ from audit.errors import AuditFilterInvalid
 from storage.audit_records import AuditFilter
 
 
+_ONE_DAY = timedelta(days=1)
+
+
 def parse_when(text: str, *, option: str, end_of_day: bool = False) -> datetime:
     """An ISO date or date-time as aware UTC (a bare date-time is UTC). A bare date is its
-    start, or with `end_of_day` the start of the next day (so --until DAY includes DAY)."""
+    start, or with `end_of_day` the start of the next day (so --until DAY includes DAY;
+    the calendar's last day runs to its last microsecond)."""
     try:
         if len(text) == 10:
             day = date.fromisoformat(text)
             start = datetime(day.year, day.month, day.day, tzinfo=UTC)
-            return start + timedelta(days=1) if end_of_day else start
+            if not end_of_day:
+                return start
+            return datetime.max.replace(tzinfo=UTC) if day == date.max else start + _ONE_DAY
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise AuditFilterInvalid(

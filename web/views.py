@@ -136,6 +136,9 @@ def parse_cursor(value: str | None) -> tuple[datetime, int] | None:
     if not item_id.isdecimal() or len(item_id) > _ID_MAX_DIGITS:
         return None
     try:
-        return datetime.fromisoformat(at), int(item_id)
+        moment = datetime.fromisoformat(at)
     except ValueError:
         return None
+    if moment.tzinfo is None:  # the pages write aware times; a bare one is not theirs
+        return None
+    return moment, int(item_id)

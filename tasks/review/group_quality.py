@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import astuple, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from storage.accuracy_records import AccuracyFilter, GroupSums, NoteAccuracy
 
@@ -112,10 +112,14 @@ def groups_of(
 
 
 def previous_period(selection: AccuracyFilter, *, now: datetime) -> AccuracyFilter | None:
-    """The period of the same length just before the selection's (None without a start)."""
+    """The period of the same length just before the selection's; None without a start,
+    for a selection that ends before it starts, or one whose period before would begin
+    before the calendar does."""
     if selection.since is None:
         return None
     length = (selection.until or now) - selection.since
+    if length <= timedelta(0) or selection.since - datetime.min.replace(tzinfo=selection.since.tzinfo) < length:
+        return None
     return AccuracyFilter(
         since=selection.since - length, until=selection.since, language=selection.language
     )

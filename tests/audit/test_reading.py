@@ -55,6 +55,7 @@ def test_the_table_lists_every_event_oldest_first_on_one_line_each(
             ["login", "transcript_viewed", "exported"],
         ),
         (["--until", "2000-01-01"], []),
+        (["--until", "9999-12-31"], ["login", "transcript_viewed", "exported"]),  # the last day
         (["--since", "2999-01-01T00:00:00+00:00"], []),
     ],
 )

@@ -162,6 +162,11 @@ def test_a_streamed_body_past_the_limit_is_cut_off(served: Served) -> None:
         ("GET", "/items/1/audio?start_ms=0&end_ms=1000", {"range": "bytes=99999999999999999999-"}),
         ("GET", "/?after=2026-01-01T00:00:00~99999999999999999999999", {}),
         ("GET", "/?after=9999-99-99~1", {}),
+        ("GET", "/?after=2026-01-01~1", {}),  # a time without its zone
+        ("GET", "/?after=9999-12-31T23:59:59~1", {}),
+        ("GET", "/?after=2026-W01~1", {}),
+        ("GET", "/?after=9999-12-31T23:59:59%2B00:00~1", {}),
+        ("GET", "/?after=0001-01-01T00:00:00%2B00:00~1", {}),
         ("GET", "/items?search=%00%ff", {}),
         ("GET", "/items/1?notice=%00", {}),
         ("POST", "/items/99999999999999999999999/draft", {}),

@@ -114,3 +114,24 @@ def test_the_corrections_table_and_the_filters(review_store: ReviewStore, served
         assert [g["group"] for g in data["groups"]] == ["en-IN"]
         assert client.get("/quality", params={"by": "patient"}).status_code == 400
         assert client.get("/quality", params={"since": "soon"}).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("path", "query"),
+    [
+        ("/quality", {"since": "9999-12-31"}),
+        ("/quality", {"since": "0001-01-01"}),
+        ("/quality", {"until": "9999-12-31"}),
+        ("/quality", {"since": "0001-01-01", "until": "9999-12-31"}),
+        ("/quality.json", {"since": "9999-12-31"}),
+    ],
+)
+def test_dates_at_the_ends_of_the_calendar_are_answered(
+    served: Served, path: str, query: dict[str, str]
+) -> None:
+    # The period before the selection (or the day after --until) falls off the calendar:
+    # that was an OverflowError, a 500 and a dropped connection.
+    with httpx.Client(base_url=served.url) as client:
+        sign_in(client, "ann")
+        assert client.get(path, params=query).status_code == 200
+        assert client.get("/quality").status_code == 200  # the connection still serves
