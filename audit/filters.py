@@ -8,7 +8,6 @@ from audit.actions import AuditAction
 from audit.errors import AuditFilterInvalid
 from storage.audit_records import AuditFilter
 
-
 _ONE_DAY = timedelta(days=1)
 
 

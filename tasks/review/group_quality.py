@@ -118,7 +118,8 @@ def previous_period(selection: AccuracyFilter, *, now: datetime) -> AccuracyFilt
     if selection.since is None:
         return None
     length = (selection.until or now) - selection.since
-    if length <= timedelta(0) or selection.since - datetime.min.replace(tzinfo=selection.since.tzinfo) < length:
+    calendar_start = datetime.min.replace(tzinfo=selection.since.tzinfo)
+    if length <= timedelta(0) or selection.since - calendar_start < length:
         return None
     return AccuracyFilter(
         since=selection.since - length, until=selection.since, language=selection.language
