@@ -68,6 +68,12 @@ async def current_session(request: Request) -> WebSessionRecord | None:
     )
 
 
+# Methods that only read (Starlette answers HEAD on every GET route): no CSRF token asked.
+_READS = frozenset({"GET", "HEAD"})
+# What a page's own script or player fetches: a 401 it can act on, not the sign-in form.
+_FETCHED_BY_PAGES = ("/audio", "/peaks", ".json")
+
+
 def signed_in(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     """A page that needs a live session, and a CSRF token when it changes anything."""
 
@@ -75,7 +81,7 @@ def signed_in(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         session = await current_session(request)
         if session is None:
             return _signed_out(request)
-        if request.method != "GET":
+        if request.method not in _READS:
             form = await read_form(request)
             given = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
             if not same_token(given if isinstance(given, str) else None, session.csrf_token):
@@ -90,7 +96,7 @@ def _signed_out(request: Request) -> Response:
     by a session that ended too, its text kept by the page (static/session.js); audio,
     the page's own requests and a stranger's form get 401."""
     expired = bool(request.cookies.get(SESSION_COOKIE))
-    page = request.method == "GET" and not request.url.path.endswith("/audio")
+    page = request.method in _READS and not request.url.path.endswith(_FETCHED_BY_PAGES)
     ended_form = expired and request.method == "POST" and CSRF_HEADER not in request.headers
     if not (page or ended_form):
         return PlainTextResponse("sign in first", status_code=401)

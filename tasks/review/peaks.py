@@ -77,6 +77,8 @@ def sub_segment_marks(
     """Pauses splitting each (index, start_ms, end_ms) chunk longer than `max_ms` into
     parts of at most `max_ms`: in each stretch the latest quiet moment after its first
     third (few marks, none in a word when the speaker paused at all)."""
+    if not len(peaks.values):  # nothing decoded (an unreadable recording): no pauses known
+        return []
     quiet = np.convolve(peaks.values.astype(np.float64), np.ones(_SMOOTH_BUCKETS), mode="same")
     marks = []
     for index, start_ms, end_ms in chunks:

@@ -29,7 +29,18 @@ def test_nothing_answers_without_a_session(client: httpx.Client, recording: int)
     assert client.get(f"/items/{recording}").status_code == 303
     assert client.get("/items?search=ward").status_code == 303
     assert client.get(f"/items/{recording}/audio").status_code == 401
+    assert client.get(f"/items/{recording}/peaks").status_code == 401  # fetched by the page
+    assert client.get("/quality.json").status_code == 401
+    assert client.head("/").status_code == 303
     assert client.post(f"/items/{recording}/finalize", data={"text": "x"}).status_code == 401
+
+
+def test_head_reads_a_page_without_a_form_token(client: httpx.Client, recording: int) -> None:
+    sign_in(client, "ann")
+    for path in ("/", f"/items/{recording}", "/quality"):
+        answer = client.head(path)
+        assert (answer.status_code, answer.content) == (200, b""), path
+        assert answer.headers["cache-control"] == "no-store"
 
 
 @pytest.mark.parametrize(
@@ -167,6 +178,8 @@ def test_a_session_idle_past_its_timeout_ends(
     # Time passing without a request: the session's end moved into the past.
     with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
         db.execute("UPDATE web_sessions SET expires_at = '2000-01-01 00:00:00.000000'")
+    # The waveform is the page's own request: a 401 its script acts on, not the sign-in form.
+    assert client.get(f"/items/{recording}/peaks").status_code == 401
     ended = client.get(f"/items/{recording}")
     assert ended.status_code == 303
     assert ended.headers["location"] == f"/login?expired=1&next=%2Fitems%2F{recording}"

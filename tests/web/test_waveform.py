@@ -70,7 +70,7 @@ def test_the_pauses_of_a_long_chunk_are_marks_within_the_bound(
         peaks_module, "compute_peaks", lambda **given: decoded.append(given) or compute(**given)
     )
     with httpx.Client(base_url=served.url) as anonymous:
-        assert anonymous.get(f"/items/{dictation}/peaks").headers["location"].startswith("/login")
+        assert anonymous.get(f"/items/{dictation}/peaks").status_code == 401  # the page fetches it
     with client_of(served, "ann") as ann:
         answer = ann.get(f"/items/{dictation}/peaks")
         again = ann.get(f"/items/{dictation}/peaks")
@@ -124,3 +124,17 @@ def test_the_reviewer_jumps_to_a_pause_from_the_waveform(
         wait_player(page, f"!p.paused && p.currentTime >= {first_s - 0.05} && p.currentTime < 60")
     finally:
         context.close()
+
+
+def test_an_unreadable_recording_has_an_empty_waveform(
+    served: Served, review_store: ReviewStore, tmp_path: Path
+) -> None:
+    # ffmpeg decodes nothing of it: no peaks, so no pauses (the marks used to raise: a 500).
+    broken = tmp_path / "ward" / "broken.mp3"
+    broken.write_bytes(b"not audio at all\n" * 64)
+    fingerprint = file_fingerprint(broken)
+    item_id = add_transcribed(review_store, str(broken), segments=CHUNKS, **fingerprint)
+    with client_of(served, "ann") as ann:
+        answer = ann.get(f"/items/{item_id}/peaks")
+    assert answer.status_code == 200, answer.text[:200]
+    assert (answer.json()["peaks"], answer.json()["marks"]) == ([], [])
