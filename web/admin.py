@@ -12,13 +12,16 @@ from tasks.review import account_changes
 from web.context import in_unit_of_work, render
 
 _ADMIN_ONLY = "only an admin manages accounts"
+# What `?done=` may say: the page's own sentences only (a link cannot put words on it).
+_NOTICES = {"added": "Account added.", "unlocked": "Account unlocked."}
 
 
 async def admin_page(request: Request, session: WebSessionRecord) -> Response:
     """Accounts, a form to add one, an unlock button per locked one."""
     if session.reviewer.role != "admin":
         return PlainTextResponse(_ADMIN_ONLY, status_code=403)
-    return await _render(request, session, notice=request.query_params.get("done") or "")
+    done = request.query_params.get("done") or ""
+    return await _render(request, session, notice=_NOTICES.get(done, ""))
 
 
 async def add_account(request: Request, session: WebSessionRecord) -> Response:

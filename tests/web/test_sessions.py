@@ -134,6 +134,10 @@ def test_an_admin_adds_an_account_and_the_trail_says_so(served: Served) -> None:
                   "csrf_token": csrf_of(page.text)},
         )  # fmt: skip
         assert added.status_code == 303
+        assert "Account added." in admin.get(added.headers["location"]).text
+        # The notice is one of the page's own sentences, never the link's words.
+        forged = admin.get("/admin", params={"done": "Account bob was deleted"}).text
+        assert "Account bob was deleted" not in forged
     with httpx.Client(base_url=served.url) as bea:
         assert sign_in(bea, "bea").status_code == 303
     events = [e for e in audit_events(served.store) if e.action == "reviewer_added"]
