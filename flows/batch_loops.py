@@ -114,11 +114,41 @@ class BatchLoops:
     transcribe: TranscribeBatch
     keep_claiming: Callable[[], bool] = lambda: True
     drained: bool = False  # a claim found fewer items than it asked for
+    failed: bool = False  # a loop (or what ran beside them) raised: nothing more is claimed
     heap: HeapTrimmer = field(default_factory=HeapTrimmer)  # freed pages back, now and then
 
+    async def run_side_by_side(
+        self, *, loops: int = BATCH_LOOPS, alongside: Awaitable[None] | None = None
+    ) -> None:
+        """`loops` loops over the same budget, and `alongside` (a head start's batches
+        still in flight). The first error stops every loop's claiming and is raised once
+        every batch in flight has ended: the context they share (its decode threads, its
+        HTTP client) is closed after the drain, never under a file still in flight."""
+        parts = [self.run() for _ in range(loops)]
+        ended = await asyncio.gather(
+            *(self._claiming_stops_on_error(part) for part in parts),
+            *([] if alongside is None else [self._claiming_stops_on_error(alongside)]),
+            return_exceptions=True,
+        )
+        for outcome in ended:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    async def _claiming_stops_on_error(self, part: Awaitable[None]) -> None:
+        try:
+            await part
+        except BaseException:
+            self.failed = True
+            raise
+
     async def run(self) -> None:
-        """One loop; several run side by side over the same budget."""
-        while self.ctx.gate.stopped is None and not self.drained and self.keep_claiming():
+        """One loop; several run side by side over the same budget (`run_side_by_side`)."""
+        while (
+            self.ctx.gate.stopped is None
+            and not self.drained
+            and not self.failed
+            and self.keep_claiming()
+        ):
             if self.ctx.audio_budget is not None and self.ctx.audio_budget.reached:
                 return  # the audio cap: what is left stays pending for the next run
             size = self.budget.take(self.batch_size)

@@ -67,7 +67,7 @@ async def drain_pending(run: Run, *, head_start: HeadStart | None = None) -> Dra
         observers.enter_context(observing(lines))
         follower = asyncio.create_task(progress.follow())
         try:
-            await asyncio.gather(head.hand_over(), *(loops.run() for _ in range(BATCH_LOOPS)))
+            await loops.run_side_by_side(alongside=head.hand_over())
         finally:
             follower.cancel()
             await ctx.client.aclose()

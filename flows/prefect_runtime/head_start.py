@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from flows.batch_loops import BATCH_LOOPS, BatchLoops, DrainStart
+from flows.batch_loops import BatchLoops, DrainStart
 from storage.errors import StoreError
 from storage.records import ItemRecord
 from tasks.transcription.bookkeeping import expected_files
@@ -65,10 +65,13 @@ class HeadStart(DrainStart):
         await self._drain
 
     async def stop(self) -> None:
-        """Hand over to nobody: let the files in flight finish, close the context."""
-        await self.hand_over()
-        await self.ctx.client.aclose()
-        await self.ctx.aclose()
+        """Hand over to nobody: let the files in flight finish, close the context. Raises
+        what ended the head start's drain (a StoreError), the context closed first."""
+        try:
+            await self.hand_over()
+        finally:
+            await self.ctx.client.aclose()
+            await self.ctx.aclose()
 
     def finished_files(self) -> int:
         """Files finished so far: done, failed or skipped (not given back)."""
@@ -93,7 +96,7 @@ class HeadStart(DrainStart):
             transcribe=self._transcribe,
             keep_claiming=lambda: not self._handed_over,
         )
-        await asyncio.gather(*(loops.run() for _ in range(BATCH_LOOPS)))
+        await loops.run_side_by_side()
 
     async def _transcribe(self, items: Sequence[ItemRecord], name: str) -> list[FileOutcome]:
         return await process_batch(items, ctx=self.ctx)
