@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from audit import AuditAction, command_actor
 from config.errors import ConfigError, InternalError, MedasrError
@@ -74,7 +75,7 @@ class DeliveryRun:
                 return
             try:
                 async with self.keeper.holding(claimed):
-                    outcomes = await asyncio.gather(*(self._deliver_one(r) for r in claimed))
+                    outcomes = await _all_ended([self._deliver_one(r) for r in claimed])
             except BaseException:  # Ctrl-C, cancellation: settled rows stay, the rest go back
                 tokens = [r.lease_token for r in claimed if r.lease_token]
                 await asyncio.shield(in_store(self.store, _releaser(tokens)))
@@ -292,3 +293,14 @@ class _Outcome:
     error: MedasrError | None = None
     requests: int = 0
     bytes_sent: int = 0
+
+
+async def _all_ended(deliveries: list[Awaitable[_Outcome]]) -> list[_Outcome]:
+    """Every delivery's outcome once all have ended; an error (the store down while a
+    failure is recorded) is raised only then: the others' answers are recorded, not cut
+    off mid-send (a document the receiver took would be left in doubt for a person)."""
+    ended = await asyncio.gather(*deliveries, return_exceptions=True)
+    for outcome in ended:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return cast(list[_Outcome], ended)
