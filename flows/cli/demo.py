@@ -9,7 +9,6 @@ demo keeps .demo/ and shows the resumed run (nothing sent again); `--fresh` star
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,11 +16,11 @@ import typer
 from pydantic import SecretStr
 from rich.console import Console
 
-from config.private_files import make_private_folders
 from config.settings import Settings, load_settings, pinned_settings
 from devserver import DevServerConfig, RunningDevServer, start_devserver
 from flows.backlog import transcribe_backlog
 from flows.cli.console import print_summary
+from flows.cli.demo_workdir import prepare_workdir
 from flows.cli.flow_run import started_prefect_api, wait_for_prefect
 from flows.cli.store import print_status
 from flows.reporting.states import summary_from
@@ -45,10 +44,7 @@ def demo_command(
 ) -> None:
     """Transcribe samples/ against a local devserver, then run again to show zero requests."""
     console = Console()
-    if fresh:
-        shutil.rmtree(workdir, ignore_errors=True)
-    resumed = (workdir / "medasr.db").exists()
-    make_private_folders(workdir)
+    resumed = prepare_workdir(workdir, fresh=fresh)
     base = load_settings()
     # Started first: it boots while the devserver starts (flows/prefect_runtime/).
     api = started_prefect_api(base.pipeline)

@@ -46,3 +46,30 @@ def test_a_second_demo_resumes_and_nothing_is_left_in_the_checkout(tmp_path: Pat
 def test_gitignore_names_what_medasr_leaves_in_a_checkout() -> None:
     ignored = (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert {"/.demo/", "/.medasr/", "/medasr.db*"} <= set(ignored)
+
+
+def test_fresh_refuses_a_folder_the_demo_did_not_make_and_deletes_nothing(tmp_path: Path) -> None:
+    workdir = tmp_path / "archive"
+    (workdir / "sub").mkdir(parents=True)
+    (workdir / "precious.txt").write_text("a note")
+    (workdir / "sub" / "x.db").write_text("p2")
+    (workdir / "medasr.db").write_text("p3")  # a real store's folder, named by mistake
+    before = sorted(str(p.relative_to(workdir)) for p in workdir.rglob("*"))
+
+    done = subprocess.run(
+        [MEDASR, "demo", "--workdir", str(workdir), "--fresh", "--samples", str(REPO / "samples")],
+        cwd=tmp_path,
+        env=stripped_env() | {"PREFECT_HOME": str(tmp_path / ".prefect")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert sorted(str(p.relative_to(workdir)) for p in workdir.rglob("*")) == before
+    assert done.stderr.splitlines() == [
+        f"medasr: configuration error: demo --fresh deletes only a folder the demo made; "
+        f"{workdir} is kept (it holds precious.txt, sub, which the demo did not write): "
+        "name another --workdir, or delete the folder yourself"
+    ]
