@@ -35,6 +35,9 @@
                                        like 90d, 12w or 1y (exit 2)
         └── QualityOptionInvalid       "quality_option_invalid": a `medasr quality` grouping
                                        or count that names nothing (exit 2)
+        └── ChunkFolderTaken           "chunk_folder_taken": `medasr split --out` names a
+                                       folder holding chunk-NNNN.wav files split did not
+                                       write; nothing is removed (exit 2)
 
 Every message is one sentence that names the file and says what is wrong, e.g.
 "not an audio file: /x/y.wav (ffmpeg found no audio stream)". ffmpeg's stderr is
@@ -174,3 +177,10 @@ class QualityOptionInvalid(ConfigError):
     """A `medasr quality` option that names nothing: an unknown grouping, a bad count."""
 
     kind = "quality_option_invalid"
+
+
+class ChunkFolderTaken(ConfigError):
+    """`medasr split --out` names a folder whose chunk-NNNN.wav files are not all chunks
+    split wrote: they are someone's files, kept as they are."""
+
+    kind = "chunk_folder_taken"

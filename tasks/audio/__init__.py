@@ -19,29 +19,27 @@ What it offers (everything a caller needs is importable from `tasks.audio`):
                                             FfmpegMissing when there is none
     WAV_HEADER_BYTES                        the 44 bytes each chunk's cap includes
 
-Inside: splitter.py (splitting), pauses.py (speech level, pause and cut finder),
-decoder.py (one streaming ffmpeg process per file), ffmpeg_binary.py (which ffmpeg,
-found without running it), ffmpeg.py (the probe, stderr summaries), native_wav.py (PCM
-and float WAV read without ffmpeg), resampler.py (its downmix and resampling to 16 kHz
-mono), decoder_pool.py (mp3, m4a, FLAC, Ogg and AIFF decoded by libav worker processes,
-tasks/libav/; a long one streamed, worker_stream.py), sniff.py (magic bytes), riff.py
-(the RIFF chunk walk and the WAV header).
-Failures are the typed AudioError tree of tasks/errors.py, each with one sentence.
-"""
+Inside: splitter.py (splitting), chunk_folder.py (`medasr split`'s folder), pauses.py
+(speech level, pause and cut finder), decoder.py (one streaming ffmpeg process per
+file), ffmpeg_binary.py (which ffmpeg, found without running it), ffmpeg.py (the probe,
+stderr summaries), native_wav.py (PCM and float WAV read without ffmpeg), resampler.py
+(its downmix and resampling to 16 kHz mono), decoder_pool.py (mp3, m4a, FLAC, Ogg and
+AIFF decoded by libav worker processes, tasks/libav/; a long one streamed,
+worker_stream.py), sniff.py (magic bytes), riff.py (the RIFF chunk walk and the WAV
+header). Failures are the typed AudioError tree of tasks/errors.py, each with one
+sentence. """
 
+from tasks.audio.chunk_folder import ChunkFile, SplitResult, split_to_dir
 from tasks.audio.decoder_pool import DecoderPool
 from tasks.audio.length import audio_length_ms
 from tasks.audio.splitter import (
     WAV_HEADER_BYTES,
     AudioInfo,
     Chunk,
-    ChunkFile,
-    SplitResult,
     find_ffmpeg,
     is_all_silent,
     iter_chunks,
     probe_audio,
-    split_to_dir,
 )
 
 __all__ = [

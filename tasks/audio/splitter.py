@@ -5,7 +5,7 @@ samples arrive, and memory holds about two chunks whatever the recording's lengt
 Splitting follows DESIGN.md §4; the pause finder and its thresholds are in pauses.py
 beside this module, ffmpeg handling in ffmpeg.py and decoder.py (one ffmpeg run per
 file: it describes the input, then decodes it). Nothing is written to disk
-except by `split_to_dir`, into the directory it is given (folder 0700, files 0600).
+except by `split_to_dir` (chunk_folder.py), into the directory it is given (0700, files 0600).
 
 Errors (tasks/errors.py) found before the first sample (missing, empty, not audio,
 unsupported, a WAV cut short per its header) are raised before the first chunk. A
@@ -24,7 +24,6 @@ bench/audio_bench.py imports it, as the reference to beat.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +31,6 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from config.private_files import make_private_folders, write_private_file
-from service.contract import chunk_filename
 from tasks.audio.decoder_pool import DecoderPool
 from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, find_ffmpeg, probe_audio
 from tasks.audio.native_wav import PcmReader, open_pcm_source
@@ -49,25 +46,21 @@ from tasks.audio.pauses import (
     is_steady_sound,
 )
 from tasks.audio.riff import wav_header
-from tasks.errors import AudioError, CorruptAudio, DamagedTail, EmptyAudio, SilentAudio
+from tasks.errors import CorruptAudio, DamagedTail, EmptyAudio, SilentAudio
 
 __all__ = [
     "AudioInfo",
     "Chunk",
-    "ChunkFile",
-    "SplitResult",
     "find_ffmpeg",
     "is_all_silent",
     "iter_chunks",
     "probe_audio",
-    "split_to_dir",
 ]
 
 _READ_SAMPLES = 128 * 1024
 _MIN_CHUNK_SAMPLES = OUTPUT_SAMPLE_RATE_HZ  # a cap under one second of audio is a mistake
 _PROBE_TIMEOUT_S = 60.0
 _MIN_SPEECH_MS = 250  # shorter than one spoken syllable
-_CHUNK_NAME = re.compile(r"chunk-[0-9]{4}\.wav")  # chunk_filename's form; nothing else is ours
 
 
 def _wav_bytes(samples: npt.NDArray[np.int16]) -> bytes:
@@ -91,25 +84,6 @@ class Chunk:
     wav: bytes  # complete WAV, header included
     silent: bool  # no speech: the pipeline does not send it
     voiced_ms: int = 0  # its 20 ms frames at or above the speech threshold (quality gate)
-
-
-@dataclass(frozen=True)
-class ChunkFile:
-    """A chunk written by `split_to_dir`."""
-
-    index: int
-    path: Path
-    start_ms: int
-    end_ms: int
-    bytes: int
-
-
-@dataclass(frozen=True)
-class SplitResult:
-    """What `split_to_dir` did: the chunks written, and how many stale ones it deleted."""
-
-    files: list[ChunkFile]
-    stale_removed: int  # chunk-NNNN.wav files of an earlier split
 
 
 def max_chunk_samples(max_bytes: int) -> int:
@@ -358,42 +332,3 @@ def _silence_message(path: Path, *, samples: int, thresholds: Thresholds) -> str
 def is_all_silent(chunks: Iterable[Chunk]) -> bool:
     """True when there are no chunks or none of them holds speech."""
     return all(chunk.silent for chunk in chunks)
-
-
-def split_to_dir(
-    path: Path, out_dir: Path, *, max_bytes: int, min_pause_ms: int = 250
-) -> SplitResult:
-    """Write chunk-0001.wav, ... (0600) into `out_dir` (made 0700 if missing) at the first chunk.
-
-    The chunk-NNNN.wav files of an earlier split are deleted first, nothing else in the
-    folder is touched. Raises AudioError subclasses or OSError; on any error the chunk
-    files written so far are removed.
-    """
-    written: list[ChunkFile] = []
-    stale = 0
-    try:
-        for chunk in iter_chunks(path, max_bytes=max_bytes, min_pause_ms=min_pause_ms):
-            if chunk.index == 1:
-                # Only once the input is known to decode: bad input leaves the folder as it was.
-                make_private_folders(out_dir)
-                stale = remove_stale_chunks(out_dir)
-            target = out_dir / chunk_filename(chunk.index)
-            write_private_file(target, chunk.wav)
-            written.append(
-                ChunkFile(chunk.index, target, chunk.start_ms, chunk.end_ms, len(chunk.wav))
-            )
-    except (AudioError, OSError):
-        for item in written:
-            item.path.unlink(missing_ok=True)
-        raise
-    return SplitResult(files=written, stale_removed=stale)
-
-
-def remove_stale_chunks(folder: Path) -> int:
-    """Delete the chunk-NNNN.wav files (exactly that name form) in `folder`; the count."""
-    removed = 0
-    for entry in folder.iterdir():
-        if _CHUNK_NAME.fullmatch(entry.name) and not entry.is_dir():
-            entry.unlink(missing_ok=True)
-            removed += 1
-    return removed

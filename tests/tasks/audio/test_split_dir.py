@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,31 @@ def test_cli_says_how_many_stale_chunks_it_removed(dictation: Dictation, tmp_pat
     assert sorted(p.name for p in out.iterdir()) == [
         f"chunk-{i:04d}.wav" for i in range(1, written + 1)
     ]
+
+
+def test_chunk_named_files_split_did_not_write_are_kept_and_the_split_refused(
+    dictation: Dictation, tmp_path: Path
+) -> None:
+    from tests.flows.prefect_server import MEDASR
+
+    out = tmp_path / "recordings"
+    out.mkdir()
+    (out / "chunk-0007.wav").write_bytes(dictation.mp3.read_bytes())  # someone's recording
+    (out / "chunk-0003.wav").write_text("precious")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    done = subprocess.run(
+        [MEDASR, "split", str(dictation.mp3), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.splitlines() == [
+        f"medasr: configuration error: {out} holds chunk-0003.wav, chunk-0007.wav, which "
+        "`medasr split` did not write; nothing was removed: give --out an empty folder or "
+        "one an earlier split wrote"
+    ]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
