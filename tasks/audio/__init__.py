@@ -27,7 +27,8 @@ stderr summaries), native_wav.py (PCM and float WAV read without ffmpeg), resamp
 AIFF decoded by libav worker processes, tasks/libav/; a long one streamed,
 worker_stream.py), sniff.py (magic bytes), riff.py (the RIFF chunk walk and the WAV
 header). Failures are the typed AudioError tree of tasks/errors.py, each with one
-sentence. """
+sentence.
+"""
 
 from tasks.audio.chunk_folder import ChunkFile, SplitResult, split_to_dir
 from tasks.audio.decoder_pool import DecoderPool
