@@ -53,7 +53,7 @@ _Since = Annotated[
 _Until = Annotated[
     str | None, typer.Option("--until", help="Notes reviewed before DATE's end (ISO, UTC).")
 ]
-_Language = Annotated[str | None, typer.Option("--language", help="Only notes of CODE.")]
+_Language = Annotated[str | None, typer.Option("--language", "-l", help="Only notes of CODE.")]
 _Format = Annotated[
     QualityFormat,
     typer.Option("--format", help="table (default), jsonl or csv (an export: recorded)."),

@@ -160,3 +160,13 @@ def test_the_command_imports_no_aligner_and_no_status_console() -> None:
     ).stdout.split()
     heavy = {"jiwer", "rapidfuzz", "rich", "flows.cli.store", "tasks.discovery.discover"}
     assert heavy.isdisjoint(loaded), sorted(heavy.intersection(loaded))
+
+
+@pytest.mark.parametrize("command", [["quality"], ["quality", "corrections"]])
+def test_dash_l_is_the_language_option_as_the_manual_says(
+    runner: CliRunner, reviewed: list[int], command: list[str]
+) -> None:
+    long = runner.invoke(app, [*command, "--language", "en-IN", "--format", "jsonl"])
+    short = runner.invoke(app, [*command, "-l", "en-IN", "--format", "jsonl"])
+    assert (short.exit_code, short.stdout) == (0, long.stdout), short.output
+    assert long.stdout  # the notes are en-IN: the same rows, not two empty answers
