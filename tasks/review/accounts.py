@@ -88,7 +88,10 @@ def add_reviewer(uow: ReviewUnitOfWork, *, name: str, role: str, password: str) 
     folded = check_name(name)
     taken = uow.reviewers.find_reviewer(folded)
     if taken is not None:
-        raise ReviewerInvalid(f"a reviewer named {taken.name!r} exists already (as {name!r})")
+        raise ReviewerInvalid(
+            f"{name!r} is taken: a reviewer named {taken.name!r} exists already "
+            "(names are compared whatever their case or form)"
+        )
     return uow.reviewers.add_reviewer(name=folded, role=role, password_hash=_HASHER.hash(password))
 
 

@@ -43,8 +43,12 @@ def test_a_name_with_spaces_or_invisible_characters_is_refused(served: Served, t
 def test_a_name_taken_in_another_case_or_form_is_refused(
     review_store: ReviewStore, accounts, taken: str
 ) -> None:
-    with pytest.raises(ReviewerInvalid, match="exists already"), review_store.unit_of_work() as uow:
+    with pytest.raises(ReviewerInvalid) as refused, review_store.unit_of_work() as uow:
         add_reviewer(uow, name=taken, role="reviewer", password=PASSWORD)
+    assert refused.value.message == (
+        f"{taken!r} is taken: a reviewer named 'ann' exists already "
+        "(names are compared whatever their case or form)"
+    )
 
 
 @pytest.mark.parametrize("password", [" " * 12, "\x00" * 12, " \x00 \t" * 4, "good password\x00"])
