@@ -291,7 +291,17 @@ class ServiceSession(AsyncClosing):
             tls_failure = certificate_failure(exc)
             if tls_failure is not None:  # the same certificate fails the same way: no retry
                 raise tls_failure from exc
-            raise ServiceUnavailable(f"could not reach the service ({type(exc).__name__})") from exc
+            raise ServiceUnavailable(
+                f"could not reach the service at {_origin(request.url)} ({type(exc).__name__})"
+            ) from exc
+
+
+def _origin(url: httpx.URL) -> str:
+    """scheme://host[:port] of `url`: where a request went, without its user, path or
+    query (a delivery's query may carry a patient's identifiers)."""
+    host = f"[{url.host}]" if ":" in url.host else url.host  # an IPv6 address
+    port = "" if url.port is None else f":{url.port}"
+    return f"{url.scheme}://{host}{port}"
 
 
 async def read_capped(response: httpx.Response, *, cap_bytes: int) -> httpx.Response:

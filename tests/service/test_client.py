@@ -251,8 +251,10 @@ def test_slow_response_times_out_and_is_retried(devserver_factory) -> None:
 def test_connection_refused_is_service_unavailable(devserver_factory) -> None:
     server = devserver_factory()
     server.stop()
-    with pytest.raises(ServiceUnavailable, match="could not reach the service"):
+    with pytest.raises(ServiceUnavailable) as caught:
         transcribe(server, max_attempts=2)
+    # Where it went, so a wrong MEDASR_BASE_URL or port shows; never a path or query.
+    assert caught.value.message == f"could not reach the service at {server.url} (ConnectError)"
 
 
 # -- malformed 200s: a real server would not produce them ------------------------------
