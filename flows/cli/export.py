@@ -84,6 +84,7 @@ def export_command(
     link; a refused file is a line on stderr and exit code 1 (the rest is still written).
     """
     with command_errors():
+        _require_named_out(out, export_format)
         selection = _selection(export_format, status=status, language=language)
         storage = load_settings().storage
         written, refused = _export_audited(storage, export_format, out, selection, force=force)
@@ -92,6 +93,17 @@ def export_command(
     print_store(storage.store_location, err=True)
     if refused:
         raise typer.Exit(EXIT_SOME_FAILED)
+
+
+def _require_named_out(out: Path, export_format: ExportFormat) -> None:
+    """ConfigError for `--out -`: a person reads it as standard output, and transcripts go
+    only to a file its owner alone can read (audited by its path)."""
+    if str(out) == "-":
+        what = "file or folder" if export_format is ExportFormat.txt else "file"
+        raise ConfigError(
+            "--out - (standard output) is not supported: transcripts are written to a file "
+            f"only its owner can read; name a {what}"
+        )
 
 
 def _selection(

@@ -278,3 +278,22 @@ def test_a_file_export_refuses_a_link_even_with_force(
     assert link.is_symlink()
     assert victim.read_text() == "victim\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".medasr")] == []
+
+
+@pytest.mark.parametrize("export_format", ["jsonl", "csv", "txt", "fhir"])
+def test_out_dash_is_refused_not_a_file_named_dash(
+    runner: CliRunner, store: UnitOfWorkFactory, tmp_path: Path, export_format: str
+) -> None:
+    """`-` reads as standard output to a person; transcripts are written to files only
+    (0600, audited by path), so it is refused rather than made a file named `-`."""
+    fill(store, {"/src/a.wav": "a note"})
+
+    result = runner.invoke(app, ["export", "--format", export_format, "--out", "-"])
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [
+        "medasr: configuration error: --out - (standard output) is not supported: transcripts "
+        "are written to a file only its owner can read; name a "
+        + ("file or folder" if export_format == "txt" else "file")
+    ]
+    assert not (tmp_path / "-").exists()
