@@ -33,7 +33,7 @@ from storage.errors import (
     SchemaUnknown,
     StoreFailed,
 )
-from storage.schema_revision import newest_known_revision, stored_revision
+from storage.schema_revision import newest_known_revision, other_tables, stored_revision
 from storage.unit_of_work import SqlUnitOfWork, translate_store_errors
 
 if TYPE_CHECKING:
@@ -252,9 +252,24 @@ def _upgrade_engine(engine: Engine, revision: str = "head") -> None:
 
     current = current_revision(engine)
     _refuse_unknown_revision(current)
+    if current is None:
+        _refuse_other_tables(engine)
     if revision == "head" and current == head_revision():
         return
     _run_alembic(engine, lambda config: command.upgrade(config, revision))
+
+
+def _refuse_other_tables(engine: Engine) -> None:
+    """DatabaseUrlInvalid for a database holding tables but no revision: another
+    program's, or a schema made without migrations; nothing is added to it."""
+    with engine.execution_options(**{_READ_ONLY: True}).connect() as connection:
+        held = other_tables(connection)
+    if held:
+        shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+        raise DatabaseUrlInvalid(
+            f"MEDASR_DATABASE_URL names a database that holds other tables ({shown}) and no "
+            "medasr schema; nothing was changed: name a medasr store or an empty database"
+        )
 
 
 def _run_alembic(engine: Engine, action: Any) -> None:

@@ -47,3 +47,10 @@ def stored_revision(connection: Connection) -> str | None:
         return None
     found = connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
     return found[0] if len(found) == 1 else None
+
+
+def other_tables(connection: Connection) -> list[str]:
+    """The tables of a database with no recorded revision (its default schema) but an
+    empty alembic_version (a store downgraded to nothing): medasr's schema goes only
+    into an empty database."""
+    return sorted(set(inspect(connection).get_table_names()) - {"alembic_version"})
