@@ -141,6 +141,10 @@ class Settings(BaseSettings):
         )
 
 
+# Secrets whose blank value means "not given" (refused where one is needed, by name).
+_BLANK_IS_MISSING = frozenset({"MEDASR_TOKEN", "MEDASR_JWE_KEY", "MEDASR_FHIR_TOKEN"})
+
+
 class _FlatSource(PydanticBaseSettingsSource):
     """Reads the documented flat MEDASR_* names from the environment or `.env`."""
 
@@ -156,7 +160,13 @@ class _FlatSource(PydanticBaseSettingsSource):
         nested: dict[str, dict[str, Any]] = {}
         for name, (section, field) in FLAT_VARIABLES.items():
             raw = values.get(name)
-            if raw is not None and raw != "":
+            if raw == "" and name not in _BLANK_IS_MISSING:
+                # `MEDASR_BASE_URL=$URL` with $URL unset: the default would send the
+                # recordings elsewhere, or open another store, without a word.
+                raise ConfigError(
+                    f"{name} is set but empty: give it a value, or unset it for the default"
+                )
+            if raw:
                 nested.setdefault(section, {})[field] = raw
         return nested
 

@@ -265,3 +265,25 @@ def test_repr_hides_the_database_password_but_the_value_works(monkeypatch, url: 
 )
 def test_redact_url_password(url: str, expected: str) -> None:
     assert redact_url_password(url) == expected
+
+
+@pytest.mark.parametrize(
+    "variable",
+    ["MEDASR_BASE_URL", "MEDASR_DATABASE_URL", "MEDASR_CONCURRENCY", "MEDASR_ENCRYPT"],
+)
+@pytest.mark.parametrize("where", ["environment", ".env"])
+def test_a_flat_variable_set_empty_is_refused_not_taken_as_its_default(
+    monkeypatch, tmp_path: Path, variable: str, where: str
+) -> None:
+    """`MEDASR_BASE_URL=$ONPREM_URL` with the shell variable unset must not send the
+    recordings to the default service, nor an empty database URL open ./medasr.db."""
+    monkeypatch.chdir(tmp_path)
+    if where == "environment":
+        monkeypatch.setenv(variable, "")
+    else:
+        (tmp_path / ".env").write_text(f"{variable}=\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert caught.value.message == (
+        f"{variable} is set but empty: give it a value, or unset it for the default"
+    )
