@@ -22,6 +22,7 @@ from typer.core import TyperCommand, TyperGroup
 from config.errors import MedasrError
 from config.runtime import prepare_numpy_environment, prepare_prefect_environment
 from flows.cli.error_exits import exit_on_error
+from flows.cli.int_bounds import bound_integers
 from flows.cli.metavars import name_values
 from flows.cli.reader_gone import outlive_readers
 from flows.cli.vendored_click import click
@@ -134,6 +135,7 @@ def load_command(entry: LazyCommand) -> click.Command:
     holder.callback()(_no_options)  # a group, whatever it holds: commands keep their names
     command = typer.main.get_group(holder).commands[entry.name]
     name_values(command)
+    bound_integers(command)
     unwrap_help(command)
     return command
 
