@@ -127,6 +127,10 @@ def normalize_database_url(database_url: str) -> URL:
         url = make_url(database_url)
     except ArgumentError as exc:
         raise DatabaseUrlInvalid("MEDASR_DATABASE_URL is not a valid database URL") from exc
+    except ValueError as exc:  # SQLAlchemy's int() of the port
+        raise DatabaseUrlInvalid(
+            "MEDASR_DATABASE_URL is not a valid database URL: its port is not a number"
+        ) from exc
     if url.drivername in ("postgres", "postgresql"):
         url = url.set(drivername="postgresql+psycopg")
     backend = url.get_backend_name()

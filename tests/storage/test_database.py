@@ -49,13 +49,16 @@ def test_database_urls_are_normalized(given: str, driver: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "given", ["mysql://u:p@db/x", "not a url", "oracle://db"], ids=["mysql", "garbage", "oracle"]
+    "given",
+    ["mysql://u:p@db/x", "not a url", "oracle://db", "postgresql://u:s3cret@db:notaport/x"],
+    ids=["mysql", "garbage", "oracle", "port-not-a-number"],
 )
 def test_unusable_database_urls_are_configuration_errors(given: str) -> None:
     with pytest.raises(DatabaseUrlInvalid) as caught:
         normalize_database_url(given)
     assert isinstance(caught.value, ConfigError)
     assert "MEDASR_DATABASE_URL" in str(caught.value)
+    assert "s3cret" not in str(caught.value)
 
 
 def test_missing_sqlite_folder_is_a_configuration_error(tmp_path: Path) -> None:

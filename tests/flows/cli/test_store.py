@@ -149,10 +149,15 @@ def test_export_refuses_an_unknown_status(runner: CliRunner, filled, tmp_path: P
 
 
 @pytest.mark.parametrize("command", [["status"], ["db", "upgrade"]], ids=["status", "upgrade"])
+@pytest.mark.parametrize(
+    "url",
+    ["mysql://user:s3cret@db/x", "postgresql://user:s3cret@127.0.0.1:notaport/db"],
+    ids=["mysql", "port-not-a-number"],
+)
 def test_bad_database_url_exits_2_with_one_line(
-    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, command: list[str]
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, command: list[str], url: str
 ) -> None:
-    monkeypatch.setenv("MEDASR_DATABASE_URL", "mysql://user:s3cret@db/x")
+    monkeypatch.setenv("MEDASR_DATABASE_URL", url)
     result = runner.invoke(app, command)
     assert result.exit_code == 2
     assert len(result.stderr.strip().splitlines()) == 1
