@@ -209,9 +209,17 @@ def _sections() -> dict[str, type[BaseModel]]:
 
 
 def _dotenv_values() -> dict[str, str]:
-    if not Path(".env").is_file():
+    """The current folder's `.env`; raises ConfigError (unreadable, not UTF-8)."""
+    path = Path(".env")
+    if not path.is_file():
         return {}
-    return {k: v for k, v in dotenv_values(".env").items() if v is not None}
+    try:
+        values = dotenv_values(path)
+    except OSError as exc:
+        raise ConfigError(f".env: cannot read {path.absolute()}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:  # python-dotenv reads UTF-8 only
+        raise ConfigError(f".env: {path.absolute()} is not UTF-8 text") from exc
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def variable_name(loc: tuple[int | str, ...]) -> str:
