@@ -10,6 +10,7 @@ Uvicorn's access log stays off: a URL can hold a recording's path.
 from __future__ import annotations
 
 import ipaddress
+import socket
 import ssl
 import stat
 from pathlib import Path
@@ -45,6 +46,17 @@ def web_command(
         settings = load_settings()
         tls = check_transport(settings, host=host)
         find_ffmpeg()  # the player decodes every recording with it; FfmpegMissing if none
+        sock = listen_on(host, port)  # before "serving" is said: a port taken is refused
+    except MedasrError as exc:
+        typer.echo(one_line(error_line(exc)), err=True)
+        raise typer.Exit(exit_code_for(exc)) from None
+    with sock:
+        _serve(settings, sock, tls=tls, host=host, port=port)
+
+
+def _serve(settings: Settings, sock: socket.socket, *, tls: bool, host: str, port: int) -> None:
+    """Open the store and serve on the bound socket until stopped."""
+    try:
         store = open_review_store(settings.storage)
     except MedasrError as exc:
         typer.echo(one_line(error_line(exc)), err=True)
@@ -55,9 +67,28 @@ def web_command(
     typer.echo(f"medasr web: serving the review workstation on {scheme}://{host}:{port}/")
     config = server_config(app, host=host, port=port, tls_files=(web.tls_cert, web.tls_key))
     try:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
         store.dispose()
+
+
+def listen_on(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on host:port; raises ConfigError (a name that does not
+    resolve, a port taken or not ours to bind): uvicorn's own bind error exits 3, the
+    code of rejected credentials in medasr."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ConfigError(f"web: cannot resolve --host {host!r} ({exc})") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)  # uvicorn's default backlog
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"web: cannot listen on {host}:{port} ({exc.strerror or exc})") from exc
+    return sock
 
 
 def server_config(

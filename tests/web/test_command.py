@@ -123,3 +123,20 @@ def test_no_ffmpeg_for_the_player_exits_2_before_serving(
         "executable file: point it at an ffmpeg binary, or unset it to use the one "
         "imageio-ffmpeg installed"
     )
+
+
+def test_a_port_in_use_exits_2_before_serving(runner: CliRunner) -> None:
+    # 3 would say "credentials rejected" (uvicorn's own startup-failure code): a port
+    # taken is a bad option, refused before the workstation says it serves.
+    assert runner.invoke(medasr, ["db", "upgrade"]).exit_code == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = runner.invoke(medasr, ["web", "--port", str(port)])
+    assert result.exit_code == 2, result.output
+    assert "serving" not in result.stdout
+    assert result.stderr.strip() == (
+        f"medasr: configuration error: web: cannot listen on 127.0.0.1:{port} "
+        "(Address already in use)"
+    )
