@@ -253,6 +253,11 @@ def _parse_location(source: str) -> SourceLocation:
             raise UnsupportedSource(f"file:// URL with a remote host is not supported: {source}")
         return SourceLocation(None, os.path.abspath(urllib.parse.unquote(parts.path)))
     filesystem_class(protocol)  # fail early and clearly when the scheme is unknown
+    if not rest.strip("/") or rest.startswith("/"):  # fsspec: "Cannot traverse all of S3"
+        raise UnsupportedSource(
+            f"{source} names no bucket: give the bucket to read, as {protocol}://BUCKET "
+            f"or {protocol}://BUCKET/FOLDER"
+        )
     return SourceLocation(protocol, rest.rstrip("/"))
 
 
