@@ -16,16 +16,20 @@ import typer
 from pydantic import SecretStr
 from rich.console import Console
 
+from config.errors import ConfigError
 from config.settings import Settings, load_settings, pinned_settings
 from devserver import DevServerConfig, RunningDevServer, start_devserver
 from flows.backlog import transcribe_backlog
 from flows.cli.console import print_summary
 from flows.cli.demo_workdir import prepare_workdir
+from flows.cli.error_exits import usage_error
 from flows.cli.flow_run import started_prefect_api, wait_for_prefect
 from flows.cli.store import print_status
 from flows.reporting.states import summary_from
 from flows.reporting.summary import RunSummary
+from flows.setup.bootstrap import backlog_request, prepare_source, settings_for
 from storage import open_store
+from storage.errors import SourceError
 from storage.records import ItemStatus
 from tasks.discovery.recording_names import reason_about, recording_name
 
@@ -43,6 +47,7 @@ def demo_command(
     ] = False,
 ) -> None:
     """Transcribe samples/ against a local devserver, then run again to show zero requests."""
+    _check_options(samples, language)
     console = Console()
     resumed = prepare_workdir(workdir, fresh=fresh)
     base = load_settings()
@@ -62,6 +67,18 @@ def demo_command(
     console.print(f"requests the devserver saw: first run {sent[0]}, second run {sent[1]}")
     if resumed:
         console.print("(the demo resumed its earlier store; `medasr demo --fresh` starts over)")
+
+
+def _check_options(samples: Path, language: str) -> None:
+    """The language and the samples folder, before anything starts; else exit 2."""
+    request = backlog_request(source=str(samples), language=language)
+    try:
+        settings_for(request)  # an unsupported language
+        prepare_source(request)  # a samples folder that is not there
+    except ConfigError as exc:
+        usage_error("configuration error", exc)
+    except SourceError as exc:
+        usage_error("usage error", f"--samples: {exc}")
 
 
 def _demo_settings(base: Settings, *, server_url: str, workdir: Path) -> Settings:

@@ -34,3 +34,31 @@ def test_a_bucket_url_without_a_bucket_is_refused(
         f"medasr: configuration error: {source} names no bucket: "
         "give the bucket to read, as s3://BUCKET or s3://BUCKET/FOLDER"
     ]
+
+
+@pytest.mark.parametrize(
+    ("options", "line"),
+    [
+        ([], "medasr: usage error: --samples: source not found: {tmp}/samples"),
+        (
+            ["--samples", "{tmp}/nonexist"],
+            "medasr: usage error: --samples: source not found: {tmp}/nonexist",
+        ),
+        (
+            ["--samples", "{tmp}", "-l", "xx"],
+            "medasr: configuration error: unsupported language 'xx'; use one of: ",
+        ),
+    ],
+    ids=["default-samples-elsewhere", "samples-not-there", "unknown-language"],
+)
+def test_demo_options_are_checked_before_anything_starts(
+    runner: CliRunner, tmp_path: Path, options: list[str], line: str
+) -> None:
+    workdir = tmp_path / "demo-here"
+    given = [option.format(tmp=tmp_path) for option in options]
+    result = runner.invoke(app, ["demo", "--workdir", str(workdir), *given])
+    assert result.exit_code == EXIT_USAGE, result.output
+    [printed] = result.stderr.splitlines()
+    assert printed.startswith(line.format(tmp=tmp_path)), printed
+    assert result.stdout == ""
+    assert not workdir.exists()  # nothing started, nothing made
