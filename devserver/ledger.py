@@ -10,7 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from config.errors import ConfigError
 from service.contract import TRANSCRIBE_PATH
+
+_NAMED_BY = "--ledger (MEDASR_DEVSERVER_LEDGER)"
 
 
 @dataclass(frozen=True)
@@ -79,3 +82,19 @@ class Ledger:
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
+
+
+def open_ledger(path: Path | None) -> Ledger:
+    """A Ledger whose file (if any) can be appended to, checked once before the server
+    listens (else each request would answer 500); raises ConfigError naming the option."""
+    if path is not None:
+        if not path.parent.is_dir():
+            raise ConfigError(
+                f"devserver: {_NAMED_BY}: cannot write {path}: folder {path.parent} does not exist"
+            )
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise ConfigError(f"devserver: {_NAMED_BY}: cannot write {path} ({reason})") from exc
+    return Ledger(path)

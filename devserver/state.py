@@ -10,7 +10,7 @@ from devserver.config import DevServerConfig
 from devserver.engines import Engine, make_engine
 from devserver.faults import FaultInjector
 from devserver.fhir_store import FhirStore
-from devserver.ledger import Ledger
+from devserver.ledger import Ledger, open_ledger
 from devserver.received import ReceivedDocuments
 from devserver.text_faults import TextFaults
 from devserver.tokens import TokenAuthority
@@ -41,7 +41,7 @@ def build_state(config: DevServerConfig) -> DevServerState:
         key = jwe.derive_key(config.jwe_key, kid=config.jwe_kid)
     return DevServerState(
         config=config,
-        ledger=Ledger(config.ledger_path),
+        ledger=open_ledger(config.ledger_path),
         tokens=TokenAuthority(static_token=config.token, ttl_s=config.token_ttl_s),
         faults=FaultInjector(config),
         engine=make_engine(config.engine),

@@ -220,3 +220,22 @@ def test_token_ttl_sets_the_minted_token_lifetime() -> None:
     assert claims["exp"] - claims["iat"] == pytest.approx(30, abs=1)
     with pytest.raises(ConfigError, match="--token-ttl-s must be positive"):
         config_from_options(token_ttl_s=0)
+
+
+def test_a_ledger_in_a_folder_not_there_is_refused_at_start(tmp_path: Path) -> None:
+    # Started anyway, every request got a 500 (the ledger written as each one arrives).
+    ledger = tmp_path / "nonexist" / "dir" / "l.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "devserver", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "MEDASR_DEVSERVER_LEDGER": str(ledger)},
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        "medasr: configuration error: devserver: --ledger (MEDASR_DEVSERVER_LEDGER): "
+        f"cannot write {ledger}: folder {ledger.parent} does not exist"
+    ]
+    assert "listening" not in result.stdout
