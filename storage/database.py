@@ -20,6 +20,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import (
     ArgumentError,
+    DatabaseError,
     NoSuchModuleError,
 )
 from sqlalchemy.orm import sessionmaker
@@ -66,7 +67,7 @@ class Store:
         """
         engine = create_store_engine(storage.database_url, busy_timeout_ms=storage.busy_timeout_ms)
         try:
-            with translate_store_errors():
+            with translate_store_errors(), _a_file_that_is_a_database(engine):
                 if upgrade or engine.dialect.name == "sqlite":
                     _upgrade_engine(engine)
                 else:
@@ -119,6 +120,24 @@ class Store:
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
+
+
+_SQLITE_NOTADB = 26  # sqlite3's result code for "file is not a database"
+
+
+@contextmanager
+def _a_file_that_is_a_database(engine: Engine) -> Iterator[None]:
+    """An SQLite file that is not a database (text, another format) is the setting's
+    fault, said as `medasr run` says it: raises DatabaseUrlInvalid naming the file."""
+    try:
+        yield
+    except DatabaseError as exc:
+        if getattr(exc.orig, "sqlite_errorcode", None) != _SQLITE_NOTADB:
+            raise
+        raise DatabaseUrlInvalid(
+            f"MEDASR_DATABASE_URL: {engine.url.database} is not an SQLite database: point "
+            "MEDASR_DATABASE_URL at medasr's database, or move the file away"
+        ) from exc
 
 
 def normalize_database_url(database_url: str) -> URL:
@@ -353,7 +372,7 @@ def upgrade_database(
     """Upgrade the schema to `revision`; returns the revision reached. Raises StoreError kinds."""
     engine = create_store_engine(database_url, busy_timeout_ms=busy_timeout_ms)
     try:
-        with translate_store_errors():
+        with translate_store_errors(), _a_file_that_is_a_database(engine):
             newest = newest_known_revision()
             if revision == "head" and newest is not None and _at_newest_schema(engine):
                 return newest  # nothing to migrate: Alembic stays unloaded

@@ -1,6 +1,6 @@
 """A setting a command cannot use at all is one `medasr: configuration error: ...` line and
 exit 2 naming what to fix, never a traceback: a `.env` that is not text, a bucket URL
-without its bucket."""
+without its bucket, demo options, a store file that is not a database."""
 
 from __future__ import annotations
 
@@ -62,3 +62,30 @@ def test_demo_options_are_checked_before_anything_starts(
     assert printed.startswith(line.format(tmp=tmp_path)), printed
     assert result.stdout == ""
     assert not workdir.exists()  # nothing started, nothing made
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["status"],
+        ["export", "--format", "csv", "--out", "x.csv"],
+        ["audit"],
+        ["review"],
+        ["db", "upgrade"],
+    ],
+    ids=["status", "export", "audit", "review", "db-upgrade"],
+)
+def test_a_store_file_that_is_not_a_database_names_the_variable_and_the_file(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: list[str]
+) -> None:
+    # As `medasr run` says it: exit 2, the setting is what to fix.
+    not_a_database = tmp_path / "notadb.db"
+    not_a_database.write_text("text\n")
+    monkeypatch.setenv("MEDASR_DATABASE_URL", f"sqlite:///{not_a_database}")
+    result = runner.invoke(app, command)
+    assert result.exit_code == EXIT_USAGE, result.output
+    assert result.stderr.splitlines() == [
+        f"medasr: configuration error: MEDASR_DATABASE_URL: {not_a_database} is not an SQLite "
+        "database: point MEDASR_DATABASE_URL at medasr's database, or move the file away"
+    ]
+    assert not_a_database.read_text() == "text\n"
