@@ -2,8 +2,9 @@
 special files, names that are not UTF-8, and files still being written.
 
 fsspec's local walk follows symbolic link loops forever, so local folders are walked
-here; every folder is entered once (by device and inode). Nothing here raises for one
-bad entry: it becomes a SkippedFile with the reason in words.
+here; every folder is entered once (by device and inode), and a symbolic link to a file
+or folder inside the source is left to the walk's visit of its real path. Nothing here
+raises for one bad entry: it becomes a SkippedFile with the reason in words.
 """
 
 from __future__ import annotations
@@ -100,8 +101,8 @@ def _walk_local(
     skipped: list[SkippedFile],
 ) -> Iterator[Run]:
     """Depth first in URI order, a run of files at a time: one folder's entries in memory."""
-    visited = {(root_stat.st_dev, root_stat.st_ino)}
-    stack = [iter(_folder_entries(root, "", wants=wants, skipped=skipped, visited=visited))]
+    seen = _Seen(root=os.path.realpath(root), folders={(root_stat.st_dev, root_stat.st_ino)})
+    stack = [iter(_folder_entries(root, "", wants=wants, skipped=skipped, seen=seen))]
     while stack:
         run: Run = []
         below: tuple[str, str] | None = None
@@ -115,7 +116,7 @@ def _walk_local(
         if below is None:
             stack.pop()
             continue
-        found = _folder_entries(below[0], below[1], wants=wants, skipped=skipped, visited=visited)
+        found = _folder_entries(below[0], below[1], wants=wants, skipped=skipped, seen=seen)
         stack.append(iter(found))
 
 
@@ -125,7 +126,7 @@ def _folder_entries(
     *,
     wants: Callable[[str], bool],
     skipped: list[SkippedFile],
-    visited: set[tuple[int, int]],
+    seen: _Seen,
 ) -> list[tuple[str, str, str, os.stat_result]]:
     """One folder's sub-folders and wanted files, in the order their URIs sort: (sort
     key, path, path relative to the source, stat).
@@ -147,7 +148,9 @@ def _folder_entries(
         wanted = wants(relative)
         if not wanted and not entry.is_symlink() and not entry.is_dir(follow_symlinks=False):
             continue  # a plain file not wanted: no stat
-        listed = _listed_entry(entry, relative, wanted=wanted, skipped=skipped, visited=visited)
+        if entry.is_symlink() and seen.leads_within(entry.path):
+            continue  # what it leads to is listed at its real path: one item, not two
+        listed = _listed_entry(entry, relative, wanted=wanted, skipped=skipped, seen=seen)
         if listed is not None:
             found.append(listed)
     found.sort(key=_first)
@@ -160,7 +163,7 @@ def _listed_entry(
     *,
     wanted: bool,
     skipped: list[SkippedFile],
-    visited: set[tuple[int, int]],
+    seen: _Seen,
 ) -> tuple[str, str, str, os.stat_result] | None:
     """A folder (once: a link back to one listed is skipped) or a wanted file, statted;
     None for what is not listed."""
@@ -172,16 +175,37 @@ def _listed_entry(
         return None
     if stat.S_ISDIR(entry_stat.st_mode):
         key = (entry_stat.st_dev, entry_stat.st_ino)
-        if key in visited:
+        if key in seen.folders:
             reason = "symbolic link to a folder already listed (link loop)"
             skipped.append(SkippedFile(printable(entry.path), reason))
             return None
-        visited.add(key)
+        seen.folders.add(key)
         return (entry.name + "/", entry.path, relative, entry_stat)
     return (entry.name, entry.path, relative, entry_stat) if wanted else None
 
 
 _first = operator.itemgetter(0)
+
+
+@dataclass
+class _Seen:
+    """What a walk has entered (by device and inode), and the source's real path."""
+
+    root: str
+    folders: set[tuple[int, int]]
+
+    def leads_within(self, link: str) -> bool:
+        """A symbolic link to a file or folder inside the source, which the walk lists at
+        its real path anyway: following it too would register one recording twice. A link
+        to the folder holding it, or above, is a loop: left to the walk to name."""
+        try:
+            target = os.path.realpath(link, strict=True)
+        except OSError:
+            return False  # broken, a loop, unreadable: the walk names it
+        if not target.startswith(os.path.join(self.root, "")):
+            return False  # elsewhere: listed under the link, inside the source's prefix
+        holder = os.path.realpath(os.path.dirname(link))
+        return not (holder == target or holder.startswith(os.path.join(target, "")))
 
 
 def _stat_failure(entry: os.DirEntry[str], exc: OSError) -> SkippedFile:

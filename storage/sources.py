@@ -3,7 +3,9 @@
 Local folders are walked with `os.scandir` (fsspec's local walk follows symbolic link
 loops forever); every other scheme (s3://, and gs:// or az:// when their fsspec extra is
 installed) goes through fsspec. URIs are normalized once here: an absolute local path,
-not percent-encoded and without `file://`, or `scheme://bucket/key`. Nothing is ever
+not percent-encoded, without `file://` and resolved through symbolic links (a folder
+reached through a link is the folder it leads to, so its files are registered once), or
+`scheme://bucket/key`. Nothing is ever
 read whole into memory: hashing and downloads stream in 1 MiB blocks.
 """
 
@@ -244,14 +246,14 @@ def _parse_location(source: str) -> SourceLocation:
     if not source or "\x00" in source:
         raise UnsupportedSource(f"not a usable source path or URL: {source!r}")
     if "://" not in source:
-        return SourceLocation(None, os.path.abspath(os.path.expanduser(source)))
+        return SourceLocation(None, os.path.realpath(os.path.expanduser(source)))
     protocol, rest = source.split("://", 1)
     protocol = protocol.lower()
     if protocol in ("file", "local"):
         parts = urllib.parse.urlsplit(source)
         if parts.netloc not in ("", "localhost"):
             raise UnsupportedSource(f"file:// URL with a remote host is not supported: {source}")
-        return SourceLocation(None, os.path.abspath(urllib.parse.unquote(parts.path)))
+        return SourceLocation(None, os.path.realpath(urllib.parse.unquote(parts.path)))
     filesystem_class(protocol)  # fail early and clearly when the scheme is unknown
     if not rest.strip("/") or rest.startswith("/"):  # fsspec: "Cannot traverse all of S3"
         raise UnsupportedSource(

@@ -116,6 +116,37 @@ def test_source_spellings_give_the_same_uris(tmp_path: Path, spelling: Callable)
     assert normalize_source(spelling(root)) == str(root)
 
 
+def test_a_source_reached_through_a_link_is_known_by_its_real_path(tmp_path: Path) -> None:
+    real = tmp_path / "recordings"
+    put(real, "ward/a.wav")
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    (tmp_path / "link-to-link").symlink_to(tmp_path / "link", target_is_directory=True)
+    (tmp_path / "a-link.wav").symlink_to(real / "ward" / "a.wav")
+    expected = [str(real / "ward" / "a.wav")]
+    for spelling in ("link", "link/", "link-to-link", "./link/ward/..", "link/ward/a.wav"):
+        assert uris(list_audio(str(tmp_path / spelling), settle_s=0)) == expected, spelling
+        assert normalize_source(f"file://{tmp_path / spelling}").startswith(str(real))
+    assert normalize_source(str(tmp_path / "link")) == str(real)
+    assert uris(list_audio(str(tmp_path / "a-link.wav"), settle_s=0)) == expected
+
+
+def test_a_link_inside_a_source_to_what_it_holds_lists_that_once(tmp_path: Path) -> None:
+    source, elsewhere = tmp_path / "source", tmp_path / "elsewhere"
+    put(source, "ward/a.wav")
+    put(elsewhere, "far/b.wav")
+    (source / "alias.wav").symlink_to(source / "ward" / "a.wav")
+    (source / "again").symlink_to(source / "ward", target_is_directory=True)  # sorts first
+    (source / "ward" / "sibling").symlink_to(source / "ward2", target_is_directory=True)
+    put(source, "ward2/c.wav")
+    (source / "far").symlink_to(elsewhere / "far", target_is_directory=True)
+    (source / "b-alias.wav").symlink_to(elsewhere / "far" / "b.wav")
+    listing = list_audio(str(source), settle_s=0)
+    # Links to what lies elsewhere are listed under the link: inside the source's prefix.
+    expected = ["b-alias.wav", "far/b.wav", "ward/a.wav", "ward2/c.wav"]
+    assert uris(listing) == [str(source / r) for r in expected]
+    assert listing.skipped == []
+
+
 def test_a_single_file_can_be_the_source(tmp_path: Path) -> None:
     path = put(tmp_path, "one.wav")
     assert uris(list_audio(str(path), settle_s=0)) == [str(path)]
@@ -186,7 +217,7 @@ def test_symbolic_link_loops_are_survived(tmp_path: Path) -> None:
     (tmp_path / "broken.wav").symlink_to(tmp_path / "missing.wav")
     (tmp_path / "alias.wav").symlink_to(tmp_path / "real" / "a.wav")
     listing = list_audio(str(tmp_path), settle_s=0)
-    assert uris(listing) == [str(tmp_path / "alias.wav"), str(tmp_path / "real/a.wav")]
+    assert uris(listing) == [str(tmp_path / "real/a.wav")]  # the alias is that file
     why = reasons(listing)
     assert why[str(tmp_path / "self.wav")] == "symbolic link loop"
     assert "broken symbolic link" in why[str(tmp_path / "broken.wav")]
