@@ -170,8 +170,9 @@ class SpendRepository(Protocol):
         until: datetime | None = None,
         language: str | None = None,
     ) -> Iterator[SentRecording]:
-        """Recordings that sent a request, finished (or last changed) in [since, until),
-        with their requests and billed ms (each attempt at least `billed_min_ms`)."""
+        """Recordings that sent a request or are done (a copy done by content reuse
+        sent none), finished (or last changed) in [since, until), with their requests
+        and billed ms (each attempt at least `billed_min_ms`)."""
         ...
 
     def pending_audio(self, *, language: str | None, source_prefix: str | None) -> PendingAudio:

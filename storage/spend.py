@@ -1,11 +1,12 @@
 """What was sent (`uow.spend`): per recording, the requests and the billed audio its
 chunks cost, as the store recorded them (`medasr status --by`).
 
-One row per recording that sent anything, its chunks added up in SQL: requests are the
-attempts of its answered chunks (retries included), billed audio is each attempt billed
-at its chunk's length or at the vendor's least billed length, whichever is more.
-Silent chunks were never sent and cost nothing. Rows stream (`yield_per`), so a store
-of 10^6 recordings is read in pages.
+One row per recording that sent anything or is done, its chunks added up in SQL:
+requests are the attempts of its answered chunks (retries included), billed audio is
+each attempt billed at its chunk's length or at the vendor's least billed length,
+whichever is more. Silent chunks were never sent and cost nothing; a copy done by
+content reuse sent nothing, so it is a recording done that cost no request. Rows
+stream (`yield_per`), so a store of 10^6 recordings is read in pages.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from storage.records import ChunkStatus, ItemStatus, PendingAudio, SentRecording
 ITEMS = cast(Table, Item.__table__)
 CHUNKS = cast(Table, ChunkRow.__table__)
 _PAGE_ROWS = 2000
+# Statuses of a recording whose text is done (by a request or by content reuse).
+_DONE = (ItemStatus.DONE.value, ItemStatus.NEEDS_REVIEW.value)
 
 
 class Spend:
@@ -40,8 +43,9 @@ class Spend:
         until: datetime | None = None,
         language: str | None = None,
     ) -> Iterator[SentRecording]:
-        """Recordings that sent at least one request, finished (or last changed) in
-        [since, until); each with its requests and billed ms."""
+        """Recordings that sent at least one request or are done (a reused copy sent
+        none), finished (or last changed) in [since, until); each with its requests and
+        billed ms."""
         per_item = _requests_per_item(billed_min_ms=billed_min_ms)
         finished = func.coalesce(ITEMS.c.done_at, ITEMS.c.updated_at)
         query = (
@@ -54,7 +58,8 @@ class Spend:
                 per_item.c.requests,
                 per_item.c.billed_ms,
             )
-            .join(per_item, per_item.c.item_id == ITEMS.c.id)
+            .outerjoin(per_item, per_item.c.item_id == ITEMS.c.id)
+            .where(per_item.c.item_id.is_not(None) | ITEMS.c.status.in_(_DONE))
             .order_by(ITEMS.c.id)
         )
         query = query.where(*_chosen(finished, since=since, until=until, language=language))

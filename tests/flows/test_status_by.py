@@ -133,3 +133,28 @@ def test_status_options_of_by_alone_are_refused(priced: Settings) -> None:
 
     assert result.exit_code == 2
     assert "--by COLUMN" in result.output
+
+
+def test_a_copy_whose_text_was_reused_is_done_and_costs_no_request(
+    priced: Settings, tmp_path: Path, retrying_server: RunningDevServer
+) -> None:
+    """Two copies of one dictation: one request (content reuse), two recordings done, as
+    plain `status` counts them; the copy's audio is done audio, its cost nothing."""
+    dup = tmp_path / "dup"
+    dup.mkdir()
+    audio = encode_tone_dictation("note one. " + " ".join(NOTES) + ".")
+    for name in ("a.wav", "b.wav"):
+        soundfile.write(dup / name, audio, 16_000, subtype="PCM_16")
+    run = CliRunner().invoke(app, ["run", str(dup), "--language", "en-IN"])
+    assert run.exit_code == 0, run.output
+
+    [row] = [json.loads(line) for line in status_by("language", "--format", "jsonl").splitlines()]
+
+    entries = [e for e in retrying_server.ledger.entries() if e.bytes > 0]
+    assert {e.sha256 for e in entries} == {entries[0].sha256}  # only one copy was sent
+    assert (row["language"], row["recordings_done"]) == ("en-IN", 2)
+    assert row["requests"] == len(entries)
+    one_copy_h = len(audio) / 16_000 / 3600
+    assert row["audio_hours"] == pytest.approx(2 * one_copy_h, abs=0.002)
+    billed_min = sum(billed_ms(e) for e in entries) / 60_000
+    assert row["billed_minutes"] == pytest.approx(billed_min, abs=0.02)
