@@ -146,6 +146,10 @@ class ReviewRepository(Protocol):
         """Items waiting for review (of `language`), oldest first; `limit` 0 means all."""
         ...
 
+    def count_needs_review(self, *, language: str | None = None) -> int:
+        """How many items wait for review (of `language`), whatever a list's limit."""
+        ...
+
     def accept_review(self, item_id: int, *, by: str | None = None) -> ItemRecord:
         """needs_review -> done with its transcript; raises NotUnderReview otherwise."""
         ...

@@ -37,6 +37,15 @@ class Reviews:
             self._session, condition, order_by=(Item.updated_at, Item.id), limit=limit
         )
 
+    def count_needs_review(self, *, language: str | None = None) -> int:
+        """How many items wait for review (of `language`), whatever a list's limit."""
+        condition = Item.status == "needs_review"
+        if language is not None:
+            condition = condition & (Item.language == language)
+        return int(
+            self._session.scalar(select(func.count()).select_from(Item).where(condition)) or 0
+        )
+
     def queue_page(
         self,
         *,

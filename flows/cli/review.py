@@ -100,6 +100,8 @@ def _decide(store: ReviewStore, *, accepted: list[int], resent: list[int]) -> No
 def _list(store: ReviewStore, *, language: str | None, limit: int) -> None:
     with store.unit_of_work(read_only=True) as uow:
         items = uow.reviews.list_needs_review(language=language, limit=limit)
+        # The list is bounded by --limit; the count a reviewer reads must not be.
+        waiting = uow.reviews.count_needs_review(language=language)
         roots = uow.runs.run_sources()
     typer.echo(_HEADER)
     for item in items:
@@ -109,7 +111,8 @@ def _list(store: ReviewStore, *, language: str | None, limit: int) -> None:
         source, language = _source(item, roots), one_line(item.language)
         reason = one_line(waiting_reason(item))
         typer.echo(f"{item.id}\t{source}\t{language}\t{flags}\t{minutes}\t{updated}\t{reason}")
-    typer.echo(f"{len(items)} item(s) need review", err=True)
+    shown = f" ({len(items)} shown, --limit {limit})" if len(items) < waiting else ""
+    typer.echo(f"{waiting} item(s) need review{shown}", err=True)
     print_store(load_settings().storage.store_location, err=True)
 
 

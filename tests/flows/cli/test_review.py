@@ -65,6 +65,20 @@ def test_review_lists_flagged_items_without_their_text(runner: CliRunner, ids) -
     assert "2 item(s) need review" in result.stderr
 
 
+def test_review_with_a_limit_counts_every_item_waiting(runner: CliRunner, ids) -> None:
+    """--limit bounds the list, not the count: a reviewer told "1 need review" when 2
+    wait would leave one unread."""
+    result = runner.invoke(app, ["review", "--limit", "1"])
+
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == 2  # the header and one item
+    assert "2 item(s) need review (1 shown, --limit 1)" in result.stderr
+    everyone = runner.invoke(app, ["review", "--limit", "5"])
+    assert "2 item(s) need review\n" in everyone.stderr  # all shown: nothing more to say
+    other = runner.invoke(app, ["review", "--limit", "1", "--language", "ta"])
+    assert "0 item(s) need review\n" in other.stderr
+
+
 def test_status_counts_needs_review(runner: CliRunner, ids) -> None:
     result = runner.invoke(app, ["status"])
 
