@@ -179,6 +179,14 @@ class SpendRepository(Protocol):
         and billed ms (each attempt at least `billed_min_ms`)."""
         ...
 
+    def has_column(self, column: str) -> bool:
+        """Whether any recording's manifest columns (its metadata) hold `column`."""
+        ...
+
+    def columns(self) -> set[str]:
+        """Every manifest column some recording holds."""
+        ...
+
     def pending_audio(self, *, language: str | None, source_prefix: str | None) -> PendingAudio:
         """Recordings waiting to be claimed, with their stored audio length or size."""
         ...

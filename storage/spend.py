@@ -11,7 +11,8 @@ stream (`yield_per`), so a store of 10^6 recordings is read in pages.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterable, Iterator
+from contextlib import closing
 from datetime import datetime
 from typing import Any, cast
 
@@ -74,6 +75,28 @@ class Spend:
                 requests=int(row.requests or 0),
                 billed_ms=int(row.billed_ms or 0),
             )
+
+    def has_column(self, column: str) -> bool:
+        """Whether any recording's manifest columns (its metadata) hold `column`; stops
+        at the first that does."""
+        with closing(self._column_names()) as held:  # an early stop closes the cursor
+            return any(column in names for names in held)
+
+    def columns(self) -> set[str]:
+        """Every manifest column some recording holds (reads every recording's metadata:
+        for the message that names them, not for a figure)."""
+        return set().union(*self._column_names())
+
+    def _column_names(self) -> Generator[Iterable[str], None, None]:
+        # Read here, not matched in SQL: SQLite's JSON paths cannot spell every column
+        # name a manifest may use (a quote, a non-ASCII letter), PostgreSQL's can.
+        rows = select(ITEMS.c.metadata).where(ITEMS.c.metadata.is_not(None))
+        result = self._session.execute(rows.execution_options(yield_per=_PAGE_ROWS))
+        try:
+            for (metadata,) in result:
+                yield metadata or {}
+        finally:
+            result.close()
 
     def pending_audio(self, *, language: str | None, source_prefix: str | None) -> PendingAudio:
         """Recordings waiting to be claimed (of `language`, under `source_prefix`): how

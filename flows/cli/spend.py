@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from datetime import datetime
+from difflib import get_close_matches
 from enum import StrEnum
 
 import typer
@@ -18,12 +20,22 @@ from rich.console import Console
 from rich.table import Table
 
 from audit.filters import parse_when
+from config.errors import ConfigError
 from config.settings import Settings
+from service.contract import is_supported_language
 from storage import open_store
 from storage.database import database_exists
 from storage.export import neutralise_cell
+from storage.interface import SpendRepository
 from tasks.discovery.recording_names import one_line
-from tasks.transcription.billing import spend_by, spend_rows, total_of
+from tasks.transcription.billing import (
+    LANGUAGE_GROUP,
+    MONTH_GROUP,
+    SpendGroup,
+    spend_by,
+    spend_rows,
+    total_of,
+)
 
 
 class SpendFormat(StrEnum):
@@ -43,25 +55,16 @@ def print_spend(
     language: str | None,
     output: SpendFormat,
 ) -> None:
-    """Print the cost per value of `column`; raises ConfigError for a bad date, StoreError."""
+    """Print the cost per value of `column`; raises ConfigError for a bad date, a language
+    the service does not take or a column no recording has, StoreError."""
     since_at = parse_when(since, option="--since") if since else None
     until_at = parse_when(until, option="--until", end_of_day=True) if until else None
+    if language is not None and not is_supported_language(language):
+        raise ConfigError(f"unsupported language {language[:16]!r}")
     service = settings.service
-    if not database_exists(settings.storage.database_url):
-        groups = []
-    else:
-        store = open_store(settings.storage)
-        try:
-            with store.unit_of_work(read_only=True) as uow:
-                sent = uow.spend.sent_recordings(
-                    billed_min_ms=round(service.billed_min_s_per_request * 1000),
-                    since=since_at,
-                    until=until_at,
-                    language=language,
-                )
-                groups = spend_by(sent, column=column)
-        finally:
-            store.dispose()
+    groups = _spend_groups(
+        settings, column=column, since=since_at, until=until_at, language=language
+    )
     rows = list(spend_rows(groups, column=column, price_per_audio_min=service.price_per_audio_min))
     total = total_of(groups).row(column=column, price_per_audio_min=service.price_per_audio_min)
     if output is SpendFormat.csv:
@@ -71,6 +74,49 @@ def print_spend(
             typer.echo(json.dumps(row, ensure_ascii=False))
     else:
         _print_table(rows, total=total, column=column)
+
+
+def _spend_groups(
+    settings: Settings,
+    *,
+    column: str,
+    since: datetime | None,
+    until: datetime | None,
+    language: str | None,
+) -> list[SpendGroup]:
+    """The store's recordings grouped by `column` (none before a store exists)."""
+    if not database_exists(settings.storage.database_url):
+        return []
+    store = open_store(settings.storage)
+    try:
+        with store.unit_of_work(read_only=True) as uow:
+            _check_column(uow.spend, column)
+            sent = uow.spend.sent_recordings(
+                billed_min_ms=round(settings.service.billed_min_s_per_request * 1000),
+                since=since,
+                until=until,
+                language=language,
+            )
+            return spend_by(sent, column=column)
+    finally:
+        store.dispose()
+
+
+def _check_column(spend: SpendRepository, column: str) -> None:
+    """A manifest column must be one some recording holds: a misspelt one would print a
+    single "(none)" row, which reads as every recording lacking a value. Raises
+    ConfigError naming the columns there are."""
+    if column in (LANGUAGE_GROUP, MONTH_GROUP) or spend.has_column(column):
+        return
+    manifest = spend.columns() - {LANGUAGE_GROUP, MONTH_GROUP}
+    there = ", ".join(one_line(name) for name in sorted(manifest))
+    groups = f"{LANGUAGE_GROUP}, {MONTH_GROUP}"
+    closest = get_close_matches(column, [*manifest, LANGUAGE_GROUP, MONTH_GROUP], n=1)
+    meant = f" (did you mean {one_line(closest[0])!r}?)" if closest else ""
+    raise ConfigError(
+        f"--by {one_line(column)[:64]!r} is no column of any recording{meant}; "
+        f"use {there + ', ' if there else ''}{groups}"
+    )
 
 
 def _print_csv(rows: list[dict[str, str | int | float]]) -> None:

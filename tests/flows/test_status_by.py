@@ -158,3 +158,27 @@ def test_a_copy_whose_text_was_reused_is_done_and_costs_no_request(
     assert row["audio_hours"] == pytest.approx(2 * one_copy_h, abs=0.002)
     billed_min = sum(billed_ms(e) for e in entries) / 60_000
     assert row["billed_minutes"] == pytest.approx(billed_min, abs=0.02)
+
+
+def test_a_column_no_recording_has_is_refused_naming_those_that_exist(
+    priced: Settings, archive: Path
+) -> None:
+    """A finance officer's typo must not read as "nothing was spent": exit 2, one line
+    naming the columns there are; a language the service does not take is refused as
+    every other command refuses it."""
+    run = CliRunner().invoke(app, ["run", str(archive), "--language", "en-IN"])
+    assert run.exit_code == 0, run.output
+
+    typo = CliRunner().invoke(app, ["status", "--by", "departmnet"])
+    xx = CliRunner().invoke(app, ["status", "--by", "language", "--language", "xx"])
+
+    assert typo.exit_code == 2, typo.output
+    [line] = typo.stderr.splitlines()
+    assert line.startswith("medasr: ")
+    assert "'departmnet'" in line
+    assert "did you mean 'department'?" in line
+    assert "department, language, month" in line, line
+    assert "(none)" not in typo.stdout
+    assert xx.exit_code == 2, xx.output
+    assert xx.stderr.splitlines() == ["medasr: configuration error: unsupported language 'xx'"]
+    assert status_by("department", "--format", "jsonl")  # a column some recording has

@@ -69,3 +69,28 @@ def test_every_sql_store_reads_what_was_sent_alike(
     assert (sql[5].recordings, sql[5].measured_ms, sql[5].unmeasured_bytes) == (3, 0, 3 * 64_000)
     assert (sql[6].recordings, sql[6].measured_ms, sql[6].unmeasured_bytes) == (2, 0, 2 * 64_000)
     assert (sql[7].recordings, sql[7].unmeasured_bytes) == (0, 0)
+
+
+ODD_COLUMNS = ["department", 'a "quoted" one', "ward.bed", "dept's", "$[0]", "ünït", "*"]
+
+
+def columns_seen(store: UnitOfWorkFactory) -> tuple[list[bool], set[str]]:
+    with store.unit_of_work() as uow:
+        uow.items.register_items(LISTING, language="hi")
+        metadata = {LISTING[0].uri: dict.fromkeys(ODD_COLUMNS[:4], "x")}
+        metadata[LISTING[1].uri] = dict.fromkeys(ODD_COLUMNS[4:], "")  # known, no value
+        uow.items.set_item_metadata(metadata, language="hi")
+    with store.unit_of_work(read_only=True) as uow:
+        asked = [*ODD_COLUMNS, "departmnet", "ward", "a", "", "%"]
+        return [uow.spend.has_column(c) for c in asked], uow.spend.columns()
+
+
+def test_every_sql_store_knows_the_manifest_columns_recordings_hold(
+    store: UnitOfWorkFactory, sqlite_reference: UnitOfWorkFactory
+) -> None:
+    """`status --by` refuses a column no recording holds: whatever the column's name (a
+    quote, a dot, a JSON path's own characters), a held one is known, another is not."""
+    found, names = columns_seen(store)
+    assert (found, names) == columns_seen(sqlite_reference)
+    assert found == [True] * len(ODD_COLUMNS) + [False] * 5
+    assert names == set(ODD_COLUMNS)
