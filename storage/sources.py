@@ -84,6 +84,9 @@ class SourceLocation:
 
     protocol: str | None  # None: local path
     path: str  # absolute local path, or the fsspec path without its protocol
+    # A local path as named, when a symbolic link on the way makes it differ from `path`
+    # (the path an earlier medasr keyed the source's recordings under: flows/setup/).
+    given: str | None = None
 
     @property
     def uri(self) -> str:
@@ -246,14 +249,14 @@ def _parse_location(source: str) -> SourceLocation:
     if not source or "\x00" in source:
         raise UnsupportedSource(f"not a usable source path or URL: {source!r}")
     if "://" not in source:
-        return SourceLocation(None, os.path.realpath(os.path.expanduser(source)))
+        return _local_location(os.path.expanduser(source))
     protocol, rest = source.split("://", 1)
     protocol = protocol.lower()
     if protocol in ("file", "local"):
         parts = urllib.parse.urlsplit(source)
         if parts.netloc not in ("", "localhost"):
             raise UnsupportedSource(f"file:// URL with a remote host is not supported: {source}")
-        return SourceLocation(None, os.path.realpath(urllib.parse.unquote(parts.path)))
+        return _local_location(urllib.parse.unquote(parts.path))
     filesystem_class(protocol)  # fail early and clearly when the scheme is unknown
     if not rest.strip("/") or rest.startswith("/"):  # fsspec: "Cannot traverse all of S3"
         raise UnsupportedSource(
@@ -261,6 +264,12 @@ def _parse_location(source: str) -> SourceLocation:
             f"or {protocol}://BUCKET/FOLDER"
         )
     return SourceLocation(protocol, rest.rstrip("/"))
+
+
+def _local_location(path: str) -> SourceLocation:
+    """A local path resolved through symbolic links, the path as named kept beside it."""
+    named, real = os.path.abspath(path), os.path.realpath(path)
+    return SourceLocation(None, real, given=None if named == real else named)
 
 
 def _glob_matches(relative: str, pattern: str) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from config.settings import Settings, StorageSettings
 from flows.cli.console import print_named, print_store, print_table
 from flows.cli.error_exits import usage_error
-from flows.setup.bootstrap import PreparedSource, RunRequest
+from flows.setup.bootstrap import PreparedSource, RunRequest, source_as_known
 from service.client import max_wav_bytes_for
 from storage import open_store
 from storage.database import database_exists
@@ -28,6 +28,8 @@ def print_plan(
     source = prepared.location
     store = _existing_store(settings.storage)
     try:
+        if store is not None:  # the path an earlier run knew the source by, as a run does
+            prepared = source_as_known(prepared, store=store, request=request)
         plan = _planned(
             prepared, settings=settings, language=language, request=request, store=store
         )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from config.errors import ConfigError
 from config.settings import Settings, load_settings
+from flows.setup.source_key import location_as_known
 from service.client import TranscriptionClient
 from service.contract import LANGUAGES, is_supported_language
 from service.preflight import check_service_config
@@ -243,6 +244,17 @@ def prepare_source(request: RunRequest) -> PreparedSource | None:
     return PreparedSource(location, manifest_metadata(location, manifest=request.manifest))
 
 
+def source_as_known(
+    prepared: PreparedSource, *, store: UnitOfWorkFactory, request: RunRequest
+) -> PreparedSource:
+    """The source under the path the store's earlier runs knew it by (flows/setup/source_key.py),
+    its manifest read again for that path."""
+    location = location_as_known(prepared.location, store=store)
+    if location == prepared.location:
+        return prepared
+    return PreparedSource(location, manifest_metadata(location, manifest=request.manifest))
+
+
 def bootstrap(
     settings: Settings, request: RunRequest, *, source: PreparedSource | None = None
 ) -> Run:
@@ -255,6 +267,7 @@ def bootstrap(
     store = open_store(settings.storage)
     try:
         if prepared is not None:
+            prepared = source_as_known(prepared, store=store, request=request)
             roots: tuple[str, ...] = (prepared.location.uri,)
         else:  # a rerun names each file relative to the source it was listed under
             roots = known_sources(store)

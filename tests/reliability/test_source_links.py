@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from config.settings import StorageSettings
 from devserver.ledger import TRANSCRIBE_PATH
+from storage import open_store
+from storage.records import SourceFile
 from tests.reliability.corpus import age_files, write_tone_wav
 from tests.reliability.evidence import items
 from tests.reliability.harness import Finished
@@ -51,3 +54,34 @@ def test_a_folder_reached_through_a_link_is_one_recording_delivered_once(
     assert [document["filename"] for document in received] == ["a.txt"]
     sent = [e for e in server.ledger.entries() if e.path == TRANSCRIBE_PATH and e.bytes > 0]
     assert len(sent) == 1  # transcribed once
+
+
+def test_a_store_that_knew_a_source_by_its_links_path_keeps_knowing_it_so(
+    tmp_path: Path, tone_devserver, medasr_for, prefect_api: dict[str, str]
+) -> None:
+    """Runs of an earlier medasr named `sllink` and registered `sllink/a.wav`: after the
+    upgrade the same command goes on with those recordings, not a second copy of each
+    at the real path (whose notes `deliver` would file again)."""
+    server = tone_devserver()
+    source = tmp_path / "slsrc"
+    write_tone_wav(source / "a.wav", "one note. filed once.")
+    age_files(source)
+    link = tmp_path / "sllink"
+    link.symlink_to(source, target_is_directory=True)
+    database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
+    medasr = medasr_for(server, database_url, **prefect_api)
+    assert medasr.run("db", "upgrade").returncode == 0
+    as_before = tmp_path / "sllink" / "a.wav"
+    store = open_store(StorageSettings(database_url=database_url))
+    with store.unit_of_work() as uow:  # what an earlier medasr left
+        uow.runs.start_run(source=str(link), language="en-IN")
+        size, version = as_before.stat().st_size, str(as_before.stat().st_mtime_ns)
+        uow.items.register_items([SourceFile(str(as_before), size, version)], language="en-IN")
+    store.dispose()
+
+    finished = medasr.run("run", str(link), "-l", "en-IN")
+
+    assert finished.returncode == 0, finished.describe()
+    assert [(r["source_uri"], r["status"]) for r in items(database_url)] == [
+        (str(as_before), "done")
+    ]
