@@ -257,6 +257,11 @@ def _parse_location(source: str) -> SourceLocation:
         if parts.netloc not in ("", "localhost"):
             raise UnsupportedSource(f"file:// URL with a remote host is not supported: {source}")
         return _local_location(urllib.parse.unquote(parts.path))
+    if protocol in _NOT_WALKABLE:  # fsspec reads one URL but lists no folder there
+        raise UnsupportedSource(
+            f"{protocol}:// is not a source medasr can walk (a web address has no folders "
+            "to list): name a local folder or a bucket (s3://, gs://, az://)"
+        )
     filesystem_class(protocol)  # fail early and clearly when the scheme is unknown
     if not rest.strip("/") or rest.startswith("/"):  # fsspec: "Cannot traverse all of S3"
         raise UnsupportedSource(
@@ -264,6 +269,9 @@ def _parse_location(source: str) -> SourceLocation:
             f"or {protocol}://BUCKET/FOLDER"
         )
     return SourceLocation(protocol, rest.rstrip("/"))
+
+
+_NOT_WALKABLE = frozenset({"http", "https"})
 
 
 def _local_location(path: str) -> SourceLocation:

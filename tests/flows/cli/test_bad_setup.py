@@ -89,3 +89,20 @@ def test_a_store_file_that_is_not_a_database_names_the_variable_and_the_file(
         "database: point MEDASR_DATABASE_URL at medasr's database, or move the file away"
     ]
     assert not_a_database.read_text() == "text\n"
+
+
+@pytest.mark.parametrize("source", ["http://example.com/x", "HTTPS://records.example/dictation/"])
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]], ids=["run", "dry-run"])
+def test_a_web_address_is_refused_as_a_source(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, source: str, dry_run: list[str]
+) -> None:
+    """A web address has no folder to walk: fsspec's http filesystem failed on it as an
+    unreadable source (exit 1, "InvalidUrlClientError"), and the run went no further."""
+    monkeypatch.setenv("MEDASR_TOKEN", "t")
+    result = runner.invoke(app, ["run", source, "-l", "en-IN", *dry_run])
+    assert result.exit_code == EXIT_USAGE, result.output
+    scheme = source.split(":", 1)[0].lower()
+    assert result.stderr.splitlines() == [
+        f"medasr: configuration error: {scheme}:// is not a source medasr can walk (a web "
+        "address has no folders to list): name a local folder or a bucket (s3://, gs://, az://)"
+    ]
