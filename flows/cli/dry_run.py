@@ -24,8 +24,7 @@ def print_plan(
     prepared: PreparedSource, *, settings: Settings, language: str | None, request: RunRequest
 ) -> None:
     """The dry run's plan as a table (billed minutes and cost included), and the files
-    that could not be decoded, named."""
-    source = prepared.location
+    that could not be decoded or are in a language the service does not take, named."""
     store = _existing_store(settings.storage)
     try:
         if store is not None:  # the path an earlier run knew the source by, as a run does
@@ -40,7 +39,11 @@ def print_plan(
     rows = [*plan_rows(plan, price_per_audio_min=price).items(), ("sent", 0)]
     print_table(rows, title=f"medasr dry run ({language or 'manifest languages'}): nothing sent")
     print_store(settings.storage.store_location)
-    print_named("not decodable", plan.undecodable_uris, total=plan.undecodable, root=source.uri)
+    root = prepared.location.uri
+    print_named("not decodable", plan.undecodable_uris, total=plan.undecodable, root=root)
+    print_named(
+        "language not taken", plan.language_not_taken_uris, total=plan.language_not_taken, root=root
+    )
 
 
 def _planned(

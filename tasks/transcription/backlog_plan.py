@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from service.contract import is_supported_language
 from storage.errors import SourceError
 from storage.interface import UnitOfWorkFactory
 from storage.records import ChunkRecord, ItemRecord, ItemStatus, SourceFile
@@ -49,7 +50,9 @@ NAMED_UNDECODABLE = 10
 T = TypeVar("T")
 R = TypeVar("R")
 
-Verdict = Literal["unchanged", "reused", "silent", "undecodable", "transcribe"]
+Verdict = Literal[
+    "unchanged", "reused", "silent", "undecodable", "language_not_taken", "transcribe"
+]
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,10 @@ class Plan:
     not_listed: int  # skipped by the listing (still being written, unreadable)
     undecodable_uris: tuple[str, ...] = ()  # the first NAMED_UNDECODABLE of them
     billed_ms: int = 0  # the requests' audio as billed (each at least the billed minimum)
+    # Its language (the manifest's, else --language) is not one the service takes: the
+    # run fails it (metadata_invalid) before reading it; the first ones named.
+    language_not_taken: int = 0
+    language_not_taken_uris: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,7 +85,7 @@ class FilePlan:
     audio_ms: int = 0
     chunks: int = 0
     requests: int = 0
-    uri: str | None = None  # named for a file not decodable only
+    uri: str | None = None  # named for a file not decodable or in a language not taken
     billed_ms: int = 0
 
 
@@ -117,10 +124,12 @@ class _Reader:
     planned: _PlannedContent = field(default_factory=_PlannedContent)
 
     def plan(self, file: SourceFile, item: ItemRecord | None) -> FilePlan:
+        language = self.languages.of(file.uri)
+        if not is_supported_language(language):  # the run's check, before a byte is read
+            return FilePlan("language_not_taken", uri=file.uri)
         try:
             with fetch_and_fingerprint(file.uri, storage_options=self.storage_options) as fetched:
                 sha256 = fetched.fingerprint.sha256
-                language = self.languages.of(file.uri)
                 decision = self._decide(item, sha256=sha256, language=language)
                 if decision.stays_purged or decision.stays_as_was:  # touched, same bytes
                     return FilePlan("unchanged")
@@ -241,12 +250,13 @@ class _Totals:
     chunks: int = 0
     requests: int = 0
     billed_ms: int = 0
-    undecodable_uris: list[str] = field(default_factory=list)
+    named: dict[str, list[str]] = field(default_factory=dict)  # URIs by verdict
 
     def add(self, file_plan: FilePlan) -> None:
         self.counts[file_plan.verdict] += 1
-        if file_plan.uri is not None and len(self.undecodable_uris) < NAMED_UNDECODABLE:
-            self.undecodable_uris.append(file_plan.uri)
+        named = self.named.setdefault(file_plan.verdict, [])
+        if file_plan.uri is not None and len(named) < NAMED_UNDECODABLE:
+            named.append(file_plan.uri)
         self.audio_ms += file_plan.audio_ms
         self.chunks += file_plan.chunks
         self.requests += file_plan.requests
@@ -264,8 +274,10 @@ class _Totals:
             chunks=self.chunks,
             requests=self.requests,
             not_listed=not_listed,
-            undecodable_uris=tuple(self.undecodable_uris),
+            undecodable_uris=tuple(self.named.get("undecodable", ())),
             billed_ms=self.billed_ms,
+            language_not_taken=self.counts["language_not_taken"],
+            language_not_taken_uris=tuple(self.named.get("language_not_taken", ())),
         )
 
 
@@ -278,6 +290,7 @@ def plan_rows(plan: Plan, *, price_per_audio_min: float = 0.0) -> dict[str, int 
         "files_same_content": plan.reused,
         "files_silent": plan.silent,
         "files_not_decodable": plan.undecodable,
+        "files_language_not_taken": plan.language_not_taken,
         "files_not_listed": plan.not_listed,
         "files_to_transcribe": plan.to_transcribe,
         "audio_hours": round(plan.audio_ms / 3_600_000, 3),

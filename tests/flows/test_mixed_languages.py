@@ -134,3 +134,21 @@ def test_the_dry_run_plans_a_mixed_archive_without_language(
     assert "manifest languages" in result.output
     assert table_rows(result.output)["requests"] == str(len(LANGUAGES))
     assert flow_server.ledger.entries() == []
+
+
+def test_the_dry_run_counts_a_language_the_service_does_not_take_as_the_run_fails_it(
+    pinned: Settings, flow_server: RunningDevServer, tmp_path: Path
+) -> None:
+    """The dry run planned such a recording as one to transcribe (a request), where the
+    run fails it (metadata_invalid) and sends nothing."""
+    root = tmp_path / "archive"
+    write_archive(root, {"ward1/a.wav": "en-IN"}, extra={"ward3/bad.wav": "xx-YY"})
+
+    result = CliRunner().invoke(app, ["run", str(root), "--language", "en-US", "--dry-run"])
+
+    assert result.exit_code == 0, result.output
+    plan = table_rows(result.output)
+    assert (plan["files"], plan["files to transcribe"], plan["requests"]) == ("2", "1", "1")
+    assert plan["files language not taken"] == "1"
+    assert "language not taken: ward3/bad.wav" in result.output.splitlines()
+    assert flow_server.ledger.entries() == []
