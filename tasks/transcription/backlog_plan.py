@@ -18,7 +18,7 @@ import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -75,6 +75,8 @@ class Plan:
     # run fails it (metadata_invalid) before reading it; the first ones named.
     language_not_taken: int = 0
     language_not_taken_uris: tuple[str, ...] = ()
+    # The first files the listing left out, each with its reason in words.
+    not_listed_named: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -212,7 +214,8 @@ def plan_backlog(
             lambda pair: reader.plan(*pair), to_read, pool=pool, ahead=4 * workers
         ):
             totals.add(file_plan)
-    return totals.plan(not_listed=len(stream.skipped))
+    left_out = tuple((s.uri, s.reason) for s in stream.skipped[:NAMED_UNDECODABLE])
+    return replace(totals.plan(not_listed=len(stream.skipped)), not_listed_named=left_out)
 
 
 def bounded_map(

@@ -13,7 +13,7 @@ import pytest
 import soundfile
 from typer.testing import CliRunner
 
-from config.settings import Settings
+from config.settings import Settings, pinned_settings
 from devserver import RunningDevServer
 from devserver.tone import encode_tone_dictation
 from flows.cli import app
@@ -152,3 +152,21 @@ def test_the_dry_run_counts_a_language_the_service_does_not_take_as_the_run_fail
     assert plan["files language not taken"] == "1"
     assert "language not taken: ward3/bad.wav" in result.output.splitlines()
     assert flow_server.ledger.entries() == []
+
+
+def test_the_dry_run_names_the_files_it_did_not_list_and_why(
+    pinned: Settings, flow_server: RunningDevServer, tmp_path: Path
+) -> None:
+    """A run logs each file not listed with its reason; the dry run only counted them."""
+    root = tmp_path / "archive"
+    write_archive(root, {"ward1/a.wav": "en-IN", "ward1/b.wav": "en-IN"}, extra={})
+    settling = pinned.pipeline.model_copy(update={"settle_s": 600.0})  # all just written
+
+    with pinned_settings(pinned.model_copy(update={"pipeline": settling})):
+        result = CliRunner().invoke(app, ["run", str(root), "--dry-run"])
+
+    assert result.exit_code == 0, result.output
+    assert table_rows(result.output)["files not listed"] == "2"
+    (named,) = [line for line in result.output.splitlines() if line.startswith("not listed:")]
+    assert named.startswith("not listed: ward1/a.wav (still being written (modified ")
+    assert "; ward1/b.wav (still being written (modified " in named
