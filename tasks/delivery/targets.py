@@ -63,10 +63,15 @@ def parse_target(text: str, *, allow_insecure: bool = False) -> Target:
         return Target(TargetKind.DOCS, "docs")
     try:
         parts = urlsplit(spelled)
-        port = parts.port
     except ValueError as exc:
         raise TargetInvalid(
             f"delivery target {spelled[:80]!r} is not a URL; use {_EXAMPLES}"
+        ) from exc
+    try:
+        port = parts.port
+    except ValueError as exc:  # out of range, or not digits
+        raise TargetInvalid(
+            f"delivery target {spelled[:80]!r}: its port is not one from 1 to 65535"
         ) from exc
     scheme, host = parts.scheme.lower(), canonical_host(parts.hostname or "")
     if not host:
