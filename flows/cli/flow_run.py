@@ -29,7 +29,7 @@ from config.errors import (
 )
 from config.sections import PipelineSettings
 from flows.cli.error_exits import credentials_rejected, usage_error
-from flows.cli.interrupts import run_interruptibly
+from flows.cli.interrupts import run_interruptibly, sigterm_left_to_the_command
 from flows.prefect_runtime.head_start import HeadStart, may_start_early
 from flows.prefect_runtime.held_logs import HeldLogs
 from flows.prefect_runtime.prefect_api import (
@@ -129,7 +129,7 @@ async def _flow_after_start(
     held.hand_on()
     from flows.reporting.states import summary_from  # Prefect: once the head start is under way
 
-    with api.in_use():
+    with api.in_use(), sigterm_left_to_the_command():
         return await summary_from(await flow_run(head)(return_state=True))
 
 

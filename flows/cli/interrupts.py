@@ -7,6 +7,13 @@ recorded, files not yet sent go back to pending, and the flow ends with its summ
 The second ends the process at once, after journaling the paid answers whose store
 write is still being retried (tasks/work/journal.py); the next run on this host records
 them and takes back its items (leases of dead processes, storage/owners.py).
+
+Prefect's flow engine installs a SIGTERM handler of its own while a flow runs
+(prefect.utilities.engine.capture_sigterm): it raises TerminationSignal wherever the main
+thread is, the flow crashes, the answers in flight are thrown away and their items stay
+`processing` until their leases end. That bridge serves a process a Prefect runner
+supervises (its cancellations); a medasr command is not one, so while the command awaits
+its flow the engine's bridge is left out and SIGTERM stays the first Ctrl-C's.
 """
 
 from __future__ import annotations
@@ -15,7 +22,8 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any, TypeVar
 
 from config.errors import EXIT_INTERRUPTED
@@ -23,6 +31,8 @@ from tasks.throttle.gate import interrupt_all_gates
 from tasks.work.journal import keep_unrecorded_answers
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# The name prefect.flow_engine calls for its SIGTERM bridge (imported there, not exported)
+_PREFECT_BRIDGE = "capture_sigterm"
 T = TypeVar("T")
 
 
@@ -49,3 +59,17 @@ async def run_interruptibly(flow_run: Coroutine[Any, Any, T]) -> T:
     finally:
         for signum in _SIGNALS:
             loop.remove_signal_handler(signum)
+
+
+@contextmanager
+def sigterm_left_to_the_command() -> Iterator[None]:
+    """For the block, flows this process runs leave SIGTERM to run_interruptibly (see the
+    module docstring); called once Prefect is imported (the command's flows import it)."""
+    from prefect import flow_engine
+
+    bridge = getattr(flow_engine, _PREFECT_BRIDGE)
+    setattr(flow_engine, _PREFECT_BRIDGE, nullcontext)
+    try:
+        yield
+    finally:
+        setattr(flow_engine, _PREFECT_BRIDGE, bridge)
