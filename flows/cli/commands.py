@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import signal
 from dataclasses import dataclass
 from typing import Any
 
@@ -214,12 +215,21 @@ def _medasr() -> None:
     """No options of its own: the commands come from LazyGroup."""
 
 
+def _sigterm_as_ctrl_c() -> None:
+    """SIGTERM raises KeyboardInterrupt as SIGINT does, in every command: a command that
+    writes a temporary file (an export's, a split's) removes it and exits 130 on either,
+    where SIGTERM's default ended the process at once and left the file (transcripts in
+    it) behind. Commands with handling of their own (flows/cli/interrupts.py) override it."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
 def main() -> None:
     """Console entry point: run the app, turn known errors into one line and an exit code."""
     # Before any command imports Prefect, which reads its settings on first use.
     prepare_prefect_environment()
     prepare_numpy_environment()  # before any command imports numpy
     outlive_readers()  # `medasr run ... | head -1`: the run goes on, its output is dropped
+    _sigterm_as_ctrl_c()  # docs/troubleshooting.md, 130: "interrupted (Ctrl-C or SIGTERM)"
     try:
         app(standalone_mode=True)
     except MedasrError as exc:

@@ -52,13 +52,15 @@ async def run_interruptibly(flow_run: Coroutine[Any, Any, T]) -> T:
             "back (press Ctrl-C again to quit at once)\n"
         )
 
+    before = {signum: signal.getsignal(signum) for signum in _SIGNALS}
     for signum in _SIGNALS:
         loop.add_signal_handler(signum, on_signal, signum)
     try:
         return await flow_run
     finally:
         for signum in _SIGNALS:
-            loop.remove_signal_handler(signum)
+            loop.remove_signal_handler(signum)  # leaves SIGTERM at SIG_DFL: put back ours
+            signal.signal(signum, before[signum])
 
 
 @contextmanager

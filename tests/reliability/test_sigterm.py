@@ -18,6 +18,7 @@ from tests.reliability.test_terminal_interrupt import (
     recordings,
     wait_for,
 )
+from tests.tasks.delivery.delivery_helpers import make_done
 
 
 def test_sigterm_once_the_flow_runs_finishes_the_requests_in_flight_and_exits_130(
@@ -46,3 +47,33 @@ def test_sigterm_once_the_flow_runs_finishes_the_requests_in_flight_and_exits_13
     answered = [e.txn_id for e in server.ledger.entries() if e.status == 200]
     assert answered, finished.describe()
     assert [t for t in answered if t not in recorded] == [], finished.describe()
+
+
+def test_sigterm_during_an_export_is_an_interruption_and_leaves_no_temporary_file(
+    tmp_path: Path, tone_devserver, medasr_for
+) -> None:
+    database = f"sqlite:///{tmp_path / 'medasr.db'}"
+    medasr = medasr_for(tone_devserver(), database)
+    assert medasr.run("db", "upgrade").returncode == 0
+    from config.settings import StorageSettings
+    from storage import open_store
+
+    store = open_store(StorageSettings(database_url=database))
+    # ~20 MB of rows: the export takes a while after its temporary file appears.
+    make_done(store, {f"/archive/note-{i}.wav": "stable resting " * 250 for i in range(5000)})
+    store.dispose()
+    out = tmp_path / "export" / "out.jsonl"
+    out.parent.mkdir()
+
+    running = medasr.start("export", "--format", "jsonl", "--out", str(out))
+    wait_for(
+        lambda: list(out.parent.glob(".medasr-export-*.tmp")),
+        running=running,
+        what="the export's temporary file",
+    )
+    os.kill(running.process.pid, signal.SIGTERM)
+    finished = running.wait(timeout_s=60)
+
+    assert finished.returncode == 130, finished.describe()
+    assert "Traceback" not in finished.stderr, finished.describe()
+    assert sorted(p.name for p in out.parent.iterdir()) == [], finished.describe()
