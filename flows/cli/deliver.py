@@ -29,6 +29,7 @@ from config.errors import (
 from config.settings import Settings, load_settings
 from flows.cli.console import print_summary
 from flows.cli.error_exits import usage_error
+from flows.cli.interrupts import run_interruptibly
 from flows.cli.log_level import medasr_log_level
 from service.contract import LANGUAGES, is_supported_language
 from service.errors import CredentialsRejected
@@ -43,8 +44,10 @@ from tasks.delivery.deliverer import deliver_pending, delivery_summary
 from tasks.delivery.documents import DocsQuery, parse_docs_query, require_patient_link
 from tasks.delivery.plan import PlanRules, plan_rules, preview_deliveries
 from tasks.delivery.senders import check_target_token, configured_target, target_dedupes
+from tasks.delivery.stats import DeliveryStats
 from tasks.delivery.target_aliases import check_target_alias, seen_targets
 from tasks.delivery.targets import Target, TargetKind, parse_target
+from tasks.throttle.gate import operator_interrupted
 
 
 class DeliverFormat(StrEnum):
@@ -161,6 +164,8 @@ def _say_why_it_stopped(summary: dict[str, Any], *, settings: Settings, target: 
             "stay pending",
             err=True,
         )
+    if summary["exit_code"] == EXIT_INTERRUPTED:
+        _interrupted_line()
     if summary["documents_in_doubt"]:
         typer.echo(
             f"medasr: {summary['documents_in_doubt']} document(s) in doubt: sent, no answer "
@@ -287,32 +292,46 @@ def _say_unmatched_columns(by_uri: dict[str, dict[str, str]], query: DocsQuery) 
 
 
 def _deliver(settings: Settings, store: UnitOfWorkFactory, choices: _Choices) -> dict[str, Any]:
+    """The delivery's summary. The first Ctrl-C or SIGTERM (run_interruptibly) lets the
+    uploads on the wire end and be recorded and gives the other documents back: asyncio's
+    own KeyboardInterrupt cancelled them mid-request, left in doubt for a person."""
     _print_lines_through_prefects_console()
     with medasr_log_level(settings.pipeline.log_level):
         try:
-            stats = asyncio.run(
-                deliver_pending(
-                    settings=settings,
-                    store=store,
-                    language=choices.language,
-                    format_name=choices.format_name,
-                    resend_in_doubt=choices.resend_in_doubt,
-                    target=choices.target,
-                    allow_unlinked=choices.allow_unlinked,
-                    new_target=choices.new_target,
-                )
-            )
-        except KeyboardInterrupt:
-            typer.echo(
-                "medasr: interrupted: delivered documents are recorded, those sent without "
-                "an answer are in doubt (see `medasr status`), the others are pending; run "
-                "the same command again to go on",
-                err=True,
-            )
+            stats = asyncio.run(run_interruptibly(_delivery(settings, store, choices)))
+        except KeyboardInterrupt:  # before the handlers were in place
+            _interrupted_line()
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except ConfigError as exc:
             usage_error("configuration error", exc)
-    return delivery_summary(stats)
+    summary = delivery_summary(stats)
+    if operator_interrupted() is not None:
+        summary["exit_code"] = EXIT_INTERRUPTED
+    return summary
+
+
+async def _delivery(
+    settings: Settings, store: UnitOfWorkFactory, choices: _Choices
+) -> DeliveryStats:
+    return await deliver_pending(
+        settings=settings,
+        store=store,
+        language=choices.language,
+        format_name=choices.format_name,
+        resend_in_doubt=choices.resend_in_doubt,
+        target=choices.target,
+        allow_unlinked=choices.allow_unlinked,
+        new_target=choices.new_target,
+    )
+
+
+def _interrupted_line() -> None:
+    typer.echo(
+        "medasr: interrupted: delivered documents are recorded, those sent without "
+        "an answer are in doubt (see `medasr status`), the others are pending; run "
+        "the same command again to go on",
+        err=True,
+    )
 
 
 def _print_lines_through_prefects_console() -> None:

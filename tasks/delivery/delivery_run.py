@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from audit import AuditAction, command_actor
-from config.errors import ConfigError, InternalError, MedasrError
+from config.errors import ConfigError, InternalError, MedasrError, RunInterrupted
 from config.settings import Settings
 from service.errors import CredentialsRejected
 from service.retrying import may_have_arrived
@@ -34,6 +34,7 @@ from tasks.delivery.outgoing import Prepared, Sending, prepare_outgoing
 from tasks.delivery.stats import DeliveryStats, requests_of
 from tasks.delivery.targets import Sender, Sent
 from tasks.discovery.recording_names import one_line, reason_about, recording_name
+from tasks.throttle.gate import operator_interrupted
 from tasks.work.journal import AcceptedDelivery, Journal, record_accepted, record_paid_chunk
 from tasks.work.lease_keeper import LeaseKeeper, renew_deliveries
 from tasks.work.store_calls import in_store
@@ -43,7 +44,9 @@ __all__ = ["DeliveryRun"]
 logger = logging.getLogger("medasr.deliver")
 
 # Stops that are not the row's fault: the row goes back (pending, or in doubt if sent).
-_STOPPING = (CredentialsRejected, ConfigError, ReceiverSilent)
+_STOPPING = (CredentialsRejected, ConfigError, ReceiverSilent, RunInterrupted)
+# Stops raised before the request went out: the row goes back pending, nothing outstanding.
+_UNSENT = (ReceiverSilent, RunInterrupted)
 # Failures an operator fixes in the manifest: worth another try on a later run.
 _FIXABLE_KINDS = frozenset({"metadata_missing", "metadata_invalid", "document_invalid"})
 
@@ -69,7 +72,7 @@ class DeliveryRun:
 
     async def drain(self, *, language: str | None, stats: DeliveryStats) -> None:
         """Claim and send batches until none is left or a stop comes."""
-        while stats.stopped is None:
+        while stats.stopped is None and operator_interrupted() is None:  # Ctrl-C: no more
             claimed = await in_store(self.store, lambda uow: self._claim(uow, language))
             if not claimed:
                 return
@@ -150,7 +153,7 @@ class DeliveryRun:
             logger.warning("delivery of %s was taken over by another worker", await self._name(row))
             return _Outcome("released")
         except _STOPPING as exc:
-            unsent = isinstance(exc, ReceiverSilent)  # refused before sending
+            unsent = isinstance(exc, _UNSENT)
             return _Outcome("released", error=exc, requests=0 if unsent else 1)
         except MedasrError as exc:
             await self._settle_failed(row, exc)
@@ -169,6 +172,8 @@ class DeliveryRun:
             return _Outcome(prepared.outcome)  # a failed one is counted: a person decided
         check_identifiers(outgoing.note.metadata, source=name)  # before anything goes out
         await self.keeper.require(row)
+        if (interrupted := operator_interrupted()) is not None:  # Ctrl-C: not sent, back
+            raise interrupted
         await in_store(self.store, _marker(row, prepared.sent))
         try:
             sent = await self.sender.send(outgoing)

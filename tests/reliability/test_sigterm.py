@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
-from tests.reliability.evidence import chunks, items
+import pytest
+
+from tests.reliability.evidence import chunks, items, query
 from tests.reliability.test_terminal_interrupt import (
     SMALL_CHUNKS,
     assert_none_failed,
@@ -77,3 +80,67 @@ def test_sigterm_during_an_export_is_an_interruption_and_leaves_no_temporary_fil
     assert finished.returncode == 130, finished.describe()
     assert "Traceback" not in finished.stderr, finished.describe()
     assert sorted(p.name for p in out.parent.iterdir()) == [], finished.describe()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
+def test_a_signal_during_a_delivery_finishes_the_uploads_in_flight_and_exits_130(
+    tmp_path: Path, tone_devserver, medasr_for, signum: signal.Signals
+) -> None:
+    server = tone_devserver(latency_ms=1500)
+    database = f"sqlite:///{tmp_path / 'medasr.db'}"
+    medasr = medasr_for(server, database)
+    assert medasr.run("db", "upgrade").returncode == 0
+    from config.settings import StorageSettings
+    from storage import open_store
+
+    store = open_store(StorageSettings(database_url=database))
+    names = [f"/archive/note-{i}.wav" for i in range(12)]
+    make_done(store, {name: f"note {i} words" for i, name in enumerate(names)})
+    store.dispose()
+
+    running = medasr.start("deliver", "--allow-unlinked", MEDASR_CONCURRENCY="4")
+    running.wait_for_output("delivered /archive/note-")  # the next batch goes on the wire
+    time.sleep(0.5)
+    os.kill(running.process.pid, signum)
+    finished = running.wait(timeout_s=60)
+
+    assert finished.returncode == 130, finished.describe()
+    assert "Traceback" not in finished.stderr, finished.describe()
+    statuses = [r["status"] for r in query(database, "SELECT status FROM deliveries")]
+    # The uploads on the wire were answered and recorded; none left for a person.
+    assert set(statuses) <= {"delivered", "pending"}, (statuses, finished.describe())
+    assert statuses.count("delivered") >= 8, (statuses, finished.describe())
+
+    again = medasr.run("deliver", "--allow-unlinked")
+    assert again.returncode == 0, again.describe()
+    statuses = [r["status"] for r in query(database, "SELECT status FROM deliveries")]
+    assert statuses == ["delivered"] * len(names)
+
+
+def test_a_second_signal_during_a_delivery_quits_at_once(
+    tmp_path: Path, tone_devserver, medasr_for
+) -> None:
+    server = tone_devserver(latency_ms=20_000)  # the uploads on the wire are not answered
+    database = f"sqlite:///{tmp_path / 'medasr.db'}"
+    medasr = medasr_for(server, database)
+    assert medasr.run("db", "upgrade").returncode == 0
+    from config.settings import StorageSettings
+    from storage import open_store
+
+    store = open_store(StorageSettings(database_url=database))
+    make_done(store, {f"/archive/note-{i}.wav": f"note {i} words" for i in range(4)})
+    store.dispose()
+
+    running = medasr.start("deliver", "--allow-unlinked", MEDASR_CONCURRENCY="2")
+    wait_for(
+        lambda: query(database, "SELECT id FROM deliveries WHERE sending_at IS NOT NULL"),
+        running=running,
+        what="an upload on the wire",
+    )
+    os.kill(running.process.pid, signal.SIGTERM)
+    running.wait_for_output("interrupted: finishing the requests in flight")
+    os.kill(running.process.pid, signal.SIGINT)
+    finished = running.wait(timeout_s=10)  # not the 20 s the answers would take
+
+    assert finished.returncode == 130, finished.describe()
+    assert "Traceback" not in finished.stderr, finished.describe()
