@@ -30,9 +30,17 @@ def parse_retention(text: str, *, option: str = "--older-than") -> Retention:
     found = _PERIOD.match(text)
     if found is None:
         raise RetentionInvalid(
-            f"{option} takes a period like 90d, 12w or 1y (days, weeks, years); got {text[:20]!r}"
+            f"{option} takes a period like 90d, 12w or 1y (days, weeks, years); "
+            f"got {_shown(text)!r}"
         )
     days = int(found.group(1)) * _DAYS_PER_UNIT[found.group(2).lower()]
     if not 1 <= days <= MAX_DAYS:
-        raise RetentionInvalid(f"{option} must be between 1 day and 100 years; got {text!r}")
+        raise RetentionInvalid(
+            f"{option} must be between 1 day and 100 years; got {_shown(text)!r}"
+        )
     return Retention(text=f"{found.group(1)}{found.group(2).lower()}", days=days)
+
+
+def _shown(text: str, *, max_chars: int = 40) -> str:
+    """`text` as typed, or its first `max_chars` marked as cut (never a unit dropped)."""
+    return text if len(text) <= max_chars else text[:max_chars] + "…"

@@ -300,3 +300,13 @@ def test_the_trail_outlives_a_purge_with_the_recordings_id_and_path(
     assert (after[0].item_id, after[0].path) == (a.id, "ward/a.wav")
     assert [e.action for e in after[len(before) :]] == ["purge_page", "purged"]
     assert verify_trail(audit_store).whole
+
+
+def test_a_long_period_is_echoed_whole_or_marked_as_cut() -> None:
+    """`99999999999999999999d` was echoed as '99999999999999999999': its unit cut off."""
+    with pytest.raises(RetentionInvalid) as refused:
+        parse_retention("99999999999999999999d")
+    assert refused.value.message.endswith("got '99999999999999999999d'")
+    with pytest.raises(RetentionInvalid) as refused:
+        parse_retention("9" * 60 + "d")
+    assert refused.value.message.endswith("got '" + "9" * 40 + "…'")
