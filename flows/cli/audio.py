@@ -46,8 +46,8 @@ def split_command(
         result = split_to_dir(input_path, out, max_bytes=max_bytes, min_pause_ms=min_pause_ms)
     except (KeyboardInterrupt, DecoderInterrupted):
         typer.echo(
-            f"medasr: interrupted: the chunks in {out} are incomplete; run the same command "
-            "again (it replaces them)",
+            f"medasr: interrupted: the chunks written to {out} were removed; run the same "
+            "command again",
             err=True,
         )
         raise typer.Exit(EXIT_INTERRUPTED) from None

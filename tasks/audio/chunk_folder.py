@@ -8,6 +8,7 @@ folder as it was.
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from service.contract import chunk_filename
 from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ
 from tasks.audio.riff import WAV_HEADER_BYTES, wav_header
 from tasks.audio.splitter import iter_chunks
-from tasks.errors import AudioError, ChunkFolderTaken
+from tasks.errors import ChunkFolderTaken
 
 _CHUNK_NAME = re.compile(r"chunk-[0-9]{4}\.wav")  # chunk_filename's form; nothing else is ours
 
@@ -46,11 +47,12 @@ def split_to_dir(
     """Write chunk-0001.wav, ... (0600) into `out_dir` (made 0700 if missing) at the first chunk.
 
     The chunk-NNNN.wav files of an earlier split are deleted first, nothing else in the
-    folder is touched. Raises AudioError subclasses or OSError; on any error the chunk
-    files written so far are removed.
+    folder is touched. Raises AudioError subclasses, ChunkFolderTaken or OSError; on any
+    error, or an interruption, the chunk files written so far are removed.
     """
     written: list[ChunkFile] = []
     stale = 0
+    target: Path | None = None
     try:
         for chunk in iter_chunks(path, max_bytes=max_bytes, min_pause_ms=min_pause_ms):
             if chunk.index == 1:
@@ -62,9 +64,12 @@ def split_to_dir(
             written.append(
                 ChunkFile(chunk.index, target, chunk.start_ms, chunk.end_ms, len(chunk.wav))
             )
-    except (AudioError, OSError):
-        for item in written:
-            item.path.unlink(missing_ok=True)
+    except BaseException as exc:  # an error, or Ctrl-C: no chunk of it is left half-made
+        made = [item.path for item in written]
+        if target is not None and not isinstance(exc, FileExistsError):  # not someone's
+            made.append(target)
+        for made_path in made:
+            made_path.unlink(missing_ok=True)
         raise
     return SplitResult(files=written, stale_removed=stale)
 
@@ -87,15 +92,20 @@ def remove_stale_chunks(folder: Path) -> int:
 
 
 def _written_by_split(path: Path) -> bool:
-    """True when `path` starts with the header split writes for its size (16 kHz mono
-    s16, the samples to the end)."""
+    """True when `path` is a chunk split writes: its 44-byte 16 kHz mono s16 header (the
+    sizes aside) with no more samples than it declares, or nothing yet (a split killed
+    while it wrote that chunk)."""
     try:
         size_bytes = path.stat().st_size
         with path.open("rb") as file:
             head = file.read(WAV_HEADER_BYTES)
     except OSError:
         return False
-    data_bytes = size_bytes - WAV_HEADER_BYTES
-    return data_bytes >= 0 and head == wav_header(
-        data_bytes=data_bytes, rate_hz=OUTPUT_SAMPLE_RATE_HZ
-    )
+    if size_bytes == 0:
+        return True
+    if len(head) < WAV_HEADER_BYTES:
+        return False
+    declared = wav_header(data_bytes=0, rate_hz=OUTPUT_SAMPLE_RATE_HZ)
+    same_format = head[8:40] == declared[8:40] and head[:4] == declared[:4]  # sizes aside
+    (declared_data_bytes,) = struct.unpack_from("<I", head, 40)
+    return same_format and size_bytes - WAV_HEADER_BYTES <= declared_data_bytes

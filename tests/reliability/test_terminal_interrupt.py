@@ -200,6 +200,7 @@ def test_ctrl_c_to_the_group_during_a_split_is_an_interruption(
     assert finished.returncode == 130, finished.describe()
     assert "interrupted" in finished.stderr, finished.describe()
     assert "decode" not in finished.stderr, finished.describe()
+    assert list(out.iterdir()) == []  # no chunk left half-written, none of a half split
     again = medasr.run("split", str(recording), "--out", str(out), "--max-bytes", "64000")
     assert again.returncode == 0, again.describe()
 

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from flows.cli.audio import split_command
 from tasks.audio import split_to_dir
+from tasks.errors import ChunkFolderTaken
 from tests.helpers.audio import Dictation
 
 
@@ -131,3 +132,26 @@ def test_chunk_named_files_split_did_not_write_are_kept_and_the_split_refused(
         "one an earlier split wrote"
     ]
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+@pytest.mark.parametrize("kept_bytes", [0, 10, 44 + 1000])
+def test_a_chunk_left_half_written_by_a_killed_split_is_taken_for_one_of_its_own(
+    dictation: Dictation, tmp_path: Path, kept_bytes: int
+) -> None:
+    """A split killed (SIGKILL, power) while it wrote a chunk leaves it cut short: the next
+    split replaces it as its own, not refuses the folder. 10 bytes: not even a header, so
+    nothing says it is a chunk; it is kept and the split refused."""
+    out = tmp_path / "chunks"
+    first = split_to_dir(dictation.mp3, out, max_bytes=1_000_000)
+    whole = [f.path.read_bytes() for f in first.files]
+    cut = first.files[-1].path
+    cut.write_bytes(whole[-1][:kept_bytes])
+
+    if kept_bytes == 10:
+        with pytest.raises(ChunkFolderTaken):
+            split_to_dir(dictation.mp3, out, max_bytes=1_000_000)
+        assert cut.stat().st_size == 10
+        return
+    again = split_to_dir(dictation.mp3, out, max_bytes=1_000_000)
+    assert again.stale_removed == len(first.files)
+    assert [f.path.read_bytes() for f in again.files] == whole
