@@ -15,6 +15,7 @@ import uvicorn
 from threadpoolctl import threadpool_limits
 
 from config.errors import ConfigError, TerminalError
+from config.listening import listening_socket
 from devserver.asgi import create_app
 from devserver.config import DevServerConfig
 from devserver.ledger import Ledger
@@ -31,20 +32,7 @@ class DevServerError(TerminalError):
 
 def bind_socket(*, host: str, port: int) -> socket.socket:
     """A listening TCP socket on host:port (0 = any free port); raises ConfigError."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        sock = socket.socket(family, kind, proto)
-    except OSError as exc:
-        raise ConfigError(f"devserver: cannot resolve --host {host!r} ({exc})") from exc
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        reason = exc.strerror or str(exc)
-        raise ConfigError(f"devserver: cannot listen on {host}:{port} ({reason})") from exc
-    return sock
+    return listening_socket(host=host, port=port, who="devserver", backlog=128)
 
 
 def url_of(sock: socket.socket, *, tls: bool = False) -> str:

@@ -21,6 +21,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from config.errors import ConfigError, MedasrError, error_line, exit_code_for
+from config.listening import listening_socket
 from config.settings import Settings, load_settings
 from storage import open_review_store
 from tasks.audio.ffmpeg_binary import find_ffmpeg
@@ -73,22 +74,9 @@ def _serve(settings: Settings, sock: socket.socket, *, tls: bool, host: str, por
 
 
 def listen_on(host: str, port: int) -> socket.socket:
-    """A TCP socket listening on host:port; raises ConfigError (a name that does not
-    resolve, a port taken or not ours to bind): uvicorn's own bind error exits 3, the
-    code of rejected credentials in medasr."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        sock = socket.socket(family, kind, proto)
-    except OSError as exc:
-        raise ConfigError(f"web: cannot resolve --host {host!r} ({exc})") from exc
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(2048)  # uvicorn's default backlog
-    except OSError as exc:
-        sock.close()
-        raise ConfigError(f"web: cannot listen on {host}:{port} ({exc.strerror or exc})") from exc
-    return sock
+    """A TCP socket listening on host:port, bound before anything is said; raises
+    ConfigError (config/listening.py)."""
+    return listening_socket(host=host, port=port, who="web", backlog=2048)  # uvicorn's
 
 
 def server_config(

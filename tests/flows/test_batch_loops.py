@@ -17,16 +17,15 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import soundfile
 
 from devserver import RunningDevServer, start_devserver
-from devserver.tone import encode_tone_dictation
 from flows import batch_loops
 from flows.prefect_runtime.head_start import HeadStart
 from flows.setup.bootstrap import Run, RunRequest, bootstrap
 from storage.errors import StoreUnavailable
 from tasks.discovery.discover import discover_and_register
 from tasks.transcription.progress import RunStats
+from tests.flows.prefect_runtime.test_head_start import recordings
 from tests.helpers.flows import settings_for
 
 TOKEN = "batch-loops-token"
@@ -37,14 +36,6 @@ LATENCY_MS = 1500  # a file in flight long enough for the other loop's claim to 
 def service() -> Iterator[RunningDevServer]:
     with start_devserver(token=TOKEN, port=0, engine="tone", latency_ms=LATENCY_MS) as server:
         yield server
-
-
-def recordings(root: Path, count: int) -> Path:
-    root.mkdir()
-    for n in range(count):
-        text = f"note {n}. review in {n + 2} weeks."
-        soundfile.write(root / f"n{n}.wav", encode_tone_dictation(text), 16000, subtype="PCM_16")
-    return root
 
 
 def failing_second_claim(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:

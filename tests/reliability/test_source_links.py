@@ -24,15 +24,21 @@ from tests.reliability.harness import Finished
 pytestmark = pytest.mark.slow  # two runs, a status and a deliver: ~60 s
 
 
-def test_a_folder_reached_through_a_link_is_one_recording_delivered_once(
-    tmp_path: Path, tone_devserver, medasr_for, prefect_api: dict[str, str]
-) -> None:
-    server = tone_devserver()
+def linked_source(tmp_path: Path) -> tuple[Path, Path]:
+    """slsrc/a.wav (a dictation old enough to be listed) and sllink -> slsrc."""
     source = tmp_path / "slsrc"
     write_tone_wav(source / "a.wav", "one note. filed once.")
     age_files(source)
     link = tmp_path / "sllink"
     link.symlink_to(source, target_is_directory=True)
+    return source, link
+
+
+def test_a_folder_reached_through_a_link_is_one_recording_delivered_once(
+    tmp_path: Path, tone_devserver, medasr_for, prefect_api: dict[str, str]
+) -> None:
+    server = tone_devserver()
+    source, link = linked_source(tmp_path)
     database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
     medasr = medasr_for(server, database_url, **prefect_api)
 
@@ -63,11 +69,7 @@ def test_a_store_that_knew_a_source_by_its_links_path_keeps_knowing_it_so(
     upgrade the same command goes on with those recordings, not a second copy of each
     at the real path (whose notes `deliver` would file again)."""
     server = tone_devserver()
-    source = tmp_path / "slsrc"
-    write_tone_wav(source / "a.wav", "one note. filed once.")
-    age_files(source)
-    link = tmp_path / "sllink"
-    link.symlink_to(source, target_is_directory=True)
+    _, link = linked_source(tmp_path)
     database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
     medasr = medasr_for(server, database_url, **prefect_api)
     assert medasr.run("db", "upgrade").returncode == 0
