@@ -95,11 +95,42 @@ def discover_and_register(
         storage_options=storage_options,
     )
     languages = FileLanguages(metadata, default=language)
+    found_in_manifest: set[str] = set()
+    files = _noting_manifest_rows(stream.files, metadata, found=found_in_manifest)
     listed, registered = _register_stream(
-        stream.files, store, languages, source_uri=location.uri, batch_files=batch_files
+        files, store, languages, source_uri=location.uri, batch_files=batch_files
     )
+    found_in_manifest.update(s.uri for s in stream.skipped)  # said apart, with their reason
+    _log_manifest_rows_not_found(metadata, found=found_in_manifest, root=location.uri)
     return _settled(
         store, stream, languages=languages, root=location.uri, listed=listed, registered=registered
+    )
+
+
+def _noting_manifest_rows(
+    files: Iterator[SourceFile], metadata: Metadata, *, found: set[str]
+) -> Iterator[SourceFile]:
+    """`files` as they are, each the manifest names added to `found` (memory: the
+    manifest's size, not the archive's)."""
+    for file in files:
+        if file.uri in metadata:
+            found.add(file.uri)
+        yield file
+
+
+def _log_manifest_rows_not_found(metadata: Metadata, *, found: set[str], root: str) -> None:
+    """One warning naming the manifest's rows no listed file matched (the first 10)."""
+    missing = sorted(uri for uri in metadata if uri not in found)
+    if not missing:
+        return
+    names = ", ".join(recording_name(uri, roots=(root,)) for uri in missing[:10])
+    more = f" ... and {len(missing) - 10} more" if len(missing) > 10 else ""
+    logger.warning(
+        "the manifest names %d file(s) this listing did not find (not there, not audio, or "
+        "left out by --include/--exclude): %s%s; their columns reach no recording",
+        len(missing),
+        names,
+        more,
     )
 
 
