@@ -9,6 +9,7 @@ Build it once per run with `load_settings()`; nothing else reads os.environ.
 
 from __future__ import annotations
 
+import io
 import os
 import tomllib
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dotenv import dotenv_values
+from dotenv.parser import parse_stream
 from pydantic import (
     BaseModel,
     Field,
@@ -214,12 +216,25 @@ def _dotenv_values() -> dict[str, str]:
     if not path.is_file():
         return {}
     try:
-        values = dotenv_values(path)
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f".env: cannot read {path.absolute()}: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:  # python-dotenv reads UTF-8 only
         raise ConfigError(f".env: {path.absolute()} is not UTF-8 text") from exc
+    _require_readable_lines(text, path=path)
+    values = dotenv_values(stream=io.StringIO(text))
     return {k: v for k, v in values.items() if v is not None}
+
+
+def _require_readable_lines(text: str, *, path: Path) -> None:
+    """ConfigError naming the first line python-dotenv cannot read (never its text: it
+    may hold a token); python-dotenv itself only warns, unnamed, and drops the line."""
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error:
+            raise ConfigError(
+                f".env: {path.absolute()}: line {binding.original.line} is not NAME=value "
+                "(an unclosed quote?); fix or remove it"
+            )
 
 
 def variable_name(loc: tuple[int | str, ...]) -> str:

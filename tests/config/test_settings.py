@@ -287,3 +287,21 @@ def test_a_flat_variable_set_empty_is_refused_not_taken_as_its_default(
     assert caught.value.message == (
         f"{variable} is set but empty: give it a value, or unset it for the default"
     )
+
+
+def test_a_dotenv_line_that_cannot_be_read_stops_the_command_naming_the_line(
+    monkeypatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """python-dotenv warned, without naming the file, two or three times a command, and
+    dropped the line: a token written with an unclosed quote was silently missing."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MEDASR_TOKEN", raising=False)
+    (tmp_path / ".env").write_text('MEDASR_CONCURRENCY=3\nMEDASR_TOKEN="tok-secret\nX=1\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert caught.value.message == (
+        f".env: {tmp_path / '.env'}: line 2 is not NAME=value (an unclosed quote?); "
+        "fix or remove it"
+    )
+    assert "tok-secret" not in caught.value.message
+    assert not [r for r in caplog.records if "python-dotenv" in r.getMessage()]
