@@ -22,6 +22,7 @@ from tasks.transcription.batch import BatchContext
 from tasks.transcription.batch_claim import claim_batch
 from tasks.transcription.progress import FileOutcome, RunStats, progress_observer
 from tasks.work.journal import replay_journal
+from tasks.work.side_by_side import all_ended
 
 if TYPE_CHECKING:
     from flows.setup.bootstrap import Run
@@ -124,15 +125,8 @@ class BatchLoops:
         still in flight). The first error stops every loop's claiming and is raised once
         every batch in flight has ended: the context they share (its decode threads, its
         HTTP client) is closed after the drain, never under a file still in flight."""
-        parts = [self.run() for _ in range(loops)]
-        ended = await asyncio.gather(
-            *(self._claiming_stops_on_error(part) for part in parts),
-            *([] if alongside is None else [self._claiming_stops_on_error(alongside)]),
-            return_exceptions=True,
-        )
-        for outcome in ended:
-            if isinstance(outcome, BaseException):
-                raise outcome
+        parts = [self.run() for _ in range(loops)] + ([] if alongside is None else [alongside])
+        await all_ended(self._claiming_stops_on_error(part) for part in parts)
 
     async def _claiming_stops_on_error(self, part: Awaitable[None]) -> None:
         try:

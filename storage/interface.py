@@ -146,10 +146,6 @@ class ReviewRepository(Protocol):
         """Items waiting for review (of `language`), oldest first; `limit` 0 means all."""
         ...
 
-    def count_needs_review(self, *, language: str | None = None) -> int:
-        """How many items wait for review (of `language`), whatever a list's limit."""
-        ...
-
     def accept_review(self, item_id: int, *, by: str | None = None) -> ItemRecord:
         """needs_review -> done with its transcript; raises NotUnderReview otherwise."""
         ...
@@ -158,8 +154,9 @@ class ReviewRepository(Protocol):
         """needs_review -> pending, transcript and chunks forgotten; raises NotUnderReview."""
         ...
 
-    def queue_size(self) -> QueueSize:
-        """How many recordings wait for review and since when the oldest has waited."""
+    def queue_size(self, *, language: str | None = None) -> QueueSize:
+        """How many recordings wait for review (of `language`) and since when the oldest
+        has waited."""
         ...
 
 

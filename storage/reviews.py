@@ -37,15 +37,6 @@ class Reviews:
             self._session, condition, order_by=(Item.updated_at, Item.id), limit=limit
         )
 
-    def count_needs_review(self, *, language: str | None = None) -> int:
-        """How many items wait for review (of `language`), whatever a list's limit."""
-        condition = Item.status == "needs_review"
-        if language is not None:
-            condition = condition & (Item.language == language)
-        return int(
-            self._session.scalar(select(func.count()).select_from(Item).where(condition)) or 0
-        )
-
     def queue_page(
         self,
         *,
@@ -69,9 +60,12 @@ class Reviews:
             self._session, condition, order_by=(Item.updated_at, Item.id), limit=limit
         )
 
-    def queue_size(self) -> QueueSize:
-        """How many recordings wait for review and since when the oldest has waited."""
+    def queue_size(self, *, language: str | None = None) -> QueueSize:
+        """How many recordings wait for review (of `language`) and since when the oldest
+        has waited."""
         waiting = Item.status == "needs_review"
+        if language is not None:
+            waiting = waiting & (Item.language == language)
         count = self._session.scalar(select(func.count()).select_from(Item).where(waiting))
         oldest = self._session.scalar(
             select(Item.updated_at).where(waiting).order_by(Item.updated_at).limit(1)

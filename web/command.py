@@ -13,6 +13,8 @@ import ipaddress
 import socket
 import ssl
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -43,25 +45,20 @@ def web_command(
     --host other than loopback, unless MEDASR_ALLOW_INSECURE_HTTP=true), and
     MEDASR_REVIEW__REQUIRED=flagged|all (which new transcripts wait for a person).
     """
-    try:
+    with _ended_on_error():
         settings = load_settings()
         tls = check_transport(settings, host=host)
         find_ffmpeg()  # the player decodes every recording with it; FfmpegMissing if none
-        sock = listen_on(host, port)  # before "serving" is said: a port taken is refused
-    except MedasrError as exc:
-        typer.echo(one_line(error_line(exc)), err=True)
-        raise typer.Exit(exit_code_for(exc)) from None
+        # Bound before "serving" is said: a port taken is a ConfigError, not uvicorn's exit 3.
+        sock = listening_socket(host=host, port=port, who="web", backlog=2048)
     with sock:
         _serve(settings, sock, tls=tls, host=host, port=port)
 
 
 def _serve(settings: Settings, sock: socket.socket, *, tls: bool, host: str, port: int) -> None:
     """Open the store and serve on the bound socket until stopped."""
-    try:
+    with _ended_on_error():
         store = open_review_store(settings.storage)
-    except MedasrError as exc:
-        typer.echo(one_line(error_line(exc)), err=True)
-        raise typer.Exit(exit_code_for(exc)) from None
     web = settings.web
     app = build_app(store, web=web, tls=tls, review=settings.review)
     scheme = "https" if tls else "http"
@@ -73,10 +70,14 @@ def _serve(settings: Settings, sock: socket.socket, *, tls: bool, host: str, por
         store.dispose()
 
 
-def listen_on(host: str, port: int) -> socket.socket:
-    """A TCP socket listening on host:port, bound before anything is said; raises
-    ConfigError (config/listening.py)."""
-    return listening_socket(host=host, port=port, who="web", backlog=2048)  # uvicorn's
+@contextmanager
+def _ended_on_error() -> Iterator[None]:
+    """A medasr error ends the command on its one line and exit code."""
+    try:
+        yield
+    except MedasrError as exc:
+        typer.echo(one_line(error_line(exc)), err=True)
+        raise typer.Exit(exit_code_for(exc)) from None
 
 
 def server_config(

@@ -220,19 +220,17 @@ def print_table(rows: Iterable[tuple[str, Any]], *, title: str) -> None:
     Console().print(table)
 
 
-def print_left_out(left_out: Sequence[tuple[str, str]], *, total: int, root: str) -> None:
-    """`not listed: a.wav (still being written ...); b.wav (...) … and 3 more`."""
-    if not left_out:
-        return
-    names = "; ".join(f"{recording_name(uri, roots=[root])} ({why})" for uri, why in left_out)
-    more = f" … and {total - len(left_out)} more" if total > len(left_out) else ""
-    print(f"not listed: {names}{more}")
-
-
-def print_named(what: str, uris: Sequence[str], *, total: int, root: str) -> None:
-    """`what: a.mp3, b/c.wav … and 3 more`: the first files by their path under `root`."""
+def print_named(
+    what: str, uris: Sequence[str], *, total: int, root: str, reasons: Sequence[str] = ()
+) -> None:
+    """`what: a.mp3, b/c.wav … and 3 more`: the first files by their path under `root`;
+    with `reasons` (one a file), `what: a.wav (why); b.wav (why) … and 3 more`."""
     if not uris:
         return
-    names = ", ".join(recording_name(uri, roots=[root]) for uri in uris)
+    named = [recording_name(uri, roots=[root]) for uri in uris]
+    if reasons:
+        names = "; ".join(f"{name} ({why})" for name, why in zip(named, reasons, strict=True))
+    else:
+        names = ", ".join(named)
     more = f" … and {total - len(uris)} more" if total > len(uris) else ""
     print(f"{what}: {names}{more}")

@@ -44,7 +44,6 @@ from tasks.delivery.deliverer import deliver_pending, delivery_summary
 from tasks.delivery.documents import DocsQuery, parse_docs_query, require_patient_link
 from tasks.delivery.plan import PlanRules, plan_rules, preview_deliveries
 from tasks.delivery.senders import check_target_token, configured_target, target_dedupes
-from tasks.delivery.stats import DeliveryStats
 from tasks.delivery.target_aliases import check_target_alias, seen_targets
 from tasks.delivery.targets import Target, TargetKind, parse_target
 from tasks.throttle.gate import operator_interrupted
@@ -298,7 +297,17 @@ def _deliver(settings: Settings, store: UnitOfWorkFactory, choices: _Choices) ->
     _print_lines_through_prefects_console()
     with medasr_log_level(settings.pipeline.log_level):
         try:
-            stats = asyncio.run(run_interruptibly(_delivery(settings, store, choices)))
+            delivery = deliver_pending(
+                settings=settings,
+                store=store,
+                language=choices.language,
+                format_name=choices.format_name,
+                resend_in_doubt=choices.resend_in_doubt,
+                target=choices.target,
+                allow_unlinked=choices.allow_unlinked,
+                new_target=choices.new_target,
+            )
+            stats = asyncio.run(run_interruptibly(delivery))
         except KeyboardInterrupt:  # before the handlers were in place
             _interrupted_line()
             raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -308,21 +317,6 @@ def _deliver(settings: Settings, store: UnitOfWorkFactory, choices: _Choices) ->
     if operator_interrupted() is not None:
         summary["exit_code"] = EXIT_INTERRUPTED
     return summary
-
-
-async def _delivery(
-    settings: Settings, store: UnitOfWorkFactory, choices: _Choices
-) -> DeliveryStats:
-    return await deliver_pending(
-        settings=settings,
-        store=store,
-        language=choices.language,
-        format_name=choices.format_name,
-        resend_in_doubt=choices.resend_in_doubt,
-        target=choices.target,
-        allow_unlinked=choices.allow_unlinked,
-        new_target=choices.new_target,
-    )
 
 
 def _interrupted_line() -> None:

@@ -9,7 +9,7 @@ creates a database; a source that cannot be listed exits 2, as a real run does.
 from __future__ import annotations
 
 from config.settings import Settings, StorageSettings
-from flows.cli.console import print_left_out, print_named, print_store, print_table
+from flows.cli.console import print_named, print_store, print_table
 from flows.cli.error_exits import usage_error
 from flows.setup.bootstrap import PreparedSource, RunRequest, source_as_known
 from service.client import max_wav_bytes_for
@@ -44,7 +44,13 @@ def print_plan(
     print_named(
         "language not taken", plan.language_not_taken_uris, total=plan.language_not_taken, root=root
     )
-    print_left_out(plan.not_listed_named, total=plan.not_listed, root=root)
+    print_named(
+        "not listed",
+        plan.not_listed_uris,
+        total=plan.not_listed,
+        root=root,
+        reasons=plan.not_listed_reasons,
+    )
 
 
 def _planned(

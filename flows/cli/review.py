@@ -101,7 +101,7 @@ def _list(store: ReviewStore, *, language: str | None, limit: int) -> None:
     with store.unit_of_work(read_only=True) as uow:
         items = uow.reviews.list_needs_review(language=language, limit=limit)
         # The list is bounded by --limit; the count a reviewer reads must not be.
-        waiting = uow.reviews.count_needs_review(language=language)
+        waiting = uow.reviews.queue_size(language=language).waiting
         roots = uow.runs.run_sources()
     typer.echo(_HEADER)
     for item in items:

@@ -13,9 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from audit import AuditAction, command_actor
 from config.errors import ConfigError, InternalError, MedasrError, RunInterrupted
@@ -37,6 +36,7 @@ from tasks.discovery.recording_names import one_line, reason_about, recording_na
 from tasks.throttle.gate import operator_interrupted
 from tasks.work.journal import AcceptedDelivery, Journal, record_accepted, record_paid_chunk
 from tasks.work.lease_keeper import LeaseKeeper, renew_deliveries
+from tasks.work.side_by_side import all_ended
 from tasks.work.store_calls import in_store
 
 __all__ = ["DeliveryRun"]
@@ -78,7 +78,7 @@ class DeliveryRun:
                 return
             try:
                 async with self.keeper.holding(claimed):
-                    outcomes = await _all_ended([self._deliver_one(r) for r in claimed])
+                    outcomes = await all_ended(self._deliver_one(r) for r in claimed)
             except BaseException:  # Ctrl-C, cancellation: settled rows stay, the rest go back
                 tokens = [r.lease_token for r in claimed if r.lease_token]
                 await asyncio.shield(in_store(self.store, _releaser(tokens)))
@@ -298,14 +298,3 @@ class _Outcome:
     error: MedasrError | None = None
     requests: int = 0
     bytes_sent: int = 0
-
-
-async def _all_ended(deliveries: list[Awaitable[_Outcome]]) -> list[_Outcome]:
-    """Every delivery's outcome once all have ended; an error (the store down while a
-    failure is recorded) is raised only then: the others' answers are recorded, not cut
-    off mid-send (a document the receiver took would be left in doubt for a person)."""
-    ended = await asyncio.gather(*deliveries, return_exceptions=True)
-    for outcome in ended:
-        if isinstance(outcome, BaseException):
-            raise outcome
-    return cast(list[_Outcome], ended)

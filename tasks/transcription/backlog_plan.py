@@ -18,14 +18,14 @@ import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from service.contract import is_supported_language
 from storage.errors import SourceError
 from storage.interface import UnitOfWorkFactory
-from storage.records import ChunkRecord, ItemRecord, ItemStatus, SourceFile
+from storage.records import ChunkRecord, ItemRecord, ItemStatus, SkippedFile, SourceFile
 from storage.sources import SourceLocation, fetch_and_fingerprint, iter_audio
 from tasks.audio import iter_chunks
 from tasks.discovery.languages import FileLanguages
@@ -75,8 +75,9 @@ class Plan:
     # run fails it (metadata_invalid) before reading it; the first ones named.
     language_not_taken: int = 0
     language_not_taken_uris: tuple[str, ...] = ()
-    # The first files the listing left out, each with its reason in words.
-    not_listed_named: tuple[tuple[str, str], ...] = ()
+    # The first files the listing left out, and the reason of each in words.
+    not_listed_uris: tuple[str, ...] = ()
+    not_listed_reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -214,8 +215,7 @@ def plan_backlog(
             lambda pair: reader.plan(*pair), to_read, pool=pool, ahead=4 * workers
         ):
             totals.add(file_plan)
-    left_out = tuple((s.uri, s.reason) for s in stream.skipped[:NAMED_UNDECODABLE])
-    return replace(totals.plan(not_listed=len(stream.skipped)), not_listed_named=left_out)
+    return totals.plan(skipped=stream.skipped)
 
 
 def bounded_map(
@@ -265,7 +265,9 @@ class _Totals:
         self.requests += file_plan.requests
         self.billed_ms += file_plan.billed_ms
 
-    def plan(self, *, not_listed: int) -> Plan:
+    def plan(self, *, skipped: Sequence[SkippedFile]) -> Plan:
+        """The totals, and `skipped`: what the listing left out."""
+        named_skipped = skipped[:NAMED_UNDECODABLE]
         return Plan(
             files=sum(self.counts.values()),
             unchanged=self.counts["unchanged"],
@@ -276,11 +278,13 @@ class _Totals:
             audio_ms=self.audio_ms,
             chunks=self.chunks,
             requests=self.requests,
-            not_listed=not_listed,
+            not_listed=len(skipped),
             undecodable_uris=tuple(self.named.get("undecodable", ())),
             billed_ms=self.billed_ms,
             language_not_taken=self.counts["language_not_taken"],
             language_not_taken_uris=tuple(self.named.get("language_not_taken", ())),
+            not_listed_uris=tuple(s.uri for s in named_skipped),
+            not_listed_reasons=tuple(s.reason for s in named_skipped),
         )
 
 

@@ -12,6 +12,7 @@ import random
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,3 +57,18 @@ def age_paths(paths: Iterable[Path], *, seconds: float = 120) -> None:
 def tone_samples(text: str, *, sample_rate_hz: int) -> np.ndarray:
     """int16 mono samples of `text`."""
     return encode_tone_dictation(text, sample_rate_hz=sample_rate_hz)
+
+
+def store_done_notes(medasr: Any, database_url: str, texts: dict[str, str]) -> None:
+    """The store at `database_url` migrated by `medasr db upgrade` (the command's own
+    schema), then `texts` (source path -> text) as done transcripts."""
+    from config.settings import StorageSettings
+    from storage import open_store
+    from tests.tasks.delivery.delivery_helpers import make_done
+
+    assert medasr.run("db", "upgrade").returncode == 0
+    store = open_store(StorageSettings(database_url=database_url))
+    try:
+        make_done(store, texts)
+    finally:
+        store.dispose()

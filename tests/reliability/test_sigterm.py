@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.reliability.corpus import store_done_notes
 from tests.reliability.evidence import chunks, items, query
 from tests.reliability.test_terminal_interrupt import (
     SMALL_CHUNKS,
@@ -21,7 +22,6 @@ from tests.reliability.test_terminal_interrupt import (
     recordings,
     wait_for,
 )
-from tests.tasks.delivery.delivery_helpers import make_done
 
 
 def test_sigterm_once_the_flow_runs_finishes_the_requests_in_flight_and_exits_130(
@@ -57,14 +57,10 @@ def test_sigterm_during_an_export_is_an_interruption_and_leaves_no_temporary_fil
 ) -> None:
     database = f"sqlite:///{tmp_path / 'medasr.db'}"
     medasr = medasr_for(tone_devserver(), database)
-    assert medasr.run("db", "upgrade").returncode == 0
-    from config.settings import StorageSettings
-    from storage import open_store
-
-    store = open_store(StorageSettings(database_url=database))
     # ~20 MB of rows: the export takes a while after its temporary file appears.
-    make_done(store, {f"/archive/note-{i}.wav": "stable resting " * 250 for i in range(5000)})
-    store.dispose()
+    store_done_notes(
+        medasr, database, {f"/archive/note-{i}.wav": "stable resting " * 250 for i in range(5000)}
+    )
     out = tmp_path / "export" / "out.jsonl"
     out.parent.mkdir()
 
@@ -89,14 +85,8 @@ def test_a_signal_during_a_delivery_finishes_the_uploads_in_flight_and_exits_130
     server = tone_devserver(latency_ms=1500)
     database = f"sqlite:///{tmp_path / 'medasr.db'}"
     medasr = medasr_for(server, database)
-    assert medasr.run("db", "upgrade").returncode == 0
-    from config.settings import StorageSettings
-    from storage import open_store
-
-    store = open_store(StorageSettings(database_url=database))
     names = [f"/archive/note-{i}.wav" for i in range(12)]
-    make_done(store, {name: f"note {i} words" for i, name in enumerate(names)})
-    store.dispose()
+    store_done_notes(medasr, database, {name: f"note {i} words" for i, name in enumerate(names)})
 
     running = medasr.start("deliver", "--allow-unlinked", MEDASR_CONCURRENCY="4")
     running.wait_for_output("delivered /archive/note-")  # the next batch goes on the wire
@@ -123,13 +113,9 @@ def test_a_second_signal_during_a_delivery_quits_at_once(
     server = tone_devserver(latency_ms=20_000)  # the uploads on the wire are not answered
     database = f"sqlite:///{tmp_path / 'medasr.db'}"
     medasr = medasr_for(server, database)
-    assert medasr.run("db", "upgrade").returncode == 0
-    from config.settings import StorageSettings
-    from storage import open_store
-
-    store = open_store(StorageSettings(database_url=database))
-    make_done(store, {f"/archive/note-{i}.wav": f"note {i} words" for i in range(4)})
-    store.dispose()
+    store_done_notes(
+        medasr, database, {f"/archive/note-{i}.wav": f"note {i} words" for i in range(4)}
+    )
 
     running = medasr.start("deliver", "--allow-unlinked", MEDASR_CONCURRENCY="2")
     wait_for(

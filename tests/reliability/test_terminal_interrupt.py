@@ -20,10 +20,9 @@ import pytest
 import soundfile
 
 from devserver.tone import encode_tone_dictation
-from tests.reliability.corpus import age_files
+from tests.reliability.corpus import age_files, store_done_notes
 from tests.reliability.evidence import items, query
 from tests.reliability.harness import Running, ffmpeg_processes
-from tests.tasks.delivery.delivery_helpers import make_done
 
 # 2 s chunks: a recording of about two minutes is ~60 requests, and ffmpeg is still
 # decoding (blocked on its pipe) while the first of them are in flight.
@@ -155,14 +154,8 @@ def test_ctrl_c_to_the_group_during_a_delivery_leaves_the_documents_pending(
     server = tone_devserver(latency_ms=2000)
     database = f"sqlite:///{tmp_path / 'medasr.db'}"
     medasr = medasr_for(server, database)
-    assert medasr.run("db", "upgrade").returncode == 0
-    from config.settings import StorageSettings
-    from storage import open_store
-
-    store = open_store(StorageSettings(database_url=database))
     names = [f"/archive/note-{i}.wav" for i in range(6)]
-    make_done(store, {name: f"note {i} words" for i, name in enumerate(names)})
-    store.dispose()
+    store_done_notes(medasr, database, {name: f"note {i} words" for i, name in enumerate(names)})
 
     running = medasr.start("deliver", "--allow-unlinked", MEDASR_CONCURRENCY="1")
     running.wait_for_output("delivered /archive/note-0.wav")  # the next upload is on the wire
