@@ -38,6 +38,9 @@ T = TypeVar("T")
 # Calls per transaction at most: enough to share a commit among every file in flight,
 # few enough that one group holds SQLite's write lock for milliseconds, not seconds.
 MAX_CALLS_PER_GROUP = 64
+# How long a group waits for more calls before its transaction: long enough for the
+# writes of the files in flight to meet, short beside a request (250 ms and more).
+GROUP_WINDOW_S = 0.02
 
 
 @dataclass
@@ -53,9 +56,16 @@ class _Queued:
 class GroupWriter:
     """The one writer of a run's file writes: queued calls commit in groups."""
 
-    def __init__(self, store: UnitOfWorkFactory, *, max_calls: int = MAX_CALLS_PER_GROUP) -> None:
+    def __init__(
+        self,
+        store: UnitOfWorkFactory,
+        *,
+        max_calls: int = MAX_CALLS_PER_GROUP,
+        window_s: float = GROUP_WINDOW_S,
+    ) -> None:
         self._store = store
         self._max_calls = max_calls
+        self._window_s = window_s
         self._queue: list[_Queued] = []
         self._task: asyncio.Task[None] | None = None
         self.groups = 0  # groups committed or tried (for tests and benchmarks)
@@ -85,9 +95,12 @@ class GroupWriter:
 
     async def _drain(self) -> None:
         while self._queue:
-            group = self._queue[: self._max_calls]
-            del self._queue[: self._max_calls]
+            group: list[_Queued] = []
             try:
+                if self._window_s and len(self._queue) < self._max_calls:
+                    await asyncio.sleep(self._window_s)  # company for the transaction
+                group = self._queue[: self._max_calls]
+                del self._queue[: self._max_calls]
                 await asyncio.to_thread(self._commit_group, group)
             except BaseException as exc:  # the group failed as a whole (or we are cancelled)
                 _fail_all(group, exc)
@@ -165,4 +178,4 @@ def _fail_all(group: list[_Queued], exc: BaseException) -> None:
                 queued.future.cancel()
 
 
-__all__ = ["MAX_CALLS_PER_GROUP", "GroupWriter"]
+__all__ = ["GROUP_WINDOW_S", "MAX_CALLS_PER_GROUP", "GroupWriter"]
