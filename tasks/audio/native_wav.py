@@ -33,7 +33,12 @@ from tasks.audio.decoder_pool import DecodedPcm, DecoderPool
 from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, read_head
 from tasks.audio.resampler import SAMPLE_BYTES, ResampledReader, SampleFormat
 from tasks.audio.riff import wave_chunks
-from tasks.audio.sniff import check_wav_header, is_placeholder_size
+from tasks.audio.sniff import (
+    OGG_TAIL_BYTES,
+    check_wav_header,
+    is_placeholder_size,
+    ogg_cut_short,
+)
 from tasks.audio.worker_stream import StreamedPcm
 from tasks.errors import AudioNotFound
 
@@ -220,19 +225,17 @@ def open_pcm_source(
     reads itself or `decoders` (libav worker processes) decode a well-formed file.
 
     Raises the AudioError subclasses of probe_audio for a file that cannot be opened.
+    An Ogg file cut short comes back with `info.truncated` saying so.
     """
     head, size_bytes = read_head(path)
     check_wav_header(head, size_bytes=size_bytes, path=path)
     data = pcm_data_chunk(head, size_bytes=size_bytes)
     if data is None:
-        if decoders is not None:
-            decoded = decoders.decode(path, head=head, timeout_s=timeout_s)
-            if decoded is not None:
-                return decoded[0], decoded[1].exact, decoded[1]
-        # One ffmpeg run both describes the input (before any sample) and decodes it.
-        decoder = PcmDecoder(path, timeout_s=timeout_s)
-        info, exact = decoder.read_info(head=head, timeout_s=probe_timeout_s)
-        return info, exact, decoder
+        cut = _ogg_cut_short(path, head=head, size_bytes=size_bytes)
+        info, exact, reader = _decoded(path, head, timeout_s, probe_timeout_s, decoders)
+        if cut is not None and info.truncated is None:
+            info = replace(info, truncated=f"truncated audio file: {path} ({cut})")
+        return info, exact, reader
     if data.placeholder:
         data = _without_trailing_chunks(path, data, size_bytes=size_bytes)
     info = AudioInfo(
@@ -252,16 +255,43 @@ def open_pcm_source(
     return info, True, converted
 
 
-def _without_trailing_chunks(path: Path, data: _DataChunk, *, size_bytes: int) -> _DataChunk:
-    """`data` ending where chunks appended after samples of unknown size begin, if any."""
-    tail_offset = max(data.offset, size_bytes - _TAIL_BYTES)
+def _decoded(
+    path: Path, head: bytes, timeout_s: float, probe_timeout_s: float, decoders: DecoderPool | None
+) -> tuple[AudioInfo, bool, PcmReader]:
+    """(info, exact duration?, reader) of a file a libav worker or ffmpeg decodes."""
+    if decoders is not None:
+        decoded = decoders.decode(path, head=head, timeout_s=timeout_s)
+        if decoded is not None:
+            return decoded[0], decoded[1].exact, decoded[1]
+    # One ffmpeg run both describes the input (before any sample) and decodes it.
+    decoder = PcmDecoder(path, timeout_s=timeout_s)
+    info, exact = decoder.read_info(head=head, timeout_s=probe_timeout_s)
+    return info, exact, decoder
+
+
+def _ogg_cut_short(path: Path, *, head: bytes, size_bytes: int) -> str | None:
+    """Why an Ogg file is cut short (sniff.ogg_cut_short); None for a whole one or another file."""
+    if not head.startswith(b"OggS"):
+        return None
+    tail_offset = max(0, size_bytes - OGG_TAIL_BYTES)
+    return ogg_cut_short(_read_bytes(path, tail_offset, size_bytes - tail_offset))
+
+
+def _read_bytes(path: Path, offset: int, count: int) -> bytes:
+    """`count` bytes of `path` from `offset` (fewer at its end); raises AudioNotFound."""
     try:
         with path.open("rb") as handle:
-            handle.seek(tail_offset)
-            tail = handle.read(size_bytes - tail_offset)
+            handle.seek(offset)
+            return handle.read(count)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise AudioNotFound(f"cannot read audio file {path}: {reason}", path=str(path)) from exc
+
+
+def _without_trailing_chunks(path: Path, data: _DataChunk, *, size_bytes: int) -> _DataChunk:
+    """`data` ending where chunks appended after samples of unknown size begin, if any."""
+    tail_offset = max(data.offset, size_bytes - _TAIL_BYTES)
+    tail = _read_bytes(path, tail_offset, size_bytes - tail_offset)
     start = _trailing_chunks_start(tail, tail_offset=tail_offset, data=data)
     if start is None:
         return data

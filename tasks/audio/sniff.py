@@ -1,7 +1,9 @@
-"""A look at a file's first bytes: text or audio, and is a WAV header honest about its size.
+"""A look at a file's first bytes: text or audio, and is a WAV header honest about its size;
+a look at an Ogg file's last bytes: does it end with its end-of-stream page.
 
 Used only to word an error well (ffmpeg says "Invalid data" for text, noise and a
-truncated m4a alike) and to catch a WAV cut short, which ffmpeg decodes silently.
+truncated m4a alike) and to catch a WAV or an Ogg file cut short, which ffmpeg decodes
+silently (an Ogg file's duration is read from its last page: a cut file looks whole).
 """
 
 from __future__ import annotations
@@ -87,3 +89,56 @@ def check_wav_header(head: bytes, *, size_bytes: int, path: Path) -> None:
             f"of samples, the file holds {max(0, present_bytes)})",
             path=str(path),
         )
+
+
+OGG_TAIL_BYTES = 2 * (27 + 255 + 255 * 255)  # two of the largest pages an Ogg file can hold
+_OGG_END_OF_STREAM = 0x04  # header type flag of a logical stream's last page
+
+
+def _ogg_crc_table() -> tuple[int, ...]:
+    """The Ogg CRC-32's table (polynomial 0x04C11DB7, not reflected)."""
+    table = []
+    for byte in range(256):
+        crc = byte << 24
+        for _ in range(8):
+            crc = (crc << 1) ^ 0x04C11DB7 if crc & 0x80000000 else crc << 1
+        table.append(crc & 0xFFFFFFFF)
+    return tuple(table)
+
+
+_OGG_CRC_TABLE = _ogg_crc_table()
+
+
+def _is_whole_ogg_page(page: bytes) -> bool:
+    """True when `page` is exactly one Ogg page whose checksum matches."""
+    crc = 0
+    for byte in page[:22] + bytes(4) + page[26:]:  # the checksum is taken with its field zero
+        crc = ((crc << 8) & 0xFFFFFFFF) ^ _OGG_CRC_TABLE[(crc >> 24) ^ byte]
+    return crc == int.from_bytes(page[22:26], "little")
+
+
+def _ogg_page_end(tail: bytes, start: int) -> int | None:
+    """Where the Ogg page starting at `start` would end; None when its header is not whole."""
+    if start + 27 > len(tail) or tail[start + 4] != 0:  # version 0 is the only one
+        return None
+    segments = tail[start + 26]
+    if start + 27 + segments > len(tail):
+        return None
+    return start + 27 + segments + sum(tail[start + 27 : start + 27 + segments])
+
+
+def ogg_cut_short(tail: bytes) -> str | None:
+    """Why the Ogg file whose last bytes are `tail` (OGG_TAIL_BYTES, or all of a smaller
+    file) is cut short, or None: its last whole page (checksum checked) must end the
+    file, or be followed by anything but the start of another page, and end the stream."""
+    start = tail.rfind(b"OggS")
+    while start >= 0:
+        end = _ogg_page_end(tail, start)
+        if end is not None and end <= len(tail) and _is_whole_ogg_page(tail[start:end]):
+            if tail.startswith(b"OggS", end):
+                return "its last Ogg page is cut off: the copy or the recording stopped part-way"
+            if not tail[start + 5] & _OGG_END_OF_STREAM:
+                return "it ends without the Ogg end-of-stream page: cut short, or never finished"
+            return None
+        start = tail.rfind(b"OggS", 0, start)
+    return None  # no whole page at all: ffmpeg's own error says what is wrong
