@@ -70,9 +70,8 @@ def looks_compressed(head: bytes) -> bool:
 class DecodedPcm:
     """A recording's 16 kHz mono s16le samples, decoded already; read like ffmpeg's pipe."""
 
-    exact = True  # as long as its header promised (the worker checked)
-
-    def __init__(self, pcm: bytes) -> None:
+    def __init__(self, pcm: bytes, *, exact: bool = True) -> None:
+        self.exact = exact  # whether ffmpeg would read the duration rather than estimate it
         self._pcm = memoryview(pcm)
         self._at = 0
 
@@ -159,7 +158,7 @@ class _Worker:
         if streamed:
             return AudioInfo(**fields), None, exact
         pcm = self.answer(timeout_s=timeout_s)  # written right after the description
-        return AudioInfo(**fields), DecodedPcm(pcm), True
+        return AudioInfo(**fields), DecodedPcm(pcm, exact=exact), True
 
     def answer(self, *, timeout_s: float) -> bytes:
         """The next message (a description, samples, a streamed file's piece), read whole

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import soundfile
 
 from devserver.tone import decode_wav_bytes, encode_tone_dictation
-from tasks.audio import Chunk, iter_chunks
+from tasks.audio import Chunk, DecoderPool, iter_chunks
 from tasks.errors import CorruptAudio, DamagedTail
 from tests.helpers.audio import ffmpeg
 from tests.helpers.damaged_tail import CODECS, TEXT, assert_readable_prefix, truncated
@@ -46,3 +47,27 @@ def test_m4a_with_its_index_cut_off_has_nothing_readable(tmp_path: Path) -> None
         list(iter_chunks(cut, max_bytes=CAP_BYTES))
 
     assert not isinstance(caught.value, DamagedTail)
+
+
+@pytest.fixture(scope="module")
+def decoders() -> Iterator[DecoderPool]:
+    pool = DecoderPool(max_processes=1)
+    yield pool
+    pool.close()
+
+
+@pytest.mark.parametrize("pooled", [False, True], ids=["ffmpeg", "worker"])
+@pytest.mark.parametrize("suffix", sorted(CODECS))
+def test_a_tail_cut_by_a_few_percent_is_damage_too(
+    tmp_path: Path, suffix: str, pooled: bool, decoders: DecoderPool
+) -> None:
+    """3 % of 65 s is 2 s of dictation: the header's length is read from the file (FLAC's
+    sample count, the mp3's Xing frames, the m4a's index), so the loss is known."""
+    path = truncated(tmp_path, suffix, keep_share=0.97)
+    chunks: list[Chunk] = []
+
+    with pytest.raises(DamagedTail) as caught:
+        chunks.extend(iter_chunks(path, max_bytes=CAP_BYTES, decoders=decoders if pooled else None))
+
+    assert caught.value.damaged_at_ms == chunks[-1].end_ms
+    assert 60_000 <= caught.value.damaged_at_ms <= 65_000
