@@ -13,8 +13,11 @@ What is sent is one of two things, tested against the ffmpeg command `-ac 1 -ar 
   on the same time grid, within a fraction of a quantization step's noise of ffmpeg's
   (its resampler and soxr differ in their filters only).
 Stereo is the mean of the two channels (what ffmpeg's `-ac 1` does), then resampled as
-32-bit floats and rounded once. The stream is converted block by block: memory holds a
-block, whatever the recording's length.
+32-bit floats and rounded once. A float sample that is no number (NaN) is read as 0 and
+an infinite one as full scale of its sign: ffmpeg makes each its most negative sample, and
+a NaN left in would spread through the resampler's filter to every sample near it.
+The stream is converted block by block: memory holds a block, whatever the recording's
+length.
 """
 
 from __future__ import annotations
@@ -123,7 +126,13 @@ _DTYPES: Final[dict[SampleFormat, str]] = {
 
 def _samples_of(raw: memoryview, sample_format: SampleFormat) -> np.ndarray:
     """The interleaved samples of `raw`; 24-bit ones as 32-bit with the low byte zero,
-    as ffmpeg's decoder gives them."""
+    as ffmpeg's decoder gives them; floats with NaN as 0 and infinities as +-1."""
+    if sample_format in ("f32", "f64"):
+        samples = np.frombuffer(raw, dtype=_DTYPES[sample_format])
+        if np.isfinite(samples).all():
+            return samples
+        finite: np.ndarray = np.nan_to_num(samples, nan=0.0, posinf=1.0, neginf=-1.0)
+        return finite
     if sample_format != "s24":
         return np.frombuffer(raw, dtype=_DTYPES[sample_format])
     # Each sample read as the 32-bit word starting at its first byte (strides of 3, one
