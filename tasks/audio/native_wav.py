@@ -6,7 +6,8 @@ Decoding such a file is the identity or nearly, yet an ffmpeg run costs a proces
 and a pass through its decoder (tens of ms of CPU per file, more than reading a 15 s
 recording): on a backlog of short dictations that is the largest cost left. Read here:
 8-bit unsigned, 16/24/32-bit signed and 32/64-bit float samples, plain or
-WAVE_FORMAT_EXTENSIBLE (with no channel mask or the usual one), one or two channels,
+WAVE_FORMAT_EXTENSIBLE (with no channel mask or the usual one, and a subformat GUID
+ffmpeg reads as PCM or float), one or two channels,
 8-96 kHz. Anything else (more channels, A-law, ADPCM, another rate, RF64, a data chunk
 past the first 64 KiB) goes through ffmpeg, or, for a well-formed compressed file,
 through a libav worker process when the caller has them (tasks/audio/decoder_pool.py).
@@ -56,6 +57,14 @@ _FORMATS: dict[tuple[int, int], tuple[SampleFormat, str]] = {
 }
 # WAVE_FORMAT_EXTENSIBLE's speaker masks read here: none, front centre, front left+right.
 _USUAL_MASKS = {1: (0, 0x4), 2: (0, 0x3)}
+# The last 12 bytes of the subformat GUIDs under which ffmpeg reads the first 4 as a
+# format tag (libavformat/riff.h): the media subtype base, the ambisonic one, and a
+# broken base some writers use. Any other GUID is not PCM to ffmpeg, whatever its start.
+_GUID_BASES = (
+    bytes.fromhex("00001000800000aa00389b71"),
+    bytes.fromhex("2107d3118644c8c1ca000000"),
+    bytes.fromhex("0000000000001000800000aa"),
+)
 
 # Rates read without ffmpeg: telephone 8 kHz up to studio 96 kHz.
 MIN_RATE_HZ = 8_000
@@ -108,9 +117,11 @@ def pcm_data_chunk(head: bytes, *, size_bytes: int) -> _DataChunk | None:
     """Where the samples of a RIFF WAV that medasr reads itself are (see the module
     docstring), with their layout; None for any other file."""
     layout = None
+    seen_fmt = False
     for chunk in wave_chunks(head):
-        if chunk.chunk_id == b"fmt ":
+        if chunk.chunk_id == b"fmt " and not seen_fmt:  # ffmpeg reads the first one only
             layout = _layout(head[chunk.offset : chunk.offset + chunk.size_bytes])
+            seen_fmt = True
         elif chunk.chunk_id == b"data":
             if layout is None:
                 return None
@@ -161,8 +172,8 @@ def _layout(fmt: bytes) -> _Layout | None:
     if tag == _EXTENSIBLE:
         if len(fmt) < 40:
             return None
-        (mask, tag) = struct.unpack_from("<IH", fmt, 20)  # the subformat GUID's first bytes
-        if mask not in _USUAL_MASKS.get(channels, ()):
+        (mask, tag) = struct.unpack_from("<II", fmt, 20)  # the subformat GUID's first bytes
+        if mask not in _USUAL_MASKS.get(channels, ()) or fmt[28:40] not in _GUID_BASES:
             return None
     known = _FORMATS.get((tag, bits))
     if known is None or channels not in (1, 2) or block_align != bits // 8 * channels:
