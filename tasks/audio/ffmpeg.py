@@ -55,6 +55,25 @@ class AudioInfo:
     truncated: str | None = None
 
 
+# Below this no recorder writes speech (telephony is 8 kHz, the oldest codecs 5.5): a
+# header saying less is damaged, and read at its word it stretches a few seconds of
+# samples into hours of audio to send and pay for.
+MIN_SPEECH_RATE_HZ = 4_000
+
+
+def require_speech_rate(info: AudioInfo, *, path: Path) -> None:
+    """Raise CorruptAudio when `info` states a sample rate no recording has."""
+    rate_hz = info.sample_rate_hz
+    if rate_hz is None or rate_hz >= MIN_SPEECH_RATE_HZ:
+        return
+    raise CorruptAudio(
+        f"damaged header in {path}: it declares a sample rate of {rate_hz} Hz, under the "
+        f"{MIN_SPEECH_RATE_HZ:,} Hz any recorder writes speech at (read as it says, its "
+        "samples would last many times the recording); nothing was sent",
+        path=str(path),
+    )
+
+
 def input_arg(path: Path) -> str:
     """The path as an ffmpeg input that no protocol prefix or leading dash can hijack."""
     return "file:" + str(path.absolute())

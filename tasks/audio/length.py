@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.audio.ffmpeg import probe_audio, read_head
+from tasks.audio.ffmpeg import probe_audio, read_head, require_speech_rate
 from tasks.audio.native_wav import pcm_data_chunk
 
 # 16 kHz, 2 bytes a sample: bytes of the normalized signal per ms.
@@ -23,5 +23,7 @@ def audio_length_ms(path: Path, *, timeout_s: float = 60) -> int:
     data = pcm_data_chunk(head, size_bytes=size_bytes)
     if data is not None:  # a placeholder size: up to the end of the file (never less)
         return data.size_bytes // data.frame_bytes * 1000 // data.rate_hz
-    duration_ms = probe_audio(path, timeout_s=timeout_s).duration_ms
+    info = probe_audio(path, timeout_s=timeout_s)
+    require_speech_rate(info, path=path)  # a damaged header would take the whole budget
+    duration_ms = info.duration_ms
     return duration_ms if duration_ms is not None else size_bytes // _PCM_BYTES_PER_MS

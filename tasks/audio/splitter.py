@@ -32,7 +32,13 @@ import numpy as np
 import numpy.typing as npt
 
 from tasks.audio.decoder_pool import DecoderPool
-from tasks.audio.ffmpeg import OUTPUT_SAMPLE_RATE_HZ, AudioInfo, find_ffmpeg, probe_audio
+from tasks.audio.ffmpeg import (
+    OUTPUT_SAMPLE_RATE_HZ,
+    AudioInfo,
+    find_ffmpeg,
+    probe_audio,
+    require_speech_rate,
+)
 from tasks.audio.native_wav import PcmReader, open_pcm_source
 from tasks.audio.pauses import (
     FRAME_MS,
@@ -256,13 +262,7 @@ def iter_chunks(
         min_pause_ms=min_pause_ms,
         cut_at_samples=cut_at_samples,
     )
-    # A WAV already at 16 kHz mono s16le is read as it is: no ffmpeg process at all.
-    info, exact, source = open_pcm_source(
-        path,
-        timeout_s=timeout_s,
-        probe_timeout_s=min(timeout_s, _PROBE_TIMEOUT_S),
-        decoders=decoders,
-    )
+    info, exact, source = _open_source(path, timeout_s=timeout_s, decoders=decoders)
     damage = yield from _cut_while_decoding(source, cutter, info=info, exact=exact, path=path)
     if info.truncated is not None:  # worded as the probe words it (tasks/audio/ffmpeg.py)
         damage = CorruptAudio(info.truncated, path=str(path))
@@ -273,6 +273,24 @@ def iter_chunks(
     if damage is not None:
         raise _damaged_tail(damage, heard_speech=cutter.heard_speech, samples=cutter.start)
     _check_heard_speech(cutter, path=path)
+
+
+def _open_source(
+    path: Path, *, timeout_s: float, decoders: DecoderPool | None
+) -> tuple[AudioInfo, bool, PcmReader]:
+    """open_pcm_source's (info, exact, reader), refused (CorruptAudio, the reader closed)
+    when the header states a sample rate no recording has. A WAV already at 16 kHz mono
+    s16le is read as it is: no ffmpeg process at all."""
+    probe_timeout_s = min(timeout_s, _PROBE_TIMEOUT_S)
+    opened = open_pcm_source(
+        path, timeout_s=timeout_s, probe_timeout_s=probe_timeout_s, decoders=decoders
+    )
+    try:
+        require_speech_rate(opened[0], path=path)
+    except CorruptAudio:
+        opened[2].close()
+        raise
+    return opened
 
 
 def _check_heard_speech(cutter: _Cutter, *, path: Path) -> None:
