@@ -69,7 +69,9 @@ def parse_target(text: str, *, allow_insecure: bool = False) -> Target:
         ) from exc
     try:
         port = parts.port
-    except ValueError as exc:  # out of range, or not digits
+        if port == 0:  # not "no port": read so, fhir+http://host:0 would go to port 80
+            raise ValueError("port 0")
+    except ValueError as exc:  # out of range, 0, or not digits
         raise TargetInvalid(
             f"delivery target {spelled[:80]!r}: its port is not one from 1 to 65535"
         ) from exc

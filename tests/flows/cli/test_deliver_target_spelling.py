@@ -83,3 +83,21 @@ def test_a_target_recorded_under_an_older_spelling_is_that_target() -> None:
     assert found.name == "mllp://127.1:2575"
     other_port = parse_target("mllp://localhost:2577")
     assert check_target_alias(other_port, known=known, new_target=False) == other_port
+
+
+@pytest.mark.parametrize(
+    "spelt", ["fhir+http://127.0.0.1:0/fhir", "fhir+https://ehr.example:0/fhir"], ids=repr
+)
+def test_port_0_of_a_fhir_server_is_refused_not_read_as_the_default_port(
+    env, monkeypatch: pytest.MonkeyPatch, spelt: str
+) -> None:
+    # Port 0 read as "no port" would file the notes at :80 / :443, another server.
+    monkeypatch.setenv("MEDASR_FHIR_TOKEN", "fhir-token")
+    monkeypatch.setenv("MEDASR_ALLOW_INSECURE_HTTP", "true")
+    result = invoke("deliver", "--to", spelt)
+    assert result.exit_code == 2, result.output
+    said = [line for line in result.output.splitlines() if line.strip()]
+    assert said == [
+        f"medasr: configuration error: delivery target {spelt!r}: its port is not one "
+        "from 1 to 65535"
+    ]

@@ -50,7 +50,8 @@ def test_a_fhir_target_carries_its_http_base_url() -> None:
     ("text", "said"),
     [
         ("mllp://127.0.0.1", "needs a port"),
-        ("mllp://127.0.0.1:0", "needs a port"),
+        ("mllp://127.0.0.1:0", "its port is not one from 1 to 65535"),
+        ("fhir+http://127.0.0.1:0/fhir", "its port is not one from 1 to 65535"),
         ("mllp://127.0.0.1:2575/path", "takes no path"),
         ("mllp://:2575", "no host"),
         ("http://127.0.0.1/fhir", "unknown"),
