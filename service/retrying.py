@@ -179,8 +179,9 @@ def _wait_s(state: RetryCallState, *, backoff: wait_random_exponential) -> float
     """Full-jitter backoff, but never shorter than the server's Retry-After."""
     error = _failure(state)
     retry_after_s = getattr(error, "retry_after_s", None)
-    if isinstance(error, Throttled) and retry_after_s is not None:
-        # The server said when; the limiter paces everyone from then on.
+    if isinstance(error, Throttled) and retry_after_s:
+        # The server said when; the limiter paces everyone from then on. "Now" (0, a
+        # negative or a past date) says nothing: backoff paces it, not a tight loop.
         return float(retry_after_s)
     return max(backoff(state), retry_after_s or 0.0)
 

@@ -7,9 +7,11 @@ import email.utils
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from service.client import RetryEvent, TranscriptionClient
 from service.errors import ServiceUnavailable, Throttled
+from service.fhir_client import FhirClient
 from service.status import parse_retry_after
 from tests.helpers.virtual_clock import VirtualClock
 from tests.servers import client_settings, make_wav_bytes
@@ -135,3 +137,37 @@ def test_parse_retry_after_http_date_in_the_future() -> None:
     now_s = 1_700_000_000.0
     value = email.utils.formatdate(now_s + 42, usegmt=True)
     assert parse_retry_after(value, now_s=now_s) == pytest.approx(42.0)
+
+
+def test_a_429_asking_for_no_wait_is_paced_by_backoff_not_resent_at_once(
+    devserver_factory,
+) -> None:
+    # A throttling receiver answering `Retry-After: 0` every time would take thousands of
+    # back-to-back requests for one document inside the budget.
+    server = devserver_factory(rate_429=1.0, retry_after_s=0)
+    service, _ = client_settings(
+        server,
+        enabled=False,
+        retry_initial_backoff_s=0.5,
+        retry_max_backoff_s=1.0,
+        retry_max_total_s=3.0,
+    )
+    clock = VirtualClock(attempt_s=0.01)
+
+    async def create() -> None:
+        async with (
+            clock.session(service) as session,
+            FhirClient(
+                service,
+                base_url=f"{server.url}/fhir",
+                token=SecretStr(server.token),
+                session=session,
+            ) as client,
+        ):
+            await client.create(b"{}", if_none_exist="identifier=urn:ietf:rfc:3986|urn:x")
+
+    with pytest.raises(Throttled):
+        asyncio.run(create())
+    assert clock.waits_s
+    assert all(wait > 0 for wait in clock.waits_s)
+    assert len(server.ledger) <= 30  # ~0.5 s apart inside 3 s, not one every 10 ms
