@@ -255,17 +255,27 @@ def fhir_error_for_status(response: httpx.Response, *, sent_bytes: int, token: s
             f"the FHIR server refused the DocumentReference (HTTP {status})", status=status
         )
     else:
-        error = error_for_status(response, sent_bytes=sent_bytes, token=token)
+        error = error_for_status(
+            response,
+            sent_bytes=sent_bytes,
+            token=token,
+            who="the FHIR server",
+            url_setting="--to / MEDASR_DELIVERY__TARGET",
+            quote=False,  # the words are the detail, kept with the row only
+        )
     error.detail = outcome
     return error
 
 
 def _diagnostics(response: httpx.Response) -> str:
-    """The diagnostics of an OperationOutcome body on one line (capped), or ''."""
+    """The diagnostics of an OperationOutcome body (or a gateway's JSON `message`) on one
+    line (capped), or ''."""
     try:
         body: Any = response.json()
     except ValueError:
         return ""
+    if isinstance(body, dict) and isinstance(body.get("message"), str):  # a gateway's answer
+        return " ".join(body["message"].split())[:_DIAGNOSTICS_CHARS]
     if not isinstance(body, dict) or body.get("resourceType") != "OperationOutcome":
         return ""
     said = [

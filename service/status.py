@@ -177,36 +177,41 @@ def _quoted_message(response: httpx.Response, *, token: str) -> str:
     return f": {message!r}"
 
 
-def error_for_status(response: httpx.Response, *, sent_bytes: int, token: str) -> MedasrError:
-    """The typed error for a non-2xx answer (401/403, 413, 429, 5xx, other)."""
+def error_for_status(
+    response: httpx.Response,
+    *,
+    sent_bytes: int,
+    token: str,
+    who: str = "the service",
+    url_setting: str = "MEDASR_BASE_URL",
+    quote: bool = True,
+) -> MedasrError:
+    """The typed error for a non-2xx answer (401/403, 413, 429, 5xx, other) from `who`, set
+    at `url_setting`; `quote=False`: its words may name the patient (not for a log line)."""
     status = response.status_code
-    said = _quoted_message(response, token=token)
+    said = _quoted_message(response, token=token) if quote else ""
     if status in (401, 403):
         return CredentialsRejected(
-            f"the service rejected the token (HTTP {status}{said}); check MEDASR_TOKEN",
-            status=status,
+            f"{who} rejected the token (HTTP {status}{said}); check MEDASR_TOKEN", status=status
         )
     if status == 413:
         return PayloadTooLarge(
-            f"the service refused a {sent_bytes}-byte request as too large (HTTP 413); "
+            f"{who} refused a {sent_bytes}-byte request as too large (HTTP 413); "
             "lower MEDASR_MAX_UPLOAD_BYTES and rerun (audio already answered is not sent again)",
             status=status,
         )
     retry_after_s = parse_retry_after(response.headers.get("retry-after"))
     if status == 429:
         after = "" if retry_after_s is None else f", retry after {retry_after_s:.1f} s"
-        return Throttled(
-            f"the service is throttling requests (HTTP 429{after})",
-            status=status,
-            retry_after_s=retry_after_s,
-        )
+        said = f"{who} is throttling requests (HTTP 429{after})"
+        return Throttled(said, status=status, retry_after_s=retry_after_s)
     if status >= 500:
         return ServiceUnavailable(
-            f"the service failed (HTTP {status}{said})", status=status, retry_after_s=retry_after_s
+            f"{who} failed (HTTP {status}{said})", status=status, retry_after_s=retry_after_s
         )
     if 300 <= status < 400:
         return RequestRejected(
-            f"the service answered with a redirect (HTTP {status}); check MEDASR_BASE_URL",
+            f"{who} answered with a redirect (HTTP {status}); check {url_setting}",
             status=status,
         )
-    return RequestRejected(f"the service rejected the request (HTTP {status}{said})", status=status)
+    return RequestRejected(f"{who} rejected the request (HTTP {status}{said})", status=status)
