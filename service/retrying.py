@@ -20,7 +20,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 from tenacity.wait import wait_random_exponential
 
 from config.settings import ServiceSettings
-from service.errors import AnswerTooLarge, ServiceUnavailable, Throttled
+from service.errors import AnswerTooLarge, InvalidResponse, ServiceUnavailable, Throttled
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +40,8 @@ def may_have_arrived(exc: BaseException) -> bool:
     """The request may have reached the receiver and what it did is unknown."""
     if isinstance(exc, AnswerTooLarge):  # accepted, its answer unread: whatever it did stands
         return True
+    if isinstance(exc, InvalidResponse) and exc.status is not None and 200 <= exc.status < 300:
+        return True  # accepted, its answer unreadable (a proxy's page): the same
     if not isinstance(exc, ServiceUnavailable):
         return False
     if exc.status is not None:

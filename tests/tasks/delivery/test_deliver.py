@@ -379,6 +379,22 @@ def test_a_connection_lost_after_sending_leaves_the_delivery_in_doubt_not_failed
     assert len(docs_entries(server)) == uploads
 
 
+def test_an_accepted_upload_whose_answer_cannot_be_read_is_in_doubt_not_failed(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    # A 200 with a proxy's HTML page: the service took the document, so the patient record
+    # may hold it; "failed" would tell a person it is not there.
+    server = devserver_factory(rate_badjson=1.0)
+    items = make_done(store, {"/archive/a.wav": "alpha"})
+    stats = deliver(delivery_settings(server, sqlite_url, max_attempts=1), store)
+    (row,) = rows_of(store, items["/archive/a.wav"])
+    assert (row.status, stats.in_doubt, stats.failed) == ("in_doubt", 1, 0)
+    assert "HTTP 200" in (row.error_message or "")
+    again = deliver(delivery_settings(server, sqlite_url, max_attempts=1), store)
+    assert again.requests == 0  # the docs upload files every copy: a person decides
+    assert len(docs_entries(server)) == 1
+
+
 def test_the_lease_keeper_renews_a_delivery_whose_answer_takes_longer_than_its_lease(
     devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, monkeypatch
 ) -> None:
