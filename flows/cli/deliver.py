@@ -46,6 +46,7 @@ from tasks.delivery.plan import PlanRules, plan_rules, preview_deliveries
 from tasks.delivery.senders import check_target_token, configured_target, target_dedupes
 from tasks.delivery.target_aliases import check_target_alias, seen_targets
 from tasks.delivery.targets import Target, TargetKind, parse_target
+from tasks.discovery.recording_names import one_line
 from tasks.throttle.gate import operator_interrupted
 
 
@@ -127,12 +128,12 @@ def deliver_command(
         if dry_run:
             _print_plan(store, settings, choices, manifest=listed, query=query)
             return
-        summary = _deliver(settings, store, choices)
+        summary, stopped = _deliver(settings, store, choices)
     finally:
         store.dispose()
     title = f"medasr deliver ({_what(choices.target, choices.format_name)})"
     print_summary(summary, title=title, store=settings.storage.store_location)
-    _say_why_it_stopped(summary, settings=settings, target=choices.target)
+    _say_why_it_stopped(summary, settings=settings, target=choices.target, stopped=stopped)
     raise typer.Exit(summary["exit_code"])
 
 
@@ -148,8 +149,15 @@ class _Choices:
     new_target: bool
 
 
-def _say_why_it_stopped(summary: dict[str, Any], *, settings: Settings, target: Target) -> None:
+def _say_why_it_stopped(
+    summary: dict[str, Any], *, settings: Settings, target: Target, stopped: MedasrError | None
+) -> None:
     """A line for each reason the run left documents for later or for a person."""
+    if summary["stopped_by_configuration"] and stopped is not None:  # e.g. TLS not verified
+        typer.echo(
+            f"medasr: stopped: {one_line(str(stopped))}; undelivered documents stay pending",
+            err=True,
+        )
     if summary["credentials_rejected"]:
         typer.echo(
             "medasr: stopped: credentials rejected; undelivered documents stay pending "
@@ -290,10 +298,13 @@ def _say_unmatched_columns(by_uri: dict[str, dict[str, str]], query: DocsQuery) 
             )
 
 
-def _deliver(settings: Settings, store: UnitOfWorkFactory, choices: _Choices) -> dict[str, Any]:
-    """The delivery's summary. The first Ctrl-C or SIGTERM (run_interruptibly) lets the
-    uploads on the wire end and be recorded and gives the other documents back: asyncio's
-    own KeyboardInterrupt cancelled them mid-request, left in doubt for a person."""
+def _deliver(
+    settings: Settings, store: UnitOfWorkFactory, choices: _Choices
+) -> tuple[dict[str, Any], MedasrError | None]:
+    """The delivery's summary and what stopped it. The first Ctrl-C or SIGTERM
+    (run_interruptibly) lets the uploads on the wire end and be recorded and gives the
+    other documents back: asyncio's own KeyboardInterrupt cancelled them mid-request,
+    left in doubt for a person."""
     _print_lines_through_prefects_console()
     with medasr_log_level(settings.pipeline.log_level):
         try:
@@ -316,7 +327,7 @@ def _deliver(settings: Settings, store: UnitOfWorkFactory, choices: _Choices) ->
     summary = delivery_summary(stats)
     if operator_interrupted() is not None:
         summary["exit_code"] = EXIT_INTERRUPTED
-    return summary
+    return summary, stats.stopped
 
 
 def _interrupted_line() -> None:

@@ -167,4 +167,7 @@ async def deliver_and_summarize(
     except ConfigError as exc:  # before anything was sent: the night's transcripts stay
         logger.error("delivery not started: %s", one_line(str(exc)))
         stats = DeliveryStats(stopped=exc)
+    else:
+        if isinstance(stats.stopped, ConfigError):  # e.g. a certificate that does not verify
+            logger.error("delivery stopped: %s", one_line(str(stats.stopped)))
     return delivery_summary(stats)
