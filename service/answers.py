@@ -22,7 +22,7 @@ def json_object_of(
     said = f"{answered} (HTTP {status}) but its answer"
     try:
         body = response.json()
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # nested past the parser's depth: not JSON
         raise InvalidResponse(
             f"{said} is not JSON ({len(response.content)} bytes){advice}", status=status
         ) from exc

@@ -172,7 +172,7 @@ def created_id(
 def _json_body(response: httpx.Response) -> Any:
     try:
         return response.json() if response.content else None
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: no JSON either
         return None
 
 
@@ -272,7 +272,7 @@ def _diagnostics(response: httpx.Response) -> str:
     line (capped), or ''."""
     try:
         body: Any = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: no JSON either
         return ""
     if isinstance(body, dict) and isinstance(body.get("message"), str):  # a gateway's answer
         return " ".join(body["message"].split())[:_DIAGNOSTICS_CHARS]

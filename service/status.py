@@ -167,7 +167,7 @@ def _quoted_message(response: httpx.Response, *, token: str) -> str:
     """`: "Forbidden"` from a short JSON error body, or '' (never quotes the token)."""
     try:
         body = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: no JSON either
         return ""
     message = body.get("message") if isinstance(body, dict) else None
     if not isinstance(message, str) or not message.isprintable():

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from pydantic import SecretStr
 
 from config.settings import DeliverySettings
 from storage.interface import UnitOfWorkFactory
+from tests.helpers.http_gateway import Gateway, gateway
 from tests.service.mllp_listener import MllpListener, running_listener
 from tests.tasks.delivery.delivery_helpers import deliver, delivery_settings, make_done
 
@@ -78,53 +74,14 @@ def test_an_ack_text_is_stored_and_kept_out_of_logs(
     assert "hl7_rejected" in _logged(caplog)
 
 
-@dataclass
-class _Gateway:
-    """A loopback HTTP server answering every POST with one scripted status, headers and body
-    (an API gateway in front of a FHIR server speaks JSON `{"message": ...}`, not FHIR)."""
-
-    status: int
-    headers: dict[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    paths: list[str] = field(default_factory=list)
-    url: str = ""
-
-
-@contextmanager
-def _gateway(script: _Gateway) -> Iterator[_Gateway]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("content-length") or 0))
-            script.paths.append(self.path)
-            self.send_response(script.status)
-            for name, value in {**script.headers, "Content-Length": str(len(script.body))}.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(script.body)
-
-        def log_message(self, *args: object) -> None:
-            pass  # the test reads the script, not stderr
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    script.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield script
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
-
-
 def _deliver_to(
-    gateway: _Gateway, devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+    script: Gateway, devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> str:
-    """One note delivered to `gateway` as a FHIR server; the failed row's message."""
+    """One note delivered to `script`'s server as a FHIR server; the failed row's message."""
     uri = "/d/a.wav"
     items = make_done(store, {uri: "words"}, metadata={uri: {"patient_id": PATIENT}})
     settings = delivery_settings(devserver_factory(), sqlite_url, max_attempts=1)
-    delivery = DeliverySettings(target=f"fhir+{gateway.url}/fhir", fhir_token=SecretStr("tok"))
+    delivery = DeliverySettings(target=f"fhir+{script.url}/fhir", fhir_token=SecretStr("tok"))
     stats = deliver(settings.model_copy(update={"delivery": delivery}), store)
     assert stats.failed == 1
     return _row_message(store, items[uri].id)
@@ -140,8 +97,8 @@ def test_a_gateways_json_message_is_stored_not_logged_and_names_the_fhir_server(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     body = json.dumps({"message": f"no patient {PATIENT} in this ward"}).encode()
-    script = _Gateway(status, {"Content-Type": "application/json"}, body)
-    with _gateway(script):
+    script = Gateway(status, {"Content-Type": "application/json"}, body)
+    with gateway(script):
         message = _deliver_to(script, devserver_factory, store, sqlite_url)
     assert PATIENT not in _logged(caplog)
     assert PATIENT in message  # kept with the row for the person who looks
@@ -151,9 +108,9 @@ def test_a_gateways_json_message_is_stored_not_logged_and_names_the_fhir_server(
 def test_a_redirect_from_the_fhir_server_points_at_its_target_and_is_not_followed(
     devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
-    with _gateway(_Gateway(200)) as elsewhere:
-        script = _Gateway(307, {"Location": f"{elsewhere.url}/fhir/DocumentReference"})
-        with _gateway(script):
+    with gateway(Gateway(200)) as elsewhere:
+        script = Gateway(307, {"Location": f"{elsewhere.url}/fhir/DocumentReference"})
+        with gateway(script):
             message = _deliver_to(script, devserver_factory, store, sqlite_url)
     assert elsewhere.paths == []  # neither the note nor the token went to the other host
     assert "MEDASR_DELIVERY__TARGET" in message
