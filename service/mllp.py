@@ -120,7 +120,10 @@ class MllpClient:
             try:
                 async with asyncio.timeout(timings.connect_timeout_s):
                     self._reader, self._writer = await asyncio.open_connection(
-                        self._endpoint.host, self._endpoint.port, ssl=self._tls
+                        self._endpoint.host,
+                        self._endpoint.port,
+                        ssl=self._tls,
+                        limit=_MAX_REPLY_BYTES,  # an ACK quoting what it refuses passes 64 KiB
                     )
                 self.connections += 1
                 return self._reader, self._writer

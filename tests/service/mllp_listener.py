@@ -68,6 +68,7 @@ class MllpListener:
     rates: dict[str, float] = field(default_factory=dict)
     silent: bool = False  # file every message, answer none (a resend of a filed one too)
     late_s: float = 1.0  # how long a "late" AA waits
+    note: str = ""  # MSA-3 of an AE/AR, as an engine words it (else "scripted AR for <PID-3>")
     seed: int = 7
     received: list[Received] = field(default_factory=list)
     filed: dict[str, Received] = field(default_factory=dict)  # by MSH-10
@@ -145,20 +146,21 @@ async def _serve(listener: MllpListener, reader: object, writer: object) -> None
                 await asyncio.sleep(listener.late_s)  # the sender has given up by now
                 answer = "AA"
             try:
-                await _answer(message, answer, writer, patient_id=patient_id)
+                note = listener.note or f"scripted {answer} for {patient_id}"
+                await _answer(message, answer, writer, note=note)
             except ConnectionError:  # the sender closed first (a late answer)
                 return
     finally:
         writer.close()  # type: ignore[attr-defined]
 
 
-async def _answer(message: hl7.Message, answer: str, writer: object, *, patient_id: str) -> None:
+async def _answer(message: hl7.Message, answer: str, writer: object, *, note: str) -> None:
     if answer == "garble":
         writer.writeblock(b"this is not an ACK")  # type: ignore[attr-defined]
     else:
         ack = message.create_ack(ack_code=answer, application="EHR", facility="HOSP")
         if answer != "AA":  # as engines do, the text names the patient
-            ack.segment("MSA").append(f"scripted {answer} for {patient_id}")
+            ack.segment("MSA").append(note)
         writer.writemessage(ack)  # type: ignore[attr-defined]
     await writer.drain()  # type: ignore[attr-defined]
 

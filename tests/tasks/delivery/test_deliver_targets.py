@@ -134,6 +134,22 @@ def test_ae_retries_later_ar_fails_and_an_unanswered_message_is_resent_with_its_
     assert rows["/d/a.wav"].response["msa_2"] == rows["/d/a.wav"].response["msh_10"]  # type: ignore[index]
 
 
+def test_an_ar_with_a_long_text_is_a_rejection_not_a_missing_answer(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    # Engines quote the message they refuse: an ACK past 64 KiB (asyncio's default line
+    # limit) is still an ACK, and an AR read as "no answer" would be resent every night.
+    uri = "/d/c.wav"
+    note = "PID-3 not on file; " * 5_000  # ~95 kB
+    with running_listener(MllpListener(script=deque(["AR"]), note=note)) as listener:
+        items = make_done(store, {uri: TEXTS[uri]}, metadata={uri: META[uri]})
+        stats = deliver(_settings(devserver_factory(), sqlite_url, target=_mllp(listener)), store)
+    row = _rows(store, items)[uri]
+    assert (row.status, row.error_kind, stats.in_doubt) == ("failed", "hl7_rejected", 0)
+    assert len(listener.received) == 1  # not resent
+    assert "PID-3 not on file" in (row.error_message or "")
+
+
 def test_a_message_still_unanswered_is_in_doubt_and_the_next_run_resends_the_same_msh_10(
     devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
