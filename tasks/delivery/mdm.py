@@ -273,10 +273,10 @@ class Ack:
 def parse_ack(reply: bytes, *, control_id: str) -> Ack:
     """The ACK of the message `control_id`; raises DeliveryInDoubt for a garbled reply."""
     try:
-        text = reply.decode("utf-8")
+        text = _decoded(reply)
         segments = parse_segments(_LINE_BREAKS.sub("\r", text.strip()), version=HL7_VERSION)
         ack = _ack_of(segments)
-    except (UnicodeDecodeError, HL7apyException, LookupError, AttributeError) as exc:
+    except (HL7apyException, LookupError, AttributeError) as exc:
         raise DeliveryInDoubt(
             f"the engine's reply to message {control_id} is not an HL7 ACK "
             f"({len(reply)} bytes); the document may or may not have been filed"
@@ -288,6 +288,15 @@ def parse_ack(reply: bytes, *, control_id: str) -> Ack:
             "have been filed"
         )
     return ack
+
+
+def _decoded(reply: bytes) -> str:
+    """UTF-8 (what we send, MSH-18), else ISO-8859-1: HL7 v2's usual character set when
+    MSH-18 is empty, in which every byte is a character (an ACK is never garbled by it)."""
+    try:
+        return reply.decode("utf-8")
+    except UnicodeDecodeError:
+        return reply.decode("iso-8859-1")
 
 
 def _ack_of(segments: Sequence[Segment]) -> Ack:

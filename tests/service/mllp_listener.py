@@ -69,6 +69,7 @@ class MllpListener:
     silent: bool = False  # file every message, answer none (a resend of a filed one too)
     late_s: float = 1.0  # how long a "late" AA waits
     note: str = ""  # MSA-3 of an AE/AR, as an engine words it (else "scripted AR for <PID-3>")
+    ack_encoding: str = "utf-8"  # an engine without MSH-18 often answers in ISO-8859-1
     seed: int = 7
     received: list[Received] = field(default_factory=list)
     filed: dict[str, Received] = field(default_factory=dict)  # by MSH-10
@@ -147,21 +148,23 @@ async def _serve(listener: MllpListener, reader: object, writer: object) -> None
                 answer = "AA"
             try:
                 note = listener.note or f"scripted {answer} for {patient_id}"
-                await _answer(message, answer, writer, note=note)
+                await _answer(message, answer, writer, note=note, encoding=listener.ack_encoding)
             except ConnectionError:  # the sender closed first (a late answer)
                 return
     finally:
         writer.close()  # type: ignore[attr-defined]
 
 
-async def _answer(message: hl7.Message, answer: str, writer: object, *, note: str) -> None:
+async def _answer(
+    message: hl7.Message, answer: str, writer: object, *, note: str, encoding: str
+) -> None:
     if answer == "garble":
         writer.writeblock(b"this is not an ACK")  # type: ignore[attr-defined]
     else:
         ack = message.create_ack(ack_code=answer, application="EHR", facility="HOSP")
         if answer != "AA":  # as engines do, the text names the patient
             ack.segment("MSA").append(note)
-        writer.writemessage(ack)  # type: ignore[attr-defined]
+        writer.writeblock(str(ack).encode(encoding))  # type: ignore[attr-defined]
     await writer.drain()  # type: ignore[attr-defined]
 
 

@@ -150,6 +150,23 @@ def test_an_ar_with_a_long_text_is_a_rejection_not_a_missing_answer(
     assert "PID-3 not on file" in (row.error_message or "")
 
 
+def test_an_ack_in_iso_8859_1_is_read_not_taken_for_garble(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
+) -> None:
+    # HL7 v2 without MSH-18 is commonly ISO-8859-1: an AR naming "Müller" so encoded is
+    # an AR, not a garbled reply to resend (and leave in doubt) night after night.
+    uri = "/d/c.wav"
+    note = "Müller: no such patient"
+    listener = MllpListener(script=deque(["AR"]), note=note, ack_encoding="latin-1")
+    with running_listener(listener):
+        items = make_done(store, {uri: TEXTS[uri]}, metadata={uri: META[uri]})
+        stats = deliver(_settings(devserver_factory(), sqlite_url, target=_mllp(listener)), store)
+    row = _rows(store, items)[uri]
+    assert (row.status, row.error_kind, stats.in_doubt) == ("failed", "hl7_rejected", 0)
+    assert len(listener.received) == 1  # not resent
+    assert "Müller: no such patient" in (row.error_message or "")
+
+
 def test_a_message_still_unanswered_is_in_doubt_and_the_next_run_resends_the_same_msh_10(
     devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
