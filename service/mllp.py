@@ -14,7 +14,6 @@ closed, so a late ACK can never be read as the answer to the next message.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import ssl
@@ -150,8 +149,14 @@ class MllpClient:
         if writer is None:
             return
         writer.close()
-        with contextlib.suppress(OSError, ssl.SSLError):  # reset by the peer: closed anyway
-            await writer.wait_closed()
+        try:
+            # A close waits for the buffer to drain: an engine that reads nothing never does.
+            async with asyncio.timeout(self._timings.connect_timeout_s):
+                await writer.wait_closed()
+        except TimeoutError:
+            writer.transport.abort()  # what it never read is dropped with the connection
+        except (OSError, ssl.SSLError):  # reset by the peer: closed anyway
+            pass
 
 
 async def _read_block(reader: asyncio.StreamReader) -> bytes:

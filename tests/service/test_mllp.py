@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import ssl
+import threading
 from collections import deque
 from pathlib import Path
 
@@ -114,3 +117,38 @@ def test_mllps_refuses_a_certificate_the_bundle_does_not_sign(
         with pytest.raises(MllpUnreachable, match="MEDASR_CA_BUNDLE"):
             asyncio.run(client.exchange(_message("T1")))
     assert listener.received == []
+
+
+def test_an_engine_that_stops_reading_costs_the_ack_timeout_not_a_hang() -> None:
+    # A stuck engine holds the connection open and reads nothing: what the kernel cannot
+    # take stays in our buffer, and a polite close would wait for it to drain forever.
+    stop = threading.Event()
+    held: list[socket.socket] = []
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+
+    def accept_and_never_read() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=accept_and_never_read, daemon=True)
+    thread.start()
+    client = MllpClient(MllpEndpoint("127.0.0.1", server.getsockname()[1]), timings=FAST)
+
+    async def run() -> None:
+        async with asyncio.timeout(60):  # the guard against the hang this test is about
+            try:
+                await client.exchange(b"x" * 32_000_000)  # far past any socket buffer
+            finally:
+                await client.aclose()
+
+    try:
+        with pytest.raises(MllpNoAnswer, match="no ACK"):
+            asyncio.run(run())
+    finally:
+        stop.set()
+        thread.join(10)
+        for connection in held:
+            connection.close()
+        server.close()
