@@ -49,6 +49,8 @@ class DocsClient(SessionClient):
     label = "docs"
     # Every upload is filed: one that may have arrived is in doubt, never sent again here.
     resend_unanswered = False
+    # Its refusals may name the patient the query links: stored with the row, never logged.
+    private_words = True
 
     async def upload(self, document: Document) -> DocsReceipt:
         """Upload one document, retrying transient failures within retry_max_total_s.

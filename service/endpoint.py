@@ -86,6 +86,7 @@ def service_endpoint(
     label: str,
     too_large_advice: str = "",
     resend_unanswered: bool = True,
+    translate: StatusTranslator = error_for_status,
 ) -> Endpoint:
     """The endpoint `path` of the service the MEDASR_* settings name; raises ConfigError.
 
@@ -101,6 +102,7 @@ def service_endpoint(
         allow_insecure_http=service.allow_insecure_http,
         too_large_advice=too_large_advice,
         resend_unanswered=resend_unanswered,
+        translate=translate,
     )
 
 

@@ -18,6 +18,7 @@ from config.settings import EncryptionSettings, ServiceSettings
 from service.endpoint import Endpoint, Payload, service_endpoint
 from service.http_client import AsyncClosing, Pacing, ReadAnswer, Reply, ServiceSession
 from service.retrying import RetryEvent
+from service.status import error_for_status, private_error_for_status
 
 T = TypeVar("T")
 
@@ -83,6 +84,7 @@ class SessionClient(AsyncClosing):
     label: ClassVar[str]
     too_large_advice: ClassVar[str] = ""
     resend_unanswered: ClassVar[bool] = True  # False: the receiver files every copy
+    private_words: ClassVar[bool] = False  # True: its error text may name the patient
 
     def __init__(
         self,
@@ -100,6 +102,7 @@ class SessionClient(AsyncClosing):
             label=self.label,
             too_large_advice=self.too_large_advice,
             resend_unanswered=self.resend_unanswered,
+            translate=private_error_for_status if self.private_words else error_for_status,
         )
         self._caller = EndpointCaller(
             endpoint, service, http=http, on_retry=on_retry, session=session

@@ -165,6 +165,12 @@ def parse_retry_after(value: str | None, *, now_s: float | None = None) -> float
 
 def _quoted_message(response: httpx.Response, *, token: str) -> str:
     """`: "Forbidden"` from a short JSON error body, or '' (never quotes the token)."""
+    message = _short_message(response, token=token)
+    return f": {message!r}" if message else ""
+
+
+def _short_message(response: httpx.Response, *, token: str) -> str:
+    """The short, printable `message` of a JSON error body without the token, or ''."""
     try:
         body = response.json()
     except (ValueError, RecursionError):  # nested past the parser's depth: no JSON either
@@ -174,7 +180,17 @@ def _quoted_message(response: httpx.Response, *, token: str) -> str:
         return ""
     if len(message) > _MAX_QUOTED_MESSAGE_CHARS or (token and token in message):
         return ""
-    return f": {message!r}"
+    return message
+
+
+def private_error_for_status(
+    response: httpx.Response, *, sent_bytes: int, token: str
+) -> MedasrError:
+    """error_for_status for an endpoint whose words may name the patient (the document
+    upload): the body's `message` is the error's `detail`, kept with the row, not logged."""
+    error = error_for_status(response, sent_bytes=sent_bytes, token=token, quote=False)
+    error.detail = _short_message(response, token=token)
+    return error
 
 
 def error_for_status(

@@ -115,3 +115,24 @@ def test_a_redirect_from_the_fhir_server_points_at_its_target_and_is_not_followe
     assert elsewhere.paths == []  # neither the note nor the token went to the other host
     assert "MEDASR_DELIVERY__TARGET" in message
     assert "MEDASR_BASE_URL" not in message
+
+
+def test_the_docs_uploads_own_words_are_stored_not_logged(
+    devserver_factory, store: UnitOfWorkFactory, sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The upload carries the patient link in its query: a refusal often names it back.
+    caplog.set_level(logging.DEBUG, logger="medasr")  # httpx's own lines never reach a user
+    uri = "/d/a.wav"
+    items = make_done(store, {uri: "words"}, metadata={uri: {"patient_id": PATIENT}})
+    body = json.dumps({"message": f"patient_id {PATIENT} is not on file"}).encode()
+    with gateway(Gateway(422, {"Content-Type": "application/json"}, body)) as script:
+        settings = delivery_settings(
+            devserver_factory(), sqlite_url, docs_query="patient_id={patient_id}"
+        )
+        service = settings.service.model_copy(update={"base_url": script.url})
+        stats = deliver(settings.model_copy(update={"service": service}), store)
+    message = _row_message(store, items[uri].id)
+    assert stats.failed == 1
+    assert PATIENT not in _logged(caplog)
+    assert PATIENT in message  # kept with the row for the person who looks
+    assert "HTTP 422" in _logged(caplog)
