@@ -54,6 +54,7 @@ class Target:
 
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+_USERINFO = re.compile(r"//[^/?#]*@")  # user[:password]@ of an address as spelled
 
 
 def parse_target(text: str, *, allow_insecure: bool = False) -> Target:
@@ -61,36 +62,46 @@ def parse_target(text: str, *, allow_insecure: bool = False) -> Target:
     spelled = text.strip()
     if spelled.lower() in ("", "docs"):
         return Target(TargetKind.DOCS, "docs")
+    shown = _USERINFO.sub("//", spelled)[:80]  # a message never repeats a password
     try:
         parts = urlsplit(spelled)
     except ValueError as exc:
+        raise TargetInvalid(f"delivery target {shown!r} is not a URL; use {_EXAMPLES}") from exc
+    if "@" in parts.netloc:
         raise TargetInvalid(
-            f"delivery target {spelled[:80]!r} is not a URL; use {_EXAMPLES}"
-        ) from exc
+            f"delivery target {shown!r} carries a user name or password: medasr sends none "
+            "from an address (a FHIR server's token is MEDASR_FHIR_TOKEN); remove them"
+        )
     try:
         port = parts.port
         if port == 0:  # not "no port": read so, fhir+http://host:0 would go to port 80
             raise ValueError("port 0")
     except ValueError as exc:  # out of range, 0, or not digits
         raise TargetInvalid(
-            f"delivery target {spelled[:80]!r}: its port is not one from 1 to 65535"
+            f"delivery target {shown!r}: its port is not one from 1 to 65535"
         ) from exc
     scheme, host = parts.scheme.lower(), canonical_host(parts.hostname or "")
     if not host:
-        raise TargetInvalid(f"delivery target {spelled[:80]!r} has no host; use {_EXAMPLES}")
+        raise TargetInvalid(f"delivery target {shown!r} has no host; use {_EXAMPLES}")
     if scheme in ("mllp", "mllps"):
         target = _mllp_target(scheme, host, port, path=parts.path)
     elif scheme in ("fhir+http", "fhir+https"):
         target = _fhir_target(scheme, host, port, path=parts.path)
     else:
         raise TargetInvalid(f"delivery target scheme {scheme[:20]!r} is unknown; use {_EXAMPLES}")
-    if not target.tls and not allow_insecure and not _is_loopback(host):
-        raise TargetInvalid(
-            f"refusing to send transcripts in clear text to {host} ({scheme}://); use "
-            f"{'mllps' if target.kind is TargetKind.MLLP else 'fhir+https'}:// or set "
-            "MEDASR_ALLOW_INSECURE_HTTP=true"
-        )
+    _refuse_clear_text(target, scheme=scheme, allow_insecure=allow_insecure)
     return target
+
+
+def _refuse_clear_text(target: Target, *, scheme: str, allow_insecure: bool) -> None:
+    """Raise TargetInvalid for clear text to another host without the explicit permission."""
+    if target.tls or allow_insecure or _is_loopback(target.host):
+        return
+    raise TargetInvalid(
+        f"refusing to send transcripts in clear text to {target.host} ({scheme}://); use "
+        f"{'mllps' if target.kind is TargetKind.MLLP else 'fhir+https'}:// or set "
+        "MEDASR_ALLOW_INSECURE_HTTP=true"
+    )
 
 
 def _is_loopback(host: str) -> bool:

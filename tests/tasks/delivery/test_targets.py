@@ -72,3 +72,23 @@ def test_unusable_targets_are_configuration_errors(text: str, said: str) -> None
 def test_clear_text_to_another_host_needs_the_explicit_permission() -> None:
     assert parse_target("mllp://engine.example:2575", allow_insecure=True).host == "engine.example"
     assert parse_target("fhir+http://ehr.example/fhir", allow_insecure=True).tls is False
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "fhir+https://nurse:S3cret-pass@ehr.example/fhir",
+        "mllps://nurse:S3cret-pass@engine.example:6661",
+        "fhir+https://nurse:S3cret-pass@ehr.example:0/fhir",  # refused for its port
+        "ftp://nurse:S3cret-pass@ehr.example/fhir",  # refused for its scheme
+        "fhir+https://nurse:S3cret-pass@/fhir",  # refused for its host
+    ],
+)
+def test_a_password_in_a_target_is_refused_and_never_echoed(text: str) -> None:
+    """Credentials in the URL are never sent (the FHIR server's token is
+    MEDASR_FHIR_TOKEN): the target is refused, and its message shows no password."""
+    with pytest.raises(TargetInvalid) as refused:
+        parse_target(text)
+
+    assert "S3cret-pass" not in refused.value.message
+    assert "nurse" not in refused.value.message
