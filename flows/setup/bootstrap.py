@@ -146,6 +146,7 @@ class Run:
             concurrency=ceiling,
             requests_per_s=pipeline.requests_per_s,
             shared=None if isinstance(shared, SharedLimitUnavailable) else shared,
+            longest_pause_s=self.settings.service.retry_max_total_s,
         )
         if isinstance(shared, SharedLimitUnavailable):
             gate.stop(shared)  # fail closed: nothing is sent without the shared limit

@@ -58,9 +58,11 @@ class RequestGate:
         concurrency: int,
         requests_per_s: float | None = None,
         shared: SharedLimit | None = None,
+        longest_pause_s: float | None = None,
     ) -> None:
         self._slots = asyncio.Semaphore(concurrency)
-        self.window = AdaptiveLimiter(ceiling=concurrency)
+        # A Retry-After past what one request may take is not waited out (limiter.py).
+        self.window = AdaptiveLimiter(ceiling=concurrency, longest_pause_s=longest_pause_s)
         self._shared = shared
         local_rate = requests_per_s if shared is None else None  # else the shared one paces
         self._limiter = _limiter_for(local_rate) if local_rate else None

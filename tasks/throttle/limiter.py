@@ -33,6 +33,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Final
 
+from service.errors import Throttled
+
 logger = logging.getLogger("medasr.limiter")
 
 THROTTLE_STATUSES: Final = frozenset({429, 503})
@@ -143,12 +145,21 @@ class AdaptiveLimiter:
     Hold `attempt()` around each HTTP attempt: it waits for a place in the window and for
     any pause to end. An exception leaving it with status 429 or 503 cuts the window, one
     with `retry_after_s` pauses new attempts of everyone for that long; a clean exit may
-    grow it. Single event loop; not thread-safe.
+    grow it. A pause longer than `longest_pause_s` (what one request may take in all) is
+    not waited out: every attempt raises Throttled at once, unsent, as the call that met
+    the Retry-After failed. Single event loop; not thread-safe.
     """
 
-    def __init__(self, *, ceiling: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        ceiling: int,
+        clock: Callable[[], float] = time.monotonic,
+        longest_pause_s: float | None = None,
+    ) -> None:
         self._window = AimdWindow(ceiling=ceiling)
         self._clock = clock
+        self._longest_pause_s = longest_pause_s
         self._paused_until = 0.0
         self._changed = asyncio.Event()
         self.changes: list[LimitChange] = []
@@ -186,6 +197,8 @@ class AdaptiveLimiter:
         while True:
             changed = self._changed
             pause_s = self.paused_for_s()
+            if self._longest_pause_s is not None and pause_s > self._longest_pause_s:
+                raise _pause_too_long(pause_s)
             if pause_s <= 0:
                 ticket = self._window.admit()
                 if ticket is not None:
@@ -217,3 +230,13 @@ class AdaptiveLimiter:
         """Let every waiter look again (a place freed, the window grew or a pause began)."""
         self._changed.set()
         self._changed = asyncio.Event()
+
+
+def _pause_too_long(pause_s: float) -> Throttled:
+    """What an attempt raises, unsent, while a pause outlasts any request's budget."""
+    return Throttled(
+        f"the service asked every request to wait {pause_s:.0f} s (HTTP 429 Retry-After), "
+        "longer than one request may take (MEDASR_SERVICE__RETRY_MAX_TOTAL_S); not sent "
+        "(retryable: `medasr rerun-failures` once that time has passed)",
+        retry_after_s=pause_s,
+    )
