@@ -72,6 +72,7 @@ def check_transport(
         raise ConfigError(
             f"{setting}: port {parsed.port} is out of range (1-65535) in the service URL"
         )
+    _refuse_extra_parts(parsed, setting=setting)
     if parsed.scheme == "https" or allow_insecure_http:
         return url
     # Judged by address, never by name: `x.localhost` can resolve anywhere a resolver says.
@@ -85,6 +86,25 @@ def check_transport(
         f"{setting}: refusing to send patient data over plain http:// to {parsed.host[:64]}, "
         f"{why}; use https:// or set MEDASR_ALLOW_INSECURE_HTTP=true"
     )
+
+
+def _refuse_extra_parts(parsed: httpx.URL, *, setting: str) -> None:
+    """httpx turns a user in the URL into Basic credentials sent instead of the token, and
+    a query or fragment swallows the path appended after it: neither may reach a request."""
+    extra = [
+        name
+        for name, present in (
+            ("a user or password (user@)", bool(parsed.userinfo)),
+            ("a query (?...)", bool(parsed.query)),
+            ("a fragment (#...)", bool(parsed.fragment)),
+        )
+        if present
+    ]
+    if extra:
+        raise ConfigError(
+            f"{setting}: the service URL carries {' and '.join(extra)}; give only "
+            "scheme://host[:port][/path] (the token goes in its own setting)"
+        )
 
 
 def require_token(token: SecretStr | None, *, setting: str = "MEDASR_TOKEN") -> None:
