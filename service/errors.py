@@ -14,6 +14,7 @@
             ├── CredentialsRejected    401/403
             └── ConfigError (config/errors.py)
                 ├── InsecureTransport  http:// to a non-loopback host without permission
+                ├── ServiceRedirected  a 3xx: the base URL names a door that moved
                 └── TlsNotVerified     the server's certificate did not verify (CA bundle)
 
 `status` is the HTTP status when one was received. Messages never carry the token,
@@ -104,6 +105,16 @@ class InsecureTransport(ConfigError):
     """Refused to send patient audio over plain http:// to a non-loopback host."""
 
     kind = "insecure_transport"
+
+
+class ServiceRedirected(ConfigError, ServiceError):
+    """A 3xx: every request to this URL would be redirected (never followed); fix the URL."""
+
+    kind = "service_redirected"
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class TlsNotVerified(ConfigError, ServiceError):

@@ -20,6 +20,7 @@ from service.errors import (
     InsecureTransport,
     PayloadTooLarge,
     RequestRejected,
+    ServiceRedirected,
     ServiceUnavailable,
     Throttled,
     TlsNotVerified,
@@ -203,6 +204,19 @@ def _short_message(response: httpx.Response, *, token: str) -> str:
     return message
 
 
+def _moved_to(response: httpx.Response) -> str:
+    """` to https://host:port`: the origin a redirect names (never its path or query), or ''."""
+    try:
+        target = response.url.join(response.headers.get("location", ""))
+    except (httpx.InvalidURL, ValueError, RuntimeError):  # RuntimeError: no request kept
+        return ""
+    if not target.host or target.scheme not in ("http", "https"):
+        return ""
+    port = "" if target.port is None else f":{target.port}"
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    return f" to {target.scheme}://{host[:64]}{port}"
+
+
 def private_error_for_status(
     response: httpx.Response, *, sent_bytes: int, token: str
 ) -> MedasrError:
@@ -246,8 +260,10 @@ def error_for_status(
             f"{who} failed (HTTP {status}{said})", status=status, retry_after_s=retry_after_s
         )
     if 300 <= status < 400:
-        return RequestRejected(
-            f"{who} answered with a redirect (HTTP {status}); check {url_setting}",
+        # Not followed (the token stays with its origin), and every request would meet it.
+        return ServiceRedirected(
+            f"{who} answered with a redirect (HTTP {status}{_moved_to(response)}); "
+            f"check {url_setting}",
             status=status,
         )
     return RequestRejected(f"{who} rejected the request (HTTP {status}{said})", status=status)

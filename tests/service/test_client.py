@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from config.errors import ConfigError
+from config.errors import ConfigError, RunStop
 from service.client import RetryEvent, Transcription, TranscriptionClient, max_wav_bytes_for
 from service.contract import MULTIPART_OVERHEAD_BYTES
 from service.errors import (
@@ -19,6 +19,7 @@ from service.errors import (
     InvalidResponse,
     PayloadTooLarge,
     RequestRejected,
+    ServiceRedirected,
     ServiceUnavailable,
     Throttled,
 )
@@ -291,10 +292,14 @@ def test_malformed_200_is_invalid_response_without_retry(devserver, response, ma
     assert len(seen) == 1
 
 
-def test_redirect_is_request_rejected(devserver) -> None:
-    http, seen = _mock_http(httpx.Response(302, headers={"Location": "https://elsewhere/"}))
-    with pytest.raises(RequestRejected, match="redirect"):
+def test_redirect_stops_the_run_naming_only_where_it_points(devserver) -> None:
+    moved = httpx.Response(302, headers={"Location": "https://elsewhere:8443/v2?id=7"})
+    http, seen = _mock_http(moved)
+    with pytest.raises(ServiceRedirected, match="redirect") as caught:
         transcribe(devserver, http=http)
+    assert isinstance(caught.value, RunStop)
+    assert "to https://elsewhere:8443)" in str(caught.value)
+    assert "id=7" not in str(caught.value)
     assert len(seen) == 1
 
 
