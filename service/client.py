@@ -68,6 +68,11 @@ class TranscriptionClient(SessionClient):
     path = TRANSCRIBE_PATH
     label = "transcribe"
     too_large_advice = "; split the audio into smaller chunks"
+    # A 413 is a permanent failure: only --include-permanent re-queues it.
+    refused_advice = (
+        "; lower MEDASR_MAX_UPLOAD_BYTES under the service's limit, then "
+        "`medasr rerun-failures --include-permanent` sends only the audio not yet answered"
+    )
 
     @property
     def max_wav_bytes(self) -> int:

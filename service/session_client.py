@@ -83,6 +83,7 @@ class SessionClient(AsyncClosing):
     path: ClassVar[str]
     label: ClassVar[str]
     too_large_advice: ClassVar[str] = ""
+    refused_advice: ClassVar[str] = ""  # ends the message of a 413 from the service
     resend_unanswered: ClassVar[bool] = True  # False: the receiver files every copy
     private_words: ClassVar[bool] = False  # True: its error text may name the patient
 
@@ -101,6 +102,7 @@ class SessionClient(AsyncClosing):
             path=self.path,
             label=self.label,
             too_large_advice=self.too_large_advice,
+            refused_advice=self.refused_advice,
             resend_unanswered=self.resend_unanswered,
             translate=private_error_for_status if self.private_words else error_for_status,
         )

@@ -235,9 +235,11 @@ def error_for_status(
     who: str = "the service",
     url_setting: str = "MEDASR_BASE_URL",
     quote: bool = True,
+    refused_advice: str = "",
 ) -> MedasrError:
     """The typed error for a non-2xx answer (401/403, 413, 429, 5xx, other) from `who`, set
-    at `url_setting`; `quote=False`: its words may name the patient (not for a log line)."""
+    at `url_setting`; `quote=False`: its words may name the patient (not for a log line);
+    `refused_advice` ends a 413's message: what the endpoint's caller does about one."""
     status = response.status_code
     said = _quoted_message(response, token=token) if quote else ""
     if status in (401, 403):
@@ -246,8 +248,7 @@ def error_for_status(
         )
     if status == 413:
         return PayloadTooLarge(
-            f"{who} refused a {sent_bytes}-byte request as too large (HTTP 413); "
-            "lower MEDASR_MAX_UPLOAD_BYTES and rerun (audio already answered is not sent again)",
+            f"{who} refused a {sent_bytes}-byte request as too large (HTTP 413){refused_advice}",
             status=status,
         )
     retry_after_s = parse_retry_after(response.headers.get("retry-after"))
