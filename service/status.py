@@ -27,6 +27,7 @@ from service.errors import (
 )
 
 _MAX_QUOTED_MESSAGE_CHARS = 80
+LONGEST_RETRY_AFTER_S = 7 * 86_400.0  # a week: longer than MEDASR_SERVICE__RETRY_MAX_TOTAL_S
 # Visible ASCII and inner spaces: what every HTTP stack sends as a header value unchanged.
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
 
@@ -165,7 +166,8 @@ def certificate_failure(exc: BaseException) -> TlsNotVerified | None:
 
 
 def parse_retry_after(value: str | None, *, now_s: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After value (delay seconds or HTTP-date); None if unusable."""
+    """Seconds to wait from a Retry-After value (delay seconds or HTTP-date), at most
+    LONGEST_RETRY_AFTER_S; None if unusable."""
     if value is None or not value.strip():
         return None
     text = value.strip()
@@ -181,7 +183,9 @@ def parse_retry_after(value: str | None, *, now_s: float | None = None) -> float
         seconds = moment.timestamp() - (time.time() if now_s is None else now_s)
     if not math.isfinite(seconds):
         return None
-    return max(0.0, seconds)
+    # Past any request's budget (a day at most) every wait ends the same way; capped, a
+    # 300-digit value does not end up in a failure's message.
+    return min(max(0.0, seconds), LONGEST_RETRY_AFTER_S)
 
 
 def _quoted_message(response: httpx.Response, *, token: str) -> str:
