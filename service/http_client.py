@@ -33,7 +33,15 @@ from service import jwe
 from service.contract import UPLOAD_FIELD
 from service.endpoint import Endpoint, FilePart, Payload
 from service.errors import AnswerTooLarge, PayloadTooLarge, ServiceUnavailable
-from service.retrying import SYSTEM_CLOCK, Clock, Deadline, RetryEvent, RetryPolicy, retrying
+from service.retrying import (
+    NEVER_SENT,
+    SYSTEM_CLOCK,
+    Clock,
+    Deadline,
+    RetryEvent,
+    RetryPolicy,
+    retrying,
+)
 from service.status import bearer_token, certificate_failure, tls_verify
 
 logger = logging.getLogger(__name__)
@@ -291,9 +299,19 @@ class ServiceSession(AsyncClosing):
             tls_failure = certificate_failure(exc)
             if tls_failure is not None:  # the same certificate fails the same way: no retry
                 raise tls_failure from exc
-            raise ServiceUnavailable(
-                f"could not reach the service at {_origin(request.url)} ({type(exc).__name__})"
-            ) from exc
+            raise ServiceUnavailable(_unanswered(request.url, exc)) from exc
+
+
+def _unanswered(url: httpx.URL, exc: httpx.HTTPError) -> str:
+    """Why a request got no answer: unreached, or lost once it may have arrived (then the
+    service may have acted on it, and billed it: "could not reach" would say it did not)."""
+    where, name = _origin(url), type(exc).__name__
+    if isinstance(exc, NEVER_SENT):
+        return f"could not reach the service at {where} ({name})"
+    return (
+        f"the connection to the service at {where} broke before its answer ({name}); "
+        "the service may have received the request"
+    )
 
 
 def _origin(url: httpx.URL) -> str:

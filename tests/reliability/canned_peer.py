@@ -2,7 +2,8 @@
 
 `canned_peer(answer)` (a context manager) reads each request whole (its headers and a
 Content-Length body), notes its request line and headers in `requests`, and writes
-`answer` (raw bytes: status line, headers, body) on the same connection.
+`answer` (raw bytes: status line, headers, body) on the same connection; an empty
+`answer` drops the connection instead, once the request is read.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class CannedPeer:
                 }
                 await reader.readexactly(int(headers.get("content-length", "0")))
                 self.requests.append((line, headers))
+                if not self.answer:  # the whole request read, then the connection dropped
+                    writer.transport.abort()
+                    return
                 writer.write(self.answer)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
