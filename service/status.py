@@ -123,11 +123,17 @@ def bearer_token(token: SecretStr | None, *, setting: str = "MEDASR_TOKEN") -> s
 
     A missing token stops the run (CredentialsRejected); one holding a character that
     cannot go in an HTTP header (a newline from a secrets file, a control or non-ASCII
-    character) is a configuration error. Neither message shows the token.
+    character), or pasted with its `Bearer ` prefix, is a configuration error. No
+    message shows the token.
     """
     if token is None:  # ServiceSettings turns a blank token into None
         raise CredentialsRejected(f"no token is set; set {setting}")
     value = token.get_secret_value()
+    if value[:7].lower() == "bearer ":  # pasted from a header: sent, "Bearer Bearer ..."
+        raise ConfigError(
+            f"{setting}: the token starts with 'Bearer '; give the token alone "
+            "(medasr adds 'Bearer ' itself)"
+        )
     if not _HEADER_SAFE.fullmatch(value):
         raise ConfigError(
             f"{setting}: the token holds a character that cannot be sent in an HTTP header "

@@ -27,6 +27,7 @@ from service.preflight import check_service_config
 from service.status import check_transport
 from tests.flows.prefect_server import clean_env
 from tests.helpers.cli import medasr
+from tests.recordings import write_tone_wav
 from tests.servers import client_settings
 from tests.service.client_call import transcribe
 
@@ -187,4 +188,24 @@ def test_medasr_run_exits_2_naming_medasr_token(devserver, tmp_path: Path) -> No
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("medasr: configuration error: MEDASR_TOKEN")
     assert "second-line" not in result.stdout + result.stderr
+    assert len(devserver.ledger) == before
+
+
+def test_a_token_pasted_with_its_bearer_prefix_is_refused_unsent(devserver, tmp_path: Path) -> None:
+    source = tmp_path / "archive"
+    write_tone_wav(source / "note.wav", "case one. stable.")
+    env = clean_env(
+        tmp_path / "prefect",
+        MEDASR_BASE_URL=devserver.url,
+        MEDASR_TOKEN=f"Bearer {devserver.token}",
+        MEDASR_DATABASE_URL=f"sqlite:///{tmp_path / 'medasr.db'}",
+        MEDASR_PIPELINE__SETTLE_S="0",
+    )
+    before = len(devserver.ledger)
+    result = medasr("run", str(source), "--language", "en-IN", env=env, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("medasr: configuration error: MEDASR_TOKEN"), line
+    assert "Bearer" in line, line
+    assert devserver.token not in result.stdout + result.stderr
     assert len(devserver.ledger) == before
