@@ -33,6 +33,21 @@ def json_object_of(
     return body
 
 
+def without_nul(value: Any) -> Any:
+    """`value` (JSON) with every NUL character dropped from its strings and keys.
+
+    A NUL carries nothing in a transcript, and PostgreSQL refuses it in text and JSON
+    columns: kept, a paid answer could not be stored.
+    """
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [without_nul(item) for item in value]
+    if isinstance(value, dict):
+        return {without_nul(key): without_nul(item) for key, item in value.items()}
+    return value
+
+
 def _opened(envelope: object, *, key: jwe.JweKey | None, said: str, status: int) -> object:
     if key is None:
         raise InvalidResponse(

@@ -1,0 +1,40 @@
+"""An answer whose text (or an extra field) holds a NUL character (JSON `\\u0000`).
+
+PostgreSQL refuses NUL in text and JSON columns: the answer, paid for, was thrown away
+and the recording failed as `store_failed`, to be paid again by every rerun. A NUL
+carries nothing in a transcript: it is dropped where the answer is read, so the
+recording is done with the one request it cost.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.canned_peer import canned_peer, http_answer
+from tests.reliability.corpus import age_files, write_tone_corpus
+from tests.reliability.evidence import chunks, items
+
+
+@pytest.mark.postgres
+def test_a_nul_in_the_answer_is_dropped_and_the_recording_done_once(
+    tmp_path: Path, fresh_postgres_url: str, tone_devserver, medasr_for, prefect_api
+) -> None:
+    write_tone_corpus(tmp_path / "corpus", 1, seed=11)
+    age_files(tmp_path / "corpus")
+    said = {"text": "chest clear\u0000 stable", "txn_id": "t\u00001", "words": [{"w": "\u0000"}]}
+    with canned_peer(http_answer("200 OK", json.dumps(said).encode())) as peer:
+        medasr = medasr_for(
+            tone_devserver(), fresh_postgres_url, MEDASR_BASE_URL=peer.url, **prefect_api
+        )
+        assert medasr.run("db", "upgrade").returncode == 0
+        ended = medasr.run("run", str(tmp_path / "corpus"), "--language", "en-IN")
+
+    [row] = items(fresh_postgres_url)
+    assert (row["status"], row["error_kind"]) == ("done", None), ended.describe()
+    assert row["text"] == "chest clear stable"
+    [chunk] = chunks(fresh_postgres_url)
+    assert chunk["txn_id"] == "t1"
+    assert len(peer.requests) == 1
