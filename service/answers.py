@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx
 
 from service import jwe
 from service.errors import InvalidResponse
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # after json.loads, pairs are one character
 
 
 def json_object_of(
@@ -33,18 +36,19 @@ def json_object_of(
     return body
 
 
-def without_nul(value: Any) -> Any:
-    """`value` (JSON) with every NUL character dropped from its strings and keys.
+def storable(value: Any) -> Any:
+    """`value` (JSON) with NULs dropped from its strings and keys, lone surrogates made U+FFFD.
 
-    A NUL carries nothing in a transcript, and PostgreSQL refuses it in text and JSON
-    columns: kept, a paid answer could not be stored.
+    Both are valid JSON escapes (`\\u0000`, `\\ud800`) that a store cannot keep: PostgreSQL
+    refuses NUL in text and JSON columns, and no UTF-8 string holds a lone surrogate. Kept,
+    a paid answer could not be stored; a NUL carries nothing in a transcript.
     """
     if isinstance(value, str):
-        return value.replace("\x00", "")
+        return _LONE_SURROGATE.sub("\ufffd", value.replace("\x00", ""))
     if isinstance(value, list):
-        return [without_nul(item) for item in value]
+        return [storable(item) for item in value]
     if isinstance(value, dict):
-        return {without_nul(key): without_nul(item) for key, item in value.items()}
+        return {storable(key): storable(item) for key, item in value.items()}
     return value
 
 

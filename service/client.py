@@ -17,7 +17,7 @@ import httpx
 
 from config.settings import EncryptionSettings, ServiceSettings
 from service import jwe
-from service.answers import json_object_of, without_nul
+from service.answers import json_object_of, storable
 from service.contract import (
     LANGUAGES,
     MULTIPART_OVERHEAD_BYTES,
@@ -127,4 +127,4 @@ class TranscriptionClient(SessionClient):
                 f"the service answered HTTP {status} without a 'text' string", status=status
             )
         extras = {name: value for name, value in body.items() if name != "text"}
-        return without_nul(text), without_nul(extras)
+        return storable(text), storable(extras)
