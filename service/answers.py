@@ -17,12 +17,24 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # after json.loads, pairs are o
 def json_object_of(
     response: httpx.Response, *, key: jwe.JweKey | None, answered: str, advice: str = ""
 ) -> dict[str, Any]:
-    """The answer's JSON object (decrypted if sealed); raises InvalidResponse, EncryptionError.
+    """The answer's JSON object (decrypted if sealed), as a store can keep it (`storable`);
+    raises InvalidResponse, EncryptionError.
 
     Messages read "{answered} (HTTP 200) but its answer is not JSON (12 bytes){advice}".
     """
     status = response.status_code
     said = f"{answered} (HTTP {status}) but its answer"
+    try:
+        body = _read_json(response, key=key, said=said, advice=advice)
+    except RecursionError as exc:  # json's own limit, or storable's walk
+        raise InvalidResponse(f"{said} is JSON nested too deeply{advice}", status=status) from exc
+    if not isinstance(body, dict):
+        raise InvalidResponse(f"{said} is JSON that is not an object{advice}", status=status)
+    return body
+
+
+def _read_json(response: httpx.Response, *, key: jwe.JweKey | None, said: str, advice: str) -> Any:
+    status = response.status_code
     try:
         body = response.json()
     except (ValueError, RecursionError) as exc:  # nested past the parser's depth: not JSON
@@ -31,17 +43,15 @@ def json_object_of(
         ) from exc
     if jwe.is_encrypted_envelope(body):
         body = _opened(body, key=key, said=said, status=status)
-    if not isinstance(body, dict):
-        raise InvalidResponse(f"{said} is JSON that is not an object{advice}", status=status)
-    return body
+    return storable(body)
 
 
 def storable(value: Any) -> Any:
     """`value` (JSON) with NULs dropped from its strings and keys, lone surrogates made U+FFFD.
 
-    Both are valid JSON escapes (`\\u0000`, `\\ud800`) that a store cannot keep: PostgreSQL
-    refuses NUL in text and JSON columns, and no UTF-8 string holds a lone surrogate. Kept,
-    a paid answer could not be stored; a NUL carries nothing in a transcript.
+    Python's JSON reader takes both (`\\u0000`, `\\ud800`), a store cannot keep them:
+    PostgreSQL refuses NUL in text and JSON columns, and no UTF-8 string holds a lone
+    surrogate. Kept, a paid answer could not be stored.
     """
     if isinstance(value, str):
         return _LONE_SURROGATE.sub("\ufffd", value.replace("\x00", ""))

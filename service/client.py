@@ -17,7 +17,7 @@ import httpx
 
 from config.settings import EncryptionSettings, ServiceSettings
 from service import jwe
-from service.answers import json_object_of, storable
+from service.answers import json_object_of
 from service.contract import (
     LANGUAGES,
     MULTIPART_OVERHEAD_BYTES,
@@ -126,5 +126,4 @@ class TranscriptionClient(SessionClient):
             raise InvalidResponse(
                 f"the service answered HTTP {status} without a 'text' string", status=status
             )
-        extras = {name: value for name, value in body.items() if name != "text"}
-        return storable(text), storable(extras)
+        return text, {name: value for name, value in body.items() if name != "text"}
