@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -47,12 +48,15 @@ def _read_json(response: httpx.Response, *, key: jwe.JweKey | None, said: str, a
 
 
 def storable(value: Any) -> Any:
-    """`value` (JSON) with NULs dropped from its strings and keys, lone surrogates made U+FFFD.
+    """`value` (JSON) with NULs dropped from its strings and keys, lone surrogates made U+FFFD,
+    NaN and infinities made null.
 
-    Python's JSON reader takes both (`\\u0000`, `\\ud800`), a store cannot keep them:
-    PostgreSQL refuses NUL in text and JSON columns, and no UTF-8 string holds a lone
-    surrogate. Kept, a paid answer could not be stored.
+    Python's JSON reader takes all of them (`\\u0000`, `\\ud800`, `NaN`), a store cannot
+    keep them: PostgreSQL refuses NUL in text and JSON columns and NaN in JSON, and no UTF-8
+    string holds a lone surrogate. Kept, a paid answer could not be stored.
     """
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     if isinstance(value, str):
         return _LONE_SURROGATE.sub("\ufffd", value.replace("\x00", ""))
     if isinstance(value, list):

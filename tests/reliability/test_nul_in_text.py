@@ -38,3 +38,24 @@ def test_a_nul_in_the_answer_is_dropped_and_the_recording_done_once(
     [chunk] = chunks(fresh_postgres_url)
     assert chunk["txn_id"] == "t1"
     assert len(peer.requests) == 1
+
+
+@pytest.mark.postgres
+def test_nan_and_infinity_in_the_extras_are_stored_as_null(
+    tmp_path: Path, fresh_postgres_url: str, tone_devserver, medasr_for, prefect_api
+) -> None:
+    # Python's JSON reader takes these non-standard tokens; PostgreSQL's JSON does not.
+    write_tone_corpus(tmp_path / "corpus", 1, seed=13)
+    age_files(tmp_path / "corpus")
+    body = b'{"text": "chest clear", "audio_duration": NaN, "confidence": [Infinity, -Infinity]}'
+    with canned_peer(http_answer("200 OK", body)) as peer:
+        medasr = medasr_for(
+            tone_devserver(), fresh_postgres_url, MEDASR_BASE_URL=peer.url, **prefect_api
+        )
+        assert medasr.run("db", "upgrade").returncode == 0
+        ended = medasr.run("run", str(tmp_path / "corpus"), "--language", "en-IN")
+
+    [row] = items(fresh_postgres_url)
+    assert (row["status"], row["error_kind"]) == ("done", None), ended.describe()
+    assert row["text"] == "chest clear"
+    assert len(peer.requests) == 1
