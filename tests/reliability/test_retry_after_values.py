@@ -16,6 +16,7 @@ from tests.reliability.corpus import age_files, write_tone_corpus
 from tests.reliability.evidence import items
 
 FILES = 2
+BUDGET_S = 3
 
 
 @pytest.mark.parametrize("retry_after", ["1e308", "9" * 40], ids=["float-max", "40-digits"])
@@ -36,3 +37,33 @@ def test_a_huge_retry_after_ends_the_run_with_readable_rows(
     for row in rows:
         assert re.search(r"\d{12}", row["error_message"]) is None, row["error_message"]
     assert re.search(r"\d{12}", ended.output) is None, ended.describe()
+
+
+@pytest.mark.parametrize(
+    "retry_after", ["0", "-5", "Thu, 01 Jan 1970 00:00:00 GMT"], ids=["zero", "negative", "past"]
+)
+def test_a_retry_after_of_now_is_paced_by_the_backoff(
+    tmp_path: Path, tone_devserver, medasr_for, prefect_api, retry_after: str
+) -> None:
+    # "Now" is no pace: waiting exactly that long sent a request per round trip, thousands
+    # a second, for the whole budget. The backoff (0.05 s doubling to 0.5 s) paces them.
+    write_tone_corpus(tmp_path / "corpus", 1, seed=15)
+    age_files(tmp_path / "corpus")
+    database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
+    throttled = http_answer("429 Too Many Requests", b"{}", {"retry-after": retry_after})
+    with canned_peer(throttled) as peer:
+        medasr = medasr_for(
+            tone_devserver(),
+            database_url,
+            MEDASR_BASE_URL=peer.url,
+            MEDASR_SERVICE__RETRY_MAX_TOTAL_S=str(BUDGET_S),
+            **prefect_api,
+        )
+        ended = medasr.run("run", str(tmp_path / "corpus"), "--language", "en-IN")
+
+    assert ended.returncode == 1, ended.describe()
+    [row] = items(database_url)
+    # Throttled, or the budget's last tenth of a second ran out on a busy host.
+    assert (row["status"], row["retryable"]) == ("failed", 1), row
+    # Full jitter under a 0.5 s cap waits 0.25 s on average: about 4 a second, not 1,000.
+    assert len(peer.requests) <= 20 * BUDGET_S, len(peer.requests)
