@@ -271,10 +271,15 @@ def error_for_status(
             f"{who} failed (HTTP {status}{said})", status=status, retry_after_s=retry_after_s
         )
     if 300 <= status < 400:
-        # Not followed (the token stays with its origin), and every request would meet it.
-        return ServiceRedirected(
-            f"{who} answered with a redirect (HTTP {status}{_moved_to(response)}); "
-            f"check {url_setting}",
-            status=status,
-        )
+        return _redirected(response, who=who, url_setting=url_setting)
     return RequestRejected(f"{who} rejected the request (HTTP {status}{said})", status=status)
+
+
+def _redirected(response: httpx.Response, *, who: str, url_setting: str) -> ServiceRedirected:
+    """A 3xx: not followed (the token stays with its origin), and every request would meet
+    it, so the URL at `url_setting` is what to fix."""
+    status = response.status_code
+    return ServiceRedirected(
+        f"{who} answered with a redirect (HTTP {status}{_moved_to(response)}); check {url_setting}",
+        status=status,
+    )

@@ -15,6 +15,7 @@ from collections import deque
 import pytest
 from pydantic import SecretStr
 
+from config.errors import ConfigError
 from config.settings import DeliverySettings
 from storage.interface import UnitOfWorkFactory
 from tests.helpers.http_gateway import Gateway, gateway
@@ -105,16 +106,25 @@ def test_a_gateways_json_message_is_stored_not_logged_and_names_the_fhir_server(
     assert message.startswith("the FHIR server ")  # not "the service": another receiver
 
 
-def test_a_redirect_from_the_fhir_server_points_at_its_target_and_is_not_followed(
+def test_a_redirect_from_the_fhir_server_stops_the_delivery_and_points_at_its_target(
     devserver_factory, store: UnitOfWorkFactory, sqlite_url: str
 ) -> None:
+    """Every note would meet it: the delivery stops by configuration (as a run does at a
+    redirect from the service), the note waits undelivered, the redirect is not followed."""
+    make_done(store, {"/d/a.wav": "words"}, metadata={"/d/a.wav": {"patient_id": PATIENT}})
+    settings = delivery_settings(devserver_factory(), sqlite_url, max_attempts=1)
     with gateway(Gateway(200)) as elsewhere:
         script = Gateway(307, {"Location": f"{elsewhere.url}/fhir/DocumentReference"})
         with gateway(script):
-            message = _deliver_to(script, devserver_factory, store, sqlite_url)
+            delivery = DeliverySettings(
+                target=f"fhir+{script.url}/fhir", fhir_token=SecretStr("tok")
+            )
+            stats = deliver(settings.model_copy(update={"delivery": delivery}), store)
     assert elsewhere.paths == []  # neither the note nor the token went to the other host
-    assert "MEDASR_DELIVERY__TARGET" in message
-    assert "MEDASR_BASE_URL" not in message
+    assert (stats.failed, stats.released, stats.delivered) == (0, 1, 0)
+    assert isinstance(stats.stopped, ConfigError)
+    assert "MEDASR_DELIVERY__TARGET" in stats.stopped.message
+    assert "MEDASR_BASE_URL" not in stats.stopped.message
 
 
 def test_the_docs_uploads_own_words_are_stored_not_logged(
