@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from config.settings import StorageSettings
 from flows.cli import app
-from storage import open_store
 from storage.interface import UnitOfWorkFactory
 from tasks.delivery.deliverer import deliver_and_summarize
+from tests.helpers.cli import deliverable_store
 from tests.service.tls_certs import make_tls_files
 from tests.tasks.delivery.delivery_helpers import delivery_settings, make_done
 
@@ -28,19 +27,8 @@ def test_a_certificate_that_does_not_verify_stops_deliver_with_a_line_naming_the
 ) -> None:
     tls = make_tls_files(tmp_path)
     server = devserver_factory(tls_cert_path=tls.server_cert, tls_key_path=tls.server_key)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("MEDASR_CONFIG", raising=False)
-    url = f"sqlite:///{tmp_path / 'medasr.db'}"
-    for name, value in {
-        "MEDASR_DATABASE_URL": url,
-        "MEDASR_BASE_URL": server.url,
-        "MEDASR_TOKEN": server.token,
-        "MEDASR_FHIR_TOKEN": server.token,
-    }.items():
-        monkeypatch.setenv(name, value)
-    store = open_store(StorageSettings(database_url=url))
-    make_done(store, {"/d/a.wav": "words"}, metadata={"/d/a.wav": {"patient_id": "MRN-1"}})
-    store.dispose()
+    metadata = {"/d/a.wav": {"patient_id": "MRN-1"}}
+    deliverable_store(server, tmp_path=tmp_path, monkeypatch=monkeypatch, metadata=metadata)
     to = f"fhir+{server.url}/fhir" if target == "fhir" else "docs"
     result = CliRunner().invoke(app, ["deliver", "--to", to, "--allow-unlinked"])
     assert result.exit_code == 2, result.output
