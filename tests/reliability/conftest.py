@@ -5,6 +5,8 @@ whose subject is not Prefect's own start-up passes `prefect_api` to skip the eph
 server; parts that inspect PREFECT_HOME or kill medasr with its Prefect children keep it):
 - `medasr_for(devserver, database_url, **env)`: a `harness.Medasr` pointed at a devserver.
 - `tone_devserver(**config)`: a devserver with the tone engine and a ledger file.
+- `run_against_peer(answer, seed=...)`: one `medasr run` against a canned peer standing in
+  for the service (tests/reliability/peer_run.py).
 - `figures(part, **numbers)`: keeps a part's measured figures in pytest's cache
   (`pytest --cache-show 'medasr-reliability/*'`) for docs/RELIABILITY.md.
 """
@@ -20,6 +22,7 @@ import pytest
 
 from devserver import RunningDevServer, start_devserver
 from tests.reliability.harness import TOKEN, Medasr
+from tests.reliability.peer_run import PeerRun, peer_runner
 
 
 @pytest.fixture
@@ -61,6 +64,18 @@ def medasr_for(tmp_path: Path, prefect_template: Path) -> Callable[..., Medasr]:
         )
 
     return make
+
+
+@pytest.fixture
+def run_against_peer(
+    tmp_path: Path,
+    tone_devserver: Callable[..., RunningDevServer],
+    medasr_for: Callable[..., Medasr],
+    prefect_api: dict[str, str],
+) -> Callable[..., PeerRun]:
+    return peer_runner(
+        tmp_path, tone_devserver=tone_devserver, medasr_for=medasr_for, prefect_api=prefect_api
+    )
 
 
 @pytest.fixture

@@ -5,29 +5,21 @@ error with a traceback in the log. It is read as U+FFFD, and the recording is do
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from tests.reliability.canned_peer import canned_peer, http_answer
-from tests.reliability.corpus import age_files, write_tone_corpus
+from tests.reliability.canned_peer import http_answer
 from tests.reliability.evidence import chunks, items
 
 BODY = b'{"text": "chest \\ud800 clear", "txn_id": "t\\udfff1"}'
 
 
 def test_a_lone_surrogate_in_the_answer_is_stored_as_a_replacement_character(
-    tmp_path: Path, tone_devserver, medasr_for, prefect_api
+    run_against_peer,
 ) -> None:
-    write_tone_corpus(tmp_path / "corpus", 1, seed=12)
-    age_files(tmp_path / "corpus")
-    database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
-    with canned_peer(http_answer("200 OK", BODY)) as peer:
-        medasr = medasr_for(tone_devserver(), database_url, MEDASR_BASE_URL=peer.url, **prefect_api)
-        ended = medasr.run("run", str(tmp_path / "corpus"), "--language", "en-IN")
+    done = run_against_peer(http_answer("200 OK", BODY), seed=12)
 
-    assert "Traceback" not in ended.output, ended.describe()
-    [row] = items(database_url)
-    assert (row["status"], row["error_kind"]) == ("done", None), ended.describe()
+    assert "Traceback" not in done.ended.output, done.ended.describe()
+    [row] = items(done.database_url)
+    assert (row["status"], row["error_kind"]) == ("done", None), done.ended.describe()
     assert row["text"] == "chest \ufffd clear"
-    [chunk] = chunks(database_url)
+    [chunk] = chunks(done.database_url)
     assert chunk["txn_id"] == "t\ufffd1"
-    assert len(peer.requests) == 1
+    assert done.requests == 1

@@ -7,12 +7,10 @@ failed row saying it was throttled, and the message stays one a person can read.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from tests.reliability.canned_peer import canned_peer, http_answer
-from tests.reliability.corpus import age_files, write_tone_corpus
+from tests.reliability.canned_peer import http_answer
 from tests.reliability.evidence import items
 
 FILES = 2
@@ -21,15 +19,11 @@ BUDGET_S = 3
 
 @pytest.mark.parametrize("retry_after", ["1e308", "9" * 40], ids=["float-max", "40-digits"])
 def test_a_huge_retry_after_ends_the_run_with_readable_rows(
-    tmp_path: Path, tone_devserver, medasr_for, prefect_api, retry_after: str
+    run_against_peer, retry_after: str
 ) -> None:
-    write_tone_corpus(tmp_path / "corpus", FILES, seed=9)
-    age_files(tmp_path / "corpus")
-    database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
     throttled = http_answer("429 Too Many Requests", b"{}", {"retry-after": retry_after})
-    with canned_peer(throttled) as peer:
-        medasr = medasr_for(tone_devserver(), database_url, MEDASR_BASE_URL=peer.url, **prefect_api)
-        ended = medasr.run("run", str(tmp_path / "corpus"), "--language", "en-IN", timeout_s=180)
+    done = run_against_peer(throttled, seed=9, files=FILES, timeout_s=180)
+    ended, database_url = done.ended, done.database_url
 
     assert ended.returncode == 1, ended.describe()
     rows = items(database_url)
@@ -42,28 +36,16 @@ def test_a_huge_retry_after_ends_the_run_with_readable_rows(
 @pytest.mark.parametrize(
     "retry_after", ["0", "-5", "Thu, 01 Jan 1970 00:00:00 GMT"], ids=["zero", "negative", "past"]
 )
-def test_a_retry_after_of_now_is_paced_by_the_backoff(
-    tmp_path: Path, tone_devserver, medasr_for, prefect_api, retry_after: str
-) -> None:
+def test_a_retry_after_of_now_is_paced_by_the_backoff(run_against_peer, retry_after: str) -> None:
     # "Now" is no pace: waiting exactly that long sent a request per round trip, thousands
     # a second, for the whole budget. The backoff (0.05 s doubling to 0.5 s) paces them.
-    write_tone_corpus(tmp_path / "corpus", 1, seed=15)
-    age_files(tmp_path / "corpus")
-    database_url = f"sqlite:///{tmp_path / 'medasr.db'}"
     throttled = http_answer("429 Too Many Requests", b"{}", {"retry-after": retry_after})
-    with canned_peer(throttled) as peer:
-        medasr = medasr_for(
-            tone_devserver(),
-            database_url,
-            MEDASR_BASE_URL=peer.url,
-            MEDASR_SERVICE__RETRY_MAX_TOTAL_S=str(BUDGET_S),
-            **prefect_api,
-        )
-        ended = medasr.run("run", str(tmp_path / "corpus"), "--language", "en-IN")
+    done = run_against_peer(throttled, seed=15, MEDASR_SERVICE__RETRY_MAX_TOTAL_S=str(BUDGET_S))
+    ended, database_url = done.ended, done.database_url
 
     assert ended.returncode == 1, ended.describe()
     [row] = items(database_url)
     # Throttled, or the budget's last tenth of a second ran out on a busy host.
     assert (row["status"], row["retryable"]) == ("failed", 1), row
     # Full jitter under a 0.5 s cap waits 0.25 s on average: about 4 a second, not 1,000.
-    assert len(peer.requests) <= 20 * BUDGET_S, len(peer.requests)
+    assert done.requests <= 20 * BUDGET_S, done.requests
