@@ -27,21 +27,32 @@ def json_object_of(
     said = f"{answered} (HTTP {status}) but its answer"
     try:
         body = _read_json(response, key=key, said=said, advice=advice)
-    except RecursionError as exc:  # json's own limit, or storable's walk
+    except RecursionError as exc:  # storable's walk: parsed, but deeper than the stack
         raise InvalidResponse(f"{said} is JSON nested too deeply{advice}", status=status) from exc
     if not isinstance(body, dict):
         raise InvalidResponse(f"{said} is JSON that is not an object{advice}", status=status)
     return body
 
 
+def json_or_none(response: httpx.Response, *, otherwise: Any = None) -> Any:
+    """The body's JSON, or `otherwise` for a body that is none: empty, not JSON, or nested
+    past the parser's depth (RecursionError, which a `ValueError` handler lets through)."""
+    try:
+        return response.json() if response.content else otherwise
+    except (ValueError, RecursionError):
+        return otherwise
+
+
+_NOT_JSON = object()
+
+
 def _read_json(response: httpx.Response, *, key: jwe.JweKey | None, said: str, advice: str) -> Any:
     status = response.status_code
-    try:
-        body = response.json()
-    except (ValueError, RecursionError) as exc:  # nested past the parser's depth: not JSON
+    body = json_or_none(response, otherwise=_NOT_JSON)
+    if body is _NOT_JSON:
         raise InvalidResponse(
             f"{said} is not JSON ({len(response.content)} bytes){advice}", status=status
-        ) from exc
+        )
     if jwe.is_encrypted_envelope(body):
         body = _opened(body, key=key, said=said, status=status)
     return storable(body)

@@ -9,7 +9,6 @@ send patient data in clear text to a remote host.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Protocol
 
 import httpx
@@ -86,7 +85,6 @@ def service_endpoint(
     path: str,
     label: str,
     too_large_advice: str = "",
-    refused_advice: str = "",
     resend_unanswered: bool = True,
     translate: StatusTranslator = error_for_status,
 ) -> Endpoint:
@@ -104,13 +102,7 @@ def service_endpoint(
         allow_insecure_http=service.allow_insecure_http,
         too_large_advice=too_large_advice,
         resend_unanswered=resend_unanswered,
-        # `refused_advice` words error_for_status's 413; an endpoint with a translator of
-        # its own (the document upload's) gives none.
-        translate=(
-            partial(error_for_status, refused_advice=refused_advice)
-            if refused_advice
-            else translate
-        ),
+        translate=translate,
     )
 
 

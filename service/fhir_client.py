@@ -28,6 +28,7 @@ from pydantic import SecretStr
 
 from config.errors import MedasrError
 from config.settings import ServiceSettings
+from service.answers import json_or_none
 from service.endpoint import Endpoint, RawBody
 from service.errors import CredentialsRejected, RequestRejected
 from service.http_client import AsyncClosing, ServiceSession
@@ -149,7 +150,7 @@ def created_id(
     """(id, None) when the answer names one DocumentReference under the request's base,
     and, given the resource `sent`, one with its masterIdentifier and subject; (None, why)
     otherwise."""
-    body = _json_body(response)
+    body = json_or_none(response)
     other = _another_document(body, sent) if sent else None
     if other:
         return None, other
@@ -167,13 +168,6 @@ def created_id(
     if body_type:
         return None, f"its body is an {body_type}, not the DocumentReference, and no Location"
     return None, "it names no DocumentReference (no resource body, no Location)"
-
-
-def _json_body(response: httpx.Response) -> Any:
-    try:
-        return response.json() if response.content else None
-    except (ValueError, RecursionError):  # nested past the parser's depth: no JSON either
-        return None
 
 
 def _another_document(body: Any, sent: dict[str, Any]) -> str | None:
@@ -270,10 +264,7 @@ def fhir_error_for_status(response: httpx.Response, *, sent_bytes: int, token: s
 def _diagnostics(response: httpx.Response) -> str:
     """The diagnostics of an OperationOutcome body (or a gateway's JSON `message`) on one
     line (capped), or ''."""
-    try:
-        body: Any = response.json()
-    except (ValueError, RecursionError):  # nested past the parser's depth: no JSON either
-        return ""
+    body = json_or_none(response)
     if isinstance(body, dict) and isinstance(body.get("message"), str):  # a gateway's answer
         return " ".join(body["message"].split())[:_DIAGNOSTICS_CHARS]
     if not isinstance(body, dict) or body.get("resourceType") != "OperationOutcome":

@@ -42,7 +42,7 @@ from service.retrying import (
     RetryPolicy,
     retrying,
 )
-from service.status import bearer_token, certificate_failure, tls_verify
+from service.status import bearer_token, certificate_failure, origin_of, tls_verify
 
 logger = logging.getLogger(__name__)
 
@@ -305,21 +305,13 @@ class ServiceSession(AsyncClosing):
 def _unanswered(url: httpx.URL, exc: httpx.HTTPError) -> str:
     """Why a request got no answer: unreached, or lost once it may have arrived (then the
     service may have acted on it, and billed it: "could not reach" would say it did not)."""
-    where, name = _origin(url), type(exc).__name__
+    where, name = origin_of(url), type(exc).__name__
     if isinstance(exc, NEVER_SENT):
         return f"could not reach the service at {where} ({name})"
     return (
         f"the connection to the service at {where} broke before its answer ({name}); "
         "the service may have received the request"
     )
-
-
-def _origin(url: httpx.URL) -> str:
-    """scheme://host[:port] of `url`: where a request went, without its user, path or
-    query (a delivery's query may carry a patient's identifiers)."""
-    host = f"[{url.host}]" if ":" in url.host else url.host  # an IPv6 address
-    port = "" if url.port is None else f":{url.port}"
-    return f"{url.scheme}://{host}{port}"
 
 
 async def read_capped(response: httpx.Response, *, cap_bytes: int) -> httpx.Response:

@@ -10,12 +10,13 @@ the session only when it made it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import ClassVar, TypeVar
 
 import httpx
 
 from config.settings import EncryptionSettings, ServiceSettings
-from service.endpoint import Endpoint, Payload, service_endpoint
+from service.endpoint import Endpoint, Payload, StatusTranslator, service_endpoint
 from service.http_client import AsyncClosing, Pacing, ReadAnswer, Reply, ServiceSession
 from service.retrying import RetryEvent
 from service.status import error_for_status, private_error_for_status
@@ -102,13 +103,19 @@ class SessionClient(AsyncClosing):
             path=self.path,
             label=self.label,
             too_large_advice=self.too_large_advice,
-            refused_advice=self.refused_advice,
             resend_unanswered=self.resend_unanswered,
-            translate=private_error_for_status if self.private_words else error_for_status,
+            translate=self._translator(),
         )
         self._caller = EndpointCaller(
             endpoint, service, http=http, on_retry=on_retry, session=session
         )
+
+    def _translator(self) -> StatusTranslator:
+        """How this endpoint's non-2xx answers become errors: a 413 ends with the client's
+        `refused_advice`; with `private_words` the body's words are kept, never logged."""
+        if self.private_words:
+            return private_error_for_status
+        return partial(error_for_status, refused_advice=self.refused_advice)
 
     async def aclose(self) -> None:
         """Close the session (and its connection pool) if this client created it."""

@@ -15,6 +15,7 @@ import httpx
 from pydantic import SecretStr
 
 from config.errors import ConfigError, MedasrError
+from service.answers import json_or_none
 from service.errors import (
     CredentialsRejected,
     InsecureTransport,
@@ -202,16 +203,21 @@ def _quoted_message(response: httpx.Response, *, token: str) -> str:
 
 def _short_message(response: httpx.Response, *, token: str) -> str:
     """The short, printable `message` of a JSON error body without the token, or ''."""
-    try:
-        body = response.json()
-    except (ValueError, RecursionError):  # nested past the parser's depth: no JSON either
-        return ""
+    body = json_or_none(response)
     message = body.get("message") if isinstance(body, dict) else None
     if not isinstance(message, str) or not message.isprintable():
         return ""
     if len(message) > _MAX_QUOTED_MESSAGE_CHARS or (token and token in message):
         return ""
     return message
+
+
+def origin_of(url: httpx.URL) -> str:
+    """scheme://host[:port] of `url`: where a request went, without its user, path or
+    query (a delivery's query may carry a patient's identifiers)."""
+    host = f"[{url.host}]" if ":" in url.host else url.host  # an IPv6 address
+    port = "" if url.port is None else f":{url.port}"
+    return f"{url.scheme}://{host}{port}"
 
 
 def _moved_to(response: httpx.Response) -> str:
@@ -222,9 +228,7 @@ def _moved_to(response: httpx.Response) -> str:
         return ""
     if not target.host or target.scheme not in ("http", "https"):
         return ""
-    port = "" if target.port is None else f":{target.port}"
-    host = f"[{target.host}]" if ":" in target.host else target.host
-    return f" to {target.scheme}://{host[:64]}{port}"
+    return f" to {origin_of(target)[:80]}"
 
 
 def private_error_for_status(
